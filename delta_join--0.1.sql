@@ -1,0 +1,153 @@
+/* delta_join--0.1.sql */
+
+\echo Use "CREATE EXTENSION delta_join" to load this file. \quit
+
+-- Refuse to install on a server that cannot run delta views: the check names
+-- the setting to change (wal_level, shared_preload_libraries,
+-- output_plugin_libraries).
+CREATE FUNCTION delta_join._check_environment()
+RETURNS void
+AS 'MODULE_PATHNAME', 'dj_check_environment'
+LANGUAGE C STRICT;
+
+SELECT delta_join._check_environment();
+
+--
+-- Catalog
+--
+
+-- One row per view.
+CREATE TABLE delta_join.view_catalog (
+	view_id			serial PRIMARY KEY,
+	target			oid NOT NULL UNIQUE,	-- pg_class OID of the target
+	target_name		text NOT NULL,			-- qualified name, for messages
+	kind			text NOT NULL CHECK (kind IN ('join', 'aggregate')),
+	strategy		text NOT NULL,
+	options			jsonb NOT NULL,			-- effective options of the view
+	query			text NOT NULL,
+	owner			oid NOT NULL,			-- the view is applied as this role
+	state			text NOT NULL DEFAULT 'active'
+					CHECK (state IN ('active', 'error')),
+	created_lsn		pg_lsn NOT NULL,
+	applied_lsn		pg_lsn NOT NULL,		-- all changes up to here are applied
+	last_error		text,
+	last_error_time	timestamptz,
+	stale_since_lsn	pg_lsn					-- changes from here on were not applied
+);
+
+-- One row per source of a view.  Logical decoding reads this table as of each
+-- decoded change, so it must be a user catalog table.
+CREATE TABLE delta_join.source_catalog (
+	view_id			int NOT NULL REFERENCES delta_join.view_catalog ON DELETE CASCADE,
+	ordinal			int NOT NULL,			-- range-table position in the query
+	relid			oid NOT NULL,			-- the source table (root if partitioned)
+	alias			text NOT NULL,
+	key_columns		name[] NOT NULL,		-- columns whose values make a dirty key
+	lookup_index	oid,					-- btree index used to look this source up
+	lookup_columns	name[],					-- its leading columns the lookup binds
+	options			jsonb NOT NULL DEFAULT '{}',	-- per-table hint options
+	PRIMARY KEY (view_id, ordinal)
+) WITH (user_catalog_table = true);
+
+CREATE INDEX source_catalog_relid_idx ON delta_join.source_catalog (relid);
+
+SELECT pg_catalog.pg_extension_config_dump('delta_join.view_catalog', '');
+SELECT pg_catalog.pg_extension_config_dump('delta_join.view_catalog_view_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('delta_join.source_catalog', '');
+
+REVOKE ALL ON delta_join.view_catalog, delta_join.source_catalog FROM PUBLIC;
+GRANT SELECT ON delta_join.view_catalog, delta_join.source_catalog TO PUBLIC;
+
+--
+-- SQL interface
+--
+
+CREATE FUNCTION delta_join.create_view(target text, query text,
+									   strategy text DEFAULT NULL,
+									   options jsonb DEFAULT NULL)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'dj_create_view'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION delta_join.explain(query text,
+								   strategy text DEFAULT NULL,
+								   options jsonb DEFAULT NULL)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'dj_explain'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
+CREATE FUNCTION delta_join.drop_view(target text, drop_table boolean DEFAULT true)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dj_drop_view'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION delta_join.refresh(target text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dj_refresh'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION delta_join.wait(target text DEFAULT NULL,
+								timeout interval DEFAULT '30s')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'dj_wait'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
+-- Counters of every view, from shared memory.
+CREATE FUNCTION delta_join._stat(
+	OUT view_id int,
+	OUT applied_lsn pg_lsn,
+	OUT applied_commit_time timestamptz,
+	OUT changes_seen bigint,
+	OUT keys_applied bigint,
+	OUT rows_upserted bigint,
+	OUT rows_deleted bigint,
+	OUT rows_unchanged bigint,
+	OUT lookups bigint,
+	OUT cache_hits bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dj_stat'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW delta_join.views AS
+SELECT v.target_name AS target,
+	   v.kind,
+	   CASE WHEN v.kind = 'join' AND (v.options ->> 'retract')::boolean
+			THEN 'retract' ELSE 'upsert' END AS mode,
+	   v.strategy,
+	   v.state,
+	   ARRAY(SELECT s.relid::regclass::text
+			 FROM delta_join.source_catalog s
+			 WHERE s.view_id = v.view_id
+			 ORDER BY s.ordinal) AS sources,
+	   v.options,
+	   v.query
+FROM delta_join.view_catalog v;
+
+CREATE VIEW delta_join.status AS
+SELECT v.target_name AS target,
+	   v.state,
+	   greatest(v.applied_lsn, s.applied_lsn) AS applied_lsn,
+	   CASE WHEN v.state = 'error' THEN NULL
+			ELSE greatest(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
+													 greatest(v.applied_lsn, s.applied_lsn)), 0)::bigint
+	   END AS lag_bytes,
+	   CASE WHEN s.applied_commit_time IS NULL THEN interval '0'
+			ELSE greatest(pg_catalog.now() - s.applied_commit_time, interval '0')
+	   END AS lag,
+	   coalesce(s.changes_seen, 0) AS changes_seen,
+	   coalesce(s.keys_applied, 0) AS keys_applied,
+	   coalesce(s.rows_upserted, 0) AS rows_upserted,
+	   coalesce(s.rows_deleted, 0) AS rows_deleted,
+	   coalesce(s.rows_unchanged, 0) AS rows_unchanged,
+	   coalesce(s.lookups, 0) AS lookups,
+	   coalesce(s.cache_hits, 0) AS cache_hits,
+	   v.last_error,
+	   v.last_error_time,
+	   v.stale_since_lsn
+FROM delta_join.view_catalog v
+LEFT JOIN delta_join._stat() s USING (view_id);
+
+GRANT SELECT ON delta_join.views, delta_join.status TO PUBLIC;

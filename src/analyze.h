@@ -1,0 +1,117 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze.h
+ *	  Query text -> delta plan, with the eligibility checks of DESIGN.md §3.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_ANALYZE_H
+#define DJ_ANALYZE_H
+
+#include "delta_join.h"
+#include "nodes/parsenodes.h"
+
+typedef enum DeltaKind
+{
+	DJ_KIND_JOIN,
+	DJ_KIND_AGGREGATE
+} DeltaKind;
+
+/* One source of a view: a range-table entry of the query. */
+typedef struct DeltaSource
+{
+	int			rtindex;		/* position in query->rtable */
+	Oid			relid;
+	char	   *relname;		/* qualified name, for messages */
+	char	   *alias;			/* the name the query uses for it */
+	bool		partitioned;
+	Oid			pk_index;
+	int			pk_natts;
+	AttrNumber *pk_attnums;		/* primary key columns */
+
+	/* the columns whose changed values make a dirty key */
+	int			key_natts;
+	AttrNumber *key_attnums;
+
+	/* how the other sources look this one up (first edge that reaches it) */
+	Oid			lookup_index;
+	int			lookup_nkeys;	/* leading index columns bound */
+
+	int			cache_size;		/* from a hint, or -1 */
+	bool		cache_enabled;	/* from a hint, or the view's option */
+} DeltaSource;
+
+/* One plain-column equality between two sources: left.col = right.col */
+typedef struct DeltaJoinCond
+{
+	int			left;			/* index into DeltaPlan.sources */
+	AttrNumber	left_attno;
+	int			right;
+	AttrNumber	right_attno;
+	Oid			opno;			/* the equality operator as written */
+	Oid			collation;		/* its input collation */
+} DeltaJoinCond;
+
+/*
+ * One lookup of a walk: find the rows of `source` whose index columns equal
+ * values of already-bound sources.  key i binds index column i + 1.
+ */
+typedef struct DeltaLookupKey
+{
+	int			from_source;	/* index into DeltaPlan.sources */
+	AttrNumber	from_attno;
+	Oid			from_type;
+	AttrNumber	index_attno;	/* 1-based index column */
+	Oid			proc;			/* btree equality proc, index col op from */
+	Oid			collation;		/* the index column's collation */
+} DeltaLookupKey;
+
+typedef struct DeltaLookup
+{
+	int			source;			/* index into DeltaPlan.sources */
+	Oid			index;
+	int			nkeys;
+	DeltaLookupKey *keys;
+} DeltaLookup;
+
+/*
+ * How a change of one source is applied: fetch the changed row by primary
+ * key, then look up the other sources in this order.
+ */
+typedef struct DeltaWalk
+{
+	int			driver;			/* index into DeltaPlan.sources */
+	List	   *lookups;		/* DeltaLookup *, in walk order */
+} DeltaWalk;
+
+typedef struct DeltaPlan
+{
+	DeltaKind	kind;
+	Query	   *query;			/* analyzed query; join alias vars flattened */
+	char	   *query_text;		/* the single statement, without ';' */
+	DeltaOptions options;
+	List	   *sources;		/* DeltaSource * */
+	List	   *conds;			/* DeltaJoinCond * */
+	List	   *quals;			/* implicit-AND filters + join conditions */
+	bool		has_filter;		/* some qual (or HAVING) is not a join cond */
+	List	   *walks;			/* DeltaWalk *, one per source (joins) */
+
+	/* output (= target) columns */
+	int			ncolumns;
+	char	  **colnames;
+	Oid		   *coltypes;
+	int32	   *coltypmods;
+	Oid		   *colcollations;
+
+	/* the result's unique key, as 0-based output column numbers */
+	int			key_ncolumns;
+	int		   *key_columns;
+
+	/* aggregates: the group key's index on the single source */
+	Oid			group_index;
+} DeltaPlan;
+
+extern DeltaPlan *analyze_view_query(const char *query_text, DeltaOptions *options);
+extern List *explain_view_query(const char *query_text, DeltaOptions *options);
+
+#endif							/* DJ_ANALYZE_H */

@@ -1,0 +1,69 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.h
+ *	  A batch: the dirty keys of each view that one apply transaction covers.
+ *
+ * The worker (worker.c) fills a batch from what the output plugin (decode.c)
+ * captured, deduplicating keys per view and source, and hands each view's
+ * part to the applier (apply_join.c / apply_agg.c) inside one transaction.
+ * Everything here lives in the worker's batch memory context, which is reset
+ * after the batch commits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_BATCH_H
+#define DJ_BATCH_H
+
+#include "access/xlogdefs.h"
+#include "nodes/pg_list.h"
+#include "utils/timestamp.h"
+
+/*
+ * One dirty key: the values of the source's key columns (source_catalog.
+ * key_columns, in that order, typed as the root relation's columns).
+ */
+typedef struct DirtyKey
+{
+	Datum	   *values;
+	bool	   *isnull;
+} DirtyKey;
+
+/* The dirty keys of one source of one view. */
+typedef struct SourceBatch
+{
+	int			ordinal;		/* source_catalog.ordinal */
+	Oid			relid;			/* the source (root if partitioned) */
+	bool		truncated;		/* the source was truncated in this batch */
+	List	   *keys;			/* DirtyKey *, no two equal */
+} SourceBatch;
+
+/* The part of a batch that concerns one view. */
+typedef struct ViewBatch
+{
+	int			view_id;
+	List	   *sources;		/* SourceBatch *, only those with work */
+	int64		changes;		/* decoded changes this batch covers */
+	XLogRecPtr	end_lsn;		/* changes up to here are covered */
+	TimestampTz commit_time;	/* commit time of the newest change */
+} ViewBatch;
+
+/* What applying one view's batch did, added to the view's counters. */
+typedef struct ApplyCounts
+{
+	int64		keys_applied;
+	int64		rows_upserted;
+	int64		rows_deleted;
+	int64		rows_unchanged;
+	int64		lookups;
+	int64		cache_hits;
+} ApplyCounts;
+
+/*
+ * Apply one view's batch (apply.c).  Called by the worker inside a
+ * transaction, as the view's owner, with a safe search_path; raises an error
+ * (and the worker rolls back the view's subtransaction) if the view cannot be
+ * applied.
+ */
+extern void apply_view_batch(int view_id, ViewBatch *batch, ApplyCounts *counts);
+
+#endif							/* DJ_BATCH_H */

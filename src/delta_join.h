@@ -1,0 +1,69 @@
+/*-------------------------------------------------------------------------
+ *
+ * delta_join.h
+ *	  Nouns shared by every part of delta_join, and its settings.
+ *
+ * Vocabulary (used the same way in every file, comment and message):
+ *
+ *	view		a registered delta view: a query whose result is kept in a
+ *				target table and maintained incrementally.
+ *	source		a table the view's query reads (one range-table entry; the
+ *				same table joined twice is two sources).
+ *	target		the ordinary table the view writes its result into.
+ *	delta plan	what the analyzer makes of a view's query: its sources, join
+ *				edges, lookup indexes, filters, projection and result key.
+ *	dirty key	the primary key (join views) or group key (aggregate views)
+ *				of a source row that changed and waits to be applied.
+ *	batch		the dirty keys one apply transaction covers.
+ *	lookup		an index-prefix scan on a source.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DELTA_JOIN_H
+#define DELTA_JOIN_H
+
+#include "postgres.h"
+
+#define DJ_SCHEMA			"delta_join"
+#define DJ_PLUGIN_NAME		"delta_join"
+
+/* Strategies, mirroring table.optimizer.delta-join.strategy */
+typedef enum DeltaStrategy
+{
+	DJ_STRATEGY_NONE,			/* no rewrite: fallback only */
+	DJ_STRATEGY_AUTO,			/* delta when eligible, else fallback */
+	DJ_STRATEGY_EVENTUAL		/* delta or error ("force" is an alias) */
+} DeltaStrategy;
+
+/*
+ * The settings one view runs with: the session's GUCs at creation, overridden
+ * by the options jsonb of create_view.  Stored in the catalog as jsonb.
+ */
+typedef struct DeltaOptions
+{
+	DeltaStrategy strategy;
+	bool		ignore_non_unique_key_filter;
+	bool		cache_enabled;
+	int			left_cache_size;
+	int			right_cache_size;
+	int			max_batch_size;
+	int			batch_timeout_ms;
+	int			lookup_timeout_ms;
+	bool		retract;
+} DeltaOptions;
+
+/* GUC variables (module.c) */
+extern int	dj_strategy;
+extern bool dj_ignore_non_unique_key_filter;
+extern bool dj_cache_enabled;
+extern int	dj_left_cache_size;
+extern int	dj_right_cache_size;
+extern int	dj_max_batch_size;
+extern int	dj_batch_timeout_ms;
+extern int	dj_lookup_timeout_ms;
+
+/* module.c */
+extern const char *dj_strategy_name(DeltaStrategy strategy);
+extern bool dj_parse_strategy(const char *name, DeltaStrategy *strategy);
+
+#endif							/* DELTA_JOIN_H */
