@@ -25,6 +25,7 @@ CREATE TABLE delta_join.view_catalog (
 	strategy		text NOT NULL,
 	options			jsonb NOT NULL,			-- effective options of the view
 	query			text NOT NULL,
+	search_path		text NOT NULL,			-- resolves the names in query
 	owner			oid NOT NULL,			-- the view is applied as this role
 	state			text NOT NULL DEFAULT 'active'
 					CHECK (state IN ('active', 'error')),
@@ -67,8 +68,7 @@ CREATE FUNCTION delta_join.create_view(target text, query text,
 									   options jsonb DEFAULT NULL)
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'dj_create_view'
-LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
 CREATE FUNCTION delta_join.explain(query text,
 								   strategy text DEFAULT NULL,
@@ -80,14 +80,12 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 CREATE FUNCTION delta_join.drop_view(target text, drop_table boolean DEFAULT true)
 RETURNS void
 AS 'MODULE_PATHNAME', 'dj_drop_view'
-LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
 CREATE FUNCTION delta_join.refresh(target text)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'dj_refresh'
-LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
 CREATE FUNCTION delta_join.wait(target text DEFAULT NULL,
 								timeout interval DEFAULT '30s')

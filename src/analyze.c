@@ -38,6 +38,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_proc.h"
 #include "access/stratnum.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
@@ -45,6 +46,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
+#include "parser/scansup.h"
 #include "partitioning/partdefs.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -210,7 +212,7 @@ static char *
 statement_text(const char *text, RawStmt *rawstmt)
 {
 	int			start = Max(rawstmt->stmt_location, 0);
-	int			len = rawstmt->stmt_len > 0 ? rawstmt->stmt_len : strlen(text + start);
+	int			len = rawstmt->stmt_len > 0 ? rawstmt->stmt_len : (int) strlen(text + start);
 
 	while (len > 0 && scanner_isspace(text[start]))
 		start++, len--;
@@ -453,6 +455,7 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 
 	rel = table_open(rte->relid, AccessShareLock);
 	src->partitioned = (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE);
+	src->natts = RelationGetNumberOfAttributes(rel);
 	src->pk_index = RelationGetPrimaryKeyIndex(rel);
 	if (!OidIsValid(src->pk_index))
 	{
@@ -1103,7 +1106,7 @@ derive_join_key(Analysis *a)
 			for (int t = 0; t < nsources && !found; t++)
 			{
 				DeltaSource *other = SOURCE(a, t);
-				int			natts = get_relnatts(other->relid);
+				int			natts = other->natts;
 
 				if (t == s || !in_key[t])
 					continue;
@@ -1427,7 +1430,7 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 		DeltaSource *src = lfirst(lc);
 
 		a->col_offset[foreach_current_index(lc)] = ncolumns;
-		ncolumns += get_relnatts(src->relid);
+		ncolumns += src->natts;
 	}
 	a->class_parent = palloc(sizeof(int) * Max(ncolumns, 1));
 	for (int i = 0; i < ncolumns; i++)
@@ -1494,7 +1497,7 @@ analyze_view_query(const char *query_text, DeltaOptions *options)
  * ----------------------------------------------------------------
  */
 
-static char *
+static const char *
 index_label(Oid index)
 {
 	return quote_identifier(get_rel_name(index));

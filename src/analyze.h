@@ -25,6 +25,7 @@ typedef struct DeltaSource
 	char	   *relname;		/* qualified name, for messages */
 	char	   *alias;			/* the name the query uses for it */
 	bool		partitioned;
+	int			natts;			/* columns of the relation, dropped included */
 	Oid			pk_index;
 	int			pk_natts;
 	AttrNumber *pk_attnums;		/* primary key columns */

@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "options.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -288,7 +290,7 @@ read_quoted(const char *text, int location, const char *p, char **out)
 	return p + 1;
 }
 
-/* Parse "OPTIONS('k'='v', ...) */" starting at p, into hint. */
+/* Parse the body of a hint, "OPTIONS('k'='v', ...)" and its end, into hint. */
 static void
 parse_hint_body(const char *text, int location, const char *p, DeltaHint *hint)
 {
