@@ -1,0 +1,83 @@
+# delta_join: incremental wide tables for PostgreSQL 15 (PGXS build)
+#
+#   make test        install what the build needs (apt), build, install, and
+#                    run every pg_regress and TAP test as user postgres; the
+#                    one command CI runs (.ci/run)
+#   make demo        same set-up, then the worked example on a throwaway server
+#   make / make install
+#                    build / install against the server pg_config names
+#   make installcheck
+#                    pg_regress then TAP tests, as a user that may start a
+#                    server (PGXS stops after the first failing suite)
+#   make regress_installcheck, make prove_installcheck
+#                    one suite alone
+#
+# Every build uses -Werror.  The only warning PostgreSQL 15's own headers
+# raise under -Wextra is -Wunused-parameter (inline functions and hooks that
+# ignore arguments), so that one is turned off.
+
+MODULE_big = delta_join
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+EXTENSION = delta_join
+DATA = delta_join--0.1.sql
+PGFILEDESC = "delta_join - incremental wide tables"
+
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
+
+# pg_regress: every sql/NN_topic.sql, in name order, on a temporary server
+# whose configuration is generated (output_plugin_libraries is only set when
+# the server has that parameter).  The temporary server lives outside
+# tmp_check, which prove_installcheck deletes.
+REGRESS = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
+REGRESS_CONF = .build/regress.conf
+REGRESS_PREP = $(REGRESS_CONF)
+REGRESS_OPTS = --temp-config=$(REGRESS_CONF) --temp-instance=./tmp_check_regress
+
+# TAP: every test/t/*.pl, with test/perl on the include path (DeltaJoinTest)
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+EXTRA_CLEAN = .build tmp_check_regress
+
+# Prefer PostgreSQL 15's own pg_config over Debian's wrapper, which picks the
+# newest installed major version.
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
+
+# Makefile.global resets PROVE_FLAGS; "override" appends to any value given
+# on the command line instead.
+override PROVE_FLAGS += -I test/perl
+
+regress_installcheck: $(REGRESS_PREP)
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+
+prove_installcheck:
+	$(prove_installcheck)
+
+else
+# No PGXS yet (fresh machine): "make test" and "make demo" install it.
+all install installcheck regress_installcheck prove_installcheck:
+	@echo "PGXS not found ($(PG_CONFIG) --pgxs); run 'make test' as root, or: apt-get install -y postgresql-server-dev-15 libipc-run-perl" >&2
+	@exit 1
+endif
+
+# The server binary the regression configuration is generated for
+PG_POSTGRES = $(if $(bindir),$(bindir)/postgres,postgres)
+
+$(REGRESS_CONF): test/regress.conf.in $(wildcard $(PG_POSTGRES))
+	@mkdir -p $(dir $@)
+	@{ cat test/regress.conf.in; \
+	  if $(PG_POSTGRES) --describe-config 2>/dev/null | grep -q '^output_plugin_libraries[[:space:]]'; then \
+	    echo "output_plugin_libraries = 'pgoutput, test_decoding, delta_join'"; \
+	  fi; } > $@.tmp && mv $@.tmp $@
+
+test:
+	@PG_CONFIG='$(PG_CONFIG)' MAKE='$(MAKE)' bash test/run_tests.sh
+
+demo:
+	@PG_CONFIG='$(PG_CONFIG)' MAKE='$(MAKE)' bash test/demo.sh
+
+.PHONY: test demo regress_installcheck prove_installcheck
