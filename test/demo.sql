@@ -1,0 +1,69 @@
+--
+-- delta_join demo: the e-commerce example of the design brief.
+--
+-- "make demo" runs this file with psql on a throwaway server set up for
+-- delta_join (wal_level = logical, the library preloaded).  Orders reference
+-- items; we keep a wide table of orders with their item names, and a summary
+-- per merchant, up to date as the sources change.
+--
+
+CREATE EXTENSION delta_join;
+
+-- The sources.  (merchant_id, item_id) is a prefix of both primary keys, so
+-- either side can be looked up through its primary key index.
+CREATE TABLE orders (
+	merchant_id	bigint,
+	item_id		bigint,
+	order_id	bigint,
+	amount		numeric(18,2),
+	PRIMARY KEY (merchant_id, item_id, order_id));
+
+CREATE TABLE items (
+	merchant_id	bigint,
+	item_id		bigint,
+	item_name	text,
+	PRIMARY KEY (merchant_id, item_id));
+
+INSERT INTO items VALUES
+	(1, 10, 'espresso machine'),
+	(1, 11, 'coffee grinder'),
+	(2, 20, 'tea kettle');
+
+INSERT INTO orders VALUES
+	(1, 10, 1001, 249.00),
+	(1, 11, 1002, 89.50),
+	(1, 10, 1003, 249.00),
+	(2, 20, 2001, 35.00);
+
+-- How delta_join would maintain the join: the driving side of each change,
+-- the index each lookup uses, and the key of the result.
+SELECT * FROM delta_join.explain($$
+	SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
+	FROM orders AS o
+	JOIN items  AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+
+-- A delta join: the wide table is created, filled, and from now on
+-- maintained from the WAL, without triggers on the sources.
+SELECT delta_join.create_view('order_item_wide', $$
+	SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
+	FROM orders AS o
+	JOIN items  AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+
+-- A delta aggregate: the group key merchant_id is a leading prefix of the
+-- primary key of orders.
+SELECT delta_join.create_view('merchant_summary', $$
+	SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount
+	FROM orders GROUP BY merchant_id $$);
+
+-- Both targets are ordinary tables.
+SELECT * FROM order_item_wide ORDER BY merchant_id, order_id;
+SELECT * FROM merchant_summary ORDER BY merchant_id;
+
+-- ==== LIVE UPDATES: placeholder ==========================================
+-- A later step adds here: changes to orders and items (new orders, a renamed
+-- item), SELECT delta_join.wait(); and the two targets again, caught up.
+-- ==== end of LIVE UPDATES ================================================
+
+-- The registered views.
+SELECT target, kind, mode, strategy, state, sources
+FROM delta_join.views ORDER BY target;
