@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply.h
+ *	  Shared pieces of the appliers: writing result rows to the target.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_APPLY_H
+#define DJ_APPLY_H
+
+#include "analyze.h"
+#include "batch.h"
+#include "executor/execdesc.h"
+#include "nodes/execnodes.h"
+
+/* Writes result rows into a target, by the target's unique key. */
+typedef struct TargetWriter
+{
+	Relation	rel;
+	Oid			key_index;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	EPQState	epqstate;
+	TupleTableSlot *newslot;	/* the row to write, target row type */
+	TupleTableSlot *oldslot;	/* the row found by key */
+	int			ncolumns;		/* output columns of the view */
+	int		   *attnums;		/* output column i -> target attnum */
+	ApplyCounts *counts;
+} TargetWriter;
+
+extern TargetWriter *target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts);
+extern void target_upsert(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern void target_delete(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern void target_writer_end(TargetWriter *writer);
+
+extern void apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+					   ApplyCounts *counts);
+extern void apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+							ApplyCounts *counts);
+
+#endif							/* DJ_APPLY_H */

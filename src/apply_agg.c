@@ -1,0 +1,282 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply_agg.c
+ *	  Delta aggregate: recompute every group whose rows changed from the
+ *	  current source rows, upsert it, and delete it from the target when it
+ *	  has no rows left (-D).
+ *
+ * Aggregates are evaluated by Postgres itself: the view's query, with
+ * "group column = $n" added to its WHERE clause, is planned once per batch
+ * (a generic plan: the planner reaches the group through the group-key
+ * index) and executed once per distinct dirty group.  So every aggregate,
+ * with ORDER BY, FILTER or DISTINCT inside the call, behaves exactly as in a
+ * plain GROUP BY.  A HAVING clause (allowed with
+ * ignore_non_unique_key_filter) is moved into an extra output column, so
+ * that a group that stops passing it is told apart from a group that is
+ * gone: the first keeps its earlier row, the second is deleted.
+ *
+ * Memory: the plan lives in the caller's context; each group's execution
+ * uses the executor's own per-query context.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "nodes/params.h"
+#include "optimizer/optimizer.h"
+#include "tcop/dest.h"
+#include "tcop/tcopprot.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+#include "apply.h"
+
+/* Receives the (at most one) row of a recomputed group. */
+typedef struct GroupReceiver
+{
+	DestReceiver pub;
+	TargetWriter *writer;
+	int			ncolumns;
+	bool		has_having;
+	bool		found;
+} GroupReceiver;
+
+static bool
+group_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	GroupReceiver *receiver = (GroupReceiver *) self;
+
+	slot_getallattrs(slot);
+	receiver->found = true;
+
+	/* a group that fails HAVING keeps the row written earlier */
+	if (receiver->has_having &&
+		(slot->tts_isnull[receiver->ncolumns] ||
+		 !DatumGetBool(slot->tts_values[receiver->ncolumns])))
+		return true;
+
+	target_upsert(receiver->writer, slot->tts_values, slot->tts_isnull);
+	return true;
+}
+
+static void
+group_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+group_shutdown(DestReceiver *self)
+{
+}
+
+static void
+group_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * The view's query restricted to one group: WHERE ... AND k1 = $1 AND
+ * k2 = $2 ..., with HAVING moved to a last output column.  Returns the
+ * parameter types.
+ */
+static PlannedStmt *
+plan_group_query(DeltaPlan *plan, Oid **paramtypes)
+{
+	Query	   *query = copyObject(plan->query);
+	DeltaSource *src = linitial(plan->sources);
+	List	   *conds = NIL;
+	ListCell   *lc;
+	int			k = 0;
+
+	*paramtypes = palloc(sizeof(Oid) * src->key_natts);
+	foreach(lc, query->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, query->targetList);
+		Var		   *var = (Var *) tle->expr;
+		Param	   *param = makeNode(Param);
+		Oid			lefttype;
+		Oid			righttype;
+
+		op_input_types(sgc->eqop, &lefttype, &righttype);
+		param->paramkind = PARAM_EXTERN;
+		param->paramid = k + 1;
+		param->paramtype = righttype;
+		param->paramtypmod = -1;
+		param->paramcollid = var->varcollid;
+		param->location = -1;
+		(*paramtypes)[k++] = righttype;
+		conds = lappend(conds, make_opclause(sgc->eqop, BOOLOID, false,
+											 (Expr *) copyObject(var), (Expr *) param,
+											 InvalidOid, var->varcollid));
+	}
+	if (query->jointree->quals)
+		conds = lappend(conds, query->jointree->quals);
+	query->jointree->quals = (Node *) make_ands_explicit(conds);
+
+	if (query->havingQual)
+	{
+		query->targetList = lappend(query->targetList,
+									makeTargetEntry((Expr *) query->havingQual,
+													list_length(query->targetList) + 1,
+													pstrdup("having"), false));
+		query->havingQual = NULL;
+	}
+	return pg_plan_query(query, plan->query_text, CURSOR_OPT_GENERIC_PLAN, NULL);
+}
+
+/*
+ * Recompute one group (its key values in group-clause order) and write the
+ * result: upsert, or delete when the group has no rows left.
+ */
+static void
+recompute_group(DeltaPlan *plan, PlannedStmt *pstmt, Oid *paramtypes, int nkeys,
+				const int *key_output, DirtyKey *key, GroupReceiver *receiver)
+{
+	ParamListInfo params = makeParamList(nkeys);
+	QueryDesc  *qd;
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		params->params[k].value = key->values[k];
+		params->params[k].isnull = key->isnull[k];
+		params->params[k].pflags = PARAM_FLAG_CONST;
+		params->params[k].ptype = paramtypes[k];
+	}
+	params->numParams = nkeys;
+
+	receiver->found = false;
+	qd = CreateQueryDesc(pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
+						 (DestReceiver *) receiver, params, NULL, 0);
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+
+	if (!receiver->found)
+	{
+		Datum	   *values = palloc0(sizeof(Datum) * plan->ncolumns);
+		bool	   *isnull = palloc(sizeof(bool) * plan->ncolumns);
+
+		memset(isnull, true, sizeof(bool) * plan->ncolumns);
+		for (int k = 0; k < nkeys; k++)
+		{
+			values[key_output[k]] = key->values[k];
+			isnull[key_output[k]] = key->isnull[k];
+		}
+		target_delete(receiver->writer, values, isnull);
+		pfree(values);
+		pfree(isnull);
+	}
+	pfree(params);
+}
+
+/*
+ * After a TRUNCATE of the source every group in the target must be
+ * recomputed (and, unless rows came back, deleted): their keys, read from
+ * the target.
+ */
+static List *
+target_groups(TargetWriter *writer, int nkeys, const int *key_output)
+{
+	List	   *keys = NIL;
+	TableScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(writer->rel, NULL);
+
+	scan = table_beginscan(writer->rel, GetActiveSnapshot(), 0, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		DirtyKey   *key = palloc(sizeof(DirtyKey));
+
+		slot_getallattrs(slot);
+		key->values = palloc(sizeof(Datum) * nkeys);
+		key->isnull = palloc(sizeof(bool) * nkeys);
+		for (int k = 0; k < nkeys; k++)
+		{
+			int			att = writer->attnums[key_output[k]] - 1;
+			Form_pg_attribute attr = TupleDescAttr(slot->tts_tupleDescriptor, att);
+
+			key->isnull[k] = slot->tts_isnull[att];
+			key->values[k] = key->isnull[k] ? (Datum) 0 :
+				datumCopy(slot->tts_values[att], attr->attbyval, attr->attlen);
+		}
+		keys = lappend(keys, key);
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return keys;
+}
+
+void
+apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+				ApplyCounts *counts)
+{
+	DeltaSource *src = linitial(plan->sources);
+	int			nkeys = src->key_natts;
+	int		   *key_output = palloc(sizeof(int) * nkeys);
+	GroupReceiver receiver;
+	PlannedStmt *pstmt;
+	Oid		   *paramtypes;
+	ListCell   *lc;
+
+	/* where each group key column (group-clause order) is in the output */
+	for (int k = 0; k < nkeys; k++)
+	{
+		key_output[k] = -1;
+		for (int c = 0; c < plan->key_ncolumns; c++)
+		{
+			int			col = plan->key_columns[c];
+			int			i = 0;
+			ListCell   *lc2;
+
+			foreach(lc2, plan->query->targetList)
+			{
+				TargetEntry *tle = lfirst(lc2);
+
+				if (tle->resjunk)
+					continue;
+				if (i++ == col && IsA(tle->expr, Var) &&
+					((Var *) tle->expr)->varattno == src->key_attnums[k])
+					key_output[k] = col;
+			}
+		}
+		if (key_output[k] < 0)
+			elog(ERROR, "group key column %d is not in the output", k + 1);
+	}
+
+	pstmt = plan_group_query(plan, &paramtypes);
+
+	memset(&receiver, 0, sizeof(receiver));
+	receiver.pub.receiveSlot = group_receive;
+	receiver.pub.rStartup = group_startup;
+	receiver.pub.rShutdown = group_shutdown;
+	receiver.pub.rDestroy = group_destroy;
+	receiver.pub.mydest = DestNone;
+	receiver.writer = writer;
+	receiver.ncolumns = plan->ncolumns;
+	receiver.has_having = (plan->query->havingQual != NULL);
+
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+		List	   *keys = sb->keys;
+		ListCell   *lc2;
+
+		if (sb->truncated)
+			keys = list_concat(target_groups(writer, nkeys, key_output), keys);
+		foreach(lc2, keys)
+		{
+			counts->keys_applied++;
+			counts->lookups++;
+			recompute_group(plan, pstmt, paramtypes, nkeys, key_output,
+							lfirst(lc2), &receiver);
+		}
+	}
+}

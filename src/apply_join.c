@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply_join.c
+ *	  Delta join: for each dirty primary key of a source, fetch the current
+ *	  row, look up the other sources through index prefixes, and upsert the
+ *	  joined rows into the target.
+ *
+ * No join state is kept: every result row is recomputed from the current
+ * source rows, so applying a key twice, or out of order, gives the same
+ * target (DESIGN.md §2).  A dirty key whose row is gone produces nothing;
+ * its earlier result rows stay (residual rows of the upsert semantics).
+ *
+ * The rows of all sources of one join are laid side by side in one "wide"
+ * virtual slot: source s occupies attributes offset[s] + 1 ... offset[s] +
+ * natts(s).  The query's conditions and select list are rewritten to read
+ * that slot, then compiled once per batch with the executor's expression
+ * machinery, so every type, operator, collation and NULL behaves exactly as
+ * in the query.
+ *
+ * Memory: batch-lifetime state in the caller's context; per-row work in the
+ * expression context's per-tuple memory, reset after each result row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "apply.h"
+#include "lookup.h"
+
+/* The walk of one driving source, with its scans opened. */
+typedef struct WalkScans
+{
+	LookupScan *fetch;			/* the driver, by primary key */
+	int			nlookups;
+	DeltaLookup **lookups;
+	LookupScan **scans;
+} WalkScans;
+
+typedef struct JoinApply
+{
+	DeltaPlan  *plan;
+	int		   *offset;			/* per source: attributes before it */
+	TupleTableSlot *wide;
+	ExprContext *econtext;
+	ExprState  *qual;
+	ExprState **columns;		/* per output column */
+	Datum	   *values;
+	bool	   *isnull;
+	TargetWriter *writer;
+} JoinApply;
+
+typedef struct RemapContext
+{
+	DeltaPlan  *plan;
+	int		   *offset;
+} RemapContext;
+
+/* Point every Var of the query at its place in the wide slot. */
+static Node *
+remap_vars_mutator(Node *node, RemapContext *context)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) copyObject(node);
+		ListCell   *lc;
+
+		foreach(lc, context->plan->sources)
+		{
+			DeltaSource *src = lfirst(lc);
+
+			if (src->rtindex == (int) var->varno)
+			{
+				var->varattno += context->offset[foreach_current_index(lc)];
+				var->varno = 1;
+				return (Node *) var;
+			}
+		}
+		elog(ERROR, "variable of range-table entry %d is not a source", var->varno);
+	}
+	return expression_tree_mutator(node, remap_vars_mutator, (void *) context);
+}
+
+static ExprState *
+compile_expression(JoinApply *ja, Node *node)
+{
+	RemapContext context = {ja->plan, ja->offset};
+
+	node = remap_vars_mutator(node, &context);
+	return ExecInitExpr(expression_planner((Expr *) node), NULL);
+}
+
+static void
+join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
+{
+	TupleDesc	desc;
+	int			natts = 0;
+	int			col = 0;
+	ListCell   *lc;
+	RemapContext context;
+
+	ja->plan = plan;
+	ja->writer = writer;
+	ja->offset = palloc(sizeof(int) * list_length(plan->sources));
+	foreach(lc, plan->sources)
+	{
+		ja->offset[foreach_current_index(lc)] = natts;
+		natts += ((DeltaSource *) lfirst(lc))->natts;
+	}
+
+	/* the wide row type: every source's columns, side by side */
+	desc = CreateTemplateTupleDesc(natts);
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		Relation	rel = RelationIdGetRelation(src->relid);
+
+		for (int i = 0; i < src->natts; i++)
+			TupleDescCopyEntry(desc, ja->offset[foreach_current_index(lc)] + i + 1,
+							   RelationGetDescr(rel), i + 1);
+		RelationClose(rel);
+	}
+	ja->wide = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+
+	ja->econtext = CreateStandaloneExprContext();
+	context.plan = plan;
+	context.offset = ja->offset;
+	ja->qual = ExecInitQual((List *) remap_vars_mutator((Node *) plan->quals, &context), NULL);
+	ja->columns = palloc(sizeof(ExprState *) * plan->ncolumns);
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			ja->columns[col++] = compile_expression(ja, (Node *) tle->expr);
+	}
+	ja->values = palloc(sizeof(Datum) * plan->ncolumns);
+	ja->isnull = palloc(sizeof(bool) * plan->ncolumns);
+}
+
+/* Copy a source row into its place in the wide slot. */
+static void
+store_source(JoinApply *ja, int source, TupleTableSlot *slot)
+{
+	int			natts = ((DeltaSource *) list_nth(ja->plan->sources, source))->natts;
+
+	slot_getallattrs(slot);
+	memcpy(ja->wide->tts_values + ja->offset[source], slot->tts_values, sizeof(Datum) * natts);
+	memcpy(ja->wide->tts_isnull + ja->offset[source], slot->tts_isnull, sizeof(bool) * natts);
+}
+
+/* All sources are bound: filter, project and upsert one joined row. */
+static void
+emit_row(JoinApply *ja)
+{
+	ExprContext *econtext = ja->econtext;
+
+	ExecClearTuple(ja->wide);
+	ExecStoreVirtualTuple(ja->wide);
+	econtext->ecxt_scantuple = ja->wide;
+
+	if (ExecQual(ja->qual, econtext))
+	{
+		for (int i = 0; i < ja->plan->ncolumns; i++)
+			ja->values[i] = ExecEvalExprSwitchContext(ja->columns[i], econtext,
+													  &ja->isnull[i]);
+		target_upsert(ja->writer, ja->values, ja->isnull);
+	}
+	ResetExprContext(econtext);
+}
+
+/* Look up the sources of the walk from `level` on, then emit. */
+static void
+walk_from(JoinApply *ja, WalkScans *ws, int level)
+{
+	DeltaLookup *lookup;
+	LookupScan *scan;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	TupleTableSlot *slot;
+
+	if (level == ws->nlookups)
+	{
+		emit_row(ja);
+		return;
+	}
+
+	lookup = ws->lookups[level];
+	scan = ws->scans[level];
+	for (int k = 0; k < lookup->nkeys; k++)
+	{
+		int			att = ja->offset[lookup->keys[k].from_source] + lookup->keys[k].from_attno - 1;
+
+		values[k] = ja->wide->tts_values[att];
+		isnull[k] = ja->wide->tts_isnull[att];
+	}
+	if (!lookup_rescan(scan, values, isnull))
+		return;
+	while ((slot = lookup_next(scan)) != NULL)
+	{
+		store_source(ja, lookup->source, slot);
+		walk_from(ja, ws, level + 1);
+	}
+}
+
+static WalkScans *
+walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
+{
+	WalkScans  *ws = palloc0(sizeof(WalkScans));
+	DeltaSource *driver = list_nth(plan->sources, walk->driver);
+	ListCell   *lc;
+
+	ws->fetch = lookup_begin(driver->relid, driver->pk_index, driver->pk_natts, NULL,
+							 GetActiveSnapshot());
+	ws->nlookups = list_length(walk->lookups);
+	ws->lookups = palloc(sizeof(DeltaLookup *) * Max(ws->nlookups, 1));
+	ws->scans = palloc(sizeof(LookupScan *) * Max(ws->nlookups, 1));
+	foreach(lc, walk->lookups)
+	{
+		DeltaLookup *lookup = lfirst(lc);
+		DeltaSource *src = list_nth(plan->sources, lookup->source);
+		Oid			procs[INDEX_MAX_KEYS];
+		int			i = foreach_current_index(lc);
+
+		for (int k = 0; k < lookup->nkeys; k++)
+			procs[k] = lookup->keys[k].proc;
+		ws->lookups[i] = lookup;
+		ws->scans[i] = lookup_begin(src->relid, lookup->index, lookup->nkeys, procs,
+									GetActiveSnapshot());
+	}
+	return ws;
+}
+
+static int64
+walk_scans_end(WalkScans *ws)
+{
+	int64		lookups = ws->fetch->count;
+
+	lookup_end(ws->fetch);
+	for (int i = 0; i < ws->nlookups; i++)
+	{
+		lookups += ws->scans[i]->count;
+		lookup_end(ws->scans[i]);
+	}
+	return lookups;
+}
+
+void
+apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts *counts)
+{
+	JoinApply	ja;
+	ListCell   *lc;
+
+	join_apply_init(&ja, plan, writer);
+
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+		DeltaWalk  *walk = NULL;
+		WalkScans  *ws;
+		ListCell   *lc2;
+
+		foreach(lc2, plan->walks)
+		{
+			DeltaWalk  *w = lfirst(lc2);
+			DeltaSource *driver = list_nth(plan->sources, w->driver);
+
+			if (driver->rtindex == sb->ordinal)
+				walk = w;
+		}
+		if (walk == NULL)
+			elog(ERROR, "view has no source at position %d", sb->ordinal);
+
+		/*
+		 * A truncated source lost all its rows: under upsert semantics that
+		 * leaves the target as it is (its rows become residual rows).
+		 */
+		if (sb->keys == NIL)
+			continue;
+
+		ws = walk_scans_begin(plan, walk);
+		foreach(lc2, sb->keys)
+		{
+			DirtyKey   *key = lfirst(lc2);
+			TupleTableSlot *slot;
+
+			counts->keys_applied++;
+			if (!lookup_rescan(ws->fetch, key->values, key->isnull))
+				continue;
+			while ((slot = lookup_next(ws->fetch)) != NULL)
+			{
+				store_source(&ja, walk->driver, slot);
+				walk_from(&ja, ws, 0);
+			}
+		}
+		counts->lookups += walk_scans_end(ws);
+	}
+
+	FreeExprContext(ja.econtext, true);
+	ExecDropSingleTupleTableSlot(ja.wide);
+}

@@ -1,0 +1,179 @@
+/*-------------------------------------------------------------------------
+ *
+ * lookup.c
+ *	  Index-prefix scans on a source: find the rows whose leading index
+ *	  columns equal given values.
+ *
+ * A lookup is begun once per batch and rescanned for every key, so the
+ * per-key cost is one btree descent.  Scan keys use the btree equality
+ * operator of each index column's operator family (chosen by the analyzer
+ * for cross-type joins) and the index's collation, the way
+ * build_replindex_scan_key() in execReplication.c does.
+ *
+ * A partitioned source is scanned leaf by leaf, through the leaf's index
+ * that is attached to the partitioned index; rows are converted to the
+ * root's row type so that callers never see a partition's column order.
+ *
+ * Relations are opened with AccessShareLock, held to the end of the
+ * transaction.  Everything is allocated in the caller's memory context.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/nbtree.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "executor/executor.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "lookup.h"
+
+/*
+ * Begin a lookup of relid through indexoid (a btree index of relid, or a
+ * partitioned index of it) binding its first nkeys columns.  procs gives the
+ * equality function of each bound column; NULL means the column type's own.
+ */
+LookupScan *
+lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, Snapshot snapshot)
+{
+	LookupScan *scan = palloc0(sizeof(LookupScan));
+	Relation	root = table_open(relid, AccessShareLock);
+	List	   *parts = NIL;
+	ListCell   *lc;
+	int			i;
+
+	if (root->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+				parts = lappend_oid(parts, lfirst_oid(lc));
+	}
+	else
+		parts = list_make1_oid(relid);
+
+	scan->nparts = list_length(parts);
+	scan->heaps = palloc(sizeof(Relation) * scan->nparts);
+	scan->indexes = palloc(sizeof(Relation) * scan->nparts);
+	scan->scans = palloc(sizeof(IndexScanDesc) * scan->nparts);
+	scan->slots = palloc(sizeof(TupleTableSlot *) * scan->nparts);
+	scan->maps = palloc(sizeof(TupleConversionMap *) * scan->nparts);
+	scan->rootslot = MakeSingleTupleTableSlot(RelationGetDescr(root), &TTSOpsVirtual);
+	scan->nkeys = nkeys;
+	scan->keys = palloc(sizeof(ScanKeyData) * nkeys);
+
+	i = 0;
+	foreach(lc, parts)
+	{
+		Oid			partid = lfirst_oid(lc);
+		Relation	heap = (partid == relid) ? root : table_open(partid, AccessShareLock);
+		Oid			partindex = indexoid;
+
+		/* the leaf's index attached (maybe through levels) to indexoid */
+		if (partid != relid)
+		{
+			ListCell   *lc2;
+
+			partindex = InvalidOid;
+			foreach(lc2, RelationGetIndexList(heap))
+			{
+				if (list_member_oid(get_partition_ancestors(lfirst_oid(lc2)), indexoid))
+					partindex = lfirst_oid(lc2);
+			}
+			if (!OidIsValid(partindex))
+				elog(ERROR, "partition \"%s\" has no index attached to index %u",
+					 RelationGetRelationName(heap), indexoid);
+		}
+		scan->heaps[i] = heap;
+		scan->indexes[i] = index_open(partindex, AccessShareLock);
+		scan->slots[i] = table_slot_create(heap, NULL);
+		scan->maps[i] = (heap == root) ? NULL :
+			convert_tuples_by_name(RelationGetDescr(heap), RelationGetDescr(root));
+		scan->scans[i] = index_beginscan(heap, scan->indexes[i], snapshot, nkeys, 0);
+		i++;
+	}
+
+	/* scan key templates, from the first index (all parts agree) */
+	for (int k = 0; k < nkeys; k++)
+	{
+		Relation	idx = scan->indexes[0];
+		Oid			proc = procs ? procs[k] : InvalidOid;
+
+		if (!OidIsValid(proc))
+		{
+			Oid			op = get_opfamily_member(idx->rd_opfamily[k], idx->rd_opcintype[k],
+												 idx->rd_opcintype[k], BTEqualStrategyNumber);
+
+			if (!OidIsValid(op))
+				elog(ERROR, "missing equality operator for column %d of index \"%s\"",
+					 k + 1, RelationGetRelationName(idx));
+			proc = get_opcode(op);
+		}
+		ScanKeyInit(&scan->keys[k], k + 1, BTEqualStrategyNumber, proc, (Datum) 0);
+		scan->keys[k].sk_collation = idx->rd_indcollation[k];
+	}
+
+	if (scan->heaps[0] != root)
+		table_close(root, NoLock);
+	return scan;
+}
+
+/*
+ * Start looking up the rows whose bound columns equal values.  Returns
+ * false, and finds nothing, when a value is NULL (equality never holds).
+ */
+bool
+lookup_rescan(LookupScan *scan, const Datum *values, const bool *isnull)
+{
+	for (int k = 0; k < scan->nkeys; k++)
+	{
+		if (isnull[k])
+		{
+			scan->current = scan->nparts;
+			return false;
+		}
+		scan->keys[k].sk_argument = values[k];
+	}
+	for (int i = 0; i < scan->nparts; i++)
+		index_rescan(scan->scans[i], scan->keys, scan->nkeys, NULL, 0);
+	scan->current = 0;
+	scan->count++;
+	return true;
+}
+
+/* The next matching row, in the source's row type, or NULL. */
+TupleTableSlot *
+lookup_next(LookupScan *scan)
+{
+	while (scan->current < scan->nparts)
+	{
+		int			i = scan->current;
+
+		if (index_getnext_slot(scan->scans[i], ForwardScanDirection, scan->slots[i]))
+		{
+			if (scan->maps[i] == NULL)
+				return scan->slots[i];
+			return execute_attr_map_slot(scan->maps[i]->attrMap, scan->slots[i],
+										 scan->rootslot);
+		}
+		scan->current++;
+	}
+	return NULL;
+}
+
+void
+lookup_end(LookupScan *scan)
+{
+	for (int i = 0; i < scan->nparts; i++)
+	{
+		index_endscan(scan->scans[i]);
+		ExecDropSingleTupleTableSlot(scan->slots[i]);
+		index_close(scan->indexes[i], NoLock);
+		table_close(scan->heaps[i], NoLock);
+	}
+	ExecDropSingleTupleTableSlot(scan->rootslot);
+}
