@@ -149,3 +149,30 @@ FROM delta_join.view_catalog v
 LEFT JOIN delta_join._stat() s USING (view_id);
 
 GRANT SELECT ON delta_join.views, delta_join.status TO PUBLIC;
+
+--
+-- Dropping a target unregisters its view; dropping a source puts its views
+-- in error (they can no longer be maintained; drop_view removes them).
+--
+CREATE FUNCTION delta_join._on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM delta_join.view_catalog v
+	USING pg_event_trigger_dropped_objects() d
+	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = v.target;
+
+	UPDATE delta_join.view_catalog v
+	SET state = 'error',
+		last_error = format('source %s was dropped', d.object_identity),
+		last_error_time = now()
+	FROM delta_join.source_catalog s, pg_event_trigger_dropped_objects() d
+	WHERE s.view_id = v.view_id AND v.state <> 'error'
+	  AND d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = s.relid;
+END
+$$;
+
+CREATE EVENT TRIGGER delta_join_sql_drop ON sql_drop
+EXECUTE FUNCTION delta_join._on_sql_drop();
