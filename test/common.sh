@@ -100,21 +100,21 @@ dj_needs_copy() {
 # Build with warnings as errors, then install into the server.  The build
 # runs as whoever will own the objects (postgres for its own checkout).
 dj_build_install() {
-	local mk="$MAKE --no-print-directory -C $DJ_ROOT PG_CONFIG=$PG_CONFIG"
+	local mk=("$MAKE" --no-print-directory -C "$DJ_ROOT" "PG_CONFIG=$PG_CONFIG")
 
 	dj_say "building delta_join"
 	if dj_is_root && ! dj_needs_copy; then
-		dj_as_pg $mk all || return 1
+		dj_as_pg "${mk[@]}" all || return 1
 	else
-		$mk all || return 1
+		"${mk[@]}" all || return 1
 	fi
 
 	dj_say "installing delta_join into $("$PG_CONFIG" --pkglibdir)"
 	if dj_is_root; then
-		$mk install || return 1
+		"${mk[@]}" install || return 1
 	elif dj_installed_is_current; then
 		dj_say "the installed delta_join is this build; not reinstalling"
-	elif ! $mk install; then
+	elif ! "${mk[@]}" install; then
 		dj_warn "installing needs root: run 'make install' as root, then this again"
 		return 1
 	fi

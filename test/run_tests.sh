@@ -65,12 +65,13 @@ else
 	dj_stop_servers_below "$work/tmp_check"
 fi
 
-mk="$MAKE --no-print-directory -C $work PG_CONFIG=$PG_CONFIG"
+mk=("$MAKE" --no-print-directory -C "$work" "PG_CONFIG=$PG_CONFIG")
 
 # ---- pg_regress ----
 
 dj_say "pg_regress tests"
-dj_as_pg $mk regress_installcheck 2>&1 | tee "$scratch/regress.log"
+rm -f "$work/regression.diffs"		# so that only this run's diffs are shown
+dj_as_pg "${mk[@]}" regress_installcheck 2>&1 | tee "$scratch/regress.log"
 regress_rc=$?
 
 # PostgreSQL 15 prints "test name ... ok"; later versions print TAP lines.
@@ -89,7 +90,7 @@ fi
 # ---- TAP ----
 
 dj_say "TAP tests"
-dj_as_pg $mk prove_installcheck 2>&1 | tee "$scratch/tap.log"
+dj_as_pg "${mk[@]}" prove_installcheck 2>&1 | tee "$scratch/tap.log"
 tap_rc=$?
 
 # From prove's summary: "Files=N, Tests=N, ..." and, for each failed file,
