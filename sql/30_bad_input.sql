@@ -1,0 +1,140 @@
+--
+-- Bad input to create_view and explain (DESIGN.md §6, invariant 5): each
+-- gets a clean error with an SQLSTATE, and nothing is left behind: no row
+-- in the catalog, no target table.
+--
+-- try_create() prints "SQLSTATE: message", then DETAIL and HINT lines.
+--
+CREATE SCHEMA bad;
+SET search_path = bad, public;
+
+CREATE FUNCTION try_create(target text, query text)
+RETURNS SETOF text LANGUAGE plpgsql AS $f$
+DECLARE
+  st text; msg text; det text; hnt text;
+BEGIN
+  PERFORM delta_join.create_view(target, query);
+  RETURN NEXT 'created ' || target;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+                          det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+  RETURN NEXT st || ': ' || msg;
+  IF det <> '' THEN RETURN NEXT 'DETAIL: ' || det; END IF;
+  IF hnt <> '' THEN RETURN NEXT 'HINT: ' || hnt; END IF;
+END $f$;
+
+-- the same for explain
+CREATE FUNCTION try_explain(query text)
+RETURNS SETOF text LANGUAGE plpgsql AS $f$
+DECLARE
+  st text; msg text; det text; hnt text;
+BEGIN
+  RETURN QUERY SELECT * FROM delta_join.explain(query);
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+                          det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+  RETURN NEXT st || ': ' || msg;
+  IF det <> '' THEN RETURN NEXT 'DETAIL: ' || det; END IF;
+  IF hnt <> '' THEN RETURN NEXT 'HINT: ' || hnt; END IF;
+END $f$;
+
+CREATE TABLE orders (merchant_id bigint, item_id bigint, order_id bigint, amount numeric,
+                     PRIMARY KEY (merchant_id, item_id, order_id));
+CREATE TABLE items (merchant_id bigint, item_id bigint, item_name text,
+                    PRIMARY KEY (merchant_id, item_id));
+INSERT INTO orders VALUES (1, 1, 1, 10);
+INSERT INTO items VALUES (1, 1, 'x');
+
+SELECT count(*) AS views_before FROM delta_join.views;
+
+-- empty text, blanks only, a lone semicolon, only a comment
+SELECT * FROM try_create('bad_target', '');
+SELECT * FROM try_create('bad_target', E'  \n\t ');
+SELECT * FROM try_create('bad_target', ';');
+SELECT * FROM try_create('bad_target', '-- nothing here');
+-- statements that are not SELECT
+SELECT * FROM try_create('bad_target', 'DELETE FROM orders');
+SELECT * FROM try_create('bad_target', 'INSERT INTO items VALUES (2, 2, ''y'')');
+SELECT * FROM try_create('bad_target', 'UPDATE items SET item_name = ''z''');
+SELECT * FROM try_create('bad_target', 'DROP TABLE orders');
+SELECT * FROM try_create('bad_target', 'VALUES (1)');
+SELECT * FROM try_create('bad_target', 'SELECT merchant_id, item_id, order_id INTO copy_of_orders FROM orders');
+-- the sources are untouched
+SELECT count(*) AS orders, (SELECT count(*) FROM items) AS items FROM orders;
+-- two statements (also when the second is harmless)
+SELECT * FROM try_create('bad_target',
+  'SELECT merchant_id, item_id, order_id FROM orders; DELETE FROM orders');
+SELECT * FROM try_create('bad_target',
+  'SELECT merchant_id, item_id, order_id FROM orders; SELECT 1');
+-- one statement with a trailing semicolon is fine (checked with explain)
+SELECT * FROM try_explain('SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id;');
+-- syntax errors
+SELECT * FROM try_create('bad_target', 'SELEC merchant_id FROM orders');
+SELECT * FROM try_create('bad_target', 'SELECT merchant_id FROM orders WHERE');
+SELECT * FROM try_create('bad_target', 'SELECT ''unterminated FROM orders');
+SELECT * FROM try_create('bad_target', 'SELECT merchant_id FROM orders /* unterminated');
+-- unknown table, unknown column, unknown function, type mismatch
+SELECT * FROM try_create('bad_target', 'SELECT a FROM no_such_table');
+SELECT * FROM try_create('bad_target', 'SELECT merchant_id, no_such_column FROM orders');
+SELECT * FROM try_create('bad_target',
+  'SELECT merchant_id, item_id, order_id, no_such_function(amount) AS f FROM orders');
+SELECT * FROM try_create('bad_target',
+  'SELECT o.merchant_id, o.item_id, o.order_id FROM orders o JOIN items i ON o.merchant_id = i.item_name');
+-- output columns need distinct names
+SELECT * FROM try_create('bad_target', 'SELECT merchant_id, item_id, order_id, 1 FROM orders');
+SELECT * FROM try_create('bad_target',
+  'SELECT o.merchant_id, o.item_id, o.order_id, i.merchant_id
+   FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id');
+-- NULL arguments
+SELECT * FROM try_create(NULL, 'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
+SELECT * FROM try_create('bad_target', NULL);
+SELECT * FROM try_explain(NULL);
+-- bad target names: a schema that does not exist, too many dots, empty,
+-- unbalanced quotes
+SELECT * FROM try_create('no_such_schema.bad_target',
+  'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
+SELECT * FROM try_create('a.b.c.d',
+  'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
+SELECT * FROM try_create('',
+  'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
+SELECT * FROM try_create('"bad_target',
+  'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
+-- explain has the same errors for the same text
+SELECT * FROM try_explain('');
+SELECT * FROM try_explain('DELETE FROM orders');
+SELECT * FROM try_explain('SELECT 1; SELECT 2');
+SELECT * FROM try_explain('SELEC 1');
+SELECT * FROM try_explain('SELECT * FROM no_such_table');
+
+-- Nothing was left behind: no catalog rows, no target table.
+SELECT count(*) AS views_after FROM delta_join.views;
+SELECT count(*) AS view_rows FROM delta_join.view_catalog;
+SELECT count(*) AS source_rows FROM delta_join.source_catalog;
+SELECT to_regclass('bad.bad_target') AS bad_target, to_regclass('bad.copy_of_orders') AS copy_of_orders;
+
+-- An error inside a transaction block aborts it, as any error does.
+BEGIN;
+SELECT delta_join.create_view('bad_target', 'DELETE FROM orders');
+SELECT 1;
+ROLLBACK;
+-- A view created in a transaction that rolls back leaves nothing either.
+BEGIN;
+SELECT delta_join.create_view('rolled_back', $$
+  SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id $$);
+SELECT count(*) AS views_in_transaction FROM delta_join.views;
+ROLLBACK;
+SELECT count(*) AS views_after_rollback FROM delta_join.views;
+SELECT to_regclass('bad.rolled_back') AS rolled_back;
+
+-- The names in a query resolve with the caller's search_path, and a query
+-- that is eligible still works after all these errors.
+SELECT delta_join.create_view('good_target', $$
+  SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id $$);
+SELECT * FROM good_target;
+SELECT target, sources FROM delta_join.views;
+SELECT delta_join.drop_view('good_target');
+
+SET client_min_messages = warning;
+DROP SCHEMA bad CASCADE;
+RESET client_min_messages;
+RESET search_path;
