@@ -1,0 +1,910 @@
+/*-------------------------------------------------------------------------
+ *
+ * decode.c
+ *	  The output plugin: turns decoded changes of sources into dirty keys.
+ *
+ * The library is its own logical decoding output plugin (the plugin name is
+ * the library name, DJ_PLUGIN_NAME).  Only the apply worker decodes with it:
+ * it passes a DecodeCapture in output_writer_private, and the callbacks add
+ * to it.  Nothing is written as text; with any other writer (say, someone
+ * calling pg_logical_slot_get_changes on our slot) the callbacks do nothing.
+ *
+ * For each INSERT, UPDATE or DELETE of a source, the values of the source's
+ * key columns (source_catalog.key_columns) are taken from the new tuple and,
+ * where one is logged (DELETE; an UPDATE that changed the replica identity,
+ * or any change under REPLICA IDENTITY FULL), from the old tuple, and added
+ * to the capture as a dirty key of every (view, source) the relation feeds.
+ * A TRUNCATE of a source marks its SourceBatch truncated.
+ *
+ * Rules the callbacks live by:
+ *
+ *	- They run while the reorder buffer replays a committed transaction,
+ *	  inside a subtransaction that is rolled back afterwards and under a
+ *	  historic snapshot: catalogs (and delta_join.source_catalog, a
+ *	  user_catalog_table) read as of the change; nothing is written.
+ *	- Memory: CurrentMemoryContext is freed after each change.  Dirty keys
+ *	  are copied, detoasted, into the capture's batch context; the relation
+ *	  map lives in DecodeState.cache_cxt, under the decoding context.
+ *
+ * The relation map caches, per relation as decoded (a leaf partition for a
+ * partitioned source), the (view, source) pairs it feeds and where their key
+ * columns are in that relation, so that the common case -- a change of a
+ * relation that is no source at all, such as the worker's own writes to a
+ * target -- costs one hash lookup.  The map is what source_catalog said
+ * under one historic snapshot; it is thrown away when a change of
+ * source_catalog itself is decoded, when a relcache invalidation arrives,
+ * and when the historic snapshot in force sees a different set of committed
+ * catalog transactions (its xmin, xmax and xcnt differ), so that no change
+ * is judged by a catalog it did not see.
+ *
+ * IDENTIFICATION
+ *	  src/decode.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "lib/stringinfo.h"
+#include "replication/logical.h"
+#include "replication/output_plugin.h"
+#include "replication/reorderbuffer.h"
+#include "utils/array.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "batch.h"
+#include "decode.h"
+#include "delta_join.h"
+
+extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
+
+/* One (view, source) a decoded relation feeds. */
+typedef struct SourceTarget
+{
+	int			view_id;
+	int			ordinal;
+	Oid			source_relid;	/* as registered: the root if partitioned */
+	int			nkeys;
+	AttrNumber *attnums;		/* key columns in the decoded relation */
+	int16	   *typlen;
+	bool	   *typbyval;
+
+	/* this target's place in the batch of that capture generation */
+	uint64		generation;
+	SourceBatch *source_batch;
+	ViewBatch  *view_batch;
+} SourceTarget;
+
+/* Relation map entry: what one decoded relation feeds (often nothing). */
+typedef struct RelEntry
+{
+	Oid			relid;			/* hash key */
+	int			ntargets;
+	SourceTarget *targets;		/* sorted by view_id, ordinal */
+} RelEntry;
+
+/* The plugin's private state (output_plugin_private). */
+typedef struct DecodeState
+{
+	MemoryContext context;		/* the decoding context's: lives as long */
+	MemoryContext cache_cxt;	/* relmap and its entries */
+	HTAB	   *relmap;			/* relid -> RelEntry, or NULL */
+	bool		relmap_stale;	/* throw relmap away before next use */
+
+	/* the historic snapshot relmap was built under */
+	TransactionId snap_xmin;
+	TransactionId snap_xmax;
+	uint32		snap_xcnt;
+
+	Oid			catalog_relid;	/* delta_join.source_catalog */
+	Oid			catalog_index;	/* source_catalog_relid_idx */
+	bool		catalog_resolved;
+
+	/* scratch space for the key being captured, in context */
+	StringInfoData image;
+	int			maxkeys;		/* size of values and isnull */
+	Datum	   *values;
+	bool	   *isnull;
+} DecodeState;
+
+/*
+ * Dirty keys are deduplicated on a canonical binary image of their values
+ * (detoasted, varlena headers dropped).  Two keys that are equal under the
+ * type's equality but not binary-equal (numeric 1.0 and 1.00) are both kept:
+ * applying a key twice does no harm.
+ */
+typedef struct KeyTag
+{
+	uint32		hash;
+	int			view_id;
+	int			ordinal;
+	uint32		len;
+	const char *data;
+} KeyTag;
+
+typedef struct KeyEntry
+{
+	KeyTag		tag;			/* hash key */
+} KeyEntry;
+
+typedef struct SourceTag
+{
+	int			view_id;
+	int			ordinal;
+} SourceTag;
+
+typedef struct SourceEntry
+{
+	SourceTag	tag;			/* hash key */
+	SourceBatch *batch;
+} SourceEntry;
+
+typedef struct ViewEntry
+{
+	int			view_id;		/* hash key */
+	ViewBatch  *batch;
+} ViewEntry;
+
+/* The state of the decoding context in use in this process, if any */
+static DecodeState *active_state = NULL;
+static bool relcache_callback_registered = false;
+
+static void decode_startup(LogicalDecodingContext *ctx,
+						   OutputPluginOptions *opt, bool is_init);
+static void decode_shutdown(LogicalDecodingContext *ctx);
+static void decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn);
+static void decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+						  Relation relation, ReorderBufferChange *change);
+static void decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+							int nrelations, Relation relations[],
+							ReorderBufferChange *change);
+static void decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+						  XLogRecPtr commit_lsn);
+static void decode_relcache_callback(Datum arg, Oid relid);
+static void decode_resolve_catalog(DecodeState *state);
+static RelEntry *decode_lookup_relation(DecodeState *state, Relation relation);
+static void decode_build_entry(DecodeState *state, Relation relation,
+							   RelEntry *entry);
+static void decode_capture_key(DecodeState *state, DecodeCapture *cap,
+							   SourceTarget *target, HeapTuple tuple,
+							   TupleDesc desc, bool skip_unchanged_toast);
+static void decode_target_batch(DecodeCapture *cap, SourceTarget *target);
+static void decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn,
+								RelEntry *entry);
+
+/*
+ * Plugin entry point, found by name when a decoding context is set up.
+ */
+void
+_PG_output_plugin_init(OutputPluginCallbacks *cb)
+{
+	cb->startup_cb = decode_startup;
+	cb->begin_cb = decode_begin;
+	cb->change_cb = decode_change;
+	cb->truncate_cb = decode_truncate;
+	cb->commit_cb = decode_commit;
+	cb->shutdown_cb = decode_shutdown;
+}
+
+/* The capture to add to, or NULL when decoding for someone else */
+static inline DecodeCapture *
+capture_of(LogicalDecodingContext *ctx)
+{
+	DecodeCapture *cap = (DecodeCapture *) ctx->output_writer_private;
+
+	if (cap == NULL || cap->magic != DECODE_CAPTURE_MAGIC)
+		return NULL;
+	return cap;
+}
+
+/* ----------------
+ * Callbacks
+ * ----------------
+ */
+
+/*
+ * Set up the plugin state in the decoding context's memory (the current
+ * context here), and look up our catalog while a transaction is open.
+ */
+static void
+decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt,
+			   bool is_init)
+{
+	DecodeState *state = palloc0(sizeof(DecodeState));
+
+	state->context = ctx->context;
+	state->cache_cxt = AllocSetContextCreate(ctx->context,
+											 "delta_join relation map",
+											 ALLOCSET_DEFAULT_SIZES);
+	initStringInfo(&state->image);
+	ctx->output_plugin_private = state;
+
+	opt->output_type = OUTPUT_PLUGIN_BINARY_OUTPUT;
+	opt->receive_rewrites = false;
+
+	if (IsTransactionState())
+		decode_resolve_catalog(state);
+
+	if (!relcache_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(decode_relcache_callback, (Datum) 0);
+		relcache_callback_registered = true;
+	}
+	active_state = state;
+}
+
+static void
+decode_shutdown(LogicalDecodingContext *ctx)
+{
+	if (active_state == ctx->output_plugin_private)
+		active_state = NULL;
+}
+
+static void
+decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	/* nothing to do: a transaction matters only through its changes */
+}
+
+/*
+ * An INSERT, UPDATE or DELETE: capture the dirty keys it makes.
+ */
+static void
+decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			  Relation relation, ReorderBufferChange *change)
+{
+	DecodeState *state = (DecodeState *) ctx->output_plugin_private;
+	DecodeCapture *cap = capture_of(ctx);
+	RelEntry   *entry;
+	TupleDesc	desc;
+	HeapTuple	newtuple = NULL;
+	HeapTuple	oldtuple = NULL;
+	int			i;
+
+	if (cap == NULL)
+		return;
+	if (!state->catalog_resolved)
+		decode_resolve_catalog(state);
+
+	/* A change of the catalog: later changes must be judged afresh. */
+	if (RelationGetRelid(relation) == state->catalog_relid)
+	{
+		state->relmap_stale = true;
+		return;
+	}
+
+	entry = decode_lookup_relation(state, relation);
+	if (entry->ntargets == 0)
+		return;
+
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			if (change->data.tp.newtuple != NULL)
+				newtuple = &change->data.tp.newtuple->tuple;
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			if (change->data.tp.newtuple != NULL)
+				newtuple = &change->data.tp.newtuple->tuple;
+			if (change->data.tp.oldtuple != NULL)
+				oldtuple = &change->data.tp.oldtuple->tuple;
+			break;
+		case REORDER_BUFFER_CHANGE_DELETE:
+			if (change->data.tp.oldtuple != NULL)
+				oldtuple = &change->data.tp.oldtuple->tuple;
+			break;
+		default:
+			elog(ERROR, "unexpected change action %d", (int) change->action);
+	}
+
+	desc = RelationGetDescr(relation);
+	decode_count_change(cap, txn, entry);
+	for (i = 0; i < entry->ntargets; i++)
+	{
+		SourceTarget *target = &entry->targets[i];
+
+		/*
+		 * An unchanged TOASTed key value comes as a pointer to the stored
+		 * value; the old tuple, which is then logged, has it.
+		 */
+		if (newtuple != NULL)
+			decode_capture_key(state, cap, target, newtuple, desc,
+							   oldtuple != NULL);
+		if (oldtuple != NULL)
+			decode_capture_key(state, cap, target, oldtuple, desc, false);
+	}
+}
+
+/*
+ * A TRUNCATE of one or more relations: mark the sources among them.
+ */
+static void
+decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+				int nrelations, Relation relations[],
+				ReorderBufferChange *change)
+{
+	DecodeState *state = (DecodeState *) ctx->output_plugin_private;
+	DecodeCapture *cap = capture_of(ctx);
+	int			r;
+
+	if (cap == NULL)
+		return;
+	if (!state->catalog_resolved)
+		decode_resolve_catalog(state);
+
+	for (r = 0; r < nrelations; r++)
+	{
+		RelEntry   *entry;
+		int			i;
+
+		if (RelationGetRelid(relations[r]) == state->catalog_relid)
+		{
+			state->relmap_stale = true;
+			continue;
+		}
+		entry = decode_lookup_relation(state, relations[r]);
+		if (entry->ntargets == 0)
+			continue;
+
+		decode_count_change(cap, txn, entry);
+		for (i = 0; i < entry->ntargets; i++)
+		{
+			decode_target_batch(cap, &entry->targets[i]);
+			entry->targets[i].source_batch->truncated = true;
+		}
+	}
+}
+
+static void
+decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			  XLogRecPtr commit_lsn)
+{
+	DecodeCapture *cap = capture_of(ctx);
+
+	if (cap == NULL)
+		return;
+	cap->last_commit_lsn = commit_lsn;
+	cap->last_commit_time = txn->xact_time.commit_time;
+}
+
+/*
+ * Relcache invalidation: the relation map may describe relations as they no
+ * longer are (a partition attached or detached).  Only flag it here; we may
+ * be in the middle of building an entry.
+ */
+static void
+decode_relcache_callback(Datum arg, Oid relid)
+{
+	if (active_state != NULL)
+		active_state->relmap_stale = true;
+}
+
+/* ----------------
+ * The relation map
+ * ----------------
+ */
+
+/*
+ * Find source_catalog and its relid index by name.  Without them (the
+ * extension is not installed) nothing is a source.
+ */
+static void
+decode_resolve_catalog(DecodeState *state)
+{
+	Oid			nspid = get_namespace_oid(DJ_SCHEMA, true);
+
+	if (OidIsValid(nspid))
+	{
+		state->catalog_relid = get_relname_relid("source_catalog", nspid);
+		state->catalog_index = get_relname_relid("source_catalog_relid_idx",
+												 nspid);
+	}
+	state->catalog_resolved = true;
+}
+
+/*
+ * The relation map entry of a decoded relation, built if missing, after
+ * dropping the map if it may be out of date.
+ */
+static RelEntry *
+decode_lookup_relation(DecodeState *state, Relation relation)
+{
+	Oid			relid = RelationGetRelid(relation);
+	Snapshot	snapshot = GetCatalogSnapshot(InvalidOid);
+	RelEntry   *entry;
+	bool		found;
+
+	if (snapshot->xmin != state->snap_xmin ||
+		snapshot->xmax != state->snap_xmax ||
+		snapshot->xcnt != state->snap_xcnt)
+	{
+		state->snap_xmin = snapshot->xmin;
+		state->snap_xmax = snapshot->xmax;
+		state->snap_xcnt = snapshot->xcnt;
+		state->relmap_stale = true;
+	}
+
+	if (state->relmap_stale)
+	{
+		MemoryContextReset(state->cache_cxt);
+		state->relmap = NULL;
+		state->relmap_stale = false;
+	}
+
+	if (state->relmap == NULL)
+	{
+		HASHCTL		hctl;
+
+		hctl.keysize = sizeof(Oid);
+		hctl.entrysize = sizeof(RelEntry);
+		hctl.hcxt = state->cache_cxt;
+		state->relmap = hash_create("delta_join relation map", 64, &hctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+
+	entry = hash_search(state->relmap, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->ntargets = 0;
+		entry->targets = NULL;
+		decode_build_entry(state, relation, entry);
+	}
+	return entry;
+}
+
+/* Attribute number of a live column by name, or InvalidAttrNumber */
+static AttrNumber
+column_attnum(TupleDesc desc, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	return InvalidAttrNumber;
+}
+
+static int
+target_cmp(const void *a, const void *b)
+{
+	const SourceTarget *ta = (const SourceTarget *) a;
+	const SourceTarget *tb = (const SourceTarget *) b;
+
+	if (ta->view_id != tb->view_id)
+		return ta->view_id < tb->view_id ? -1 : 1;
+	if (ta->ordinal != tb->ordinal)
+		return ta->ordinal < tb->ordinal ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Read source_catalog, as of the change being decoded, for the rows naming
+ * this relation or (for a partition) one of its ancestors, and fill the
+ * entry with what they say, key columns mapped to this relation's attnums.
+ */
+static void
+decode_build_entry(DecodeState *state, Relation relation, RelEntry *entry)
+{
+	Oid			relid = RelationGetRelid(relation);
+	TupleDesc	desc = RelationGetDescr(relation);
+	List	   *candidates;
+	ListCell   *lc;
+	Relation	catrel;
+	TupleDesc	catdesc;
+	AttrNumber	att_view_id,
+				att_ordinal,
+				att_relid,
+				att_key_columns;
+	SourceTarget *targets;
+	int			ntargets = 0;
+	int			maxtargets = 4;
+
+	if (!OidIsValid(state->catalog_relid))
+		return;
+	catrel = try_relation_open(state->catalog_relid, AccessShareLock);
+	if (catrel == NULL)
+		return;
+
+	catdesc = RelationGetDescr(catrel);
+	att_view_id = column_attnum(catdesc, "view_id");
+	att_ordinal = column_attnum(catdesc, "ordinal");
+	att_relid = column_attnum(catdesc, "relid");
+	att_key_columns = column_attnum(catdesc, "key_columns");
+	if (att_view_id == InvalidAttrNumber || att_ordinal == InvalidAttrNumber ||
+		att_relid == InvalidAttrNumber || att_key_columns == InvalidAttrNumber)
+		elog(ERROR, "delta_join.source_catalog lacks an expected column");
+
+	candidates = list_make1_oid(relid);
+	if (relation->rd_rel->relispartition)
+		candidates = list_concat(candidates, get_partition_ancestors(relid));
+
+	targets = MemoryContextAlloc(state->cache_cxt,
+								 maxtargets * sizeof(SourceTarget));
+	foreach(lc, candidates)
+	{
+		Oid			source_relid = lfirst_oid(lc);
+		ScanKeyData skey;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		ScanKeyInit(&skey, att_relid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(source_relid));
+		scan = systable_beginscan(catrel, state->catalog_index,
+								  OidIsValid(state->catalog_index),
+								  NULL, 1, &skey);
+		while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		{
+			SourceTarget *target;
+			Datum	   *names;
+			int			nnames;
+			bool		isnull;
+			bool		complete = true;
+			int			k;
+
+			if (ntargets == maxtargets)
+			{
+				maxtargets *= 2;
+				targets = repalloc(targets, maxtargets * sizeof(SourceTarget));
+			}
+			target = &targets[ntargets];
+			memset(target, 0, sizeof(SourceTarget));
+			target->view_id =
+				DatumGetInt32(heap_getattr(tuple, att_view_id, catdesc, &isnull));
+			target->ordinal =
+				DatumGetInt32(heap_getattr(tuple, att_ordinal, catdesc, &isnull));
+			target->source_relid = source_relid;
+
+			deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple,
+															  att_key_columns,
+															  catdesc,
+															  &isnull)),
+							  NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+							  &names, NULL, &nnames);
+			target->nkeys = nnames;
+			target->attnums = MemoryContextAlloc(state->cache_cxt,
+												 Max(nnames, 1) * sizeof(AttrNumber));
+			target->typlen = MemoryContextAlloc(state->cache_cxt,
+												Max(nnames, 1) * sizeof(int16));
+			target->typbyval = MemoryContextAlloc(state->cache_cxt,
+												  Max(nnames, 1) * sizeof(bool));
+			for (k = 0; k < nnames; k++)
+			{
+				const char *name = NameStr(*DatumGetName(names[k]));
+				AttrNumber	attnum = column_attnum(desc, name);
+				Form_pg_attribute att;
+
+				if (attnum == InvalidAttrNumber)
+				{
+					elog(WARNING, "key column \"%s\" of view %d not found in relation \"%s\"; its changes are not captured",
+						 name, target->view_id, RelationGetRelationName(relation));
+					complete = false;
+					break;
+				}
+				att = TupleDescAttr(desc, attnum - 1);
+				target->attnums[k] = attnum;
+				target->typlen[k] = att->attlen;
+				target->typbyval[k] = att->attbyval;
+			}
+			if (complete)
+				ntargets++;
+		}
+		systable_endscan(scan);
+	}
+	table_close(catrel, AccessShareLock);
+
+	if (ntargets > 1)
+		qsort(targets, ntargets, sizeof(SourceTarget), target_cmp);
+	entry->targets = targets;
+	entry->ntargets = ntargets;
+}
+
+/* ----------------
+ * Capturing keys
+ * ----------------
+ */
+
+static uint32
+key_hash(const void *key, Size keysize)
+{
+	return ((const KeyTag *) key)->hash;
+}
+
+static int
+key_match(const void *key1, const void *key2, Size keysize)
+{
+	const KeyTag *a = (const KeyTag *) key1;
+	const KeyTag *b = (const KeyTag *) key2;
+
+	if (a->hash != b->hash || a->view_id != b->view_id ||
+		a->ordinal != b->ordinal || a->len != b->len)
+		return 1;
+	return memcmp(a->data, b->data, a->len);
+}
+
+/*
+ * Empty the capture and set it up anew in batch_cxt, which the caller has
+ * just created or reset.
+ */
+void
+decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt)
+{
+	HASHCTL		hctl;
+	uint64		generation = cap->generation;
+
+	memset(cap, 0, sizeof(DecodeCapture));
+	cap->magic = DECODE_CAPTURE_MAGIC;
+	cap->batch_cxt = batch_cxt;
+	cap->generation = generation + 1;
+
+	hctl.keysize = sizeof(KeyTag);
+	hctl.entrysize = sizeof(KeyEntry);
+	hctl.hash = key_hash;
+	hctl.match = key_match;
+	hctl.hcxt = batch_cxt;
+	cap->keys = hash_create("delta_join dirty keys", 1024, &hctl,
+							HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
+							HASH_CONTEXT);
+
+	hctl.keysize = sizeof(SourceTag);
+	hctl.entrysize = sizeof(SourceEntry);
+	cap->sources = hash_create("delta_join batch sources", 16, &hctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	hctl.keysize = sizeof(int);
+	hctl.entrysize = sizeof(ViewEntry);
+	cap->views = hash_create("delta_join batch views", 16, &hctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/* True when nothing has been captured since the last reset */
+bool
+decode_capture_is_empty(DecodeCapture *cap)
+{
+	return cap->nchanges == 0;
+}
+
+static int
+view_batch_cmp(const ListCell *a, const ListCell *b)
+{
+	const ViewBatch *va = (const ViewBatch *) lfirst(a);
+	const ViewBatch *vb = (const ViewBatch *) lfirst(b);
+
+	return (va->view_id > vb->view_id) - (va->view_id < vb->view_id);
+}
+
+static int
+source_batch_cmp(const ListCell *a, const ListCell *b)
+{
+	const SourceBatch *sa = (const SourceBatch *) lfirst(a);
+	const SourceBatch *sb = (const SourceBatch *) lfirst(b);
+
+	return (sa->ordinal > sb->ordinal) - (sa->ordinal < sb->ordinal);
+}
+
+/*
+ * The captured work, one ViewBatch per view in view_id order, each with its
+ * SourceBatches in ordinal order.  Allocated in the batch context.
+ */
+List *
+decode_capture_batches(DecodeCapture *cap)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+	List	   *result = NIL;
+	HASH_SEQ_STATUS status;
+	ViewEntry  *ventry;
+
+	hash_seq_init(&status, cap->views);
+	while ((ventry = hash_seq_search(&status)) != NULL)
+	{
+		list_sort(ventry->batch->sources, source_batch_cmp);
+		result = lappend(result, ventry->batch);
+	}
+	list_sort(result, view_batch_cmp);
+	MemoryContextSwitchTo(oldcxt);
+	return result;
+}
+
+/*
+ * Point the target at its SourceBatch and ViewBatch in the current capture,
+ * creating them on first use.
+ */
+static void
+decode_target_batch(DecodeCapture *cap, SourceTarget *target)
+{
+	SourceTag	stag;
+	SourceEntry *sentry;
+	ViewEntry  *ventry;
+	bool		found;
+
+	if (target->generation == cap->generation)
+		return;
+
+	ventry = hash_search(cap->views, &target->view_id, HASH_ENTER, &found);
+	if (!found)
+	{
+		ventry->batch = MemoryContextAllocZero(cap->batch_cxt, sizeof(ViewBatch));
+		ventry->batch->view_id = target->view_id;
+	}
+
+	memset(&stag, 0, sizeof(stag));
+	stag.view_id = target->view_id;
+	stag.ordinal = target->ordinal;
+	sentry = hash_search(cap->sources, &stag, HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+
+		sentry->batch = palloc0(sizeof(SourceBatch));
+		sentry->batch->ordinal = target->ordinal;
+		sentry->batch->relid = target->source_relid;
+		ventry->batch->sources = lappend(ventry->batch->sources, sentry->batch);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
+	target->view_batch = ventry->batch;
+	target->source_batch = sentry->batch;
+	target->generation = cap->generation;
+}
+
+/*
+ * Count one decoded change of a source: once in the capture, once for each
+ * view it feeds (targets are sorted by view), and note the commit time.
+ */
+static void
+decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn, RelEntry *entry)
+{
+	int			i;
+
+	if (cap->nchanges == 0)
+		cap->first_change_time = GetCurrentTimestamp();
+	cap->nchanges++;
+
+	for (i = 0; i < entry->ntargets; i++)
+	{
+		SourceTarget *target = &entry->targets[i];
+		ViewBatch  *vb;
+
+		decode_target_batch(cap, target);
+		if (i > 0 && entry->targets[i - 1].view_id == target->view_id)
+			continue;
+		vb = target->view_batch;
+		vb->changes++;
+		if (txn->xact_time.commit_time > vb->commit_time)
+			vb->commit_time = txn->xact_time.commit_time;
+	}
+}
+
+/*
+ * Add the key of one tuple to the target's SourceBatch unless it is there.
+ *
+ * With skip_unchanged_toast, a key value stored out of line and left
+ * unchanged (which decoding hands over as a pointer to the stored value)
+ * means the key did not change and is captured from the old tuple: skip it.
+ */
+static void
+decode_capture_key(DecodeState *state, DecodeCapture *cap,
+				   SourceTarget *target, HeapTuple tuple, TupleDesc desc,
+				   bool skip_unchanged_toast)
+{
+	StringInfo	image = &state->image;
+	KeyTag		tag;
+	KeyEntry   *kentry;
+	bool		found;
+	int			k;
+
+	if (target->nkeys > state->maxkeys)
+	{
+		int			n = Max(target->nkeys, 2 * state->maxkeys);
+
+		if (state->values != NULL)
+		{
+			pfree(state->values);
+			pfree(state->isnull);
+		}
+		state->values = MemoryContextAlloc(state->context, n * sizeof(Datum));
+		state->isnull = MemoryContextAlloc(state->context, n * sizeof(bool));
+		state->maxkeys = n;
+	}
+
+	resetStringInfo(image);
+	for (k = 0; k < target->nkeys; k++)
+	{
+		Datum		value;
+		bool		isnull;
+
+		value = heap_getattr(tuple, target->attnums[k], desc, &isnull);
+		state->isnull[k] = isnull;
+		state->values[k] = value;
+		if (isnull)
+		{
+			appendStringInfoChar(image, 'n');
+			continue;
+		}
+		appendStringInfoChar(image, 'v');
+		if (target->typbyval[k])
+			appendBinaryStringInfo(image, (char *) &value, sizeof(Datum));
+		else if (target->typlen[k] == -1)
+		{
+			struct varlena *v = (struct varlena *) DatumGetPointer(value);
+			uint32		len;
+
+			if (VARATT_IS_EXTERNAL_ONDISK(v))
+			{
+				if (skip_unchanged_toast)
+					return;
+				elog(WARNING, "key of view %d in relation %u is stored out of line and was not logged; the change is not captured",
+					 target->view_id, target->source_relid);
+				return;
+			}
+			if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
+			{
+				v = detoast_attr(v);
+				state->values[k] = PointerGetDatum(v);
+			}
+			len = VARSIZE_ANY_EXHDR(v);
+			appendBinaryStringInfo(image, (char *) &len, sizeof(len));
+			appendBinaryStringInfo(image, VARDATA_ANY(v), len);
+		}
+		else if (target->typlen[k] == -2)
+			appendBinaryStringInfo(image, DatumGetCString(value),
+								   strlen(DatumGetCString(value)) + 1);
+		else
+			appendBinaryStringInfo(image, DatumGetPointer(value),
+								   target->typlen[k]);
+	}
+
+	decode_target_batch(cap, target);
+
+	memset(&tag, 0, sizeof(tag));
+	tag.view_id = target->view_id;
+	tag.ordinal = target->ordinal;
+	tag.len = image->len;
+	tag.data = image->data;
+	tag.hash = hash_combine(hash_bytes((const unsigned char *) image->data,
+									   image->len),
+							hash_combine((uint32) tag.view_id,
+										 (uint32) tag.ordinal));
+
+	kentry = hash_search(cap->keys, &tag, HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+		DirtyKey   *key = palloc(sizeof(DirtyKey));
+		char	   *data = palloc(image->len);
+
+		memcpy(data, image->data, image->len);
+		kentry->tag.data = data;
+
+		key->values = palloc(Max(target->nkeys, 1) * sizeof(Datum));
+		key->isnull = palloc(Max(target->nkeys, 1) * sizeof(bool));
+		for (k = 0; k < target->nkeys; k++)
+		{
+			key->isnull[k] = state->isnull[k];
+			key->values[k] = state->isnull[k] ? (Datum) 0 :
+				datumCopy(state->values[k], target->typbyval[k],
+						  target->typlen[k]);
+		}
+		target->source_batch->keys = lappend(target->source_batch->keys, key);
+		cap->nkeys++;
+		MemoryContextSwitchTo(oldcxt);
+	}
+}

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * decode.h
+ *	  The output plugin's side of a batch: what decoding captured for the
+ *	  apply worker.
+ *
+ * The apply worker (worker.c) drives logical decoding in its own process and
+ * sets LogicalDecodingContext.output_writer_private to a DecodeCapture.  The
+ * plugin callbacks (decode.c) add to it, for every decoded change of a
+ * source, the dirty keys of the views the source feeds, deduplicated per
+ * view and source; the worker applies what was captured and then resets it.
+ * Everything a capture holds lives in its batch memory context.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_DECODE_H
+#define DJ_DECODE_H
+
+#include "access/xlogdefs.h"
+#include "nodes/pg_list.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+/* Tells a capture from the private data of other decoding clients */
+#define DECODE_CAPTURE_MAGIC	0x444A4B59
+
+typedef struct DecodeCapture
+{
+	uint32		magic;			/* DECODE_CAPTURE_MAGIC */
+	MemoryContext batch_cxt;	/* holds everything below */
+	uint64		generation;		/* bumped by every reset */
+	HTAB	   *keys;			/* distinct dirty keys, per view and source */
+	HTAB	   *sources;		/* (view_id, ordinal) -> SourceBatch */
+	HTAB	   *views;			/* view_id -> ViewBatch */
+	int64		nkeys;			/* entries in keys */
+	int64		nchanges;		/* changes captured (one per view fed) */
+	TimestampTz first_change_time;	/* when the first change was captured */
+	XLogRecPtr	last_commit_lsn;	/* newest commit decoded, source or not */
+	TimestampTz last_commit_time;
+} DecodeCapture;
+
+extern void decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt);
+extern bool decode_capture_is_empty(DecodeCapture *cap);
+extern List *decode_capture_batches(DecodeCapture *cap);
+
+#endif							/* DJ_DECODE_H */
