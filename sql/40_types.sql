@@ -1,0 +1,176 @@
+--
+-- Data types through create_view: the target gets the query's column
+-- types, typmods and collations, and the backfill copies every value
+-- exactly (collated text, numeric, timestamptz, jsonb, NULLs, a TOASTed
+-- value over 1 MB); join keys may be of any btree-comparable type,
+-- including cross-type and binary-compatible comparisons.
+--
+CREATE SCHEMA types;
+SET search_path = types, public;
+SET timezone = 'America/New_York';      -- timestamptz output is stable
+SET datestyle = 'ISO, YMD';
+
+-- missing / extra rows of a target against a query (EXCEPT ALL both ways)
+CREATE FUNCTION diff(target regclass, query text,
+                     OUT missing bigint, OUT extra bigint, OUT target_rows bigint)
+LANGUAGE plpgsql AS $f$
+BEGIN
+  EXECUTE format('SELECT count(*) FROM ((%s) EXCEPT ALL TABLE %s) d', query, target)
+    INTO missing;
+  EXECUTE format('SELECT count(*) FROM (TABLE %s EXCEPT ALL (%s)) d', target, query)
+    INTO extra;
+  EXECUTE format('SELECT count(*) FROM %s', target) INTO target_rows;
+END $f$;
+
+--
+-- 1. A wide join with many types.  The join key sku is text with collation
+--    "C" on both sides; the target keeps that collation, and one output
+--    column gets another collation in the select list.
+--
+CREATE TABLE products (
+  sku    text COLLATE "C" PRIMARY KEY,
+  title  text,
+  price  numeric(12,3),
+  specs  jsonb);
+CREATE TABLE stock (
+  warehouse int,
+  sku       text COLLATE "C",
+  qty       numeric,
+  counted   timestamptz,
+  note      varchar(20),
+  PRIMARY KEY (warehouse, sku));
+CREATE INDEX stock_sku_idx ON stock (sku);
+
+INSERT INTO products VALUES
+  ('A-1', 'Anvil', 19.990, '{"weight": {"kg": 50}, "tags": ["iron", "heavy"]}'),
+  ('a-1', 'anvil (small)', 0.001, '{"weight": {"kg": 0.5}}'),   -- differs from A-1 only in case
+  ('B-2', NULL, NULL, NULL),                                    -- NULLs everywhere but the key
+  ('C-3', 'Café crème ☕', 123456789.123, '[1, "two", null, {"x": [true, false]}]'),
+  ('D-4', '', -0.5, '{}');
+INSERT INTO stock VALUES
+  (1, 'A-1', 12345678901234567890.123456789, '2024-03-10 01:59:59-05', 'before DST'),
+  (1, 'a-1', 'NaN', '2024-03-10 03:00:00-04', 'after DST'),
+  (2, 'A-1', 0, 'infinity', NULL),
+  (2, 'B-2', NULL, NULL, NULL),
+  (2, 'C-3', 'Infinity', '-infinity', 'xyz'),
+  (3, 'D-4', -1e-20, '1999-12-31 23:59:59.999999+00', ''),
+  (3, 'Z-9', 1, '2030-01-01 00:00:00+00', 'no such product');                      -- not in the join
+
+SELECT $$
+  SELECT s.warehouse, s.sku, p.title, p.title COLLATE "POSIX" AS title_posix,
+         p.price, s.qty, s.counted, s.note, p.specs
+  FROM stock s JOIN products p ON s.sku = p.sku
+$$ AS q \gset
+SELECT * FROM delta_join.explain(:'q');
+SELECT delta_join.create_view('stock_wide', :'q');
+-- sku keeps collation "C", title_posix gets "POSIX"; numeric(12,3) and
+-- varchar(20) keep their typmods
+\d stock_wide
+SELECT * FROM stock_wide ORDER BY warehouse, sku;
+SELECT * FROM diff('stock_wide', :'q');
+-- the collation "C" orders upper case before lower case, in the target too
+SELECT sku FROM stock_wide WHERE warehouse = 1 ORDER BY sku;
+-- jsonb values compare equal to the source's
+SELECT count(*) AS same_specs
+FROM stock_wide w JOIN products p ON p.sku = w.sku
+WHERE w.specs = p.specs;
+
+--
+-- 2. A TOASTed value over 1 MB, in a backfilled row: the target holds the
+--    same value (same length and md5), not a truncated or detoasted copy.
+--
+CREATE TABLE documents (doc_id int PRIMARY KEY, owner_id int, body text);
+CREATE INDEX documents_owner_id_idx ON documents (owner_id);
+CREATE TABLE owners (owner_id int PRIMARY KEY, owner_name text);
+INSERT INTO owners VALUES (1, 'big'), (2, 'small');
+INSERT INTO documents
+  SELECT 1, 1, string_agg(md5(g::text), '') FROM generate_series(1, 40000) g;
+INSERT INTO documents VALUES (2, 2, 'short'), (3, 1, NULL);
+-- the source value is over 1 MB and stored out of line, in the TOAST table
+SELECT doc_id, length(body) FROM documents ORDER BY doc_id;
+SELECT pg_relation_size(reltoastrelid) > 0 AS source_toasted
+FROM pg_class WHERE oid = 'documents'::regclass;
+
+SELECT $$
+  SELECT d.doc_id, o.owner_name, d.body
+  FROM documents d JOIN owners o ON d.owner_id = o.owner_id
+$$ AS q \gset
+SELECT delta_join.create_view('owner_documents', :'q');
+SELECT t.doc_id, length(t.body) AS target_length,
+       length(t.body) = length(d.body) AS same_length,
+       md5(t.body) = md5(d.body) AS same_md5
+FROM owner_documents t JOIN documents d USING (doc_id)
+ORDER BY t.doc_id;
+SELECT * FROM diff('owner_documents', :'q');
+SELECT pg_relation_size(reltoastrelid) > 0 AS target_toasted
+FROM pg_class WHERE oid = 'owner_documents'::regclass;
+
+--
+-- 3. Join keys of other types: a cross-type comparison (integer = bigint),
+--    a binary-compatible one (varchar = text), a domain, and uuid.  None
+--    of them computes the key, so none breaks rule 3.
+--
+CREATE DOMAIN account_no AS int CHECK (VALUE > 0);
+CREATE TABLE accounts (acct account_no PRIMARY KEY, code varchar(8), ref uuid, label text);
+CREATE INDEX accounts_code_idx ON accounts (code);
+CREATE INDEX accounts_ref_idx ON accounts (ref);
+CREATE TABLE ledger (entry_id bigint PRIMARY KEY, acct bigint, code text, ref uuid, amount numeric);
+CREATE INDEX ledger_acct_idx ON ledger (acct);
+CREATE INDEX ledger_code_idx ON ledger (code);
+CREATE INDEX ledger_ref_idx ON ledger (ref);
+INSERT INTO accounts VALUES
+  (1, 'CASH', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'cash'),
+  (2, 'BANK', 'b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12', 'bank');
+INSERT INTO ledger VALUES
+  (10, 1, 'CASH', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 5),
+  (11, 2, 'BANK', 'b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12', -5),
+  (12, 3, 'NONE', NULL, 1);
+
+-- integer domain = bigint
+SELECT $$
+  SELECT l.entry_id, a.acct, a.label, l.amount
+  FROM ledger l JOIN accounts a ON l.acct = a.acct
+$$ AS q \gset
+SELECT * FROM delta_join.explain(:'q');
+SELECT delta_join.create_view('ledger_by_acct', :'q');
+\d ledger_by_acct
+SELECT * FROM ledger_by_acct ORDER BY entry_id;
+SELECT * FROM diff('ledger_by_acct', :'q');
+
+-- varchar(8) = text, and uuid = uuid
+SELECT $$
+  SELECT l.entry_id, a.acct, a.code, l.ref
+  FROM ledger l JOIN accounts a ON a.code = l.code AND a.ref = l.ref
+$$ AS q \gset
+SELECT * FROM delta_join.explain(:'q');
+SELECT delta_join.create_view('ledger_by_code', :'q');
+\d ledger_by_code
+SELECT * FROM ledger_by_code ORDER BY entry_id;
+SELECT * FROM diff('ledger_by_code', :'q');
+
+--
+-- 4. An aggregate over these types: the aggregates are Postgres's own, so
+--    each gives exactly what the query gives (numeric sums, NaN,
+--    timestamptz min/max, jsonb_agg, string_agg as LISTAGG, bool_and).
+--
+SELECT $$
+  SELECT warehouse, count(*) AS n, count(qty) AS n_qty, sum(qty) AS total_qty,
+         min(counted) AS first_counted, max(counted) AS last_counted,
+         string_agg(sku, ',' ORDER BY sku) AS skus,
+         jsonb_agg(note ORDER BY sku) AS notes,
+         bool_and(note IS NOT NULL) AS all_noted
+  FROM stock GROUP BY warehouse
+$$ AS q \gset
+SELECT delta_join.create_view('stock_by_warehouse', :'q');
+\d stock_by_warehouse
+SELECT * FROM stock_by_warehouse ORDER BY warehouse;
+SELECT * FROM diff('stock_by_warehouse', :'q');
+
+-- Clean up.
+SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
+SET client_min_messages = warning;
+DROP SCHEMA types CASCADE;
+RESET client_min_messages;
+RESET search_path;
+RESET timezone;
+RESET datestyle;
