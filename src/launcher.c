@@ -1,0 +1,837 @@
+/*-------------------------------------------------------------------------
+ *
+ * launcher.c
+ *	  Shared memory, the launcher of the apply workers, what backends call
+ *	  to set workers in motion, and the SQL functions that read shared
+ *	  memory (delta_join.wait and delta_join._stat).
+ *
+ * Nouns:
+ *
+ *	slot		the logical replication slot of one database, named
+ *				WORKER_SLOT_PREFIX followed by the database OID, with our
+ *				library as output plugin.  It exists exactly while the
+ *				database has views: worker_ensure_slot creates it for the
+ *				first view, the worker drops it once the last view is gone.
+ *	apply worker (worker)
+ *				a dynamic background worker, one per database with a slot
+ *				(worker.c).
+ *	launcher	a static background worker that starts a worker for every
+ *				slot named like ours, and restarts one that died after
+ *				LAUNCHER_RESTART_MS.  It needs no database connection: the
+ *				slots are in shared memory.  A slot is the only record of
+ *				which databases need a worker, so after a restart the
+ *				launcher finds them again.
+ *
+ * Shared memory is laid out in launcher.h, with its locking rules.
+ * Backends announce catalog changes (worker_notify) at commit, from a
+ * transaction callback, by bumping their database's generation and setting
+ * the worker's and the launcher's latches.
+ *
+ * IDENTIFICATION
+ *	  src/launcher.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xlogutils.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "replication/logical.h"
+#include "replication/slot.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "delta_join.h"
+#include "launcher.h"
+#include "worker.h"
+
+PG_FUNCTION_INFO_V1(dj_wait);
+PG_FUNCTION_INFO_V1(dj_stat);
+
+#define LAUNCHER_NAP_MS			1000	/* launcher's look at the slots */
+#define LAUNCHER_RESTART_MS		1000	/* delay before restarting a worker */
+
+WorkerShared *worker_shared = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Backends: a catalog change waiting for commit to be announced */
+static bool notify_pending = false;
+static bool xact_callback_registered = false;
+
+static void worker_shmem_request(void);
+static void worker_shmem_startup(void);
+static void worker_check_shmem(void);
+static void worker_xact_callback(XactEvent event, void *arg);
+static void worker_wake(Oid dboid);
+static void launcher_on_exit(int code, Datum arg);
+static void launcher_scan(long *nap_ms);
+static XLogRecPtr wal_position_now(void);
+
+/* ----------------
+ * Start-up and shared memory
+ * ----------------
+ */
+
+/*
+ * Called from _PG_init while shared_preload_libraries are loaded: ask for
+ * shared memory and register the launcher.
+ */
+void
+worker_init(void)
+{
+	BackgroundWorker bgw;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = worker_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = worker_shmem_startup;
+
+	if (IsBinaryUpgrade)
+		return;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 5;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "delta_join");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "dj_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "delta_join launcher");
+	RegisterBackgroundWorker(&bgw);
+}
+
+static void
+worker_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(WorkerShared)));
+	RequestNamedLWLockTranche("delta_join", 1);
+}
+
+static void
+worker_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	worker_shared = ShmemInitStruct("delta_join", sizeof(WorkerShared), &found);
+	if (!found)
+	{
+		memset(worker_shared, 0, sizeof(WorkerShared));
+		worker_shared->lock = &(GetNamedLWLockTranche("delta_join"))->lock;
+		ConditionVariableInit(&worker_shared->progress_cv);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+static void
+worker_check_shmem(void)
+{
+	if (worker_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("delta_join is not loaded at server start"),
+				 errhint("Add delta_join to shared_preload_libraries and restart the server.")));
+}
+
+void
+worker_slot_name(char *name, Oid dboid)
+{
+	snprintf(name, NAMEDATALEN, WORKER_SLOT_PREFIX "%u", dboid);
+}
+
+/* The DbWorker of a database, made if asked and there is room.  Lock held. */
+DbWorker *
+worker_find_db(Oid dboid, bool create)
+{
+	DbWorker   *free_entry = NULL;
+	int			i;
+
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		DbWorker   *db = &worker_shared->dbs[i];
+
+		if (db->dboid == dboid)
+			return db;
+		if (db->dboid == InvalidOid && free_entry == NULL)
+			free_entry = db;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(DbWorker));
+	free_entry->dboid = dboid;
+	return free_entry;
+}
+
+/* The ViewStat of a view, made if asked and there is room.  Lock held. */
+ViewStat *
+worker_find_view(Oid dboid, int view_id, bool create)
+{
+	ViewStat   *free_entry = NULL;
+	int			i;
+
+	for (i = 0; i < WORKER_MAX_VIEWS; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == dboid && stat->view_id == view_id)
+			return stat;
+		if (stat->dboid == InvalidOid && free_entry == NULL)
+			free_entry = stat;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(ViewStat));
+	free_entry->dboid = dboid;
+	free_entry->view_id = view_id;
+	return free_entry;
+}
+
+/* The OID of a relation of our schema, or InvalidOid */
+Oid
+worker_catalog_relid(const char *relname)
+{
+	Oid			nspid = get_namespace_oid(DJ_SCHEMA, true);
+
+	return OidIsValid(nspid) ? get_relname_relid(relname, nspid) : InvalidOid;
+}
+
+/* ----------------
+ * What api.c calls
+ * ----------------
+ */
+
+/*
+ * Make sure the database's slot exists, creating it if needed.  Called
+ * before the transaction writes anything (creating a slot waits for every
+ * transaction that holds an XID, ours included).
+ *
+ * Also takes a lock on view_catalog, kept until the transaction ends, that
+ * keeps the worker from dropping the slot for want of views meanwhile.
+ */
+void
+worker_ensure_slot(void)
+{
+	char		name[NAMEDATALEN];
+	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+	bool		views_exist;
+
+	worker_check_shmem();
+	worker_slot_name(name, MyDatabaseId);
+
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("delta views cannot be created or refreshed in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("The view must start from every change committed before it, which the snapshot of this transaction may not show."),
+				 errhint("Use READ COMMITTED.")));
+
+	if (!OidIsValid(catalog_relid))
+		elog(ERROR, "delta_join.view_catalog does not exist");
+
+	LockRelationOid(catalog_relid, RowExclusiveLock);
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		return;
+
+	if (GetTopTransactionIdIfAny() != InvalidTransactionId)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("cannot create the first delta view of a database in a transaction that has already written"),
+				 errdetail("The replication slot \"%s\" is created first, and creating it waits for every transaction that has written, this one included, to end.",
+						   name),
+				 errhint("Create the view at the start of its own transaction.")));
+
+	/* Creators of the slot take turns; re-check under the lock. */
+	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		return;
+
+	CheckLogicalDecodingRequirements();
+
+	/* Ephemeral until its start point is found: an error drops it. */
+	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+	PG_TRY();
+	{
+		LogicalDecodingContext *ctx;
+
+		ctx = CreateInitDecodingContext(DJ_PLUGIN_NAME, NIL, false,
+										InvalidXLogRecPtr,
+										XL_ROUTINE(.page_read = read_local_xlog_page,
+												   .segment_open = wal_segment_open,
+												   .segment_close = wal_segment_close),
+										NULL, NULL, NULL);
+		DecodingContextFindStartpoint(ctx);
+		FreeDecodingContext(ctx);
+		ReplicationSlotPersist();
+	}
+	PG_CATCH();
+	{
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	ReplicationSlotRelease();
+
+	ereport(LOG,
+			(errmsg("created replication slot \"%s\" for delta views", name)));
+
+	/*
+	 * Views without a slot (it was dropped by hand, or invalidated) have
+	 * missed changes: say so.
+	 */
+	SPI_connect();
+	if (SPI_execute("SELECT 1 FROM delta_join.view_catalog WHERE state = 'active' LIMIT 1",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read delta_join.view_catalog");
+	views_exist = SPI_processed > 0;
+	SPI_finish();
+	if (views_exist)
+		worker_mark_views_stale(psprintf("replication slot \"%s\" was missing; changes committed while it was missing were not applied",
+										 name));
+
+	worker_wake(MyDatabaseId);
+}
+
+/*
+ * Announce, once the current transaction commits, that the views of this
+ * database changed: the worker re-reads the catalog, or is started.
+ */
+void
+worker_notify(void)
+{
+	worker_check_shmem();
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(worker_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	notify_pending = true;
+}
+
+static void
+worker_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (notify_pending)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that created, dropped or refreshed a delta view")));
+			break;
+		case XACT_EVENT_COMMIT:
+			if (notify_pending)
+			{
+				notify_pending = false;
+				worker_wake(MyDatabaseId);
+			}
+			break;
+		case XACT_EVENT_ABORT:
+			notify_pending = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Bump the database's generation and wake its worker and the launcher.
+ * Runs after commit too: must not fail.
+ */
+static void
+worker_wake(Oid dboid)
+{
+	DbWorker   *db;
+	Latch	   *worker_latch = NULL;
+	Latch	   *launcher_latch;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	db = worker_find_db(dboid, true);
+	if (db != NULL)
+	{
+		db->generation++;
+		if (db->pid != 0)
+			worker_latch = db->latch;
+	}
+	launcher_latch = worker_shared->launcher_latch;
+	LWLockRelease(worker_shared->lock);
+
+	if (db == NULL)
+		elog(WARNING, "too many databases with delta views: at most %d have a worker",
+			 WORKER_MAX_DATABASES);
+	if (worker_latch != NULL)
+		SetLatch(worker_latch);
+	if (launcher_latch != NULL)
+		SetLatch(launcher_latch);
+}
+
+/*
+ * Put every active view of this database in error: changes from its
+ * applied_lsn on were not applied.  In the caller's transaction.
+ */
+void
+worker_mark_views_stale(const char *reason)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(reason);
+	SPI_connect();
+	if (SPI_execute_with_args("UPDATE delta_join.view_catalog"
+							  "   SET state = 'error', last_error = $1,"
+							  "       last_error_time = pg_catalog.now(),"
+							  "       stale_since_lsn = applied_lsn"
+							  " WHERE state = 'active'",
+							  1, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update delta_join.view_catalog");
+	if (SPI_processed > 0)
+		ereport(WARNING,
+				(errmsg("%llu delta views missed changes and are now in error",
+						(unsigned long long) SPI_processed),
+				 errdetail("%s.", reason),
+				 errhint("Rebuild them with delta_join.refresh().")));
+	SPI_finish();
+}
+
+/* ----------------
+ * Launcher
+ * ----------------
+ */
+
+void
+dj_launcher_main(Datum main_arg)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	worker_shared->launcher_latch = MyLatch;
+	LWLockRelease(worker_shared->lock);
+	on_shmem_exit(launcher_on_exit, (Datum) 0);
+
+	ereport(LOG, (errmsg("delta_join launcher started")));
+
+	while (!ShutdownRequestPending)
+	{
+		long		nap_ms = LAUNCHER_NAP_MS;
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		launcher_scan(&nap_ms);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 nap_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	proc_exit(0);
+}
+
+static void
+launcher_on_exit(int code, Datum arg)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	worker_shared->launcher_latch = NULL;
+	LWLockRelease(worker_shared->lock);
+}
+
+/* What the launcher knows of the worker it started for a database */
+typedef struct LauncherEntry
+{
+	Oid			dboid;
+	BackgroundWorkerHandle *handle;
+	TimestampTz stopped_at;		/* when it was last seen stopped */
+} LauncherEntry;
+
+static LauncherEntry launcher_entries[WORKER_MAX_DATABASES];
+
+/*
+ * Start a worker for every database that has one of our slots and no
+ * running worker, at most once per LAUNCHER_RESTART_MS; forget databases
+ * whose slot is gone.
+ */
+static void
+launcher_scan(long *nap_ms)
+{
+	Oid			wanted[WORKER_MAX_DATABASES];
+	int			nwanted = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	int			i,
+				j;
+
+	/* Databases with a slot of ours */
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
+		NameData	name;
+		Oid			database;
+		bool		in_use;
+
+		SpinLockAcquire(&s->mutex);
+		in_use = s->in_use;
+		name = s->data.name;
+		database = s->data.database;
+		SpinLockRelease(&s->mutex);
+
+		if (in_use && OidIsValid(database) &&
+			strncmp(NameStr(name), WORKER_SLOT_PREFIX,
+					strlen(WORKER_SLOT_PREFIX)) == 0 &&
+			strtoul(NameStr(name) + strlen(WORKER_SLOT_PREFIX), NULL, 10) == database &&
+			nwanted < WORKER_MAX_DATABASES)
+			wanted[nwanted++] = database;
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+
+	/* Notice workers that stopped */
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		LauncherEntry *e = &launcher_entries[i];
+		pid_t		pid;
+
+		if (e->handle != NULL &&
+			GetBackgroundWorkerPid(e->handle, &pid) == BGWH_STOPPED)
+		{
+			pfree(e->handle);
+			e->handle = NULL;
+			e->stopped_at = now;
+		}
+	}
+
+	for (j = 0; j < nwanted; j++)
+	{
+		Oid			dboid = wanted[j];
+		LauncherEntry *e = NULL;
+		LauncherEntry *free_entry = NULL;
+		DbWorker   *db;
+		bool		running;
+		BackgroundWorker bgw;
+		long		wait_ms;
+
+		for (i = 0; i < WORKER_MAX_DATABASES; i++)
+		{
+			if (launcher_entries[i].dboid == dboid)
+				e = &launcher_entries[i];
+			else if (launcher_entries[i].dboid == InvalidOid &&
+					 free_entry == NULL)
+				free_entry = &launcher_entries[i];
+		}
+		if (e == NULL)
+		{
+			if (free_entry == NULL)
+				continue;
+			e = free_entry;
+			memset(e, 0, sizeof(LauncherEntry));
+			e->dboid = dboid;
+		}
+		if (e->handle != NULL)
+			continue;
+
+		/* A worker of an earlier launcher may still run. */
+		LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+		db = worker_find_db(dboid, true);
+		running = (db != NULL && db->pid != 0);
+		LWLockRelease(worker_shared->lock);
+		if (running || db == NULL)
+			continue;
+
+		wait_ms = LAUNCHER_RESTART_MS -
+			TimestampDifferenceMilliseconds(e->stopped_at, now);
+		if (e->stopped_at != 0 && wait_ms > 0)
+		{
+			*nap_ms = Min(*nap_ms, wait_ms);
+			continue;
+		}
+
+		memset(&bgw, 0, sizeof(bgw));
+		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		bgw.bgw_restart_time = BGW_NEVER_RESTART;
+		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "delta_join");
+		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "dj_worker_main");
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join worker for database %u",
+				 dboid);
+		snprintf(bgw.bgw_type, BGW_MAXLEN, "delta_join worker");
+		bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
+		bgw.bgw_notify_pid = MyProcPid;
+
+		if (!RegisterDynamicBackgroundWorker(&bgw, &e->handle))
+		{
+			e->handle = NULL;
+			e->stopped_at = now;
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("could not start the delta_join worker for database %u", dboid),
+					 errhint("Raise max_worker_processes.")));
+		}
+	}
+
+	/* Forget databases without a slot and without a worker */
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		LauncherEntry *e = &launcher_entries[i];
+		bool		slot_exists = false;
+
+		if (e->dboid == InvalidOid || e->handle != NULL)
+			continue;
+		for (j = 0; j < nwanted; j++)
+			if (wanted[j] == e->dboid)
+				slot_exists = true;
+		if (!slot_exists)
+			e->dboid = InvalidOid;
+	}
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		DbWorker   *db = &worker_shared->dbs[i];
+		bool		slot_exists = false;
+
+		if (db->dboid == InvalidOid || db->pid != 0)
+			continue;
+		for (j = 0; j < nwanted; j++)
+			if (wanted[j] == db->dboid)
+				slot_exists = true;
+		if (!slot_exists)
+			db->dboid = InvalidOid;
+	}
+	LWLockRelease(worker_shared->lock);
+}
+
+/* ----------------
+ * SQL functions
+ * ----------------
+ */
+
+/*
+ * The WAL position every change committed so far lies before: the insert
+ * position, moved back over a page header if it sits just past one (no
+ * record ends there: the reader stops at the page boundary).
+ */
+static XLogRecPtr
+wal_position_now(void)
+{
+	XLogRecPtr	lsn = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(lsn, wal_segment_size) == SizeOfXLogLongPHD)
+		lsn -= SizeOfXLogLongPHD;
+	else if (lsn % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		lsn -= SizeOfXLogShortPHD;
+	return lsn;
+}
+
+/*
+ * delta_join.wait(target text, timeout interval) returns boolean
+ *
+ * Blocks until every change committed before the call has been applied to
+ * the view (target given) or to every view of the database (target NULL),
+ * and returns true; returns false when the timeout passes first (a NULL
+ * timeout waits without limit), and at once when the view is in error: its
+ * changes are not being applied (delta_join.status says why).  With target
+ * NULL, it waits for the others and returns false if any view is in error.
+ *
+ * "Applied" means the worker has decoded past the WAL position at the call
+ * and committed the batch that covers it.
+ */
+Datum
+dj_wait(PG_FUNCTION_ARGS)
+{
+	bool		one_view = !PG_ARGISNULL(0);
+	int			view_id = 0;
+	int64		timeout_ms = -1;
+	TimestampTz deadline = 0;
+	XLogRecPtr	target_lsn;
+	bool		any_view;
+	bool		in_error;
+	bool		done = false;
+	Latch	   *worker_latch = NULL;
+
+	worker_check_shmem();
+
+	if (!PG_ARGISNULL(1))
+	{
+		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
+		int64		usecs;
+
+		usecs = timeout->time +
+			(int64) timeout->day * USECS_PER_DAY +
+			(int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY;
+		timeout_ms = Max(usecs / 1000, 0);
+	}
+
+	/* Which view, and is it (or any view) in error already? */
+	SPI_connect();
+	if (one_view)
+	{
+		Oid			argtypes[1] = {TEXTOID};
+		Datum		values[1] = {PG_GETARG_DATUM(0)};
+		bool		isnull;
+
+		if (SPI_execute_with_args("SELECT view_id, state = 'error' FROM delta_join.view_catalog"
+								  " WHERE target = pg_catalog.to_regclass($1)",
+								  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read delta_join.view_catalog");
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("\"%s\" is not a delta view",
+							text_to_cstring(PG_GETARG_TEXT_PP(0))),
+					 errhint("The view delta_join.views lists the delta views.")));
+		view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1, &isnull));
+		in_error = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 2, &isnull));
+		any_view = true;
+	}
+	else
+	{
+		if (SPI_execute("SELECT 1 FROM delta_join.view_catalog LIMIT 1",
+						true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read delta_join.view_catalog");
+		any_view = SPI_processed > 0;
+		in_error = false;
+	}
+	SPI_finish();
+
+	if (in_error)
+		PG_RETURN_BOOL(false);
+	if (!any_view)
+		PG_RETURN_BOOL(true);
+
+	/* What we wait for must be flushed for the worker to read it. */
+	target_lsn = wal_position_now();
+	XLogFlush(target_lsn);
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	{
+		DbWorker   *db = worker_find_db(MyDatabaseId, false);
+
+		if (db != NULL && db->pid != 0)
+			worker_latch = db->latch;
+	}
+	LWLockRelease(worker_shared->lock);
+	if (worker_latch != NULL)
+		SetLatch(worker_latch);
+
+	if (timeout_ms >= 0)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	ConditionVariablePrepareToSleep(&worker_shared->progress_cv);
+	for (;;)
+	{
+		DbWorker   *db;
+		ViewStat   *stat;
+		long		sleep_ms = 1000;
+
+		LWLockAcquire(worker_shared->lock, LW_SHARED);
+		db = worker_find_db(MyDatabaseId, false);
+		done = (db != NULL && db->processed_lsn >= target_lsn);
+		stat = one_view ? worker_find_view(MyDatabaseId, view_id, false) : NULL;
+		in_error = (stat != NULL && stat->in_error);
+		LWLockRelease(worker_shared->lock);
+
+		if (in_error || done)
+			break;
+		if (timeout_ms >= 0)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= deadline)
+				break;
+			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, deadline));
+		}
+		(void) ConditionVariableTimedSleep(&worker_shared->progress_cv, Max(sleep_ms, 1),
+										   PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+
+	if (in_error)
+		PG_RETURN_BOOL(false);
+
+	if (done && !one_view)
+	{
+		SPI_connect();
+		if (SPI_execute("SELECT 1 FROM delta_join.view_catalog WHERE state = 'error' LIMIT 1",
+						true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read delta_join.view_catalog");
+		done = (SPI_processed == 0);
+		SPI_finish();
+	}
+	PG_RETURN_BOOL(done);
+}
+
+/*
+ * delta_join._stat() returns the counters of this database's views from
+ * shared memory, one row per view the worker has seen.
+ *
+ * applied_commit_time is the commit time of the newest change applied, and
+ * NULL once the view has caught up with all WAL written (so that the lag
+ * delta_join.status derives from it is zero then).
+ */
+Datum
+dj_stat(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	XLogRecPtr	now_lsn = wal_position_now();
+	int			i;
+
+	worker_check_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (i = 0; i < WORKER_MAX_VIEWS; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+		Datum		values[10];
+		bool		nulls[10];
+
+		if (stat->dboid != MyDatabaseId)
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(stat->view_id);
+		values[1] = LSNGetDatum(stat->applied_lsn);
+		nulls[1] = XLogRecPtrIsInvalid(stat->applied_lsn);
+		values[2] = TimestampTzGetDatum(stat->applied_commit_time);
+		nulls[2] = (stat->applied_commit_time == 0 ||
+					stat->applied_lsn >= now_lsn);
+		values[3] = Int64GetDatum(stat->changes_seen);
+		values[4] = Int64GetDatum(stat->counts.keys_applied);
+		values[5] = Int64GetDatum(stat->counts.rows_upserted);
+		values[6] = Int64GetDatum(stat->counts.rows_deleted);
+		values[7] = Int64GetDatum(stat->counts.rows_unchanged);
+		values[8] = Int64GetDatum(stat->counts.lookups);
+		values[9] = Int64GetDatum(stat->counts.cache_hits);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(worker_shared->lock);
+
+	return (Datum) 0;
+}
