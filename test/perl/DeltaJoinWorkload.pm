@@ -1,0 +1,374 @@
+=pod
+
+=head1 NAME
+
+DeltaJoinWorkload - seeded write workloads and result comparisons for the
+delta_join differential and crash TAP tests
+
+=head1 SYNOPSIS
+
+  use DeltaJoinWorkload;
+
+  # pgbench scripts, written once into a temporary folder
+  my $scripts = DeltaJoinWorkload::write_scripts(
+	  upsert => [ 4, "INSERT INTO ..." ],
+	  update => [ 3, "UPDATE ..." ]);
+
+  # seeded concurrent writes, in the foreground...
+  my $res = DeltaJoinWorkload::pgbench($node, $scripts,
+	  seed => 17, clients => 4, transactions => 500);
+  # ... or in the background (stream), ended by pgbench_finish
+  my $h = DeltaJoinWorkload::pgbench_start($node, $scripts,
+	  seed => 17, clients => 3, seconds => 5);
+  my $res = DeltaJoinWorkload::pgbench_finish($h);
+
+  ok(DeltaJoinWorkload::wait_views($node), 'wait() returns true');
+  DeltaJoinWorkload::is_view_equal($node, 's.target', $query, 'seed 17');
+
+=head1 DESCRIPTION
+
+The invariant these tests check (DESIGN.md §6.1): after
+C<delta_join.wait()>, a view's target equals the result of its query as a
+multiset: C<query EXCEPT ALL target> and C<target EXCEPT ALL query> are both
+empty.  With deletes on a join source, residual rows are allowed, so only
+C<query EXCEPT ALL target> must be empty (C<is_view_superset>).
+
+Writes come from pgbench custom scripts run by several clients at once;
+C<--random-seed> makes each client's sequence of random values repeat from
+run to run (the interleaving of the clients does not).  pgbench retries a
+transaction that hits a deadlock (C<--max-tries>), so scripts need not
+order their locks perfectly.
+
+=cut
+
+package DeltaJoinWorkload;
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+=pod
+
+=head1 FUNCTIONS
+
+=over
+
+=item write_scripts(name => [ weight, text ], ...)
+
+Writes each script into a new temporary folder; returns a reference to a
+list of C<file@weight> arguments for pgbench's C<-f>.
+
+=cut
+
+sub write_scripts
+{
+	my (%scripts) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir('pgbench');
+	my @files;
+	foreach my $name (sort keys %scripts)
+	{
+		my ($weight, $text) = @{ $scripts{$name} };
+		my $file = "$dir/$name.sql";
+		open my $fh, '>', $file or die "could not write $file: $!";
+		print $fh $text;
+		close $fh;
+		push @files, "$file\@$weight";
+	}
+	return \@files;
+}
+
+# the pgbench command line
+sub _pgbench_command
+{
+	my ($node, $scripts, %opts) = @_;
+	my $clients = $opts{clients} // 4;
+	my @cmd = (
+		'pgbench', '-n',
+		'-h', $node->host,
+		'-p', $node->port,
+		'-c', $clients,
+		'-j', $clients,
+		"--random-seed=" . ($opts{seed} // 1),
+		'--max-tries=' . ($opts{max_tries} // 20));
+	push @cmd, '-t', $opts{transactions} if defined $opts{transactions};
+	push @cmd, '-T', $opts{seconds} if defined $opts{seconds};
+	push @cmd, '-R', $opts{rate} if defined $opts{rate};
+	push @cmd, map { ('-f', $_) } @$scripts;
+	push @cmd, $opts{dbname} // 'postgres';
+	return \@cmd;
+}
+
+=pod
+
+=item pgbench_start($node, $scripts, seed => N, clients => N, transactions => N | seconds => N)
+
+Starts pgbench in the background; returns a handle for C<pgbench_finish>.
+
+=cut
+
+sub pgbench_start
+{
+	my ($node, $scripts, %opts) = @_;
+	my %h = (stdout => '', stderr => '', started => time());
+	$h{cmd} = _pgbench_command($node, $scripts, %opts);
+	$h{run} = IPC::Run::start($h{cmd}, '<', \undef, '>', \$h{stdout},
+		'2>', \$h{stderr});
+	return \%h;
+}
+
+=pod
+
+=item pgbench_finish($handle)
+
+Waits for a background pgbench; returns a hash reference: C<rc> (its exit
+status), C<stdout>, C<stderr>, C<processed> (transactions pgbench counted as
+done), C<failed> (transactions that failed after every try), C<seconds>.
+
+=cut
+
+sub pgbench_finish
+{
+	my ($h) = @_;
+	$h->{run}->finish;
+	my %res = (
+		rc => $h->{run}->result(0) // -1,
+		stdout => $h->{stdout},
+		stderr => $h->{stderr},
+		seconds => time() - $h->{started});
+	($res{processed}) =
+	  $h->{stdout} =~ /number of transactions actually processed: (\d+)/;
+	($res{failed}) = $h->{stdout} =~ /number of failed transactions: (\d+)/;
+	$res{processed} //= 0;
+	$res{failed} //= 0;
+	return \%res;
+}
+
+=pod
+
+=item pgbench($node, $scripts, %opts)
+
+C<pgbench_start> then C<pgbench_finish>.
+
+=cut
+
+sub pgbench
+{
+	my ($node, $scripts, %opts) = @_;
+	return pgbench_finish(pgbench_start($node, $scripts, %opts));
+}
+
+=pod
+
+=item pgbench_ok($node, $scripts, $name, %opts)
+
+Runs pgbench in the foreground and asserts that it exited with 0 and that
+no transaction failed; returns the result of C<pgbench_finish>.
+
+=cut
+
+sub pgbench_ok
+{
+	my ($node, $scripts, $name, %opts) = @_;
+	my $res = pgbench($node, $scripts, %opts);
+	ok($res->{rc} == 0 && $res->{failed} == 0 && $res->{processed} > 0,
+		"$name: pgbench ran $res->{processed} transactions, none failed")
+	  or diag("pgbench exit status $res->{rc}\n$res->{stdout}\n$res->{stderr}");
+	return $res;
+}
+
+=pod
+
+=item wait_views($node, $target, $timeout)
+
+C<SELECT delta_join.wait(...)>; true when it returned true.  C<$target>
+undef waits for every view; C<$timeout> is an interval (default 30s).
+
+=cut
+
+sub wait_views
+{
+	my ($node, $target, $timeout) = @_;
+	my $t = defined $target ? "'$target'" : 'NULL';
+	my $to = $timeout // '30s';
+	my ($ret, $out, $err) =
+	  $node->psql('postgres', "SELECT delta_join.wait($t, '$to')");
+	diag("delta_join.wait: $err") if $ret != 0;
+	return $ret == 0 && $out eq 't';
+}
+
+=pod
+
+=item diff_counts($node, $target, $query)
+
+Returns (rows of the query missing from the target, rows of the target the
+query does not return, rows of the target, rows of the query), counting
+duplicates (EXCEPT ALL).
+
+=cut
+
+sub diff_counts
+{
+	my ($node, $target, $query) = @_;
+	my $out = $node->safe_psql(
+		'postgres', qq{
+		SELECT (SELECT count(*) FROM (($query) EXCEPT ALL TABLE $target) d),
+		       (SELECT count(*) FROM (TABLE $target EXCEPT ALL ($query)) d),
+		       (SELECT count(*) FROM $target),
+		       (SELECT count(*) FROM ($query) q)});
+	return split /\|/, $out;
+}
+
+# a few rows of each difference, for diagnostics
+sub _diff_sample
+{
+	my ($node, $target, $query) = @_;
+	return $node->safe_psql(
+		'postgres', qq{
+		(SELECT 'missing' AS side, d::text FROM (($query) EXCEPT ALL TABLE $target) d LIMIT 10)
+		UNION ALL
+		(SELECT 'extra', d::text FROM (TABLE $target EXCEPT ALL ($query)) d LIMIT 10)});
+}
+
+=pod
+
+=item is_view_equal($node, $target, $query, $name)
+
+Asserts that the target equals the query's result (EXCEPT ALL both ways
+empty); on failure shows some differing rows and the view's status.
+Returns the number of rows of the target.
+
+=cut
+
+sub is_view_equal
+{
+	my ($node, $target, $query, $name) = @_;
+	my ($missing, $extra, $trows, $qrows) =
+	  diff_counts($node, $target, $query);
+	ok($missing == 0 && $extra == 0,
+		"$name: $target equals its query ($trows rows)")
+	  or diag("$missing rows of the query missing from the target, "
+		  . "$extra extra rows in the target; target $trows rows, query $qrows rows\n"
+		  . _diff_sample($node, $target, $query) . "\n"
+		  . status_text($node));
+	return $trows;
+}
+
+=pod
+
+=item is_view_superset($node, $target, $query, $name)
+
+Asserts that every row of the query's result is in the target (query
+EXCEPT ALL target is empty): what a join view guarantees after deletes,
+which leave residual rows.  Returns the number of extra (residual) rows.
+
+=cut
+
+sub is_view_superset
+{
+	my ($node, $target, $query, $name) = @_;
+	my ($missing, $extra, $trows, $qrows) =
+	  diff_counts($node, $target, $query);
+	ok($missing == 0,
+		"$name: every row of the query is in $target ($qrows rows, $extra residual)")
+	  or diag("$missing rows of the query missing from the target; "
+		  . "target $trows rows, query $qrows rows\n"
+		  . _diff_sample($node, $target, $query) . "\n"
+		  . status_text($node));
+	return $extra;
+}
+
+=pod
+
+=item status_text($node)
+
+C<delta_join.status> as text, for diagnostics.
+
+=cut
+
+sub status_text
+{
+	my ($node) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		'SELECT * FROM delta_join.status ORDER BY target',
+		extra_params => [ '-x' ]);
+	return "delta_join.status:\n$out$err";
+}
+
+=pod
+
+=item status_ok($node, $target, $name)
+
+Asserts that the view's state in C<delta_join.status> is active and that it
+has seen changes (changes_seen > 0).
+
+=cut
+
+sub status_ok
+{
+	my ($node, $target, $name) = @_;
+	my $row = $node->safe_psql(
+		'postgres', qq{
+		SELECT state, changes_seen > 0, last_error IS NULL
+		FROM delta_join.status WHERE target::regclass = '$target'::regclass});
+	is($row, 'active|t|t',
+		"$name: $target is active with no error and has seen changes")
+	  or diag(status_text($node));
+}
+
+=pod
+
+=item poll_until($node, $sql, $seconds)
+
+Runs C<$sql> until it returns C<t>, for at most C<$seconds> (default 20);
+true when it did.  Server restarts in between are tolerated.
+
+=cut
+
+sub poll_until
+{
+	my ($node, $sql, $seconds) = @_;
+	my $deadline = time() + ($seconds // 20);
+	while (time() < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres', $sql);
+		return 1 if $ret == 0 && $out eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
+
+=pod
+
+=item worker_pid($node, $seconds)
+
+The pid of the database's apply worker (backend_type C<delta_join worker>),
+waiting up to C<$seconds> (default 20) for one to run; undef if none.
+
+=cut
+
+sub worker_pid
+{
+	my ($node, $seconds) = @_;
+	my $deadline = time() + ($seconds // 20);
+	while (time() < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'"
+		);
+		return $out if $ret == 0 && $out =~ /^\d+$/;
+		usleep(100_000);
+	}
+	return undef;
+}
+
+=pod
+
+=back
+
+=cut
+
+1;
