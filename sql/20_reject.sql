@@ -522,6 +522,32 @@ SELECT * FROM delta_join.explain($$
 -- explain names the strategy it checked for
 SELECT * FROM delta_join.explain(:'not_ok', strategy => 'auto');
 
+-- table hints work after tables joined with JOIN ... ON as well
+SELECT * FROM try_create('hinted_join', $$
+  SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
+  FROM orders /*+ OPTIONS('cache_size'='50000') */ AS o
+  JOIN items /*+ OPTIONS('cache_size'='20', 'cache_enabled'='true') */ i
+    ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+SELECT s.alias, s.options FROM delta_join.source_catalog s
+JOIN delta_join.view_catalog v USING (view_id)
+WHERE v.target_name = 'rej.hinted_join' ORDER BY s.ordinal;
+-- rule 3 names the column that is computed, on either side
+SELECT * FROM try_create('t', $$
+  SELECT i.merchant_id, i.item_id, t.descr
+  FROM items i JOIN tags t ON t.tag = lower(i.item_name) $$);
+SELECT * FROM try_create('t', $$
+  SELECT o.merchant_id, o.order_id, o.item_id
+  FROM orders o JOIN items i ON o.amount = i.item_id $$);
+-- a shape failure does not hide the other rules
+SELECT * FROM delta_join.explain($$
+  SELECT DISTINCT o.merchant_id, o.order_id, random() AS r
+  FROM orders o JOIN items i ON o.item_id = i.item_id ORDER BY 1 $$);
+-- HAVING on the group key alone cannot flip, so it needs no option
+SELECT * FROM try_create('having_key', $$
+  SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id HAVING merchant_id > 0 $$);
+-- an unknown name is reported at its place in the query text
+SELECT * FROM delta_join.explain('SELECT nope FROM orders');
+
 -- the views this file created; nothing else was registered
 SELECT target, kind, strategy FROM delta_join.views ORDER BY target;
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

@@ -43,6 +43,7 @@
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
@@ -130,15 +131,22 @@ reject(Analysis *a, int code, char *message, char *detail, char *hint)
 	a->failures = lappend(a->failures, f);
 }
 
-/* 'table "orders" AS o', or 'table "orders"' when the alias is the name */
+/* '"public.orders" AS o', or '"public.orders"' when the alias is the name */
 static char *
-source_label(DeltaSource *src)
+source_name(DeltaSource *src)
 {
 	char	   *relname = get_rel_name(src->relid);
 
 	if (strcmp(relname, src->alias) == 0)
-		return psprintf("table \"%s\"", src->relname);
-	return psprintf("table \"%s\" AS %s", src->relname, quote_identifier(src->alias));
+		return psprintf("\"%s\"", src->relname);
+	return psprintf("\"%s\" AS %s", src->relname, quote_identifier(src->alias));
+}
+
+/* 'table "public.orders" AS o' */
+static char *
+source_label(DeltaSource *src)
+{
+	return psprintf("table %s", source_name(src));
 }
 
 /* "o.item_id" */
@@ -168,6 +176,23 @@ column_list(Oid relid, int n, const AttrNumber *attnums)
  *		Parsing
  * ----------------------------------------------------------------
  */
+
+/*
+ * Error context while parsing the query text: a syntax error or unknown name
+ * points into the query text, not into the statement that called us.
+ */
+static void
+query_error_callback(void *arg)
+{
+	int			position = geterrposition();
+
+	if (position > 0)
+	{
+		errposition(0);
+		internalerrposition(position);
+		internalerrquery((const char *) arg);
+	}
+}
 
 /* Parse text into exactly one SELECT; anything else is a clean error. */
 static RawStmt *
@@ -237,29 +262,25 @@ collect_rangevars(Node *node, List **rangevars)
 }
 
 /*
- * Tie every hint of the text to the table reference just before it, and
- * apply it to the source of that name.
+ * Tie every hint of the text to the table reference just before it, in the
+ * raw parse tree (parse analysis rewrites the FROM list).  Returns a list of
+ * pairs: the name the query uses for the table, then the hint.
  */
-static void
-apply_hints(Analysis *a, SelectStmt *select)
+static List *
+match_hints(Analysis *a, SelectStmt *select)
 {
 	List	   *rangevars = NIL;
-	List	   *hints = hints_parse(a->text);
+	List	   *matches = NIL;
 	ListCell   *lc;
-
-	if (hints == NIL)
-		return;
 
 	foreach(lc, select->fromClause)
 		collect_rangevars(lfirst(lc), &rangevars);
 
-	foreach(lc, hints)
+	foreach(lc, hints_parse(a->text))
 	{
 		DeltaHint  *hint = lfirst(lc);
 		RangeVar   *owner = NULL;
-		const char *name;
 		ListCell   *lc2;
-		bool		found = false;
 
 		foreach(lc2, rangevars)
 		{
@@ -276,7 +297,25 @@ apply_hints(Analysis *a, SelectStmt *select)
 							hint->location),
 					 errhint("Write the hint right after the table name it applies to.")));
 
-		name = owner->alias ? owner->alias->aliasname : owner->relname;
+		matches = lappend(matches, owner->alias ? owner->alias->aliasname : owner->relname);
+		matches = lappend(matches, hint);
+	}
+	return matches;
+}
+
+/* Apply the hints match_hints found to the sources they name. */
+static void
+apply_hints(Analysis *a, List *matches)
+{
+	ListCell   *lc;
+
+	for (lc = list_head(matches); lc != NULL; lc = lnext(matches, lnext(matches, lc)))
+	{
+		const char *name = lfirst(lc);
+		DeltaHint  *hint = lfirst(lnext(matches, lc));
+		bool		found = false;
+		ListCell   *lc2;
+
 		foreach(lc2, a->plan->sources)
 		{
 			DeltaSource *src = lfirst(lc2);
@@ -387,6 +426,7 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 	DeltaSource *src = palloc0(sizeof(DeltaSource));
 	Relation	rel;
 	const char *kind = NULL;
+	const char *kind_hint = NULL;
 	char	   *label;
 
 	src->rtindex = rtindex;
@@ -396,7 +436,7 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 	src->alias = pstrdup(rte->eref->aliasname);
 	src->cache_size = -1;
 	src->cache_enabled = a->plan->options.cache_enabled;
-	label = source_label(src);
+	label = source_name(src);
 	*indexes = NIL;
 
 	switch (rte->relkind)
@@ -406,15 +446,19 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 			break;
 		case RELKIND_VIEW:
 			kind = "a view";
+			kind_hint = "Use the view's underlying tables in the query.";
 			break;
 		case RELKIND_MATVIEW:
 			kind = "a materialized view";
+			kind_hint = "Use the tables it is computed from in the query.";
 			break;
 		case RELKIND_FOREIGN_TABLE:
 			kind = "a foreign table";
+			kind_hint = "Its changes are not in this server's WAL; copy the data into a local table.";
 			break;
 		default:
 			kind = "not a table";
+			kind_hint = "Use ordinary or partitioned tables.";
 			break;
 	}
 	if (kind)
@@ -422,7 +466,7 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		reject(a, ERRCODE_WRONG_OBJECT_TYPE,
 			   psprintf("delta view rule 1: source %s is %s", label, kind),
 			   pstrdup("Every source must be an ordinary or partitioned table whose changes are WAL-logged."),
-			   pstrdup("Use the underlying tables in the query."));
+			   pstrdup(kind_hint));
 		return NULL;
 	}
 
@@ -630,8 +674,10 @@ classify_quals(Analysis *a, List *quals)
 				   *r;
 		int			ls,
 					rs;
-		AttrNumber	la,
-					ra;
+		AttrNumber	la = InvalidAttrNumber,
+					ra = InvalidAttrNumber;
+		bool		lplain,
+					rplain;
 
 		if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
 		{
@@ -650,8 +696,9 @@ classify_quals(Analysis *a, List *quals)
 			continue;
 		}
 
-		if (var_source(a, strip_relabel(l), &ls, &la) &&
-			var_source(a, strip_relabel(r), &rs, &ra))
+		lplain = var_source(a, strip_relabel(l), &ls, &la);
+		rplain = var_source(a, strip_relabel(r), &rs, &ra);
+		if (lplain && rplain)
 		{
 			DeltaJoinCond *cond = palloc(sizeof(DeltaJoinCond));
 
@@ -666,7 +713,7 @@ classify_quals(Analysis *a, List *quals)
 		}
 		else
 		{
-			List	   *vars = pull_var_clause(qual, 0);
+			List	   *vars = pull_var_clause(lplain ? r : l, 0);
 			Var		   *var = linitial(vars);
 			DeltaSource *src = SOURCE(a, a->rt_source[var->varno]);
 
@@ -1181,6 +1228,30 @@ check_join_filters(Analysis *a)
  * ----------------------------------------------------------------
  */
 
+/*
+ * Does a HAVING condition read only group key columns (no aggregate)?  Then
+ * it holds for a group forever or never, and cannot leave a row behind.
+ */
+static bool
+condition_on_group_key(Node *having, DeltaSource *src)
+{
+	ListCell   *lc;
+
+	if (contain_agg_clause(having))
+		return false;
+	foreach(lc, pull_var_clause(having, 0))
+	{
+		Var		   *var = lfirst(lc);
+		bool		in_key = false;
+
+		for (int k = 0; k < src->key_natts; k++)
+			in_key |= (src->key_attnums[k] == var->varattno);
+		if (!in_key)
+			return false;
+	}
+	return true;
+}
+
 static void
 analyze_aggregate(Analysis *a)
 {
@@ -1283,8 +1354,9 @@ analyze_aggregate(Analysis *a)
 
 	map_key_to_output(a, key_ids);
 
-	plan->has_filter = (query->havingQual != NULL);
-	if (query->havingQual != NULL && !plan->options.ignore_non_unique_key_filter)
+	plan->has_filter = (query->havingQual != NULL &&
+						!condition_on_group_key(query->havingQual, src));
+	if (plan->has_filter && !plan->options.ignore_non_unique_key_filter)
 		reject_filter(a, "an aggregate", "HAVING");
 }
 
@@ -1348,19 +1420,31 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 	int			nrtes;
 	int			rtindex;
 	int			ncolumns = 0;
+	bool		rte_rejected = false;
+	List	   *hints;
+	ErrorContextCallback errcallback;
 	ListCell   *lc;
 
 	a->text = text;
 	a->plan = plan;
 	plan->options = *options;
 
+	/* report parse errors at their position in the query text */
+	errcallback.callback = query_error_callback;
+	errcallback.arg = (void *) text;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
 	rawstmt = parse_single_select(text);
 	plan->query_text = statement_text(text, rawstmt);
+	hints = match_hints(a, castNode(SelectStmt, rawstmt->stmt));
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 	query = parse_analyze_fixedparams(rawstmt, text, NULL, 0, NULL);
 	PopActiveSnapshot();
 	plan->query = query;
+
+	error_context_stack = errcallback.previous;
 
 	check_query_shape(a, query);
 
@@ -1375,6 +1459,7 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 		a->rt_source[++rtindex] = -1;
 		if (rte->lateral)
 			reject_shape(a, "LATERAL is");
+		rte_rejected |= (rte->rtekind != RTE_RELATION && rte->rtekind != RTE_JOIN);
 		switch (rte->rtekind)
 		{
 			case RTE_RELATION:
@@ -1383,7 +1468,10 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 					DeltaSource *src = make_source(a, rte, rtindex, &indexes);
 
 					if (src == NULL)
+					{
+						rte_rejected = true;
 						break;
+					}
 					a->rt_source[rtindex] = list_length(plan->sources);
 					plan->sources = lappend(plan->sources, src);
 					a->source_indexes = lappend(a->source_indexes, indexes);
@@ -1402,7 +1490,7 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 					   pstrdup("Store the function's result in a table."));
 				break;
 			case RTE_VALUES:
-				reject_shape(a, "VALUES lists in FROM are");
+				reject_shape(a, "VALUES lists are");
 				break;
 			default:
 				reject_shape(a, "this kind of FROM item is");
@@ -1410,8 +1498,8 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 		}
 	}
 
-	/* if some source was rejected, the rest cannot be checked safely */
-	if (a->failures != NIL)
+	/* if some FROM item was rejected, the rest cannot be checked safely */
+	if (rte_rejected)
 		return plan;
 	if (plan->sources == NIL)
 	{
@@ -1421,7 +1509,7 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 		return plan;
 	}
 
-	apply_hints(a, castNode(SelectStmt, rawstmt->stmt));
+	apply_hints(a, hints);
 
 	/* column classes: every column of every source is a column id */
 	a->col_offset = palloc(sizeof(int) * list_length(plan->sources));

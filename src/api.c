@@ -213,6 +213,15 @@ dj_create_view(PG_FUNCTION_ARGS)
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
 	relid = RangeVarGetRelid(rv, ExclusiveLock, true);
+	foreach(lc, plan->sources)
+	{
+		if (((DeltaSource *) lfirst(lc))->relid == relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("table \"%s\" cannot be both the target and a source of a view",
+							qualified_relname(relid)),
+					 errhint("Name a new table as the target.")));
+	}
 	if (OidIsValid(relid))
 	{
 		check_owner(relid);
@@ -225,19 +234,11 @@ dj_create_view(PG_FUNCTION_ARGS)
 		if (!relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("target \"%s\" is not empty", target),
+					 errmsg("target \"%s\" is not empty", qualified_relname(relid)),
 					 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
 	}
 	else
 		relid = target_create(rv, plan);
-
-	foreach(lc, plan->sources)
-	{
-		if (((DeltaSource *) lfirst(lc))->relid == relid)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("table \"%s\" cannot be both the target and a source of a view", target)));
-	}
 
 	(void) target_fill(relid, plan, false);
 	(void) catalog_insert_view(relid, qualified_relname(relid), plan,
