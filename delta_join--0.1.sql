@@ -151,6 +151,32 @@ LEFT JOIN delta_join._stat() s USING (view_id);
 GRANT SELECT ON delta_join.views, delta_join.status TO PUBLIC;
 
 --
+-- Aggregates: the first / last non-null input in the call's ORDER BY order.
+-- Call them qualified (pg_catalog.first_value is a window function).
+--
+CREATE FUNCTION delta_join._keep_first(anyelement, anyelement)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'dj_keep_first'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION delta_join._keep_last(anyelement, anyelement)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'dj_keep_last'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE AGGREGATE delta_join.first_value(anyelement) (
+	SFUNC = delta_join._keep_first,
+	STYPE = anyelement,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE delta_join.last_value(anyelement) (
+	SFUNC = delta_join._keep_last,
+	STYPE = anyelement,
+	PARALLEL = SAFE
+);
+
+--
 -- Dropping a target unregisters its view; dropping a source puts its views
 -- in error (they can no longer be maintained; drop_view removes them).
 --

@@ -11,15 +11,20 @@
  *
  * Result rows reach the target through the executor's replication helpers
  * (execReplication.c), the way logical replication's apply does: the
- * existing row is found through the target's unique key index and locked,
- * then updated (unless nothing changed), inserted or deleted, keeping
- * indexes, constraints and triggers right.
+ * existing row is found through the target's unique key index and locked
+ * (find_target_row), then updated (unless nothing changed), inserted or
+ * deleted with ExecSimpleRelation*, keeping indexes, constraints and
+ * triggers right.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/table.h"
+#include "access/tableam.h"
+#include "storage/lmgr.h"
 #include "access/xact.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -28,6 +33,7 @@
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "apply.h"
 #include "catalog.h"
@@ -55,6 +61,8 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 				 errmsg("target \"%s\" lost its unique index on the result's key",
 						RelationGetRelationName(writer->rel)),
 				 errhint("Recreate the primary key, then call delta_join.refresh.")));
+
+	writer->key_rel = index_open(writer->key_index, RowExclusiveLock);
 
 	desc = RelationGetDescr(writer->rel);
 	writer->ncolumns = plan->ncolumns;
@@ -135,6 +143,67 @@ rows_equal(TupleTableSlot *oldslot, TupleTableSlot *newslot)
 }
 
 /*
+ * Find the target row whose key equals newslot's and lock it, into oldslot.
+ *
+ * Like RelationFindReplTupleByIndex() in execReplication.c, but a NULL key
+ * column matches NULL (the key of a group whose key is NULL is a unique
+ * constraint with NULLS NOT DISTINCT), which PostgreSQL 15's version does
+ * not do.  A row that a concurrent transaction is writing is waited for;
+ * a row updated under us is looked up again.
+ */
+static bool
+find_target_row(TargetWriter *writer)
+{
+	Relation	idx = writer->key_rel;
+	int			nkeys = idx->rd_index->indnkeyatts;
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	SnapshotData snap;
+	IndexScanDesc scan;
+	bool		found;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		AttrNumber	attno = idx->rd_index->indkey.values[i];
+		Oid			op = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
+											 idx->rd_opcintype[i], BTEqualStrategyNumber);
+
+		ScanKeyInit(&keys[i], i + 1, BTEqualStrategyNumber, get_opcode(op),
+					writer->newslot->tts_values[attno - 1]);
+		keys[i].sk_collation = idx->rd_indcollation[i];
+		if (writer->newslot->tts_isnull[attno - 1])
+			keys[i].sk_flags |= (SK_ISNULL | SK_SEARCHNULL);
+	}
+
+	InitDirtySnapshot(snap);
+	scan = index_beginscan(writer->rel, idx, &snap, nkeys, 0);
+retry:
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, writer->oldslot);
+	if (found)
+	{
+		TransactionId xwait = TransactionIdIsValid(snap.xmin) ? snap.xmin : snap.xmax;
+		TM_FailureData tmfd;
+		TM_Result	res;
+
+		if (TransactionIdIsValid(xwait))
+		{
+			XactLockTableWait(xwait, NULL, NULL, XLTW_None);
+			goto retry;
+		}
+		res = table_tuple_lock(writer->rel, &writer->oldslot->tts_tid, GetLatestSnapshot(),
+							   writer->oldslot, GetCurrentCommandId(false),
+							   LockTupleExclusive, LockWaitBlock, 0, &tmfd);
+		if (res == TM_Updated || res == TM_Deleted)
+			goto retry;
+		if (res != TM_Ok)
+			elog(ERROR, "unexpected result %d locking a row of target \"%s\"",
+				 (int) res, RelationGetRelationName(writer->rel));
+	}
+	index_endscan(scan);
+	return found;
+}
+
+/*
  * Make our own writes visible to the next lookup of the same key, and let
  * the next write run under a new command id.
  */
@@ -151,8 +220,7 @@ target_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
 {
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
 	fill_new_slot(writer, values, isnull);
-	if (RelationFindReplTupleByIndex(writer->rel, writer->key_index, LockTupleExclusive,
-									 writer->newslot, writer->oldslot))
+	if (find_target_row(writer))
 	{
 		if (rows_equal(writer->oldslot, writer->newslot))
 		{
@@ -175,8 +243,7 @@ target_delete(TargetWriter *writer, const Datum *values, const bool *isnull)
 {
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
 	fill_new_slot(writer, values, isnull);
-	if (!RelationFindReplTupleByIndex(writer->rel, writer->key_index, LockTupleExclusive,
-									  writer->newslot, writer->oldslot))
+	if (!find_target_row(writer))
 		return;
 	EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
 	ExecSimpleRelationDelete(writer->rri, writer->estate, &writer->epqstate,
@@ -193,6 +260,7 @@ target_writer_end(TargetWriter *writer)
 	EvalPlanQualEnd(&writer->epqstate);
 	ExecResetTupleTable(writer->estate->es_tupleTable, false);
 	FreeExecutorState(writer->estate);
+	index_close(writer->key_rel, NoLock);
 	table_close(writer->rel, NoLock);
 }
 

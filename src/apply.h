@@ -18,6 +18,7 @@ typedef struct TargetWriter
 {
 	Relation	rel;
 	Oid			key_index;
+	Relation	key_rel;		/* the target's unique key index */
 	EState	   *estate;
 	ResultRelInfo *rri;
 	EPQState	epqstate;

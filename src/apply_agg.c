@@ -8,7 +8,8 @@
  * Aggregates are evaluated by Postgres itself: the view's query, with
  * "group column = $n" added to its WHERE clause, is planned once per batch
  * (a generic plan: the planner reaches the group through the group-key
- * index) and executed once per distinct dirty group.  So every aggregate,
+ * index; one more plan for each pattern of NULL key columns met) and
+ * executed once per distinct dirty group.  So every aggregate,
  * with ORDER BY, FILTER or DISTINCT inside the call, behaves exactly as in a
  * plain GROUP BY.  A HAVING clause (allowed with
  * ignore_non_unique_key_filter) is moved into an extra output column, so
@@ -82,11 +83,12 @@ group_destroy(DestReceiver *self)
 
 /*
  * The view's query restricted to one group: WHERE ... AND k1 = $1 AND
- * k2 = $2 ..., with HAVING moved to a last output column.  Returns the
- * parameter types.
+ * k2 = $2 ..., with "kn IS NULL" instead for the key columns in `nulls`
+ * (GROUP BY puts NULLs in one group), and HAVING moved to a last output
+ * column.  Returns the parameter types.
  */
 static PlannedStmt *
-plan_group_query(DeltaPlan *plan, Oid **paramtypes)
+plan_group_query(DeltaPlan *plan, Bitmapset *nulls, Oid **paramtypes)
 {
 	Query	   *query = copyObject(plan->query);
 	DeltaSource *src = linitial(plan->sources);
@@ -111,10 +113,22 @@ plan_group_query(DeltaPlan *plan, Oid **paramtypes)
 		param->paramtypmod = -1;
 		param->paramcollid = var->varcollid;
 		param->location = -1;
-		(*paramtypes)[k++] = righttype;
-		conds = lappend(conds, make_opclause(sgc->eqop, BOOLOID, false,
-											 (Expr *) copyObject(var), (Expr *) param,
-											 InvalidOid, var->varcollid));
+		(*paramtypes)[k] = righttype;
+		if (bms_is_member(k, nulls))
+		{
+			NullTest   *test = makeNode(NullTest);
+
+			test->arg = (Expr *) copyObject(var);
+			test->nulltesttype = IS_NULL;
+			test->argisrow = false;
+			test->location = -1;
+			conds = lappend(conds, test);
+		}
+		else
+			conds = lappend(conds, make_opclause(sgc->eqop, BOOLOID, false,
+												 (Expr *) copyObject(var), (Expr *) param,
+												 InvalidOid, var->varcollid));
+		k++;
 	}
 	if (query->jointree->quals)
 		conds = lappend(conds, query->jointree->quals);
@@ -135,8 +149,39 @@ plan_group_query(DeltaPlan *plan, Oid **paramtypes)
  * Recompute one group (its key values in group-clause order) and write the
  * result: upsert, or delete when the group has no rows left.
  */
+/* A generic plan of the group query for one pattern of NULL key columns. */
+typedef struct GroupPlan
+{
+	Bitmapset  *nulls;
+	PlannedStmt *pstmt;
+	Oid		   *paramtypes;
+} GroupPlan;
+
+static GroupPlan *
+group_plan_for(DeltaPlan *plan, List **plans, DirtyKey *key, int nkeys)
+{
+	Bitmapset  *nulls = NULL;
+	GroupPlan  *gp;
+	ListCell   *lc;
+
+	for (int k = 0; k < nkeys; k++)
+		if (key->isnull[k])
+			nulls = bms_add_member(nulls, k);
+	foreach(lc, *plans)
+	{
+		gp = lfirst(lc);
+		if (bms_equal(gp->nulls, nulls))
+			return gp;
+	}
+	gp = palloc(sizeof(GroupPlan));
+	gp->nulls = nulls;
+	gp->pstmt = plan_group_query(plan, nulls, &gp->paramtypes);
+	*plans = lappend(*plans, gp);
+	return gp;
+}
+
 static void
-recompute_group(DeltaPlan *plan, PlannedStmt *pstmt, Oid *paramtypes, int nkeys,
+recompute_group(DeltaPlan *plan, GroupPlan *gp, int nkeys,
 				const int *key_output, DirtyKey *key, GroupReceiver *receiver)
 {
 	ParamListInfo params = makeParamList(nkeys);
@@ -147,12 +192,12 @@ recompute_group(DeltaPlan *plan, PlannedStmt *pstmt, Oid *paramtypes, int nkeys,
 		params->params[k].value = key->values[k];
 		params->params[k].isnull = key->isnull[k];
 		params->params[k].pflags = PARAM_FLAG_CONST;
-		params->params[k].ptype = paramtypes[k];
+		params->params[k].ptype = gp->paramtypes[k];
 	}
 	params->numParams = nkeys;
 
 	receiver->found = false;
-	qd = CreateQueryDesc(pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
+	qd = CreateQueryDesc(gp->pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(qd, 0);
 	ExecutorRun(qd, ForwardScanDirection, 0, true);
@@ -222,8 +267,7 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	int			nkeys = src->key_natts;
 	int		   *key_output = palloc(sizeof(int) * nkeys);
 	GroupReceiver receiver;
-	PlannedStmt *pstmt;
-	Oid		   *paramtypes;
+	List	   *plans = NIL;
 	ListCell   *lc;
 
 	/* where each group key column (group-clause order) is in the output */
@@ -251,8 +295,6 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 			elog(ERROR, "group key column %d is not in the output", k + 1);
 	}
 
-	pstmt = plan_group_query(plan, &paramtypes);
-
 	memset(&receiver, 0, sizeof(receiver));
 	receiver.pub.receiveSlot = group_receive;
 	receiver.pub.rStartup = group_startup;
@@ -273,10 +315,12 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 			keys = list_concat(target_groups(writer, nkeys, key_output), keys);
 		foreach(lc2, keys)
 		{
+			DirtyKey   *key = lfirst(lc2);
+
 			counts->keys_applied++;
 			counts->lookups++;
-			recompute_group(plan, pstmt, paramtypes, nkeys, key_output,
-							lfirst(lc2), &receiver);
+			recompute_group(plan, group_plan_for(plan, &plans, key, nkeys), nkeys,
+							key_output, key, &receiver);
 		}
 	}
 }
