@@ -1,0 +1,122 @@
+# A view that cannot be applied does not hold up the others.
+#
+# When the target of one view rejects a row (here through a CHECK constraint
+# its owner added), that view goes to state 'error' with the message, the
+# time and the LSN from which it is stale in delta_join.status; wait() on it
+# returns false at once.  The other view of the same sources keeps being
+# applied, and the slot keeps moving, so no WAL is retained for the broken
+# view.  delta_join.refresh() rebuilds it and maintenance resumes.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+
+my $node = DeltaJoinTest::new_node('view_error');
+
+my $wide_query = q{
+	SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
+	FROM orders AS o
+	JOIN items AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id};
+my $summary_query = q{
+	SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount
+	FROM orders GROUP BY merchant_id};
+
+sub difference
+{
+	my ($table, $query) = @_;
+	return $node->safe_psql(
+		'postgres', qq{
+		SELECT count(*) FROM (
+			(TABLE $table EXCEPT ALL ($query))
+			UNION ALL
+			(($query) EXCEPT ALL TABLE $table)) d});
+}
+
+$node->safe_psql(
+	'postgres', qq{
+	CREATE TABLE orders (
+		merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
+		PRIMARY KEY (merchant_id, item_id, order_id));
+	CREATE TABLE items (
+		merchant_id bigint, item_id bigint, item_name text,
+		PRIMARY KEY (merchant_id, item_id));
+	INSERT INTO items SELECT m, i, 'item ' || i
+	  FROM generate_series(1, 3) m, generate_series(1, 5) i;
+	INSERT INTO orders SELECT m, 1 + o % 5, o, o
+	  FROM generate_series(1, 3) m, generate_series(1, 50) o;
+	SELECT delta_join.create_view('wide', \$\$ $wide_query \$\$);
+	SELECT delta_join.create_view('summary', \$\$ $summary_query \$\$);
+	-- the owner of the wide table adds a rule the view's query does not know
+	ALTER TABLE wide ADD CONSTRAINT small_amounts CHECK (amount < 1000);
+});
+
+# ---- one view fails, the other goes on ----
+
+$node->safe_psql('postgres',
+	'INSERT INTO orders VALUES (1, 1, 500, 5000), (2, 2, 501, 10)');
+
+is($node->safe_psql('postgres', "SELECT delta_join.wait('summary', '60s')"),
+	't', 'the healthy view is applied');
+is(difference('summary', $summary_query), '0', 'and equals its query');
+
+ok( $node->poll_query_until(
+		'postgres', "SELECT state = 'error' FROM delta_join.views WHERE target = 'public.wide'"),
+	'the view whose target rejects a row is in error');
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT last_error ~ 'small_amounts', last_error_time IS NOT NULL,
+			   stale_since_lsn IS NOT NULL, lag_bytes IS NULL
+		FROM delta_join.status WHERE target = 'public.wide'}),
+	't|t|t|t',
+	'status shows the error, its time, and from where the view is stale');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
+	'f', 'wait() on the view in error returns false');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"),
+	'f', 'wait() on all views returns false while one is in error');
+ok($node->log_contains(qr/delta view "public.wide" is in error and no longer maintained/),
+	'the server log says which view stopped');
+
+# later changes: the healthy view follows, the broken one is left alone
+$node->safe_psql('postgres', q{
+	UPDATE orders SET amount = amount + 1 WHERE merchant_id = 3;
+	UPDATE items SET item_name = 'renamed' WHERE item_id = 2;
+});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('summary', '60s')"),
+	't', 'the healthy view keeps being applied');
+is(difference('summary', $summary_query), '0', 'and equals its query');
+is($node->safe_psql('postgres', "SELECT count(*) FROM wide WHERE item_name = 'renamed'"),
+	'0', 'the view in error is not changed');
+
+# the slot moves on: the broken view retains no WAL
+my $lsn = $node->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+ok( $node->poll_query_until(
+		'postgres', qq{
+		SELECT confirmed_flush_lsn >= '$lsn'
+		FROM pg_replication_slots WHERE slot_name LIKE 'delta_join_%'}),
+	'the slot is confirmed past the changes the broken view missed');
+
+# ---- refresh() brings it back ----
+
+$node->safe_psql('postgres', q{
+	DELETE FROM orders WHERE order_id = 500;
+	SELECT delta_join.refresh('wide');
+});
+is($node->safe_psql('postgres', "SELECT state FROM delta_join.views WHERE target = 'public.wide'"),
+	'active', 'refresh() makes the view active again');
+is(difference('wide', $wide_query), '0', 'refresh() rebuilt the target');
+
+$node->safe_psql('postgres', q{
+	INSERT INTO orders VALUES (3, 3, 600, 7);
+	UPDATE items SET item_name = 'renamed again' WHERE item_id = 4;
+});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
+	't', 'the refreshed view is maintained again');
+is(difference('wide', $wide_query), '0', 'and equals its query');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"),
+	't', 'wait() on all views returns true again');
+
+$node->stop;
+done_testing();
