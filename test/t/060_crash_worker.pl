@@ -110,6 +110,20 @@ sub check_views
 	}
 }
 
+# The pid of a running worker that is none of @$killed (a worker just
+# killed may still be listed for a moment), waiting up to 20 s; or undef.
+sub new_worker_pid
+{
+	my ($killed) = @_;
+	for (1 .. 100)
+	{
+		my $pid = DeltaJoinWorkload::worker_pid($node);
+		return $pid if defined $pid && !grep { $_ == $pid } @$killed;
+		usleep(200_000);
+	}
+	return undef;
+}
+
 # ---- 1. SIGTERM of the worker while the stream goes on ----
 
 my $stream = DeltaJoinWorkload::pgbench_start(
@@ -121,7 +135,7 @@ my @killed;
 for my $round (1 .. 3)
 {
 	usleep(1_200_000);
-	my $pid = DeltaJoinWorkload::worker_pid($node);
+	my $pid = new_worker_pid(\@killed);
 	next unless defined $pid;
 	$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 	push @killed, $pid;
@@ -131,16 +145,8 @@ is(scalar(@killed), 3, 'SIGTERM: the worker was found and terminated 3 times');
 ok($res->{rc} == 0 && $res->{failed} == 0 && $res->{processed} > 0,
 	"SIGTERM: the stream ran on ($res->{processed} transactions)")
   or diag("pgbench exit status $res->{rc}\n$res->{stdout}\n$res->{stderr}");
-# the last worker killed may still be listed for a moment
-my $pid;
-for (1 .. 100)
-{
-	$pid = DeltaJoinWorkload::worker_pid($node);
-	last if defined $pid && !grep { $_ == $pid } @killed;
-	usleep(200_000);
-}
-ok(defined $pid && !grep({ $_ == $pid } @killed),
-	'SIGTERM: the launcher starts a new worker');
+my $pid = new_worker_pid(\@killed);
+ok(defined $pid, 'SIGTERM: the launcher starts a new worker');
 check_views('after SIGTERM of the worker');
 
 # ---- 2. SIGKILL of the worker: crash and restart of the server ----
