@@ -124,6 +124,10 @@ static MemoryContext batch_cxt = NULL;
 static LogicalDecodingContext *decoding = NULL;
 static DecodeCapture capture;
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
+
+/* Position to confirm to the slot once WAL is flushed up to confirm_after */
+static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
+static XLogRecPtr confirm_after = InvalidXLogRecPtr;
 static SPIPlanPtr plan_list_views = NULL;
 static SPIPlanPtr plan_set_applied = NULL;
 static SPIPlanPtr plan_set_error = NULL;
@@ -136,6 +140,8 @@ static bool worker_decode(void);
 static bool worker_batch_due(void);
 static void worker_progress(void);
 static void worker_apply_batch(void);
+static void worker_confirm(XLogRecPtr end_lsn);
+static void worker_confirm_flushed(void);
 static bool worker_apply_attempt(List *batches, XLogRecPtr end_lsn,
 								 bool last_attempt, ViewOutcome *outcomes);
 static bool worker_apply_view(ViewBatch *batch, ViewRow *row,
@@ -183,6 +189,13 @@ dj_worker_main(Datum main_arg)
 		proc_exit(0);
 	}
 	before_shmem_exit(worker_on_exit, (Datum) 0);
+
+	/*
+	 * Batches commit asynchronously: the slot is only confirmed past a batch
+	 * once its commit is flushed (worker_confirm), so a batch lost in a
+	 * crash is decoded again.
+	 */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -234,7 +247,9 @@ worker_loop(void)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 		}
+		worker_confirm_flushed();
 
 		LWLockAcquire(worker_shared->lock, LW_SHARED);
 		generation = worker_find_db(worker_dboid, false)->generation;
@@ -472,7 +487,7 @@ worker_progress(void)
 	XLogRecPtr	end_lsn = decoding->reader->EndRecPtr;
 	int			i;
 
-	LogicalConfirmReceivedLocation(end_lsn);
+	worker_confirm(end_lsn);
 
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
 	worker_find_db(worker_dboid, false)->processed_lsn = end_lsn;
@@ -516,12 +531,37 @@ worker_apply_batch(void)
 		CHECK_FOR_INTERRUPTS();
 	}
 
-	LogicalConfirmReceivedLocation(end_lsn);
-	ReplicationSlotMarkDirty();
+	worker_confirm(end_lsn);
 
 	batch_start_lsn = end_lsn;
 	MemoryContextReset(batch_cxt);
 	decode_capture_reset(&capture, batch_cxt);
+}
+
+/*
+ * Everything before end_lsn is applied and committed, though the last
+ * commit may not be flushed yet (batches commit asynchronously): confirm
+ * end_lsn to the slot once WAL is flushed past that commit.
+ */
+static void
+worker_confirm(XLogRecPtr end_lsn)
+{
+	confirm_lsn = end_lsn;
+	if (XactLastCommitEnd > confirm_after)
+		confirm_after = XactLastCommitEnd;
+	worker_confirm_flushed();
+}
+
+/* Confirm to the slot what worker_confirm left waiting, if now flushed */
+static void
+worker_confirm_flushed(void)
+{
+	if (XLogRecPtrIsInvalid(confirm_lsn) || MyReplicationSlot == NULL ||
+		GetFlushRecPtr(NULL) < confirm_after)
+		return;
+	LogicalConfirmReceivedLocation(confirm_lsn);
+	ReplicationSlotMarkDirty();
+	confirm_lsn = InvalidXLogRecPtr;
 }
 
 /*
