@@ -164,6 +164,9 @@ typedef struct ViewEntry
 static DecodeState *active_state = NULL;
 static bool relcache_callback_registered = false;
 
+/* Relations whose deletes could not be captured, reported once each */
+static List *warned_relids = NIL;
+
 static void decode_startup(LogicalDecodingContext *ctx,
 						   OutputPluginOptions *opt, bool is_init);
 static void decode_shutdown(LogicalDecodingContext *ctx);
@@ -307,6 +310,18 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		case REORDER_BUFFER_CHANGE_DELETE:
 			if (change->data.tp.oldtuple != NULL)
 				oldtuple = &change->data.tp.oldtuple->tuple;
+			else if (!list_member_oid(warned_relids, RelationGetRelid(relation)))
+			{
+				MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+				/* REPLICA IDENTITY NOTHING: say so, once per relation */
+				warned_relids = lappend_oid(warned_relids, RelationGetRelid(relation));
+				MemoryContextSwitchTo(oldcxt);
+				ereport(WARNING,
+						(errmsg("a delete from \"%s\" could not be captured because the table logs no replica identity",
+								RelationGetRelationName(relation)),
+						 errhint("Delta views over it may keep rows of deleted source rows; set REPLICA IDENTITY DEFAULT or FULL, then call delta_join.refresh().")));
+			}
 			break;
 		default:
 			elog(ERROR, "unexpected change action %d", (int) change->action);

@@ -8,7 +8,7 @@
 # dirty key; changes made after create_view in its own transaction count;
 # compressed (TOASTed) key values are captured whole; and the worker's own
 # writes to a target are decoded, so a view over another view's target
-# follows it.
+# follows it; a delete whose old key is not logged is reported.
 
 use strict;
 use warnings;
@@ -186,6 +186,18 @@ $node->safe_psql(
 ok( $node->poll_query_until(
 		'postgres', "SELECT tags FROM tag_counts WHERE doc_key = 'a'", '3'),
 	"a view over another view's target follows the worker's writes");
+
+# ---- a delete that logs no old key is reported, not skipped silently ----
+
+$node->safe_psql(
+	'postgres', q{
+	ALTER TABLE doc_tags REPLICA IDENTITY NOTHING;
+	DELETE FROM doc_tags WHERE tag = 't1';
+});
+is(wait_all(), 't', 'a delete without replica identity is decoded');
+ok( $node->log_contains(
+		qr/a delete from "doc_tags" could not be captured because the table logs no replica identity/),
+	'and reported in the server log');
 
 $node->stop;
 done_testing();
