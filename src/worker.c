@@ -247,7 +247,6 @@ worker_loop(void)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 		}
 		worker_confirm_flushed();
 
