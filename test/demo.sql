@@ -59,10 +59,30 @@ SELECT delta_join.create_view('merchant_summary', $$
 SELECT * FROM order_item_wide ORDER BY merchant_id, order_id;
 SELECT * FROM merchant_summary ORDER BY merchant_id;
 
--- ==== LIVE UPDATES: placeholder ==========================================
--- A later step adds here: changes to orders and items (new orders, a renamed
--- item), SELECT delta_join.wait(); and the two targets again, caught up.
--- ==== end of LIVE UPDATES ================================================
+-- Live updates.  The writers below never wait for view maintenance: the
+-- apply worker decodes their changes from the WAL after they commit.
+INSERT INTO orders VALUES (1, 11, 1004, 89.50), (2, 20, 2002, 42.00);
+UPDATE items SET item_name = 'espresso machine (v2)' WHERE merchant_id = 1 AND item_id = 10;
+UPDATE orders SET amount = 199.00 WHERE order_id = 1003;
+DELETE FROM orders WHERE order_id = 2001;
+
+-- How far behind the views are right now (the worker may already be done)
+SELECT target, changes_seen, lag_bytes FROM delta_join.status ORDER BY target;
+
+-- Read-your-writes when you ask for it: wait until every change committed
+-- before this call is applied.
+SELECT delta_join.wait();
+
+-- The renamed item reached both of its orders; the new orders are there;
+-- the deleted order 2001 stays in the wide table (delta joins only upsert:
+-- a residual row), while the merchant summary, an aggregate, counts it out.
+SELECT * FROM order_item_wide ORDER BY merchant_id, order_id;
+SELECT * FROM merchant_summary ORDER BY merchant_id;
+
+-- What the worker did, and how far behind it is now.
+SELECT target, state, changes_seen, keys_applied, rows_upserted, rows_deleted,
+	   lookups, lag_bytes, lag
+FROM delta_join.status ORDER BY target;
 
 -- The registered views.
 SELECT target, kind, mode, strategy, state, sources
