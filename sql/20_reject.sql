@@ -425,6 +425,8 @@ SELECT * FROM try_create('t', :'ok', options => '{"nope": 1}');
 SELECT * FROM try_create('t', :'ok', options => '{"max_batch_size": "x"}');
 SELECT * FROM try_create('t', :'ok', options => '{"max_batch_size": 0}');
 SELECT * FROM try_create('t', :'ok', options => '{"retract": 3}');
+-- retraction of residual rows is not implemented: refused, not ignored
+SELECT * FROM try_create('t', :'ok', options => '{"retract": true}');
 SELECT * FROM try_create('t', :'ok', options => '{"batch_timeout": "soon"}');
 SELECT * FROM try_create('t', :'ok', options => '{"strategy": "sometimes"}');
 SELECT * FROM try_create('t', :'ok', options => '[1, 2]');

@@ -208,6 +208,13 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
 		}
 	}
 
+	if (options->retract)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("option \"retract\" is not supported yet"),
+				 errdetail("Views keep the upsert semantics: rows whose sources are deleted or stop matching stay in the target."),
+				 errhint("Clear residual rows with delta_join.refresh(), or express deletion with a logical-delete column.")));
+
 	if (strategy != NULL)
 	{
 		if (!dj_parse_strategy(strategy, &options->strategy))
