@@ -180,9 +180,12 @@ static void decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 						  XLogRecPtr commit_lsn);
 static void decode_relcache_callback(Datum arg, Oid relid);
 static void decode_resolve_catalog(DecodeState *state);
-static RelEntry *decode_lookup_relation(DecodeState *state, Relation relation);
-static void decode_build_entry(DecodeState *state, Relation relation,
-							   RelEntry *entry);
+static RelEntry *decode_lookup_relation(DecodeState *state, DecodeCapture *cap,
+										Relation relation);
+static void decode_build_entry(DecodeState *state, DecodeCapture *cap,
+							   Relation relation, RelEntry *entry);
+static void decode_report_broken(DecodeCapture *cap, int view_id,
+								 char *message);
 static void decode_capture_key(DecodeState *state, DecodeCapture *cap,
 							   SourceTarget *target, HeapTuple tuple,
 							   TupleDesc desc, bool skip_unchanged_toast);
@@ -291,7 +294,7 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		return;
 	}
 
-	entry = decode_lookup_relation(state, relation);
+	entry = decode_lookup_relation(state, cap, relation);
 	if (entry->ntargets == 0)
 		return;
 
@@ -372,7 +375,7 @@ decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			state->relmap_stale = true;
 			continue;
 		}
-		entry = decode_lookup_relation(state, relations[r]);
+		entry = decode_lookup_relation(state, cap, relations[r]);
 		if (entry->ntargets == 0)
 			continue;
 
@@ -437,7 +440,8 @@ decode_resolve_catalog(DecodeState *state)
  * dropping the map if it may be out of date.
  */
 static RelEntry *
-decode_lookup_relation(DecodeState *state, Relation relation)
+decode_lookup_relation(DecodeState *state, DecodeCapture *cap,
+					   Relation relation)
 {
 	Oid			relid = RelationGetRelid(relation);
 	Snapshot	snapshot = GetCatalogSnapshot(InvalidOid);
@@ -477,7 +481,7 @@ decode_lookup_relation(DecodeState *state, Relation relation)
 	{
 		entry->ntargets = 0;
 		entry->targets = NULL;
-		decode_build_entry(state, relation, entry);
+		decode_build_entry(state, cap, relation, entry);
 	}
 	return entry;
 }
@@ -517,7 +521,8 @@ target_cmp(const void *a, const void *b)
  * entry with what they say, key columns mapped to this relation's attnums.
  */
 static void
-decode_build_entry(DecodeState *state, Relation relation, RelEntry *entry)
+decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
+				   RelEntry *entry)
 {
 	Oid			relid = RelationGetRelid(relation);
 	TupleDesc	desc = RelationGetDescr(relation);
@@ -609,8 +614,10 @@ decode_build_entry(DecodeState *state, Relation relation, RelEntry *entry)
 
 				if (attnum == InvalidAttrNumber)
 				{
-					elog(WARNING, "key column \"%s\" of view %d not found in relation \"%s\"; its changes are not captured",
-						 name, target->view_id, RelationGetRelationName(relation));
+					decode_report_broken(cap, target->view_id,
+										 psprintf("key column \"%s\" of source \"%s\" no longer exists in \"%s\"",
+												  name, get_rel_name(source_relid),
+												  RelationGetRelationName(relation)));
 					complete = false;
 					break;
 				}
@@ -630,6 +637,33 @@ decode_build_entry(DecodeState *state, Relation relation, RelEntry *entry)
 		qsort(targets, ntargets, sizeof(SourceTarget), target_cmp);
 	entry->targets = targets;
 	entry->ntargets = ntargets;
+}
+
+/*
+ * Note in the capture that a view's changes cannot be captured; the worker
+ * puts the view in error.
+ */
+static void
+decode_report_broken(DecodeCapture *cap, int view_id, char *message)
+{
+	MemoryContext oldcxt;
+	BrokenView *broken;
+	ListCell   *lc;
+
+	foreach(lc, cap->broken)
+	{
+		if (((BrokenView *) lfirst(lc))->view_id == view_id)
+			return;
+	}
+
+	oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+	broken = palloc(sizeof(BrokenView));
+	broken->view_id = view_id;
+	broken->message = pstrdup(message);
+	cap->broken = lappend(cap->broken, broken);
+	if (cap->first_change_time == 0)
+		cap->first_change_time = GetCurrentTimestamp();
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /* ----------------
@@ -694,7 +728,7 @@ decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt)
 bool
 decode_capture_is_empty(DecodeCapture *cap)
 {
-	return cap->nchanges == 0;
+	return cap->nchanges == 0 && cap->broken == NIL;
 }
 
 static int
@@ -789,7 +823,7 @@ decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn, RelEntry *entry)
 {
 	int			i;
 
-	if (cap->nchanges == 0)
+	if (cap->first_change_time == 0)
 		cap->first_change_time = GetCurrentTimestamp();
 	cap->nchanges++;
 

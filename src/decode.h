@@ -24,6 +24,16 @@
 /* Tells a capture from the private data of other decoding clients */
 #define DECODE_CAPTURE_MAGIC	0x444A4B59
 
+/*
+ * A view whose changes cannot be captured (a key column of a source is
+ * missing): the worker puts it in error.
+ */
+typedef struct BrokenView
+{
+	int			view_id;
+	char	   *message;
+} BrokenView;
+
 typedef struct DecodeCapture
 {
 	uint32		magic;			/* DECODE_CAPTURE_MAGIC */
@@ -33,7 +43,8 @@ typedef struct DecodeCapture
 	HTAB	   *sources;		/* (view_id, ordinal) -> SourceBatch */
 	HTAB	   *views;			/* view_id -> ViewBatch */
 	int64		nkeys;			/* entries in keys */
-	int64		nchanges;		/* changes captured (one per view fed) */
+	int64		nchanges;		/* changes of sources captured */
+	List	   *broken;			/* BrokenView *, one per view */
 	TimestampTz first_change_time;	/* when the first change was captured */
 	XLogRecPtr	last_commit_lsn;	/* newest commit decoded, source or not */
 	TimestampTz last_commit_time;

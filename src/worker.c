@@ -147,6 +147,8 @@ static bool worker_apply_attempt(List *batches, XLogRecPtr end_lsn,
 static bool worker_apply_view(ViewBatch *batch, ViewRow *row,
 							  XLogRecPtr end_lsn, bool last_attempt,
 							  ViewOutcome *outcome);
+static void worker_record_error(ViewRow *rows, int nrows, int view_id,
+								const char *message);
 static ViewRow *worker_read_views(int *nrows);
 static void worker_publish(ViewRow *rows, int nrows, XLogRecPtr end_lsn,
 						   List *batches, ViewOutcome *outcomes);
@@ -614,27 +616,15 @@ worker_apply_attempt(List *batches, XLogRecPtr end_lsn, bool last_attempt,
 	/* Record the views that failed; they wait for a refresh. */
 	for (n = 0; n < list_length(batches); n++)
 	{
-		ViewOutcome *outcome = &outcomes[n];
-		Datum		values[3];
-		int			i;
+		if (outcomes[n].error != NULL)
+			worker_record_error(rows, nrows, outcomes[n].batch->view_id,
+								outcomes[n].error);
+	}
+	foreach(lc, capture.broken)
+	{
+		BrokenView *broken = (BrokenView *) lfirst(lc);
 
-		if (outcome->error == NULL)
-			continue;
-		values[0] = Int32GetDatum(outcome->batch->view_id);
-		values[1] = CStringGetTextDatum(outcome->error);
-		values[2] = LSNGetDatum(batch_start_lsn);
-		if (SPI_execute_plan(plan_set_error, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not record the error of view %d", outcome->batch->view_id);
-		for (i = 0; i < nrows; i++)
-			if (rows[i].view_id == outcome->batch->view_id)
-			{
-				rows[i].in_error = true;
-				ereport(WARNING,
-						(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-								rows[i].target_name, outcome->error),
-						 errhint("Fix the cause, then rebuild the view with delta_join.refresh('%s').",
-								 rows[i].target_name)));
-			}
+		worker_record_error(rows, nrows, broken->view_id, broken->message);
 	}
 
 	SPI_finish();
@@ -644,6 +634,36 @@ worker_apply_attempt(List *batches, XLogRecPtr end_lsn, bool last_attempt,
 
 	worker_publish(rows, nrows, end_lsn, batches, outcomes);
 	return true;
+}
+
+/*
+ * Put a view in error, in the catalog (in the batch's transaction) and in
+ * the rows that worker_publish will publish; no-op for views dropped or
+ * already in error.
+ */
+static void
+worker_record_error(ViewRow *rows, int nrows, int view_id, const char *message)
+{
+	Datum		values[3];
+	int			i;
+
+	for (i = 0; i < nrows; i++)
+	{
+		if (rows[i].view_id != view_id || rows[i].in_error)
+			continue;
+
+		values[0] = Int32GetDatum(view_id);
+		values[1] = CStringGetTextDatum(message);
+		values[2] = LSNGetDatum(batch_start_lsn);
+		if (SPI_execute_plan(plan_set_error, values, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record the error of view %d", view_id);
+		rows[i].in_error = true;
+		ereport(WARNING,
+				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
+						rows[i].target_name, message),
+				 errhint("Fix the cause, then rebuild the view with delta_join.refresh('%s').",
+						 rows[i].target_name)));
+	}
 }
 
 /* Errors that another try of the same batch may not meet */

@@ -5,7 +5,9 @@
 # time and the LSN from which it is stale in delta_join.status; wait() on it
 # returns false at once.  The other view of the same sources keeps being
 # applied, and the slot keeps moving, so no WAL is retained for the broken
-# view.  delta_join.refresh() rebuilds it and maintenance resumes.
+# view.  delta_join.refresh() rebuilds it and maintenance resumes.  A view
+# whose changes cannot even be captured (a key column of its source was
+# renamed) goes to error too.
 
 use strict;
 use warnings;
@@ -117,6 +119,26 @@ is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
 is(difference('wide', $wide_query), '0', 'and equals its query');
 is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"),
 	't', 'wait() on all views returns true again');
+
+# ---- a source whose key column is renamed: its changes cannot be
+# captured, and the view says so ----
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE readings (sensor int, seq int, value int, PRIMARY KEY (sensor, seq));
+	INSERT INTO readings VALUES (1, 1, 10), (2, 1, 20);
+	SELECT delta_join.create_view('sensor_totals', $$
+		SELECT sensor, sum(value) AS total FROM readings GROUP BY sensor $$);
+	ALTER TABLE readings RENAME COLUMN sensor TO sensor_id;
+	INSERT INTO readings VALUES (1, 2, 5);
+});
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error' AND last_error ~ 'key column "sensor" of source "readings" no longer exists'
+		FROM delta_join.status WHERE target = 'public.sensor_totals'}),
+	'a view whose source lost a key column goes to error');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
+	't', 'the other views are not held up');
 
 $node->stop;
 done_testing();
