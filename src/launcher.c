@@ -86,6 +86,7 @@ static void worker_wake(Oid dboid);
 static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
 static XLogRecPtr wal_position_now(void);
+static bool view_in_error(int view_id);
 
 /* ----------------
  * Start-up and shared memory
@@ -648,6 +649,24 @@ wal_position_now(void)
 	return lsn;
 }
 
+/* Whether the catalog, read with a fresh snapshot, has the view in error */
+static bool
+view_in_error(int view_id)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(view_id)};
+	bool		result;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT 1 FROM delta_join.view_catalog"
+							  " WHERE view_id = $1 AND state = 'error'",
+							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read delta_join.view_catalog");
+	result = (SPI_processed > 0);
+	SPI_finish();
+	return result;
+}
+
 /*
  * delta_join.wait(target text, timeout interval) returns boolean
  *
@@ -758,7 +777,15 @@ dj_wait(PG_FUNCTION_ARGS)
 		in_error = (stat != NULL && stat->in_error);
 		LWLockRelease(worker_shared->lock);
 
-		if (in_error || done)
+		/*
+		 * The worker publishes an error after committing it; a flag left
+		 * from before a refresh is only cleared once the worker has re-read
+		 * the catalog, so believe the catalog.
+		 */
+		if (in_error && view_in_error(view_id))
+			break;
+		in_error = false;
+		if (done)
 			break;
 		if (timeout_ms >= 0)
 		{
@@ -779,8 +806,9 @@ dj_wait(PG_FUNCTION_ARGS)
 	if (done && !one_view)
 	{
 		SPI_connect();
+		/* not read-only: a fresh snapshot, which sees errors of the wait */
 		if (SPI_execute("SELECT 1 FROM delta_join.view_catalog WHERE state = 'error' LIMIT 1",
-						true, 1) != SPI_OK_SELECT)
+						false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read delta_join.view_catalog");
 		done = (SPI_processed == 0);
 		SPI_finish();

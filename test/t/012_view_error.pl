@@ -109,6 +109,8 @@ $node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', "SELECT state FROM delta_join.views WHERE target = 'public.wide'"),
 	'active', 'refresh() makes the view active again');
 is(difference('wide', $wide_query), '0', 'refresh() rebuilt the target');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
+	't', 'wait() right after refresh() returns true');
 
 $node->safe_psql('postgres', q{
 	INSERT INTO orders VALUES (3, 3, 600, 7);
