@@ -471,6 +471,7 @@ typedef struct LauncherEntry
 	Oid			dboid;
 	BackgroundWorkerHandle *handle;
 	TimestampTz stopped_at;		/* when it was last seen stopped */
+	bool		start_failed;	/* no background worker slot was free */
 } LauncherEntry;
 
 static LauncherEntry launcher_entries[WORKER_MAX_DATABASES];
@@ -587,13 +588,19 @@ launcher_scan(long *nap_ms)
 
 		if (!RegisterDynamicBackgroundWorker(&bgw, &e->handle))
 		{
+			/* say it once, then keep trying quietly */
+			if (!e->start_failed)
+				ereport(WARNING,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("could not start the delta_join worker for database %u: no background worker slot is free",
+								dboid),
+						 errhint("Raise max_worker_processes.")));
 			e->handle = NULL;
 			e->stopped_at = now;
-			ereport(WARNING,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("could not start the delta_join worker for database %u", dboid),
-					 errhint("Raise max_worker_processes.")));
+			e->start_failed = true;
 		}
+		else
+			e->start_failed = false;
 	}
 
 	/* Forget databases without a slot and without a worker */
