@@ -176,21 +176,19 @@ read_view_row(ViewRecord *view)
 	"options, owner, state, applied_lsn"
 
 /*
- * Find the view whose target is `target`.  The returned strings are
+ * The view the catalog row "WHERE <column> = $1" names, if any; strings are
  * allocated in the caller's memory context.
  */
-bool
-catalog_find_view(Oid target, ViewRecord *view)
+static bool
+fetch_view(const char *column, Oid argtype, Datum arg, ViewRecord *view)
 {
-	Oid			types[] = {OIDOID};
-	Datum		values[1];
 	bool		found;
 	MemoryContext caller = CurrentMemoryContext;
 
-	values[0] = ObjectIdGetDatum(target);
 	SPI_connect();
-	spi_exec_catalog("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog "
-					 "WHERE target = $1", 1, types, values, NULL);
+	spi_exec_catalog(psprintf("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog "
+							  "WHERE %s = $1", column),
+					 1, &argtype, &arg, NULL);
 	found = (SPI_processed > 0);
 	if (found)
 	{
@@ -203,29 +201,18 @@ catalog_find_view(Oid target, ViewRecord *view)
 	return found;
 }
 
+/* The view whose target is `target`, if any. */
+bool
+catalog_find_view(Oid target, ViewRecord *view)
+{
+	return fetch_view("target", OIDOID, ObjectIdGetDatum(target), view);
+}
+
 /* The view with this id, if it exists. */
 bool
 catalog_get_view(int view_id, ViewRecord *view)
 {
-	Oid			types[] = {INT4OID};
-	Datum		values[1];
-	bool		found;
-	MemoryContext caller = CurrentMemoryContext;
-
-	values[0] = Int32GetDatum(view_id);
-	SPI_connect();
-	spi_exec_catalog("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog "
-					 "WHERE view_id = $1", 1, types, values, NULL);
-	found = (SPI_processed > 0);
-	if (found)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-
-		read_view_row(view);
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
-	return found;
+	return fetch_view("view_id", INT4OID, Int32GetDatum(view_id), view);
 }
 
 /* Remove a view and (by cascade) its sources. */
