@@ -315,6 +315,13 @@ dj_refresh(PG_FUNCTION_ARGS)
 	DeltaPlan  *plan;
 	uint64		rows;
 
+	/*
+	 * As in create_view: the slot must exist (or be recreated) before the
+	 * refresh writes anything, and the fill must see every change committed
+	 * before its locks.
+	 */
+	worker_ensure_slot();
+
 	relid = lookup_view(target, &view, ExclusiveLock);
 	plan = catalog_view_plan(&view);
 	rows = target_fill(relid, plan, true);
