@@ -1,0 +1,556 @@
+#!/bin/bash
+#
+# test/bench/run.sh -- delta_join benchmarks (DESIGN.md §7, issues 3 and 4).
+#
+# The same set-up as "make demo" (packages, build, install), then one
+# throwaway server tuned for a small machine (2 cores, 24 GB), run by the OS
+# user postgres when we are root, on a private Unix socket.  In one run, on
+# the same data, it measures and prints side by side:
+#
+#   1. load of orders / items (DESIGN.md §1 schema)
+#   2. backfill: CREATE MATERIALIZED VIEW, REFRESH MATERIALIZED VIEW and
+#      CREATE TABLE AS + primary key against delta_join.create_view
+#   3. source write TPS (pgbench, 2 clients, single-row updates of orders):
+#      (a) no view, (b) the delta join view, (c) a trigger-maintained copy
+#   4. apply throughput of the join view after a burst of single-row updates
+#   5. lag p50/p99 of the join view at a steady write rate
+#   6. RSS of the apply worker before and after the burst
+#   7. the aggregate view merchant_summary alone: apply throughput and lag
+#      for uniform updates and for one hot merchant
+#
+# Environment:
+#   SCALE=small    everything 10x smaller, 5 s runs: a quick smoke run
+#   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
+#   RATE=n         writes/s of the lag runs (default 2000)
+#   SEED=n         pgbench --random-seed (default 42)
+#   KEEP_LOG=path  copy the server log there at the end
+#
+# Exit status: 0 when every step ran (targets missed are reported, not
+# failures), 1 when a step failed.
+
+set -u
+set -o pipefail
+
+DJ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "$DJ_ROOT/test/common.sh"
+BENCH=$DJ_ROOT/test/bench
+
+# ---- sizes ----
+
+SCALE=${SCALE:-full}
+case "$SCALE" in
+full)
+	NORDERS=1000000 NMERCHANTS=10000 NHOT=100000 BURST=200000
+	DURATION=${DURATION:-20} ;;
+small)
+	NORDERS=100000 NMERCHANTS=1000 NHOT=10000 BURST=20000
+	DURATION=${DURATION:-5} ;;
+*)
+	dj_warn "SCALE must be full or small, not '$SCALE'"
+	exit 1 ;;
+esac
+IPM=10							# items per merchant: items = NMERCHANTS * IPM
+NITEMS=$((NMERCHANTS * IPM))
+RATE=${RATE:-2000}
+SEED=${SEED:-42}
+CLIENTS=2						# clients of the fixed-time TPS runs
+BURST_CLIENTS=4					# clients of the bursts
+RATE_CLIENTS=8					# clients of the rate runs (enough to reach RATE with fsync)
+SAMPLE_EVERY=0.05				# seconds between two samples of delta_join.status
+
+JOIN_QUERY='SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
+  FROM orders AS o
+  JOIN items  AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id'
+AGG_QUERY='SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount
+  FROM orders GROUP BY merchant_id'
+
+if ! dj_ensure_packages || ! dj_build_install; then
+	dj_warn "set-up failed"
+	exit 1
+fi
+bindir=$("$PG_CONFIG" --bindir)
+
+# ---- the server ----
+
+base=""
+sock=""
+started=""
+
+cleanup() {
+	if [ -n "$started" ]; then
+		dj_as_pg "$bindir/pg_ctl" -D "$base/data" -m fast -w stop >/dev/null 2>&1 ||
+			dj_as_pg "$bindir/pg_ctl" -D "$base/data" -m immediate -w stop >/dev/null 2>&1
+		started=""
+	fi
+	if [ -n "${KEEP_LOG:-}" ] && [ -n "$base" ] && [ -f "$base/server.log" ]; then
+		cp "$base/server.log" "$KEEP_LOG" && dj_say "server log copied to $KEEP_LOG"
+	fi
+	[ -n "$base" ] && rm -rf "$base"
+	[ -n "$sock" ] && rm -rf "$sock"
+	base=""
+	sock=""
+}
+trap 'cleanup; exit 130' INT TERM
+trap cleanup EXIT
+
+die() {
+	dj_warn "$*"
+	if [ -n "$base" ] && [ -f "$base/server.log" ]; then
+		dj_warn "the end of the server log:"
+		tail -n 30 "$base/server.log" >&2
+	fi
+	exit 1
+}
+
+base=$(mktemp -d /tmp/delta_join_bench.XXXXXX) || exit 1
+sock=$(mktemp -d /tmp/delta_join_sock.XXXXXX) || exit 1
+# the scripts, where postgres can read them
+cp "$BENCH"/*.sql "$BENCH"/*.pgbench "$base/" || exit 1
+if dj_is_root; then
+	chown -R postgres: "$base" "$sock" || exit 1
+fi
+
+port=""
+for p in $(seq 5433 5532); do
+	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		port=$p
+		break
+	fi
+done
+[ -n "$port" ] || die "no free port in 5433-5532"
+
+dj_say "creating a throwaway server in $base/data (port $port, SCALE=$SCALE)"
+if ! dj_as_pg "$bindir/initdb" -D "$base/data" -U postgres -A trust \
+	--no-sync -E UTF8 --locale=C >"$base/initdb.log" 2>&1; then
+	cat "$base/initdb.log"
+	exit 1
+fi
+
+conf="
+# delta_join benchmark: 2 cores, 24 GB
+listen_addresses = ''
+port = $port
+unix_socket_directories = '$sock'
+max_connections = 50
+shared_buffers = 2GB
+effective_cache_size = 16GB
+work_mem = 64MB
+maintenance_work_mem = 1GB
+wal_buffers = 64MB
+max_wal_size = 32GB
+min_wal_size = 2GB
+checkpoint_timeout = 30min
+checkpoint_completion_target = 0.9
+synchronous_commit = on
+wal_level = logical
+shared_preload_libraries = 'delta_join'
+log_line_prefix = '%m [%p] %b '
+log_checkpoints = on"
+# Only servers from 15.20 on know this parameter; others would not start.
+if dj_as_pg "$bindir/postgres" -C output_plugin_libraries -D "$base/data" >/dev/null 2>&1; then
+	conf="$conf
+output_plugin_libraries = 'pgoutput, test_decoding, delta_join'"
+fi
+printf '%s\n' "$conf" | dj_as_pg tee -a "$base/data/postgresql.conf" >/dev/null
+
+started=1
+dj_as_pg "$bindir/pg_ctl" -D "$base/data" -l "$base/server.log" -w start >/dev/null ||
+	die "the server did not start"
+dj_as_pg "$bindir/createdb" -h "$sock" -p "$port" -U postgres bench ||
+	die "createdb failed"
+
+# ---- helpers ----
+
+# psql on the bench database, unaligned, tuples only; stops at the first error
+q() {
+	dj_as_pg "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$sock" -p "$port" \
+		-U postgres -d bench "$@"
+}
+sizes=(-v norders="$NORDERS" -v nmerchants="$NMERCHANTS" -v ipm="$IPM" -v nhot="$NHOT")
+
+now() { date +%s.%N; }
+# awk arithmetic: calc 'expression'
+calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
+fmt() { awk -v x="$1" -v d="${2:-0}" 'BEGIN { if (x == "") print "n/a"; else printf "%.*f", d, x }'; }
+
+# pgbench with the sizes and the fixed seed; extra arguments follow
+bench() {
+	dj_as_pg env PGOPTIONS="${PGOPTS:-}" "$bindir/pgbench" -n -M prepared \
+		-h "$sock" -p "$port" -U postgres --random-seed="$SEED" \
+		-D norders="$NORDERS" -D nmerchants="$NMERCHANTS" -D ipm="$IPM" \
+		-D nhot="$NHOT" "$@" bench
+}
+tps_of() { sed -n 's/^tps = \([0-9.]*\) (without initial connection time).*/\1/p' "$1"; }
+
+# A clean start for each measured write run: dead rows vacuumed, dirty
+# buffers written.
+settle() {
+	q -c "VACUUM orders" -c "VACUUM items" -c "CHECKPOINT" >/dev/null || die "VACUUM/CHECKPOINT failed"
+}
+
+# Fixed-time write run of single-row updates: prints the TPS
+write_run() {
+	local name=$1 log="$base/pgbench_$1.log"
+	settle
+	bench -f "$base/update_uniform.pgbench" -c "$CLIENTS" -j "$CLIENTS" \
+		-T "$DURATION" >"$log" 2>&1 || { cat "$log" >&2; die "pgbench ($name) failed"; }
+	tps_of "$log"
+}
+
+wait_view() {
+	local ok
+	ok=$(q -c "SELECT delta_join.wait('$1', '900s')") || die "delta_join.wait('$1') failed"
+	[ "$ok" = t ] || die "delta_join.wait('$1') timed out; status: $(q -c "SELECT * FROM delta_join.status")"
+}
+
+worker_pid() {
+	q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker' LIMIT 1"
+}
+# Resident memory of the worker in kB: "VmRSS RssAnon VmHWM" (RssAnon is its
+# private memory; VmRSS also counts the shared buffers it has touched)
+worker_mem() {
+	local pid
+	pid=$(worker_pid)
+	if [ -z "$pid" ] || [ ! -r "/proc/$pid/status" ]; then
+		echo "  "
+		return
+	fi
+	awk '/^VmRSS:/ {r=$2} /^RssAnon:/ {a=$2} /^VmHWM:/ {h=$2} END {print r, a, h}' "/proc/$pid/status"
+}
+
+# Start sampling delta_join.status of view $2 under tag $1 in the background
+sampler_pid=""
+start_sampler() {
+	q -c "DELETE FROM bench_stop WHERE tag = '$1'" >/dev/null
+	q -c "CALL bench_sample('$1', '$2', 1800, $SAMPLE_EVERY)" >/dev/null 2>"$base/sampler_$1.err" &
+	sampler_pid=$!
+	sleep 0.3
+}
+stop_sampler() {
+	q -c "INSERT INTO bench_stop VALUES ('$1')" >/dev/null
+	wait "$sampler_pid" || die "sampler $1 failed: $(cat "$base/sampler_$1.err")"
+	sampler_pid=""
+}
+
+# Holding the target in EXCLUSIVE mode stops the worker at its first write
+# to it (RowExclusiveLock) without stopping decoding's WAL from piling up:
+# the way to let a backlog build while the writers run alone.
+holder_pid=""
+hold_target() {	# tag view
+	q -c "DO \$\$ BEGIN
+	        LOCK TABLE $2 IN EXCLUSIVE MODE;
+	        WHILE NOT EXISTS (SELECT 1 FROM bench_stop WHERE tag = '$1-release') LOOP
+	          PERFORM pg_sleep(0.005);
+	        END LOOP;
+	      END \$\$" >/dev/null 2>"$base/holder_$1.err" &
+	holder_pid=$!
+	local i
+	for i in $(seq 1 500); do
+		[ "$(q -c "SELECT count(*) FROM pg_locks WHERE relation = '$2'::regclass
+		            AND mode = 'ExclusiveLock' AND granted")" = 1 ] && return 0
+		sleep 0.02
+	done
+	die "could not lock $2"
+}
+release_target() {	# tag
+	q -c "INSERT INTO bench_stop VALUES ('$1-release')" >/dev/null
+	wait "$holder_pid" || die "lock holder $1 failed: $(cat "$base/holder_$1.err")"
+	holder_pid=""
+}
+
+# Burst of BURST single-row updates: many small transactions, as fast as
+# BURST_CLIENTS clients go, synchronous_commit off in those sessions so that
+# the writers outrun the worker.
+#
+# burst_backlog: the worker is held (hold_target) during the burst, then
+# released; sets B_RATE = changes applied / (time from release until
+# delta_join.wait() returns): the apply throughput of a backlog, what the
+# worker can do alone.
+# burst_concurrent: the worker runs during the burst; sets B_RATE = BURST /
+# (time from burst start until wait() returns), which cannot exceed the
+# writers' own rate B_WRITE.
+# Both set B_WRITE (writes/s of the burst), B_PEAK (highest
+# Δchanges_seen/Δt over 1 s windows) and B_SEEN (changes seen by the view).
+burst() {
+	local mode=$1 tag=$2 view=$3 script=$4 log="$base/pgbench_$2.log"
+	local t0 t1 t2 c0 per
+	settle
+	wait_view "$view"
+	per=$((BURST / BURST_CLIENTS))
+	[ "$mode" = backlog ] && hold_target "$tag" "$view"
+	start_sampler "$tag" "$view"
+	c0=$(q -c "SELECT changes_seen FROM delta_join.status WHERE target::regclass = '$view'::regclass")
+	t0=$(now)
+	PGOPTS="-c synchronous_commit=off" bench -f "$base/$script" -c "$BURST_CLIENTS" \
+		-j 2 -t "$per" >"$log" 2>&1 || { cat "$log" >&2; die "pgbench ($tag) failed"; }
+	t1=$(now)
+	B_WRITE=$(calc "$per * $BURST_CLIENTS / ($t1 - $t0)")
+	if [ "$mode" = backlog ]; then
+		sleep 1		# async commits flushed: the whole burst is in the WAL
+		t1=$(now)
+		release_target "$tag"
+	fi
+	wait_view "$view"
+	t2=$(now)
+	stop_sampler "$tag"
+	B_SEEN=$(q -c "SELECT changes_seen - $c0 FROM delta_join.status WHERE target::regclass = '$view'::regclass")
+	if [ "$mode" = backlog ]; then
+		B_RATE=$(calc "$B_SEEN / ($t2 - $t1)")
+	else
+		B_RATE=$(calc "$per * $BURST_CLIENTS / ($t2 - $t0)")
+	fi
+	B_PEAK=$(q -c "
+		WITH s AS (SELECT extract(epoch FROM t) AS e, changes FROM bench_samples WHERE tag = '$tag'),
+		     w AS (SELECT s1.e, (SELECT s2.changes - s1.changes FROM s s2
+		                         WHERE s2.e >= s1.e + 1 ORDER BY s2.e LIMIT 1) AS d,
+		                        (SELECT s2.e - s1.e FROM s s2
+		                         WHERE s2.e >= s1.e + 1 ORDER BY s2.e LIMIT 1) AS dt
+		           FROM s s1)
+		SELECT max(d / dt) FROM w WHERE dt IS NOT NULL")
+	[ "$B_SEEN" -ge "$BURST" ] 2>/dev/null ||
+		dj_warn "$tag: the view saw $B_SEEN changes for a burst of $BURST updates"
+}
+
+# Steady write rate RATE for DURATION s (synchronous_commit on), sampling the
+# view's lag every SAMPLE_EVERY s.  Sets L_P50, L_P99, L_MAX (ms), L_RATE
+# (writes/s achieved), L_N (samples).
+lag_run() {
+	local tag=$1 view=$2 script=$3 log="$base/pgbench_$1.log"
+	settle
+	wait_view "$view"
+	start_sampler "$tag" "$view"
+	local t0 t1
+	t0=$(now)
+	bench -f "$base/$script" -c "$RATE_CLIENTS" -j 2 --rate="$RATE" \
+		-T "$DURATION" >"$log" 2>&1 || { cat "$log" >&2; die "pgbench ($tag) failed"; }
+	t1=$(now)
+	stop_sampler "$tag"
+	wait_view "$view"
+	L_RATE=$(tps_of "$log")
+	read -r L_P50 L_P99 L_MAX L_N < <(q -F ' ' -c "
+		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY lag_ms),
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY lag_ms),
+		       max(lag_ms), count(*)
+		FROM bench_samples
+		WHERE tag = '$tag' AND extract(epoch FROM t) BETWEEN $t0 + 1 AND $t1")
+}
+
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- 1. load ----
+
+dj_say "1. loading orders $NORDERS / items $NITEMS ($NMERCHANTS merchants)"
+t0=$(now)
+q "${sizes[@]}" -f "$base/schema.sql" >/dev/null || die "loading failed"
+LOAD_S=$(calc "$(now) - $t0")
+
+# ---- 3a. writes without a view ----
+
+dj_say "3a. write TPS, no view ($CLIENTS clients, ${DURATION}s, after an unmeasured warm-up run)"
+write_run warmup >/dev/null || exit 1
+TPS_A=$(write_run none) || exit 1
+
+# ---- 2. backfill ----
+
+dj_say "2. backfill: materialized view, CREATE TABLE AS, create_view"
+settle
+t0=$(now)
+q -c "CREATE MATERIALIZED VIEW order_item_mv AS $JOIN_QUERY" >/dev/null || die "CREATE MATERIALIZED VIEW failed"
+MV_CREATE_S=$(calc "$(now) - $t0")
+q -c "CHECKPOINT" >/dev/null
+t0=$(now)
+q -c "REFRESH MATERIALIZED VIEW order_item_mv" >/dev/null || die "REFRESH failed"
+MV_REFRESH_S=$(calc "$(now) - $t0")
+q -c "DROP MATERIALIZED VIEW order_item_mv" -c "CHECKPOINT" >/dev/null
+t0=$(now)
+q -c "CREATE TABLE order_item_ctas AS $JOIN_QUERY" \
+  -c "ALTER TABLE order_item_ctas ADD PRIMARY KEY (merchant_id, item_id, order_id)" >/dev/null ||
+	die "CREATE TABLE AS failed"
+CTAS_S=$(calc "$(now) - $t0")
+q -c "DROP TABLE order_item_ctas" -c "CHECKPOINT" >/dev/null
+t0=$(now)
+q -c "SELECT delta_join.create_view('order_item_wide', \$q\$ $JOIN_QUERY \$q\$)" >/dev/null ||
+	die "create_view(order_item_wide) failed"
+CREATE_VIEW_S=$(calc "$(now) - $t0")
+WIDE_ROWS=$(q -c "SELECT count(*) FROM order_item_wide")
+
+# ---- 3b. writes with the delta view ----
+
+dj_say "3b. write TPS with the delta join view"
+wait_view order_item_wide
+TPS_B=$(write_run delta) || exit 1
+wait_view order_item_wide
+
+# ---- 4 + 6. burst: apply throughput and worker memory ----
+
+dj_say "4. apply throughput of order_item_wide: burst of $BURST updates, worker held, then released"
+MEM_BEFORE=$(worker_mem)
+burst backlog join_backlog order_item_wide update_uniform.pgbench
+J_RATE=$B_RATE J_WRITE=$B_WRITE J_PEAK=$B_PEAK
+MEM_AFTER=$(worker_mem)
+dj_say "4. apply throughput of order_item_wide: burst of $BURST updates, worker running"
+burst concurrent join_concurrent order_item_wide update_uniform.pgbench
+J_CRATE=$B_RATE J_CWRITE=$B_WRITE J_CPEAK=$B_PEAK
+
+# ---- 5. lag at a steady rate ----
+
+dj_say "5. lag of order_item_wide at $RATE writes/s for ${DURATION}s"
+lag_run join_lag order_item_wide update_uniform.pgbench
+J_P50=$L_P50 J_P99=$L_P99 J_MAX=$L_MAX J_LRATE=$L_RATE J_N=$L_N
+MEM_LAG=$(worker_mem)
+
+# the wide table must equal the query now
+WCOLS="merchant_id, order_id, item_id, item_name, amount"
+DIFF=$(q -c "SELECT (SELECT count(*) FROM (SELECT $WCOLS FROM order_item_wide EXCEPT ALL
+                      SELECT $WCOLS FROM ($JOIN_QUERY) j) a)
+                 + (SELECT count(*) FROM (SELECT $WCOLS FROM ($JOIN_QUERY) j
+                      EXCEPT ALL SELECT $WCOLS FROM order_item_wide) b)") || die "comparing order_item_wide failed"
+
+if [ "$DIFF" != 0 ]; then
+	dj_warn "order_item_wide differs from its query after wait(); some rows (side, row):"
+	q -c "(SELECT 'target', $WCOLS FROM order_item_wide EXCEPT ALL
+	        SELECT 'target', $WCOLS FROM ($JOIN_QUERY) j LIMIT 5)
+	      UNION ALL
+	      (SELECT 'query', $WCOLS FROM ($JOIN_QUERY) j EXCEPT ALL
+	        SELECT 'query', $WCOLS FROM order_item_wide LIMIT 5)" >&2
+	q -x -c "SELECT * FROM delta_join.status" >&2
+	sleep 2
+	wait_view order_item_wide
+	DIFF2=$(q -c "SELECT (SELECT count(*) FROM (SELECT $WCOLS FROM order_item_wide EXCEPT ALL
+	                      SELECT $WCOLS FROM ($JOIN_QUERY) j) a)")
+	dj_warn "2 s and another wait() later, $DIFF2 target rows still differ"
+	DIFF="$DIFF (after 2 s more: $DIFF2 stale rows)"
+fi
+q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
+
+# ---- 3c. writes with the trigger-maintained copy ----
+
+dj_say "3c. write TPS with a trigger-maintained copy"
+q -f "$base/trigger_copy.sql" >/dev/null || die "trigger copy set-up failed"
+TPS_C=$(write_run trigger) || exit 1
+q -c "DROP TABLE order_item_wide_trg" \
+  -c "DROP FUNCTION order_item_wide_trg_orders() CASCADE" \
+  -c "DROP FUNCTION order_item_wide_trg_items() CASCADE" >/dev/null || die "dropping the trigger copy failed"
+
+dj_say "3a'. write TPS, no view again (drift check)"
+TPS_A2=$(write_run none2) || exit 1
+
+# ---- 7. aggregate view alone ----
+
+dj_say "7. merchant_summary: hot merchant 0 with $NHOT orders, then the view"
+q "${sizes[@]}" -f "$base/hot_merchant.sql" >/dev/null || die "loading the hot merchant failed"
+settle
+t0=$(now)
+q -c "SELECT delta_join.create_view('merchant_summary', \$q\$ $AGG_QUERY \$q\$)" >/dev/null ||
+	die "create_view(merchant_summary) failed"
+AGG_CREATE_S=$(calc "$(now) - $t0")
+
+AMEM_BEFORE=$(worker_mem)
+dj_say "7. merchant_summary: uniform burst, worker held, then released"
+burst backlog agg_uniform merchant_summary update_uniform.pgbench
+AU_RATE=$B_RATE AU_WRITE=$B_WRITE AU_PEAK=$B_PEAK
+dj_say "7. merchant_summary: hot-merchant burst, worker held, then released"
+burst backlog agg_hot merchant_summary update_hot.pgbench
+AH_RATE=$B_RATE AH_WRITE=$B_WRITE AH_PEAK=$B_PEAK
+dj_say "7. merchant_summary: uniform and hot bursts, worker running"
+burst concurrent agg_uniform_c merchant_summary update_uniform.pgbench
+AU_CRATE=$B_RATE AU_CWRITE=$B_WRITE
+burst concurrent agg_hot_c merchant_summary update_hot.pgbench
+AH_CRATE=$B_RATE AH_CWRITE=$B_WRITE
+AMEM_AFTER=$(worker_mem)
+dj_say "7. merchant_summary: lag at $RATE writes/s, uniform then hot"
+lag_run agg_lag_uniform merchant_summary update_uniform.pgbench
+AU_P50=$L_P50 AU_P99=$L_P99 AU_MAX=$L_MAX AU_LRATE=$L_RATE
+lag_run agg_lag_hot merchant_summary update_hot.pgbench
+AH_P50=$L_P50 AH_P99=$L_P99 AH_MAX=$L_MAX AH_LRATE=$L_RATE
+
+ACOLS="merchant_id, order_count, total_amount"
+ADIFF=$(q -c "SELECT (SELECT count(*) FROM (SELECT $ACOLS FROM merchant_summary EXCEPT ALL
+                       SELECT $ACOLS FROM ($AGG_QUERY) g) a)
+                  + (SELECT count(*) FROM (SELECT $ACOLS FROM ($AGG_QUERY) g EXCEPT ALL
+                       SELECT $ACOLS FROM merchant_summary) b)") ||
+	die "comparing merchant_summary failed"
+
+# ---- the report ----
+
+if [ "$ADIFF" != 0 ]; then
+	dj_warn "merchant_summary differs from its query after wait(); some rows (side, row):"
+	q -c "(SELECT 'target', $ACOLS FROM merchant_summary EXCEPT ALL
+	        SELECT 'target', $ACOLS FROM ($AGG_QUERY) g LIMIT 5)
+	      UNION ALL
+	      (SELECT 'query', $ACOLS FROM ($AGG_QUERY) g EXCEPT ALL
+	        SELECT 'query', $ACOLS FROM merchant_summary LIMIT 5)" >&2
+fi
+
+ERRORS=$(grep -cE ' (ERROR|FATAL|PANIC|WARNING): ' "$base/server.log")
+VERSION=$(q -c "SHOW server_version")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.2f", a / b }'; }
+# verdict VALUE OP LIMIT
+verdict() { awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
+	if (v == "" || v == "n/a") { print "n/a"; exit }
+	ok = (op == ">=") ? (v + 0 >= l + 0) : (v + 0 < l + 0)
+	print ok ? "ok" : "MISSED" }'; }
+mb() { awk -v k="$1" 'BEGIN { if (k == "") print "n/a"; else printf "%.0f MB", k / 1024 }'; }
+
+row() { printf '%-44s %16s  %-26s %7s  %-10s %s\n' "$@"; }
+line() { printf '%.0s-' $(seq 1 118); echo; }
+
+read -r m0_rss m0_anon m0_hwm <<<"$MEM_BEFORE"
+read -r m1_rss m1_anon m1_hwm <<<"$MEM_AFTER"
+read -r m2_rss m2_anon m2_hwm <<<"$MEM_LAG"
+read -r a0_rss a0_anon a0_hwm <<<"$AMEM_BEFORE"
+read -r a1_rss a1_anon a1_hwm <<<"$AMEM_AFTER"
+
+# the no-view baseline is the mean of the runs before (3a) and after (3a'),
+# which cancels a steady drift of the machine over the run
+TPS_0=$(calc "($TPS_A + $TPS_A2) / 2")
+R_BA=$(ratio "$TPS_B" "$TPS_0")
+R_CA=$(ratio "$TPS_C" "$TPS_0")
+R_BF=$(ratio "$CREATE_VIEW_S" "$MV_REFRESH_S")
+R_HOT=$(ratio "$AU_RATE" "$AH_RATE")
+R_HOT_C=$(ratio "$AU_CRATE" "$AH_CRATE")
+
+echo
+echo "delta_join benchmark  SCALE=$SCALE  PostgreSQL $VERSION  $(nproc) cores  seed $SEED"
+echo "load average (1/5/15 min) at start $LOAD_BEFORE, at end $(cut -d' ' -f1-3 /proc/loadavg):" \
+	"other work on this machine makes every figure noisy"
+echo "orders $NORDERS, items $NITEMS, $NMERCHANTS merchants; write runs ${DURATION}s x $CLIENTS clients;" \
+	"bursts $BURST updates x $BURST_CLIENTS clients (synchronous_commit off in the burst sessions);" \
+	"lag runs $RATE writes/s x $RATE_CLIENTS clients, sampled every ${SAMPLE_EVERY}s"
+line
+row "figure" "value" "baseline" "ratio" "target" "verdict"
+line
+row "1. load orders + items" "$(fmt "$LOAD_S" 1) s" "" "" "" ""
+row "2. backfill create_view (${WIDE_ROWS} rows)" "$(fmt "$CREATE_VIEW_S" 2) s" "REFRESH MV $(fmt "$MV_REFRESH_S" 2) s" "$R_BF" "" ""
+row "   (other baselines)" "" "CREATE MV $(fmt "$MV_CREATE_S" 2) s" "$(ratio "$CREATE_VIEW_S" "$MV_CREATE_S")" "" ""
+row "" "" "CTAS + PK $(fmt "$CTAS_S" 2) s" "$(ratio "$CREATE_VIEW_S" "$CTAS_S")" "" ""
+row "3a. write TPS, no view" "$(fmt "$TPS_A")" "" "" "" ""
+row "3a'. write TPS, no view (last run)" "$(fmt "$TPS_A2")" "3a $(fmt "$TPS_A")" "$(ratio "$TPS_A2" "$TPS_A")" "" ""
+row "3b. write TPS, delta view" "$(fmt "$TPS_B")" "no view $(fmt "$TPS_0") (mean)" "$R_BA" ">= 0.85" "$(verdict "$R_BA" ">=" 0.85)"
+row "3c. write TPS, trigger-maintained copy" "$(fmt "$TPS_C")" "no view $(fmt "$TPS_0") (mean)" "$R_CA" "" ""
+row "4. join apply, backlog (worker held)" "$(fmt "$J_RATE") /s" "peak 1 s $(fmt "$J_PEAK") /s" "" ">= 30000" "$(verdict "$J_RATE" ">=" 30000)"
+row "   join apply, concurrent: burst / wait()" "$(fmt "$J_CRATE") /s" "burst writes $(fmt "$J_CWRITE") /s" "$(ratio "$J_CRATE" "$J_CWRITE")" "" ""
+row "5. join lag p50 @ $RATE/s" "$(fmt "$J_P50" 1) ms" "achieved $(fmt "$J_LRATE") /s" "" "" ""
+row "   join lag p99 (max $(fmt "$J_MAX") ms, $J_N samples)" "$(fmt "$J_P99" 1) ms" "" "" "< 500 ms" "$(verdict "$J_P99" "<" 500)"
+row "6. worker RSS before burst" "$(mb "$m0_rss")" "private $(mb "$m0_anon")" "" "" ""
+row "   worker RSS after burst" "$(mb "$m1_rss")" "private $(mb "$m1_anon")" "" "" ""
+row "   worker RSS after lag run (peak)" "$(mb "$m2_rss")" "private $(mb "$m2_anon"), peak $(mb "$m2_hwm")" "" "" ""
+row "7. agg create_view (merchant_summary)" "$(fmt "$AGG_CREATE_S" 2) s" "" "" "" ""
+row "   agg apply, uniform, backlog" "$(fmt "$AU_RATE") /s" "peak 1 s $(fmt "$AU_PEAK") /s" "" "" ""
+row "   agg apply, hot merchant, backlog" "$(fmt "$AH_RATE") /s" "peak 1 s $(fmt "$AH_PEAK") /s" "" "" ""
+row "   agg uniform / hot, backlog" "$R_HOT" "" "" "<= 2" "$(verdict "$R_HOT" "<" 2.000001)"
+row "   agg apply, uniform, concurrent" "$(fmt "$AU_CRATE") /s" "burst writes $(fmt "$AU_CWRITE") /s" "$(ratio "$AU_CRATE" "$AU_CWRITE")" "" ""
+row "   agg apply, hot, concurrent" "$(fmt "$AH_CRATE") /s" "burst writes $(fmt "$AH_CWRITE") /s" "$(ratio "$AH_CRATE" "$AH_CWRITE")" "" ""
+row "   agg uniform / hot, concurrent" "$R_HOT_C" "" "" "" ""
+row "   agg lag uniform p50 / p99 @ $RATE/s" "$(fmt "$AU_P50" 1) / $(fmt "$AU_P99" 1) ms" "achieved $(fmt "$AU_LRATE") /s" "" "p99 < 500" "$(verdict "$AU_P99" "<" 500)"
+row "   agg lag hot p50 / p99 @ $RATE/s" "$(fmt "$AH_P50" 1) / $(fmt "$AH_P99" 1) ms" "achieved $(fmt "$AH_LRATE") /s" "" "p99 < 500" "$(verdict "$AH_P99" "<" 500)"
+row "   agg worker RSS before / after bursts" "$(mb "$a1_rss")" "before $(mb "$a0_rss"), private $(mb "$a0_anon") -> $(mb "$a1_anon")" "" "" ""
+line
+echo "checks: order_item_wide vs its query after the runs: $DIFF differing rows;" \
+	"merchant_summary: $ADIFF; server log: $ERRORS ERROR/FATAL/PANIC/WARNING lines"
+if [ "$ERRORS" -gt 0 ]; then
+	grep -E ' (ERROR|FATAL|PANIC|WARNING): ' "$base/server.log" |
+		sed -E 's/^.* (ERROR|FATAL|PANIC|WARNING): /\1: /' | sort | uniq -c | sort -rn | head -n 10
+fi
+exit 0
