@@ -827,6 +827,19 @@ decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn, RelEntry *entry)
 		cap->first_change_time = GetCurrentTimestamp();
 	cap->nchanges++;
 
+	/* a transaction's changes arrive together: note its xid once */
+	if (cap->nxids == 0 || cap->xids[cap->nxids - 1] != txn->xid)
+	{
+		if (cap->nxids == cap->maxxids)
+		{
+			cap->maxxids = Max(64, cap->maxxids * 2);
+			cap->xids = cap->xids == NULL ?
+				MemoryContextAlloc(cap->batch_cxt, sizeof(TransactionId) * cap->maxxids) :
+				repalloc(cap->xids, sizeof(TransactionId) * cap->maxxids);
+		}
+		cap->xids[cap->nxids++] = txn->xid;
+	}
+
 	for (i = 0; i < entry->ntargets; i++)
 	{
 		SourceTarget *target = &entry->targets[i];

@@ -46,6 +46,9 @@ typedef struct DecodeCapture
 	int64		nchanges;		/* changes of sources captured */
 	List	   *broken;			/* BrokenView *, one per view */
 	TimestampTz first_change_time;	/* when the first change was captured */
+	TransactionId *xids;		/* transactions with captured changes */
+	int			nxids;
+	int			maxxids;
 	XLogRecPtr	last_commit_lsn;	/* newest commit decoded, source or not */
 	TimestampTz last_commit_time;
 } DecodeCapture;

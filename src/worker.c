@@ -66,6 +66,7 @@
 #include "replication/slot.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
@@ -142,6 +143,7 @@ static void worker_progress(void);
 static void worker_apply_batch(void);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
+static void worker_wait_visible(void);
 static bool worker_apply_attempt(List *batches, XLogRecPtr end_lsn,
 								 bool last_attempt, ViewOutcome *outcomes);
 static bool worker_apply_view(ViewBatch *batch, ViewRow *row,
@@ -566,6 +568,26 @@ worker_confirm_flushed(void)
 }
 
 /*
+ * A transaction writes its commit record before it leaves the proc array,
+ * and until it has left, snapshots do not see its changes.  Decoding can
+ * be that quick: wait until every transaction whose changes are in the
+ * batch is visible, or the batch would recompute rows from their old
+ * versions and the change would be lost.  Most are long gone (older than
+ * RecentXmin, which the snapshot taken here refreshes), which costs a
+ * comparison each.
+ */
+static void
+worker_wait_visible(void)
+{
+	(void) GetTransactionSnapshot();
+	for (int i = 0; i < capture.nxids; i++)
+	{
+		if (TransactionIdIsInProgress(capture.xids[i]))
+			XactLockTableWait(capture.xids[i], NULL, NULL, XLTW_None);
+	}
+}
+
+/*
  * One try at applying the batch.  Returns false, with everything rolled
  * back, when a view failed for a passing reason and another try is allowed.
  */
@@ -580,6 +602,7 @@ worker_apply_attempt(List *batches, XLogRecPtr end_lsn, bool last_attempt,
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	worker_wait_visible();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
 	rows = worker_read_views(&nrows);
