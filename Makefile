@@ -18,6 +18,9 @@
 
 MODULE_big = delta_join
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# PGXS tracks no header dependencies: rebuild everything when a header changes
+# (a stale object compiled against an older struct layout crashes).
+DJ_HEADERS = $(wildcard src/*.h)
 EXTENSION = delta_join
 DATA = delta_join--0.1.sql
 PGFILEDESC = "delta_join - incremental wide tables"
@@ -46,6 +49,8 @@ PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+
+$(OBJS): $(DJ_HEADERS)
 
 # Makefile.global resets PROVE_FLAGS; "override" appends to any value given
 # on the command line instead.

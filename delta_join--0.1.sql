@@ -56,6 +56,9 @@ SELECT pg_catalog.pg_extension_config_dump('delta_join.view_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('delta_join.view_catalog_view_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('delta_join.source_catalog', '');
 
+-- Any role may create views over tables it can read; catalog rows are
+-- written by the extension's functions only.
+GRANT USAGE ON SCHEMA delta_join TO PUBLIC;
 REVOKE ALL ON delta_join.view_catalog, delta_join.source_catalog FROM PUBLIC;
 GRANT SELECT ON delta_join.view_catalog, delta_join.source_catalog TO PUBLIC;
 

@@ -40,6 +40,7 @@
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_proc.h"
 #include "access/stratnum.h"
+#include "access/sysattr.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -53,6 +54,8 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
+#include "utils/relcache.h"
+#include "utils/rls.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -486,6 +489,15 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 			return NULL;
 		default:
 			break;
+	}
+
+	if (check_enable_rls(rte->relid, InvalidOid, true) == RLS_ENABLED)
+	{
+		reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: row-level security applies to source %s", label),
+			   pstrdup("Lookups read the sources directly, so row security policies could not be applied to them."),
+			   pstrdup("Create the view as a role that bypasses row-level security on the table (its owner, or a role with BYPASSRLS)."));
+		return NULL;
 	}
 
 	if (rte->tablesample)
@@ -1229,6 +1241,26 @@ check_join_filters(Analysis *a)
  */
 
 /*
+ * Is column att of the source in the old row a decoded DELETE carries: its
+ * replica identity (the primary key by default, another unique index, all
+ * columns with REPLICA IDENTITY FULL, none with NOTHING)?
+ */
+static bool
+logged_in_old_row(DeltaSource *src, AttrNumber att)
+{
+	Relation	rel = table_open(src->relid, AccessShareLock);
+	bool		logged;
+
+	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL)
+		logged = true;
+	else
+		logged = bms_is_member(att - FirstLowInvalidHeapAttributeNumber,
+							   RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_IDENTITY_KEY));
+	table_close(rel, AccessShareLock);
+	return logged;
+}
+
+/*
  * Does a HAVING condition read only group key columns (no aggregate)?  Then
  * it holds for a group forever or never, and cannot leave a row behind.
  */
@@ -1312,25 +1344,12 @@ analyze_aggregate(Analysis *a)
 		col->from_attno = n;	/* the n-th group key value */
 		bindable = lappend(bindable, col);
 
-		{
-			bool		in_pk = false;
-
-			for (int k = 0; k < src->pk_natts; k++)
-				in_pk |= (src->pk_attnums[k] == att);
-			if (!in_pk)
-			{
-				Relation	rel = table_open(src->relid, AccessShareLock);
-				bool		full = (rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL);
-
-				table_close(rel, AccessShareLock);
-				if (!full)
-					reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-						   psprintf("delta view rule 7: group key column %s is not part of the primary key of %s",
-									column_label(src, att), source_label(src)),
-						   pstrdup("A decoded DELETE, or an UPDATE that moves a row to another group, carries only the replica identity of the old row, and the old group must be known."),
-						   psprintf("Log whole old rows: ALTER TABLE %s REPLICA IDENTITY FULL;", src->relname));
-			}
-		}
+		if (!logged_in_old_row(src, att))
+			reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 7: group key column %s is not part of the replica identity of %s",
+							column_label(src, att), source_label(src)),
+				   pstrdup("A decoded DELETE, or an UPDATE that moves a row to another group, carries only the replica identity of the old row (by default its primary key), and the old group must be known."),
+				   psprintf("Log whole old rows: ALTER TABLE %s REPLICA IDENTITY FULL;", src->relname));
 	}
 	src->key_natts = n;
 	if (n < list_length(query->groupClause))

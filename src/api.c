@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
@@ -314,6 +315,7 @@ dj_refresh(PG_FUNCTION_ARGS)
 	Oid			relid;
 	DeltaPlan  *plan;
 	uint64		rows;
+	int			nestlevel;
 
 	/*
 	 * As in create_view: the slot must exist (or be recreated) before the
@@ -322,9 +324,14 @@ dj_refresh(PG_FUNCTION_ARGS)
 	 */
 	worker_ensure_slot();
 
-	relid = lookup_view(target, &view, ExclusiveLock);
+	relid = lookup_view(target, &view, AccessShareLock);
+
+	/* the query text resolves names as it did for the view's creator */
+	nestlevel = catalog_use_search_path(&view);
 	plan = catalog_view_plan(&view);
 	rows = target_fill(relid, plan, true);
+	AtEOXact_GUC(true, nestlevel);
+
 	catalog_reset_view(view.view_id, GetXLogInsertRecPtr());
 	worker_notify();
 	PG_RETURN_INT64((int64) rows);

@@ -11,7 +11,7 @@
  *
  * Result rows reach the target through the executor's replication helpers
  * (execReplication.c), the way logical replication's apply does: the
- * existing row is found through the target's unique key index and locked
+ * existing row is found through the target's unique key index
  * (find_target_row), then updated (unless nothing changed), inserted or
  * deleted with ExecSimpleRelation*, keeping indexes, constraints and
  * triggers right.
@@ -24,12 +24,13 @@
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "storage/lmgr.h"
 #include "access/xact.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "parser/parsetree.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -63,16 +64,45 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 				 errhint("Recreate the primary key, then call delta_join.refresh.")));
 
 	writer->key_rel = index_open(writer->key_index, RowExclusiveLock);
+	for (int i = 0; i < writer->key_rel->rd_index->indnkeyatts; i++)
+	{
+		Relation	idx = writer->key_rel;
+		Oid			op = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
+											 idx->rd_opcintype[i], BTEqualStrategyNumber);
+
+		if (!OidIsValid(op))
+			elog(ERROR, "missing equality operator for column %d of index \"%s\"",
+				 i + 1, RelationGetRelationName(idx));
+		ScanKeyInit(&writer->keys[i], i + 1, BTEqualStrategyNumber, get_opcode(op), (Datum) 0);
+		writer->keys[i].sk_collation = idx->rd_indcollation[i];
+	}
+	InitDirtySnapshot(writer->dirty);
+	writer->scan = index_beginscan(writer->rel, writer->key_rel, &writer->dirty,
+								   writer->key_rel->rd_index->indnkeyatts, 0);
 
 	desc = RelationGetDescr(writer->rel);
 	writer->ncolumns = plan->ncolumns;
 	writer->attnums = palloc(sizeof(int) * plan->ncolumns);
 	for (int i = 0; i < desc->natts; i++)
 	{
-		if (TupleDescAttr(desc, i)->attisdropped)
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
 			continue;
 		if (col >= plan->ncolumns)
 			break;
+
+		/* a source or the target changed type since the view was made */
+		if (att->atttypid != plan->coltypes[col] ||
+			(att->atttypmod != -1 && att->atttypmod != plan->coltypmods[col]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of target \"%s\" no longer matches the query's output",
+							NameStr(att->attname), RelationGetRelationName(writer->rel)),
+					 errdetail("The target column is %s; the query now outputs %s.",
+							   format_type_with_typemod(att->atttypid, att->atttypmod),
+							   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
+					 errhint("Drop and recreate the view.")));
 		writer->attnums[col++] = i + 1;
 	}
 	if (col != plan->ncolumns)
@@ -143,64 +173,46 @@ rows_equal(TupleTableSlot *oldslot, TupleTableSlot *newslot)
 }
 
 /*
- * Find the target row whose key equals newslot's and lock it, into oldslot.
+ * Find the target row whose key equals newslot's, into oldslot.
  *
  * Like RelationFindReplTupleByIndex() in execReplication.c, but a NULL key
  * column matches NULL (the key of a group whose key is NULL is a unique
  * constraint with NULLS NOT DISTINCT), which PostgreSQL 15's version does
- * not do.  A row that a concurrent transaction is writing is waited for;
- * a row updated under us is looked up again.
+ * not do; and the row is not locked: the worker is the only writer of a
+ * target (refresh() takes a lock that excludes it), so locking would only
+ * cost a WAL record per row.  A row a concurrent transaction is writing is
+ * waited for all the same.
  */
 static bool
 find_target_row(TargetWriter *writer)
 {
 	Relation	idx = writer->key_rel;
 	int			nkeys = idx->rd_index->indnkeyatts;
-	ScanKeyData keys[INDEX_MAX_KEYS];
-	SnapshotData snap;
-	IndexScanDesc scan;
-	bool		found;
 
 	for (int i = 0; i < nkeys; i++)
 	{
 		AttrNumber	attno = idx->rd_index->indkey.values[i];
-		Oid			op = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
-											 idx->rd_opcintype[i], BTEqualStrategyNumber);
 
-		ScanKeyInit(&keys[i], i + 1, BTEqualStrategyNumber, get_opcode(op),
-					writer->newslot->tts_values[attno - 1]);
-		keys[i].sk_collation = idx->rd_indcollation[i];
+		writer->keys[i].sk_argument = writer->newslot->tts_values[attno - 1];
 		if (writer->newslot->tts_isnull[attno - 1])
-			keys[i].sk_flags |= (SK_ISNULL | SK_SEARCHNULL);
+			writer->keys[i].sk_flags |= (SK_ISNULL | SK_SEARCHNULL);
+		else
+			writer->keys[i].sk_flags &= ~(SK_ISNULL | SK_SEARCHNULL);
 	}
 
-	InitDirtySnapshot(snap);
-	scan = index_beginscan(writer->rel, idx, &snap, nkeys, 0);
-retry:
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, writer->oldslot);
-	if (found)
+	for (;;)
 	{
-		TransactionId xwait = TransactionIdIsValid(snap.xmin) ? snap.xmin : snap.xmax;
-		TM_FailureData tmfd;
-		TM_Result	res;
+		TransactionId xwait;
 
-		if (TransactionIdIsValid(xwait))
-		{
-			XactLockTableWait(xwait, NULL, NULL, XLTW_None);
-			goto retry;
-		}
-		res = table_tuple_lock(writer->rel, &writer->oldslot->tts_tid, GetLatestSnapshot(),
-							   writer->oldslot, GetCurrentCommandId(false),
-							   LockTupleExclusive, LockWaitBlock, 0, &tmfd);
-		if (res == TM_Updated || res == TM_Deleted)
-			goto retry;
-		if (res != TM_Ok)
-			elog(ERROR, "unexpected result %d locking a row of target \"%s\"",
-				 (int) res, RelationGetRelationName(writer->rel));
+		index_rescan(writer->scan, writer->keys, nkeys, NULL, 0);
+		if (!index_getnext_slot(writer->scan, ForwardScanDirection, writer->oldslot))
+			return false;
+		xwait = TransactionIdIsValid(writer->dirty.xmin) ?
+			writer->dirty.xmin : writer->dirty.xmax;
+		if (!TransactionIdIsValid(xwait))
+			return true;
+		XactLockTableWait(xwait, NULL, NULL, XLTW_None);
 	}
-	index_endscan(scan);
-	return found;
 }
 
 /*
@@ -255,6 +267,7 @@ target_delete(TargetWriter *writer, const Datum *values, const bool *isnull)
 void
 target_writer_end(TargetWriter *writer)
 {
+	index_endscan(writer->scan);
 	ExecCloseIndices(writer->rri);
 	AfterTriggerEndQuery(writer->estate);
 	EvalPlanQualEnd(&writer->epqstate);
@@ -280,6 +293,13 @@ apply_view_batch(int view_id, ViewBatch *batch, ApplyCounts *counts)
 		return;					/* dropped since the batch was decoded */
 
 	plan = catalog_view_plan(&view);
+
+	/*
+	 * Lookups read the sources directly: check, as the view's owner, the
+	 * rights a query would need (a revoked privilege puts the view in error).
+	 */
+	(void) ExecCheckRTPerms(plan->query->rtable, true);
+
 	writer = target_writer_begin(view.target, plan, counts);
 	if (plan->kind == DJ_KIND_JOIN)
 		apply_join(plan, batch, writer, counts);

@@ -132,7 +132,9 @@ join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
 	ja->econtext = CreateStandaloneExprContext();
 	context.plan = plan;
 	context.offset = ja->offset;
-	ja->qual = ExecInitQual((List *) remap_vars_mutator((Node *) plan->quals, &context), NULL);
+	ja->qual = ExecInitQual((List *) expression_planner((Expr *) remap_vars_mutator((Node *) plan->quals,
+																				   &context)),
+							NULL);
 	ja->columns = palloc(sizeof(ExprState *) * plan->ncolumns);
 	foreach(lc, plan->query->targetList)
 	{
@@ -217,7 +219,7 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
 	DeltaSource *driver = list_nth(plan->sources, walk->driver);
 	ListCell   *lc;
 
-	ws->fetch = lookup_begin(driver->relid, driver->pk_index, driver->pk_natts, NULL,
+	ws->fetch = lookup_begin(driver->relid, driver->pk_index, driver->pk_natts, NULL, NULL,
 							 GetActiveSnapshot());
 	ws->nlookups = list_length(walk->lookups);
 	ws->lookups = palloc(sizeof(DeltaLookup *) * Max(ws->nlookups, 1));
@@ -227,13 +229,17 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
 		DeltaLookup *lookup = lfirst(lc);
 		DeltaSource *src = list_nth(plan->sources, lookup->source);
 		Oid			procs[INDEX_MAX_KEYS];
+		Oid			subtypes[INDEX_MAX_KEYS];
 		int			i = foreach_current_index(lc);
 
 		for (int k = 0; k < lookup->nkeys; k++)
+		{
 			procs[k] = lookup->keys[k].proc;
+			subtypes[k] = lookup->keys[k].from_type;
+		}
 		ws->lookups[i] = lookup;
 		ws->scans[i] = lookup_begin(src->relid, lookup->index, lookup->nkeys, procs,
-									GetActiveSnapshot());
+									subtypes, GetActiveSnapshot());
 	}
 	return ws;
 }

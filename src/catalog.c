@@ -31,26 +31,37 @@
 #include "options.h"
 
 /*
- * Run one catalog statement with SPI as the bootstrap superuser.  Returns
- * SPI's result code; the caller reads SPI_tuptable before spi_finish().
+ * Run one catalog statement with SPI as the bootstrap superuser, with a
+ * search_path of pg_catalog only and as a security-restricted operation, so
+ * that nothing the caller defined (an operator or function in a schema of
+ * their search_path) can run with those rights.  SPI must be connected.
+ * Returns SPI's result code; the caller reads SPI_tuptable before
+ * SPI_finish().
  */
-static int
-spi_exec_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
-				 const char *nulls)
+int
+catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			 const char *nulls)
 {
 	Oid			save_userid;
 	int			save_sec_context;
+	int			nestlevel;
 	volatile int ret = 0;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	PG_TRY();
 	{
 		ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	}
 	PG_FINALLY();
 	{
+		AtEOXact_GUC(false, nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec_context);
 	}
 	PG_END_TRY();
@@ -97,7 +108,7 @@ catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
 	vvalues[6] = CStringGetTextDatum(search_path);
 	vvalues[7] = ObjectIdGetDatum(GetUserId());
 	vvalues[8] = LSNGetDatum(lsn);
-	spi_exec_catalog("INSERT INTO delta_join.view_catalog "
+	catalog_exec("INSERT INTO delta_join.view_catalog "
 					 "(target, target_name, kind, strategy, options, query, search_path, "
 					 " owner, created_lsn, applied_lsn) "
 					 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING view_id",
@@ -140,7 +151,7 @@ catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
 			hint_json = psprintf("{\"cache_enabled\": %s}",
 								 src->cache_enabled ? "true" : "false");
 		svalues[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(hint_json));
-		spi_exec_catalog("INSERT INTO delta_join.source_catalog "
+		catalog_exec("INSERT INTO delta_join.source_catalog "
 						 "(view_id, ordinal, relid, alias, key_columns, lookup_index, "
 						 " lookup_columns, options) "
 						 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -186,7 +197,7 @@ fetch_view(const char *column, Oid argtype, Datum arg, ViewRecord *view)
 	MemoryContext caller = CurrentMemoryContext;
 
 	SPI_connect();
-	spi_exec_catalog(psprintf("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog "
+	catalog_exec(psprintf("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog "
 							  "WHERE %s = $1", column),
 					 1, &argtype, &arg, NULL);
 	found = (SPI_processed > 0);
@@ -224,7 +235,7 @@ catalog_delete_view(int view_id)
 
 	values[0] = Int32GetDatum(view_id);
 	SPI_connect();
-	spi_exec_catalog("DELETE FROM delta_join.view_catalog WHERE view_id = $1",
+	catalog_exec("DELETE FROM delta_join.view_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL);
 	SPI_finish();
 }
@@ -241,12 +252,27 @@ catalog_reset_view(int view_id, XLogRecPtr lsn)
 	values[0] = Int32GetDatum(view_id);
 	values[1] = LSNGetDatum(lsn);
 	SPI_connect();
-	spi_exec_catalog("UPDATE delta_join.view_catalog "
+	catalog_exec("UPDATE delta_join.view_catalog "
 					 "SET state = 'active', applied_lsn = greatest(applied_lsn, $2), "
 					 "    last_error = NULL, last_error_time = NULL, stale_since_lsn = NULL "
-					 "WHERE view_id = $1",
+					 "WHERE view_id OPERATOR(pg_catalog.=) $1",
 					 2, types, values, NULL);
 	SPI_finish();
+}
+
+/*
+ * Resolve names as the view's creator did, until AtEOXact_GUC(true, level)
+ * with the level returned (or the end of the transaction).
+ */
+int
+catalog_use_search_path(ViewRecord *view)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", view->search_path,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
 }
 
 /*
@@ -258,11 +284,8 @@ catalog_view_plan(ViewRecord *view)
 {
 	DeltaOptions options;
 	DeltaPlan  *plan;
-	int			nestlevel = NewGUCNestLevel();
+	int			nestlevel = catalog_use_search_path(view);
 
-	(void) set_config_option("search_path", view->search_path,
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
 	options_resolve(&options, NULL, view->options);
 	plan = analyze_view_query(view->query, &options);
 	AtEOXact_GUC(true, nestlevel);

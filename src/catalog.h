@@ -27,12 +27,15 @@ typedef struct ViewRecord
 	XLogRecPtr	applied_lsn;
 } ViewRecord;
 
+extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+						 const char *nulls);
 extern int	catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
 								const char *search_path, XLogRecPtr lsn);
 extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern bool catalog_get_view(int view_id, ViewRecord *view);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
+extern int	catalog_use_search_path(ViewRecord *view);
 extern DeltaPlan *catalog_view_plan(ViewRecord *view);
 
 #endif							/* DJ_CATALOG_H */

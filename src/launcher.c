@@ -59,6 +59,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "catalog.h"
 #include "delta_join.h"
 #include "launcher.h"
 #include "worker.h"
@@ -403,12 +404,12 @@ worker_mark_views_stale(const char *reason)
 
 	values[0] = CStringGetTextDatum(reason);
 	SPI_connect();
-	if (SPI_execute_with_args("UPDATE delta_join.view_catalog"
-							  "   SET state = 'error', last_error = $1,"
-							  "       last_error_time = pg_catalog.now(),"
-							  "       stale_since_lsn = applied_lsn"
-							  " WHERE state = 'active'",
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (catalog_exec("UPDATE delta_join.view_catalog"
+					 "   SET state = 'error', last_error = $1,"
+					 "       last_error_time = pg_catalog.now(),"
+					 "       stale_since_lsn = applied_lsn"
+					 " WHERE state OPERATOR(pg_catalog.=) 'active'",
+					 1, argtypes, values, NULL) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update delta_join.view_catalog");
 	if (SPI_processed > 0)
 		ereport(WARNING,

@@ -39,7 +39,8 @@
  * equality function of each bound column; NULL means the column type's own.
  */
 LookupScan *
-lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, Snapshot snapshot)
+lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, const Oid *subtypes,
+			 Snapshot snapshot)
 {
 	LookupScan *scan = palloc0(sizeof(LookupScan));
 	Relation	root = table_open(relid, AccessShareLock);
@@ -97,27 +98,38 @@ lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, Snapshot snap
 		i++;
 	}
 
-	/* scan key templates, from the first index (all parts agree) */
-	for (int k = 0; k < nkeys; k++)
+	/*
+	 * Scan key templates, from the index named (its partitions agree).  The
+	 * subtype is the type of the value looked up: a cross-type key (date =
+	 * timestamp) must say so, or the btree descends comparing it as if it
+	 * were of the column's type.
+	 */
 	{
-		Relation	idx = scan->indexes[0];
-		Oid			proc = procs ? procs[k] : InvalidOid;
+		Relation	idx = index_open(indexoid, AccessShareLock);
 
-		if (!OidIsValid(proc))
+		for (int k = 0; k < nkeys; k++)
 		{
-			Oid			op = get_opfamily_member(idx->rd_opfamily[k], idx->rd_opcintype[k],
-												 idx->rd_opcintype[k], BTEqualStrategyNumber);
+			Oid			subtype = subtypes ? subtypes[k] : idx->rd_opcintype[k];
+			Oid			proc = procs ? procs[k] : InvalidOid;
 
-			if (!OidIsValid(op))
-				elog(ERROR, "missing equality operator for column %d of index \"%s\"",
-					 k + 1, RelationGetRelationName(idx));
-			proc = get_opcode(op);
+			if (!OidIsValid(proc))
+			{
+				Oid			op = get_opfamily_member(idx->rd_opfamily[k], idx->rd_opcintype[k],
+													 subtype, BTEqualStrategyNumber);
+
+				if (!OidIsValid(op))
+					elog(ERROR, "missing equality operator for column %d of index \"%s\"",
+						 k + 1, RelationGetRelationName(idx));
+				proc = get_opcode(op);
+			}
+			ScanKeyEntryInitialize(&scan->keys[k], 0, k + 1, BTEqualStrategyNumber,
+								   subtype == idx->rd_opcintype[k] ? InvalidOid : subtype,
+								   idx->rd_indcollation[k], proc, (Datum) 0);
 		}
-		ScanKeyInit(&scan->keys[k], k + 1, BTEqualStrategyNumber, proc, (Datum) 0);
-		scan->keys[k].sk_collation = idx->rd_indcollation[k];
+		index_close(idx, AccessShareLock);
 	}
 
-	if (scan->heaps[0] != root)
+	if (scan->nparts == 0 || scan->heaps[0] != root)
 		table_close(root, NoLock);
 	return scan;
 }

@@ -30,7 +30,7 @@ typedef struct LookupScan
 } LookupScan;
 
 extern LookupScan *lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs,
-								Snapshot snapshot);
+								const Oid *subtypes, Snapshot snapshot);
 extern bool lookup_rescan(LookupScan *scan, const Datum *values, const bool *isnull);
 extern TupleTableSlot *lookup_next(LookupScan *scan);
 extern void lookup_end(LookupScan *scan);

@@ -315,7 +315,14 @@ target_fill(Oid relid, DeltaPlan *plan, bool clear)
 	StringInfoData sql;
 	uint64		rows;
 
+	/*
+	 * Sources first, then the target: the worker locks sources and targets
+	 * in that order too (a target may be another view's source).  Refilling
+	 * an existing target excludes the worker's writes to it.
+	 */
 	lock_sources(plan);
+	if (clear)
+		LockRelationOid(relid, ExclusiveLock);
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s (", name);

@@ -201,6 +201,12 @@ dj_worker_main(Datum main_arg)
 	 */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
+	/*
+	 * The worker runs as a superuser: its own catalog statements resolve
+	 * names in pg_catalog only, never in schemas users can create objects in.
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
+
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
 	batch_cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",

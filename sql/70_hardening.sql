@@ -1,0 +1,165 @@
+--
+-- Hardening: inputs and situations that once crashed the server, lost
+-- changes or let a caller borrow superuser rights.
+--
+CREATE SCHEMA hard;
+SET search_path = hard, public;
+
+CREATE FUNCTION diff(target text, query text,
+                     OUT only_in_target bigint, OUT only_in_query bigint, OUT target_rows bigint)
+LANGUAGE plpgsql AS $f$
+BEGIN
+  EXECUTE format('SELECT count(*) FROM (SELECT * FROM %s EXCEPT ALL (%s)) x', target, query)
+    INTO only_in_target;
+  EXECUTE format('SELECT count(*) FROM ((%s) EXCEPT ALL SELECT * FROM %s) x', query, target)
+    INTO only_in_query;
+  EXECUTE format('SELECT count(*) FROM %s', target) INTO target_rows;
+END $f$;
+
+--
+-- A non-superuser cannot run its own operators with the rights the
+-- extension writes its catalog with (they resolve in pg_catalog only).
+--
+CREATE ROLE dj_mallory LOGIN;
+GRANT CREATE, USAGE ON SCHEMA hard TO dj_mallory;
+CREATE TABLE acct (id bigint PRIMARY KEY, owner_name text);
+CREATE TABLE acct_copy (id bigint PRIMARY KEY, owner_name text);
+ALTER TABLE acct_copy OWNER TO dj_mallory;
+GRANT SELECT ON acct TO dj_mallory;
+SET ROLE dj_mallory;
+CREATE FUNCTION hard.evil_oideq(oid, oid) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE 'ALTER ROLE dj_mallory SUPERUSER';
+  RETURN $1 OPERATOR(pg_catalog.=) $2;
+END $$;
+CREATE OPERATOR hard.= (LEFTARG = oid, RIGHTARG = oid, FUNCTION = hard.evil_oideq);
+SET search_path = hard, pg_catalog;
+SELECT delta_join.create_view('hard.acct_copy', 'SELECT id, owner_name FROM hard.acct');
+RESET search_path;
+RESET ROLE;
+SET search_path = hard, public;
+SELECT rolsuper FROM pg_roles WHERE rolname = 'dj_mallory';
+SELECT target, kind, state FROM delta_join.views WHERE target = 'hard.acct_copy';
+
+--
+-- Row-level security: lookups read sources directly, so a source whose
+-- rows the creator may only partly see is refused.
+--
+CREATE TABLE tenant_rows (id bigint PRIMARY KEY, tenant int, v text);
+ALTER TABLE tenant_rows ENABLE ROW LEVEL SECURITY;
+CREATE POLICY one_tenant ON tenant_rows USING (tenant = 1);
+GRANT SELECT ON tenant_rows TO dj_mallory;
+SET ROLE dj_mallory;
+SELECT delta_join.create_view('hard.tenant_copy', 'SELECT id, v FROM hard.tenant_rows');
+RESET ROLE;
+
+-- A privilege revoked from the view's owner stops the view (state error)
+-- instead of letting changes through.
+INSERT INTO acct VALUES (1, 'ann');
+SELECT delta_join.wait('hard.acct_copy', '10s');
+REVOKE SELECT ON acct FROM dj_mallory;
+INSERT INTO acct VALUES (2, 'bob');
+SELECT delta_join.wait('hard.acct_copy', '10s');
+SELECT state, last_error FROM delta_join.status WHERE target = 'hard.acct_copy';
+SELECT * FROM acct_copy ORDER BY id;
+SELECT delta_join.drop_view('hard.acct_copy');
+
+--
+-- A column type changed under a view puts it in error; the server keeps
+-- running.
+--
+CREATE TABLE orders (merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
+  PRIMARY KEY (merchant_id, item_id, order_id));
+CREATE TABLE items (merchant_id bigint, item_id bigint, item_name text,
+  PRIMARY KEY (merchant_id, item_id));
+INSERT INTO items VALUES (1, 1, 'apple');
+INSERT INTO orders VALUES (1, 1, 1, 10);
+SELECT delta_join.create_view('wide', 'SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
+  FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id');
+ALTER TABLE orders ALTER amount TYPE float8;
+INSERT INTO orders VALUES (1, 1, 2, 20.5);
+SELECT delta_join.wait('wide', '10s');
+SELECT state, last_error FROM delta_join.status WHERE target = 'hard.wide';
+SELECT delta_join.drop_view('wide');
+
+--
+-- A partitioned source with no partition yet: lookups into it find nothing.
+--
+CREATE TABLE customers (cid bigint PRIMARY KEY, name text) PARTITION BY RANGE (cid);
+CREATE TABLE purchases (pid bigint PRIMARY KEY, cid bigint);
+CREATE INDEX ON purchases (cid);
+SELECT delta_join.create_view('purchase_names',
+  'SELECT p.pid, p.cid, c.name FROM purchases p JOIN customers c ON p.cid = c.cid');
+INSERT INTO purchases VALUES (1, 1);
+CREATE TABLE customers_low PARTITION OF customers FOR VALUES FROM (0) TO (100);
+INSERT INTO customers VALUES (1, 'carol');
+SELECT delta_join.wait('purchase_names', '10s');
+SELECT * FROM purchase_names;
+SELECT state FROM delta_join.status WHERE target = 'hard.purchase_names';
+
+--
+-- A join of two types of one btree family (date = timestamp) looks the
+-- other side up with the right comparison.
+--
+CREATE TABLE events (id bigint PRIMARY KEY, d date);
+CREATE INDEX ON events (d);
+CREATE TABLE calendar (ts timestamp PRIMARY KEY, label text);
+\set evq 'SELECT e.id, e.d, c.label FROM events e JOIN calendar c ON e.d = c.ts'
+SELECT delta_join.create_view('event_labels', :'evq');
+INSERT INTO calendar VALUES ('2024-05-01', 'may day'), ('2024-06-01', 'june');
+INSERT INTO events VALUES (2, '2024-05-01'), (3, '2024-06-01');
+SELECT delta_join.wait('event_labels', '10s');
+SELECT * FROM event_labels ORDER BY id;
+SELECT * FROM diff('event_labels', :'evq');
+
+--
+-- refresh() reads the tables the creator's query named, whatever the
+-- caller's search_path.
+--
+CREATE SCHEMA app;
+CREATE TABLE app.things (id bigint PRIMARY KEY, v text);
+CREATE TABLE public.things (id bigint PRIMARY KEY, v text);
+INSERT INTO app.things VALUES (1, 'app');
+INSERT INTO public.things VALUES (1, 'public'), (2, 'public');
+SET search_path = app;
+SELECT delta_join.create_view('public.things_copy', 'SELECT id, v FROM things');
+RESET search_path;
+SELECT delta_join.refresh('public.things_copy');
+SELECT * FROM public.things_copy;
+SELECT delta_join.drop_view('public.things_copy');
+DROP TABLE public.things;
+SET search_path = hard, public;
+
+--
+-- Rule 7 with REPLICA IDENTITY USING INDEX: a DELETE logs that index's
+-- columns, so the group key must be among them.
+--
+CREATE TABLE sales (g int, id int, code text NOT NULL UNIQUE, amt int, PRIMARY KEY (g, id));
+ALTER TABLE sales REPLICA IDENTITY USING INDEX sales_code_key;
+SELECT delta_join.create_view('sales_by_g', 'SELECT g, count(*) AS n, sum(amt) AS total FROM sales GROUP BY g');
+
+--
+-- Conditions calling a function with a default argument are evaluated
+-- with the default filled in.
+--
+CREATE FUNCTION long_enough(s text, min_len int DEFAULT 3) RETURNS boolean
+  LANGUAGE sql IMMUTABLE AS 'SELECT length(s) >= min_len';
+SELECT delta_join.create_view('long_names',
+  'SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
+   FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id
+   WHERE long_enough(i.item_name)',
+  options => '{"ignore_non_unique_key_filter": true}');
+INSERT INTO items VALUES (1, 2, 'fig'), (1, 3, 'ox');
+INSERT INTO orders VALUES (1, 2, 3, 1), (1, 3, 4, 1);
+SELECT delta_join.wait('long_names', '10s');
+SELECT order_id, item_name FROM long_names ORDER BY order_id;
+SELECT state FROM delta_join.status WHERE target = 'hard.long_names';
+
+SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
+SET client_min_messages = warning;
+DROP SCHEMA hard CASCADE;
+DROP SCHEMA app CASCADE;
+DROP OWNED BY dj_mallory;
+DROP ROLE dj_mallory;
+RESET client_min_messages;
+RESET search_path;
