@@ -10,12 +10,13 @@
  *
  *	decode	the WAL flushed so far; the output plugin (decode.c) adds the
  *			dirty keys of every decoded change of a source to the capture,
- *			until the batch holds delta_join.max_batch_size distinct keys
- *			or its first change is delta_join.batch_timeout old;
+ *			until the batch holds max_batch_size distinct keys or its first
+ *			change is batch_timeout old (the smallest values among the
+ *			active views' options);
  *	apply	the batch in ONE transaction: read the view catalog, then for
  *			each view with work run apply_view_batch (apply.c) as the
  *			view's owner, with search_path = pg_catalog, pg_temp and the
- *			lookup timeout, inside a subtransaction that also stores the
+ *			view's lookup_timeout, inside a subtransaction that also stores the
  *			view's applied_lsn; commit;
  *	confirm	the batch's end to the slot, only after the commit.
  *
@@ -106,6 +107,9 @@ typedef struct ViewRow
 	bool		in_error;
 	XLogRecPtr	applied_lsn;
 	char	   *target_name;
+	int			max_batch_size; /* the view's options */
+	int			batch_timeout_ms;
+	int			lookup_timeout_ms;
 } ViewRow;
 
 /* What happened to one view of a batch */
@@ -126,6 +130,13 @@ static LogicalDecodingContext *decoding = NULL;
 static DecodeCapture capture;
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
 
+/*
+ * When a batch is full or due: the settings, lowered by the options of the
+ * active views as last read from the catalog (worker_read_views).
+ */
+static int	batch_max_keys = 10000;
+static int	batch_timeout_ms = 100;
+
 /* Position to confirm to the slot once WAL is flushed up to confirm_after */
 static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
 static XLogRecPtr confirm_after = InvalidXLogRecPtr;
@@ -143,6 +154,7 @@ static void worker_progress(void);
 static void worker_apply_batch(void);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
+static int	option_or(HeapTuple tuple, TupleDesc desc, int column, int setting);
 static void worker_wait_visible(void);
 static bool worker_apply_attempt(List *batches, XLogRecPtr end_lsn,
 								 bool last_attempt, ViewOutcome *outcomes);
@@ -212,6 +224,8 @@ dj_worker_main(Datum main_arg)
 	batch_cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
 									  ALLOCSET_DEFAULT_SIZES);
 	decode_capture_reset(&capture, batch_cxt);
+	batch_max_keys = dj_max_batch_size;
+	batch_timeout_ms = dj_batch_timeout_ms;
 
 	worker_loop();
 	proc_exit(0);
@@ -307,7 +321,7 @@ worker_loop(void)
 			if (!decode_capture_is_empty(&capture))
 			{
 				TimestampTz due = TimestampTzPlusMilliseconds(capture.first_change_time,
-															  dj_batch_timeout_ms);
+															  batch_timeout_ms);
 
 				timeout = Max(1, Min(timeout,
 									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), due)));
@@ -323,10 +337,10 @@ worker_loop(void)
 static bool
 worker_batch_due(void)
 {
-	if (capture.nkeys >= dj_max_batch_size)
+	if (capture.nkeys >= batch_max_keys)
 		return true;
 	return GetCurrentTimestamp() >=
-		TimestampTzPlusMilliseconds(capture.first_change_time, dj_batch_timeout_ms);
+		TimestampTzPlusMilliseconds(capture.first_change_time, batch_timeout_ms);
 }
 
 /*
@@ -471,7 +485,7 @@ worker_decode(void)
 		if (record != NULL)
 			LogicalDecodingProcessRecord(decoding, reader);
 
-		if (capture.nkeys >= dj_max_batch_size)
+		if (capture.nkeys >= batch_max_keys)
 			break;
 		if (++nrecords % 256 == 0 && !decode_capture_is_empty(&capture) &&
 			worker_batch_due())
@@ -737,8 +751,8 @@ worker_apply_view(ViewBatch *batch, ViewRow *row, XLogRecPtr end_lsn,
 		(void) set_config_option("search_path", "pg_catalog, pg_temp",
 								 PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-		if (dj_lookup_timeout_ms > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT, dj_lookup_timeout_ms);
+		if (row->lookup_timeout_ms > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, row->lookup_timeout_ms);
 
 		memset(&counts, 0, sizeof(counts));
 		batch->end_lsn = end_lsn;
@@ -790,6 +804,16 @@ worker_apply_view(ViewBatch *batch, ViewRow *row, XLogRecPtr end_lsn,
 	return !again;
 }
 
+/* An integer option of a view row, or the setting when absent */
+static int
+option_or(HeapTuple tuple, TupleDesc desc, int column, int setting)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(tuple, desc, column, &isnull);
+
+	return isnull ? setting : DatumGetInt32(value);
+}
+
 /*
  * The rows of view_catalog, allocated in batch_cxt (they are used after the
  * transaction ends).  SPI must be connected and a snapshot active.
@@ -804,7 +828,10 @@ worker_read_views(int *nrows)
 	{
 		Oid			argtypes[3] = {INT4OID, PG_LSNOID, TEXTOID};
 
-		plan_list_views = SPI_prepare("SELECT view_id, owner, state = 'error', applied_lsn, target_name"
+		plan_list_views = SPI_prepare("SELECT view_id, owner, state = 'error', applied_lsn, target_name,"
+									  "       (options->>'max_batch_size')::int,"
+									  "       (options->>'batch_timeout')::int,"
+									  "       (options->>'lookup_timeout')::int"
 									  "  FROM delta_join.view_catalog ORDER BY view_id",
 									  0, NULL);
 		plan_set_applied = SPI_prepare("UPDATE delta_join.view_catalog"
@@ -833,6 +860,8 @@ worker_read_views(int *nrows)
 	*nrows = (int) SPI_processed;
 	rows = MemoryContextAllocZero(batch_cxt,
 								  Max(SPI_processed, 1) * sizeof(ViewRow));
+	batch_max_keys = dj_max_batch_size;
+	batch_timeout_ms = dj_batch_timeout_ms;
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[i];
@@ -846,6 +875,16 @@ worker_read_views(int *nrows)
 		rows[i].applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 4, &isnull));
 		name = SPI_getvalue(tuple, desc, 5);
 		rows[i].target_name = MemoryContextStrdup(batch_cxt, name ? name : "?");
+		rows[i].max_batch_size = option_or(tuple, desc, 6, dj_max_batch_size);
+		rows[i].batch_timeout_ms = option_or(tuple, desc, 7, dj_batch_timeout_ms);
+		rows[i].lookup_timeout_ms = option_or(tuple, desc, 8, dj_lookup_timeout_ms);
+
+		/* one batch serves every view: it is as small as the strictest asks */
+		if (!rows[i].in_error)
+		{
+			batch_max_keys = Min(batch_max_keys, rows[i].max_batch_size);
+			batch_timeout_ms = Min(batch_timeout_ms, rows[i].batch_timeout_ms);
+		}
 	}
 	return rows;
 }
