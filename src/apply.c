@@ -76,9 +76,6 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 		ScanKeyInit(&writer->keys[i], i + 1, BTEqualStrategyNumber, get_opcode(op), (Datum) 0);
 		writer->keys[i].sk_collation = idx->rd_indcollation[i];
 	}
-	InitDirtySnapshot(writer->dirty);
-	writer->scan = index_beginscan(writer->rel, writer->key_rel, &writer->dirty,
-								   writer->key_rel->rd_index->indnkeyatts, 0);
 
 	desc = RelationGetDescr(writer->rel);
 	writer->ncolumns = plan->ncolumns;
@@ -200,17 +197,27 @@ find_target_row(TargetWriter *writer)
 			writer->keys[i].sk_flags &= ~(SK_ISNULL | SK_SEARCHNULL);
 	}
 
+	/*
+	 * A scan per lookup: the writes between two lookups change the index
+	 * under a scan that would be kept open (its pinned page, its killed
+	 * items).
+	 */
 	for (;;)
 	{
-		TransactionId xwait;
+		SnapshotData dirty;
+		IndexScanDesc scan;
+		TransactionId xwait = InvalidTransactionId;
+		bool		found;
 
-		index_rescan(writer->scan, writer->keys, nkeys, NULL, 0);
-		if (!index_getnext_slot(writer->scan, ForwardScanDirection, writer->oldslot))
-			return false;
-		xwait = TransactionIdIsValid(writer->dirty.xmin) ?
-			writer->dirty.xmin : writer->dirty.xmax;
+		InitDirtySnapshot(dirty);
+		scan = index_beginscan(writer->rel, idx, &dirty, nkeys, 0);
+		index_rescan(scan, writer->keys, nkeys, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, writer->oldslot);
+		if (found)
+			xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		index_endscan(scan);
 		if (!TransactionIdIsValid(xwait))
-			return true;
+			return found;
 		XactLockTableWait(xwait, NULL, NULL, XLTW_None);
 	}
 }
@@ -267,7 +274,6 @@ target_delete(TargetWriter *writer, const Datum *values, const bool *isnull)
 void
 target_writer_end(TargetWriter *writer)
 {
-	index_endscan(writer->scan);
 	ExecCloseIndices(writer->rri);
 	AfterTriggerEndQuery(writer->estate);
 	EvalPlanQualEnd(&writer->epqstate);

@@ -13,7 +13,6 @@
 #include "executor/execdesc.h"
 #include "access/genam.h"
 #include "nodes/execnodes.h"
-#include "utils/snapshot.h"
 
 /* Writes result rows into a target, by the target's unique key. */
 typedef struct TargetWriter
@@ -22,8 +21,6 @@ typedef struct TargetWriter
 	Oid			key_index;
 	Relation	key_rel;		/* the target's unique key index */
 	ScanKeyData keys[INDEX_MAX_KEYS];	/* its columns; arguments per row */
-	SnapshotData dirty;			/* sees rows being written, to wait for them */
-	IndexScanDesc scan;			/* rescanned for every row */
 	EState	   *estate;
 	ResultRelInfo *rri;
 	EPQState	epqstate;
