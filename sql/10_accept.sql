@@ -12,21 +12,6 @@
 CREATE SCHEMA accept;
 SET search_path = accept, public;
 
--- diff(target, query): the rows of the query missing from the target, the
--- rows of the target the query does not return (both with EXCEPT ALL, so
--- duplicates count), and the number of rows of the target.  A correct
--- backfill gives 0 | 0 | <rows>.
-CREATE FUNCTION diff(target regclass, query text,
-                     OUT missing bigint, OUT extra bigint, OUT target_rows bigint)
-LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((%s) EXCEPT ALL TABLE %s) d', query, target)
-    INTO missing;
-  EXECUTE format('SELECT count(*) FROM (TABLE %s EXCEPT ALL (%s)) d', target, query)
-    INTO extra;
-  EXECUTE format('SELECT count(*) FROM %s', target) INTO target_rows;
-END $f$;
-
 --
 -- 1. The worked example of DESIGN.md §1: orders N:1 items.
 --    (merchant_id, item_id) is a prefix of both primary keys.

@@ -10,18 +10,6 @@ SET search_path = types, public;
 SET timezone = 'America/New_York';      -- timestamptz output is stable
 SET datestyle = 'ISO, YMD';
 
--- missing / extra rows of a target against a query (EXCEPT ALL both ways)
-CREATE FUNCTION diff(target regclass, query text,
-                     OUT missing bigint, OUT extra bigint, OUT target_rows bigint)
-LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((%s) EXCEPT ALL TABLE %s) d', query, target)
-    INTO missing;
-  EXECUTE format('SELECT count(*) FROM (TABLE %s EXCEPT ALL (%s)) d', target, query)
-    INTO extra;
-  EXECUTE format('SELECT count(*) FROM %s', target) INTO target_rows;
-END $f$;
-
 --
 -- 1. A wide join with many types.  The join key sku is text with collation
 --    "C" on both sides; the target keeps that collation, and one output

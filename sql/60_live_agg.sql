@@ -5,17 +5,6 @@
 CREATE SCHEMA agg;
 SET search_path = agg, public;
 
-CREATE FUNCTION diff(target text, query text,
-                     OUT only_in_target bigint, OUT only_in_query bigint, OUT target_rows bigint)
-LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE format('SELECT count(*) FROM (SELECT * FROM %s EXCEPT ALL (%s)) x', target, query)
-    INTO only_in_target;
-  EXECUTE format('SELECT count(*) FROM ((%s) EXCEPT ALL SELECT * FROM %s) x', query, target)
-    INTO only_in_query;
-  EXECUTE format('SELECT count(*) FROM %s', target) INTO target_rows;
-END $f$;
-
 CREATE TABLE orders (
   merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2), note text,
   PRIMARY KEY (merchant_id, item_id, order_id));
