@@ -31,6 +31,31 @@
 #include "options.h"
 
 /*
+ * Act as role, with search_path, as a security-restricted operation (no
+ * function it runs can change the session), until catalog_act_done().  An
+ * error in between is undone by the (sub)transaction abort.
+ */
+void
+catalog_act_as(Oid role, const char *search_path, ActingAs *acting)
+{
+	GetUserIdAndSecContext(&acting->save_userid, &acting->save_sec_context);
+	SetUserIdAndSecContext(role,
+						   acting->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	acting->nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", search_path,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+catalog_act_done(ActingAs *acting)
+{
+	AtEOXact_GUC(true, acting->nestlevel);
+	SetUserIdAndSecContext(acting->save_userid, acting->save_sec_context);
+}
+
+/*
  * Run one catalog statement with SPI as the bootstrap superuser, with a
  * search_path of pg_catalog only and as a security-restricted operation, so
  * that nothing the caller defined (an operator or function in a schema of
@@ -42,29 +67,12 @@ int
 catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			 const char *nulls)
 {
-	Oid			save_userid;
-	int			save_sec_context;
-	int			nestlevel;
-	volatile int ret = 0;
+	ActingAs	acting;
+	int			ret;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	PG_TRY();
-	{
-		ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	}
-	PG_FINALLY();
-	{
-		AtEOXact_GUC(false, nestlevel);
-		SetUserIdAndSecContext(save_userid, save_sec_context);
-	}
-	PG_END_TRY();
+	catalog_act_as(BOOTSTRAP_SUPERUSERID, "pg_catalog, pg_temp", &acting);
+	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	catalog_act_done(&acting);
 
 	if (ret < 0)
 		elog(ERROR, "catalog statement failed: %s", SPI_result_code_string(ret));

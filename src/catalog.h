@@ -27,6 +27,16 @@ typedef struct ViewRecord
 	XLogRecPtr	applied_lsn;
 } ViewRecord;
 
+/* What catalog_act_as() changed, for catalog_act_done() to put back. */
+typedef struct ActingAs
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			nestlevel;
+} ActingAs;
+
+extern void catalog_act_as(Oid role, const char *search_path, ActingAs *acting);
+extern void catalog_act_done(ActingAs *acting);
 extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 						 const char *nulls);
 extern int	catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,

@@ -80,6 +80,7 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "catalog.h"
 #include "decode.h"
 #include "delta_join.h"
 #include "launcher.h"
@@ -730,27 +731,18 @@ worker_apply_view(ViewBatch *batch, ViewRow *row, XLogRecPtr end_lsn,
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	Oid			save_userid;
-	int			save_sec_context;
 	volatile bool again = false;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 
 	PG_TRY();
 	{
 		ApplyCounts counts;
-		int			nestlevel;
+		ActingAs	acting;
 		Datum		values[2];
 
-		SetUserIdAndSecContext(row->owner,
-							   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		nestlevel = NewGUCNestLevel();
-		(void) set_config_option("search_path", "pg_catalog, pg_temp",
-								 PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
+		catalog_act_as(row->owner, "pg_catalog, pg_temp", &acting);
 		if (row->lookup_timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, row->lookup_timeout_ms);
 
@@ -761,8 +753,7 @@ worker_apply_view(ViewBatch *batch, ViewRow *row, XLogRecPtr end_lsn,
 		PopActiveSnapshot();
 
 		disable_timeout(STATEMENT_TIMEOUT, false);
-		AtEOXact_GUC(true, nestlevel);
-		SetUserIdAndSecContext(save_userid, save_sec_context);
+		catalog_act_done(&acting);
 
 		values[0] = Int32GetDatum(batch->view_id);
 		values[1] = LSNGetDatum(end_lsn);
