@@ -130,12 +130,11 @@ FROM delta_join.view_catalog v;
 CREATE VIEW delta_join.status AS
 SELECT v.target_name AS target,
 	   v.state,
-	   greatest(v.applied_lsn, s.applied_lsn) AS applied_lsn,
-	   CASE WHEN v.state = 'error' THEN NULL
-			ELSE greatest(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
-													 greatest(v.applied_lsn, s.applied_lsn)), 0)::bigint
-	   END AS lag_bytes,
-	   CASE WHEN s.applied_commit_time IS NULL THEN interval '0'
+	   p.applied_lsn,
+	   CASE WHEN v.state = 'error' THEN NULL ELSE p.behind END AS lag_bytes,
+	   -- now minus the commit time of the newest applied change; zero once
+	   -- everything written so far is applied
+	   CASE WHEN s.applied_commit_time IS NULL OR p.behind = 0 THEN interval '0'
 			ELSE greatest(pg_catalog.now() - s.applied_commit_time, interval '0')
 	   END AS lag,
 	   coalesce(s.changes_seen, 0) AS changes_seen,
@@ -149,7 +148,12 @@ SELECT v.target_name AS target,
 	   v.last_error_time,
 	   v.stale_since_lsn
 FROM delta_join.view_catalog v
-LEFT JOIN delta_join._stat() s USING (view_id);
+LEFT JOIN delta_join._stat() s USING (view_id)
+CROSS JOIN LATERAL (
+	SELECT greatest(v.applied_lsn, s.applied_lsn) AS applied_lsn,
+		   greatest(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
+											   greatest(v.applied_lsn, s.applied_lsn)),
+					0)::bigint AS behind) p;
 
 GRANT SELECT ON delta_join.views, delta_join.status TO PUBLIC;
 
