@@ -144,6 +144,44 @@ SELECT delta_join.wait('long_names', '10s');
 SELECT order_id, item_name FROM long_names ORDER BY order_id;
 SELECT state FROM delta_join.status WHERE target = 'hard.long_names';
 
+--
+-- A source whose primary key is redefined: the keys captured so far no
+-- longer fit the lookups, so the view goes to error; refresh() rebuilds it
+-- and captures the new key from then on.
+--
+CREATE TABLE pairs (a int, b int, v int, PRIMARY KEY (a, b));
+INSERT INTO pairs VALUES (1, 2, 0), (2, 1, 0);
+SELECT delta_join.create_view('pairs_copy', 'SELECT a, b, v FROM pairs');
+ALTER TABLE pairs DROP CONSTRAINT pairs_pkey;
+ALTER TABLE pairs ADD PRIMARY KEY (b, a);
+UPDATE pairs SET v = 10 WHERE a = 1;
+SELECT delta_join.wait('pairs_copy', '10s');
+SELECT state, last_error FROM delta_join.status WHERE target = 'hard.pairs_copy';
+SELECT delta_join.refresh('pairs_copy');
+SELECT key_columns FROM delta_join.source_catalog s JOIN delta_join.view_catalog v USING (view_id)
+WHERE v.target_name = 'hard.pairs_copy';
+UPDATE pairs SET v = 20 WHERE a = 2;
+SELECT delta_join.wait('pairs_copy', '10s');
+SELECT * FROM diff('pairs_copy', 'SELECT a, b, v FROM pairs');
+
+--
+-- A column added to the target would be overwritten with NULL: the view
+-- goes to error instead.
+--
+ALTER TABLE pairs_copy ADD COLUMN note text DEFAULT 'keep me';
+UPDATE pairs SET v = 30 WHERE a = 1;
+SELECT delta_join.wait('pairs_copy', '10s');
+SELECT state, last_error FROM delta_join.status WHERE target = 'hard.pairs_copy';
+SELECT note FROM pairs_copy ORDER BY a;
+
+--
+-- An existing target whose unique index repeats a column is not a key of
+-- the result.
+--
+CREATE TABLE pairs_dup (a int NOT NULL, b int NOT NULL, v int);
+CREATE UNIQUE INDEX ON pairs_dup (a, a);
+SELECT delta_join.create_view('pairs_dup', 'SELECT a, b, v FROM pairs');
+
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA hard CASCADE;

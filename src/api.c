@@ -203,14 +203,16 @@ dj_create_view(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	ViewRecord	existing;
 
-	options_from_args(fcinfo, 2, &options);
-	plan = analyze_for_strategy(query, &options);
-
 	/*
 	 * The slot must exist before anything of this view is written, so that
-	 * decoding starts before the view commits (and no change is missed).
+	 * decoding starts before the view commits (and no change is missed); and
+	 * before the analysis locks the sources, since creating it waits for the
+	 * transactions in progress, which may want those tables.
 	 */
 	worker_ensure_slot();
+
+	options_from_args(fcinfo, 2, &options);
+	plan = analyze_for_strategy(query, &options);
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
 	relid = RangeVarGetRelid(rv, ExclusiveLock, true);
@@ -331,6 +333,7 @@ dj_refresh(PG_FUNCTION_ARGS)
 	plan = catalog_view_plan(&view);
 	rows = target_fill(relid, plan, true);
 	AtEOXact_GUC(true, nestlevel);
+	catalog_rewrite_sources(view.view_id, plan);
 
 	catalog_reset_view(view.view_id, GetXLogInsertRecPtr());
 	worker_notify();

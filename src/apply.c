@@ -102,6 +102,17 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 					 errhint("Drop and recreate the view.")));
 		writer->attnums[col++] = i + 1;
 	}
+	/* a column added to the target after them would be overwritten with NULL */
+	for (int i = col > 0 ? writer->attnums[col - 1] : 0; i < desc->natts; i++)
+	{
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("target \"%s\" has column \"%s\", which the query does not output",
+							RelationGetRelationName(writer->rel),
+							NameStr(TupleDescAttr(desc, i)->attname)),
+					 errhint("Drop the column, or drop and recreate the view.")));
+	}
 	if (col != plan->ncolumns)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -299,6 +310,7 @@ apply_view_batch(int view_id, ViewBatch *batch, ApplyCounts *counts)
 		return;					/* dropped since the batch was decoded */
 
 	plan = catalog_view_plan(&view);
+	catalog_check_sources(view_id, plan);
 
 	/*
 	 * Lookups read the sources directly: check, as the view's owner, the

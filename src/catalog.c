@@ -19,6 +19,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -92,37 +93,12 @@ name_array(Oid relid, int n, const AttrNumber *attnums)
 }
 
 /*
- * Register a view and its sources; returns the new view_id.
+ * The source_catalog rows of a view, from its plan.  SPI must be connected.
  */
-int
-catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
-					const char *search_path, XLogRecPtr lsn)
+static void
+insert_sources(int view_id, DeltaPlan *plan)
 {
-	Oid			vtypes[] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	TEXTOID, OIDOID, PG_LSNOID};
-	Datum		vvalues[9];
-	int			view_id;
-	bool		isnull;
 	ListCell   *lc;
-
-	SPI_connect();
-
-	vvalues[0] = ObjectIdGetDatum(target);
-	vvalues[1] = CStringGetTextDatum(target_name);
-	vvalues[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" : "aggregate");
-	vvalues[3] = CStringGetTextDatum(dj_strategy_name(plan->options.strategy));
-	vvalues[4] = JsonbPGetDatum(options_to_jsonb(&plan->options));
-	vvalues[5] = CStringGetTextDatum(plan->query_text);
-	vvalues[6] = CStringGetTextDatum(search_path);
-	vvalues[7] = ObjectIdGetDatum(GetUserId());
-	vvalues[8] = LSNGetDatum(lsn);
-	catalog_exec("INSERT INTO delta_join.view_catalog "
-					 "(target, target_name, kind, strategy, options, query, search_path, "
-					 " owner, created_lsn, applied_lsn) "
-					 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING view_id",
-					 9, vtypes, vvalues, NULL);
-	view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-										  1, &isnull));
 
 	foreach(lc, plan->sources)
 	{
@@ -165,6 +141,42 @@ catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
 						 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 						 8, stypes, svalues, snulls);
 	}
+
+}
+
+/*
+ * Register a view and its sources; returns the new view_id.
+ */
+int
+catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
+					const char *search_path, XLogRecPtr lsn)
+{
+	Oid			vtypes[] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	TEXTOID, OIDOID, PG_LSNOID};
+	Datum		vvalues[9];
+	int			view_id;
+	bool		isnull;
+
+	SPI_connect();
+
+	vvalues[0] = ObjectIdGetDatum(target);
+	vvalues[1] = CStringGetTextDatum(target_name);
+	vvalues[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" : "aggregate");
+	vvalues[3] = CStringGetTextDatum(dj_strategy_name(plan->options.strategy));
+	vvalues[4] = JsonbPGetDatum(options_to_jsonb(&plan->options));
+	vvalues[5] = CStringGetTextDatum(plan->query_text);
+	vvalues[6] = CStringGetTextDatum(search_path);
+	vvalues[7] = ObjectIdGetDatum(GetUserId());
+	vvalues[8] = LSNGetDatum(lsn);
+	catalog_exec("INSERT INTO delta_join.view_catalog "
+					 "(target, target_name, kind, strategy, options, query, search_path, "
+					 " owner, created_lsn, applied_lsn) "
+					 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING view_id",
+					 9, vtypes, vvalues, NULL);
+	view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										  1, &isnull));
+
+	insert_sources(view_id, plan);
 
 	SPI_finish();
 	return view_id;
@@ -298,4 +310,70 @@ catalog_view_plan(ViewRecord *view)
 	plan = analyze_view_query(view->query, &options);
 	AtEOXact_GUC(true, nestlevel);
 	return plan;
+}
+
+/*
+ * After a refresh: the sources as the view's query resolves now (a source
+ * whose primary key changed captures other key columns from now on).
+ */
+void
+catalog_rewrite_sources(int view_id, DeltaPlan *plan)
+{
+	Oid			types[] = {INT4OID};
+	Datum		values[1];
+
+	values[0] = Int32GetDatum(view_id);
+	SPI_connect();
+	catalog_exec("DELETE FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL);
+	insert_sources(view_id, plan);
+	SPI_finish();
+}
+
+/*
+ * Check that the dirty keys decoding captures for the view (the key columns
+ * recorded in source_catalog) are still the key columns of the plan, in the
+ * same order: a source's primary key redefined since the view was made would
+ * otherwise hand the wrong values to the lookups.
+ */
+void
+catalog_check_sources(int view_id, DeltaPlan *plan)
+{
+	Oid			types[] = {INT4OID};
+	Datum		values[1];
+	ListCell   *lc;
+
+	values[0] = Int32GetDatum(view_id);
+	SPI_connect();
+	catalog_exec("SELECT ordinal, array_to_string(key_columns, ',') "
+				 "FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL);
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		StringInfoData now;
+		char	   *recorded = NULL;
+
+		initStringInfo(&now);
+		for (int k = 0; k < src->key_natts; k++)
+			appendStringInfo(&now, "%s%s", k > 0 ? "," : "",
+							 get_attname(src->relid, src->key_attnums[k], false));
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+
+			if (DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+											1, &isnull)) == src->rtindex)
+				recorded = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		}
+		if (recorded == NULL || strcmp(recorded, now.data) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the key of source \"%s\" changed since the view was created",
+							src->relname),
+					 errdetail("Changes are captured by (%s); the key is now (%s).",
+							   recorded ? recorded : "", now.data),
+					 errhint("Rebuild the view with delta_join.refresh().")));
+	}
+	SPI_finish();
 }

@@ -45,6 +45,8 @@ extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern bool catalog_get_view(int view_id, ViewRecord *view);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
+extern void catalog_rewrite_sources(int view_id, DeltaPlan *plan);
+extern void catalog_check_sources(int view_id, DeltaPlan *plan);
 extern int	catalog_use_search_path(ViewRecord *view);
 extern DeltaPlan *catalog_view_plan(ViewRecord *view);
 

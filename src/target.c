@@ -116,11 +116,12 @@ target_key_index(Relation rel, DeltaPlan *plan)
 			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
 			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL);
 
-		for (int i = 0; match && i < form->indnkeyatts; i++)
+		/* same number of columns, and every key column among them */
+		for (int k = 0; match && k < plan->key_ncolumns; k++)
 		{
 			bool		found = false;
 
-			for (int k = 0; k < plan->key_ncolumns; k++)
+			for (int i = 0; i < form->indnkeyatts; i++)
 				found |= (form->indkey.values[i] == plan->key_columns[k] + 1);
 			match = found;
 		}
