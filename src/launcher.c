@@ -77,6 +77,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* Backends: a catalog change waiting for commit to be announced */
 static bool notify_pending = false;
+
+/* A slot recreated in this transaction, with views marked stale for it */
+static char slot_to_drop_on_abort[NAMEDATALEN];
 static bool xact_callback_registered = false;
 
 static void worker_shmem_request(void);
@@ -88,6 +91,7 @@ static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
 static XLogRecPtr wal_position_now(void);
 static bool view_in_error(int view_id);
+static void worker_drop_slot_on_abort(void);
 
 /* ----------------
  * Start-up and shared memory
@@ -307,16 +311,28 @@ worker_ensure_slot(void)
 	 * missed changes: say so.
 	 */
 	SPI_connect();
-	if (SPI_execute("SELECT 1 FROM delta_join.view_catalog WHERE state = 'active' LIMIT 1",
-					true, 1) != SPI_OK_SELECT)
+	if (catalog_exec("SELECT 1 FROM delta_join.view_catalog"
+					 " WHERE state OPERATOR(pg_catalog.=) 'active' LIMIT 1",
+					 0, NULL, NULL, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read delta_join.view_catalog");
 	views_exist = SPI_processed > 0;
 	SPI_finish();
-	if (views_exist)
-		worker_mark_views_stale(psprintf("replication slot \"%s\" was missing; changes committed while it was missing were not applied",
-										 name));
+	if (!views_exist)
+	{
+		worker_wake(MyDatabaseId);
+		return;
+	}
 
-	worker_wake(MyDatabaseId);
+	/*
+	 * The marking is transactional and the slot is not: should this
+	 * transaction abort, drop the slot again (worker_xact_callback), so the
+	 * next view function finds it missing and marks the views once more.
+	 * The worker is only woken at commit, so that nothing holds the slot.
+	 */
+	worker_mark_views_stale(psprintf("replication slot \"%s\" was missing; changes committed while it was missing were not applied",
+									 name));
+	strlcpy(slot_to_drop_on_abort, name, NAMEDATALEN);
+	worker_notify();
 }
 
 /*
@@ -347,6 +363,7 @@ worker_xact_callback(XactEvent event, void *arg)
 						 errmsg("cannot prepare a transaction that created, dropped or refreshed a delta view")));
 			break;
 		case XACT_EVENT_COMMIT:
+			slot_to_drop_on_abort[0] = '\0';
 			if (notify_pending)
 			{
 				notify_pending = false;
@@ -355,10 +372,39 @@ worker_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 			notify_pending = false;
+			if (slot_to_drop_on_abort[0] != '\0')
+				worker_drop_slot_on_abort();
 			break;
 		default:
 			break;
 	}
+}
+
+/*
+ * Drop the slot this aborted transaction recreated (see worker_ensure_slot).
+ * Runs during abort: report a failure, do not raise it.
+ */
+static void
+worker_drop_slot_on_abort(void)
+{
+	char		name[NAMEDATALEN];
+
+	strlcpy(name, slot_to_drop_on_abort, NAMEDATALEN);
+	slot_to_drop_on_abort[0] = '\0';
+	PG_TRY();
+	{
+		ReplicationSlotDrop(name, true);
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("could not drop replication slot \"%s\" after the transaction that recreated it aborted",
+						name),
+				 errhint("Drop it with pg_drop_replication_slot(), then refresh the views of this database.")));
+	}
+	PG_END_TRY();
 }
 
 /*
