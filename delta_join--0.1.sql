@@ -19,7 +19,7 @@ SELECT delta_join._check_environment();
 -- One row per view.
 CREATE TABLE delta_join.view_catalog (
 	view_id			serial PRIMARY KEY,
-	target			oid NOT NULL UNIQUE,	-- pg_class OID of the target
+	target			regclass NOT NULL UNIQUE,	-- dumped and restored by name
 	target_name		text NOT NULL,			-- qualified name, for messages
 	kind			text NOT NULL CHECK (kind IN ('join', 'aggregate')),
 	strategy		text NOT NULL,
@@ -41,10 +41,10 @@ CREATE TABLE delta_join.view_catalog (
 CREATE TABLE delta_join.source_catalog (
 	view_id			int NOT NULL REFERENCES delta_join.view_catalog ON DELETE CASCADE,
 	ordinal			int NOT NULL,			-- range-table position in the query
-	relid			oid NOT NULL,			-- the source table (root if partitioned)
+	relid			regclass NOT NULL,		-- the source table (root if partitioned)
 	alias			text NOT NULL,
 	key_columns		name[] NOT NULL,		-- columns whose values make a dirty key
-	lookup_index	oid,					-- btree index used to look this source up
+	lookup_index	oid,					-- btree index used to look this source up (rewritten by refresh)
 	lookup_columns	name[],					-- its leading columns the lookup binds
 	options			jsonb NOT NULL DEFAULT '{}',	-- per-table hint options
 	PRIMARY KEY (view_id, ordinal)
