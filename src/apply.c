@@ -126,7 +126,11 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	rte->relid = target;
 	rte->relkind = writer->rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
+#if PG_VERSION_NUM >= 160000
+	ExecInitRangeTable(writer->estate, list_make1(rte), NIL);
+#else
 	ExecInitRangeTable(writer->estate, list_make1(rte));
+#endif
 	writer->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(writer->rri, writer->rel, 1, NULL, 0);
 	ExecOpenIndices(writer->rri, false);
@@ -316,7 +320,11 @@ apply_view_batch(int view_id, ViewBatch *batch, ApplyCounts *counts)
 	 * Lookups read the sources directly: check, as the view's owner, the
 	 * rights a query would need (a revoked privilege puts the view in error).
 	 */
+#if PG_VERSION_NUM >= 160000
+	(void) ExecCheckPermissions(plan->query->rtable, plan->query->rteperminfos, true);
+#else
 	(void) ExecCheckRTPerms(plan->query->rtable, true);
+#endif
 
 	writer = target_writer_begin(view.target, plan, counts);
 	if (plan->kind == DJ_KIND_JOIN)

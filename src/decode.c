@@ -302,17 +302,17 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	{
 		case REORDER_BUFFER_CHANGE_INSERT:
 			if (change->data.tp.newtuple != NULL)
-				newtuple = &change->data.tp.newtuple->tuple;
+				newtuple = DJ_CHANGE_TUPLE(change->data.tp.newtuple);
 			break;
 		case REORDER_BUFFER_CHANGE_UPDATE:
 			if (change->data.tp.newtuple != NULL)
-				newtuple = &change->data.tp.newtuple->tuple;
+				newtuple = DJ_CHANGE_TUPLE(change->data.tp.newtuple);
 			if (change->data.tp.oldtuple != NULL)
-				oldtuple = &change->data.tp.oldtuple->tuple;
+				oldtuple = DJ_CHANGE_TUPLE(change->data.tp.oldtuple);
 			break;
 		case REORDER_BUFFER_CHANGE_DELETE:
 			if (change->data.tp.oldtuple != NULL)
-				oldtuple = &change->data.tp.oldtuple->tuple;
+				oldtuple = DJ_CHANGE_TUPLE(change->data.tp.oldtuple);
 			else if (!list_member_oid(warned_relids, RelationGetRelid(relation)))
 			{
 				MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);

@@ -52,6 +52,17 @@ typedef struct DeltaOptions
 	bool		retract;
 } DeltaOptions;
 
+/*
+ * Version differences.  The extension is built and tested on PostgreSQL 15;
+ * these name the places where 16 and 17 changed what we call.
+ */
+#if PG_VERSION_NUM >= 170000
+/* ReorderBufferChange tuples became plain HeapTuples */
+#define DJ_CHANGE_TUPLE(t)	(t)
+#else
+#define DJ_CHANGE_TUPLE(t)	(&(t)->tuple)
+#endif
+
 /* GUC variables (module.c) */
 extern int	dj_strategy;
 extern bool dj_ignore_non_unique_key_filter;
