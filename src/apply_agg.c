@@ -145,10 +145,6 @@ plan_group_query(DeltaPlan *plan, Bitmapset *nulls, Oid **paramtypes)
 	return pg_plan_query(query, plan->query_text, CURSOR_OPT_GENERIC_PLAN, NULL);
 }
 
-/*
- * Recompute one group (its key values in group-clause order) and write the
- * result: upsert, or delete when the group has no rows left.
- */
 /* A generic plan of the group query for one pattern of NULL key columns. */
 typedef struct GroupPlan
 {
@@ -180,6 +176,10 @@ group_plan_for(DeltaPlan *plan, List **plans, DirtyKey *key, int nkeys)
 	return gp;
 }
 
+/*
+ * Recompute one group (its key values in group-clause order) and write the
+ * result: upsert, or delete when the group has no rows left.
+ */
 static void
 recompute_group(DeltaPlan *plan, GroupPlan *gp, int nkeys,
 				const int *key_output, DirtyKey *key, GroupReceiver *receiver)
