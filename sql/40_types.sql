@@ -93,6 +93,20 @@ SELECT * FROM diff('owner_documents', :'q');
 SELECT pg_relation_size(reltoastrelid) > 0 AS target_toasted
 FROM pg_class WHERE oid = 'owner_documents'::regclass;
 
+-- The same through live maintenance: a new large document, an owner rename
+-- that rewrites the row of the large one (its body arrives from the source's
+-- TOAST table), and an update that changes another column only.
+INSERT INTO documents
+  SELECT 4, 2, string_agg(md5((-g)::text), '') FROM generate_series(1, 50000) g;
+UPDATE owners SET owner_name = 'bigger' WHERE owner_id = 1;
+UPDATE documents SET owner_id = 1 WHERE doc_id = 2;
+SELECT delta_join.wait('owner_documents', '30s');
+SELECT t.doc_id, t.owner_name, length(t.body) AS target_length,
+       md5(t.body) = md5(d.body) AS same_md5
+FROM owner_documents t JOIN documents d USING (doc_id)
+ORDER BY t.doc_id;
+SELECT * FROM diff('owner_documents', :'q');
+
 --
 -- 3. Join keys of other types: a cross-type comparison (integer = bigint),
 --    a binary-compatible one (varchar = text), a domain, and uuid.  None
