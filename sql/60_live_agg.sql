@@ -84,6 +84,25 @@ SELECT delta_join.wait();
 SELECT * FROM tickets_by_queue ORDER BY queue NULLS FIRST;
 
 --
+-- Group keys that are equal but stored differently (numeric 1.0 and 1.00)
+-- form one group, recomputed together.
+--
+CREATE TABLE readings (id int PRIMARY KEY, level numeric, v int);
+CREATE INDEX ON readings (level);
+ALTER TABLE readings REPLICA IDENTITY FULL;
+INSERT INTO readings VALUES (1, 1.0, 10), (2, 1.00, 20), (3, 2.5, 30);
+\set bylevel 'SELECT level, count(*) AS n, sum(v) AS total FROM readings GROUP BY level'
+SELECT delta_join.create_view('readings_by_level', :'bylevel');
+DELETE FROM readings WHERE id = 1;           -- the group keeps id 2
+SELECT delta_join.wait();
+SELECT level = 1 AS one, n, total FROM readings_by_level ORDER BY level;
+UPDATE readings SET level = 2.50 WHERE id = 2; -- and now joins the other one
+INSERT INTO readings VALUES (4, 1.000, 40);  -- group 1 comes back
+SELECT delta_join.wait();
+SELECT level = 1 AS one, n, total FROM readings_by_level ORDER BY level;
+SELECT * FROM diff('readings_by_level', :'bylevel');
+
+--
 -- HAVING (accepted with ignore_non_unique_key_filter): a group that stops
 -- passing keeps its earlier row; a group that is emptied is still deleted.
 --

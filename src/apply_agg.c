@@ -28,11 +28,16 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/params.h"
 #include "optimizer/optimizer.h"
 #include "tcop/dest.h"
 #include "tcop/tcopprot.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/fmgrprotos.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
@@ -46,7 +51,79 @@ typedef struct GroupReceiver
 	int			ncolumns;
 	bool		has_having;
 	bool		found;
+	struct GroupSet *set;		/* recomputing a set of groups, or NULL */
+	int			key_column;		/* output column of the key (set mode) */
 } GroupReceiver;
+
+/*
+ * Groups of a one-column key recomputed together: "key = ANY($1)", one
+ * execution for up to GROUP_SET_SIZE groups.  The groups it returns are
+ * noted in `found` (a hash table on the key's own hash and equality, so that
+ * values equal but stored differently, like numeric 1.0 and 1.00, match);
+ * those it does not return are gone.
+ */
+#define GROUP_SET_SIZE	512
+
+typedef struct GroupSet
+{
+	PlannedStmt *pstmt;
+	Oid			elemtype;
+	Oid			arraytype;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Oid			collation;
+	FmgrInfo	hash;
+	FmgrInfo	eq;
+	MemoryContext cxt;			/* found and its values, reset per set */
+	HTAB	   *found;			/* uint32 hash -> FoundValues */
+} GroupSet;
+
+typedef struct FoundValues
+{
+	uint32		hash;			/* hash key */
+	List	   *values;			/* Datum *, equal hashes */
+} FoundValues;
+
+static uint32
+group_set_hash(GroupSet *set, Datum value)
+{
+	return DatumGetUInt32(FunctionCall1Coll(&set->hash, set->collation, value));
+}
+
+static void
+group_set_note(GroupSet *set, Datum value)
+{
+	MemoryContext old = MemoryContextSwitchTo(set->cxt);
+	uint32		hash = group_set_hash(set, value);
+	bool		found;
+	FoundValues *entry = hash_search(set->found, &hash, HASH_ENTER, &found);
+	Datum	   *copy = palloc(sizeof(Datum));
+
+	if (!found)
+		entry->values = NIL;
+	*copy = datumCopy(value, set->typbyval, set->typlen);
+	entry->values = lappend(entry->values, copy);
+	MemoryContextSwitchTo(old);
+}
+
+static bool
+group_set_returned(GroupSet *set, Datum value)
+{
+	uint32		hash = group_set_hash(set, value);
+	FoundValues *entry = hash_search(set->found, &hash, HASH_FIND, NULL);
+	ListCell   *lc;
+
+	if (entry == NULL)
+		return false;
+	foreach(lc, entry->values)
+	{
+		if (DatumGetBool(FunctionCall2Coll(&set->eq, set->collation,
+										   *(Datum *) lfirst(lc), value)))
+			return true;
+	}
+	return false;
+}
 
 static bool
 group_receive(TupleTableSlot *slot, DestReceiver *self)
@@ -55,6 +132,8 @@ group_receive(TupleTableSlot *slot, DestReceiver *self)
 
 	slot_getallattrs(slot);
 	receiver->found = true;
+	if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
+		group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
 
 	/* a group that fails HAVING keeps the row written earlier */
 	if (receiver->has_having &&
@@ -84,11 +163,12 @@ group_destroy(DestReceiver *self)
 /*
  * The view's query restricted to one group: WHERE ... AND k1 = $1 AND
  * k2 = $2 ..., with "kn IS NULL" instead for the key columns in `nulls`
- * (GROUP BY puts NULLs in one group), and HAVING moved to a last output
- * column.  Returns the parameter types.
+ * (GROUP BY puts NULLs in one group), or "k1 = ANY($1)" in set mode (one
+ * key column), and HAVING moved to a last output column.  Returns the
+ * parameter types.
  */
 static PlannedStmt *
-plan_group_query(DeltaPlan *plan, Bitmapset *nulls, Oid **paramtypes)
+plan_group_query(DeltaPlan *plan, Bitmapset *nulls, bool set_mode, Oid **paramtypes)
 {
 	Query	   *query = copyObject(plan->query);
 	DeltaSource *src = linitial(plan->sources);
@@ -123,6 +203,20 @@ plan_group_query(DeltaPlan *plan, Bitmapset *nulls, Oid **paramtypes)
 			test->argisrow = false;
 			test->location = -1;
 			conds = lappend(conds, test);
+		}
+		else if (set_mode)
+		{
+			ScalarArrayOpExpr *any = makeNode(ScalarArrayOpExpr);
+
+			param->paramtype = get_array_type(righttype);
+			(*paramtypes)[k] = param->paramtype;
+			any->opno = sgc->eqop;
+			any->opfuncid = get_opcode(sgc->eqop);
+			any->useOr = true;
+			any->inputcollid = var->varcollid;
+			any->args = list_make2(copyObject(var), param);
+			any->location = -1;
+			conds = lappend(conds, any);
 		}
 		else
 			conds = lappend(conds, make_opclause(sgc->eqop, BOOLOID, false,
@@ -171,7 +265,7 @@ group_plan_for(DeltaPlan *plan, List **plans, DirtyKey *key, int nkeys)
 	}
 	gp = palloc(sizeof(GroupPlan));
 	gp->nulls = nulls;
-	gp->pstmt = plan_group_query(plan, nulls, &gp->paramtypes);
+	gp->pstmt = plan_group_query(plan, nulls, false, &gp->paramtypes);
 	*plans = lappend(*plans, gp);
 	return gp;
 }
@@ -259,6 +353,109 @@ target_groups(TargetWriter *writer, int nkeys, const int *key_output)
 	return keys;
 }
 
+/*
+ * The set path, when the group key is one column whose equality has a hash
+ * function and whose type has an array type; NULL otherwise.
+ */
+static GroupSet *
+group_set_begin(DeltaPlan *plan)
+{
+	SortGroupClause *sgc;
+	TargetEntry *tle;
+	GroupSet   *set;
+	Oid			lefttype;
+	Oid			hashproc;
+	Oid		   *paramtypes;
+	HASHCTL		hctl;
+
+	if (list_length(plan->query->groupClause) != 1)
+		return NULL;
+	sgc = linitial(plan->query->groupClause);
+	tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
+
+	set = palloc0(sizeof(GroupSet));
+	op_input_types(sgc->eqop, &lefttype, &set->elemtype);
+	set->arraytype = get_array_type(set->elemtype);
+	if (!OidIsValid(set->arraytype) ||
+		lefttype != set->elemtype ||
+		!get_op_hash_functions(sgc->eqop, &hashproc, NULL))
+		return NULL;
+
+	get_typlenbyvalalign(set->elemtype, &set->typlen, &set->typbyval, &set->typalign);
+	set->collation = exprCollation((Node *) tle->expr);
+	fmgr_info(hashproc, &set->hash);
+	fmgr_info(get_opcode(sgc->eqop), &set->eq);
+	set->pstmt = plan_group_query(plan, NULL, true, &paramtypes);
+	set->cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join group set",
+									 ALLOCSET_DEFAULT_SIZES);
+	hctl.keysize = sizeof(uint32);
+	hctl.entrysize = sizeof(FoundValues);
+	hctl.hcxt = set->cxt;
+	set->found = hash_create("delta_join groups returned", GROUP_SET_SIZE, &hctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return set;
+}
+
+/*
+ * Recompute up to GROUP_SET_SIZE groups (non-NULL keys) in one execution;
+ * delete those that no longer have rows.
+ */
+static void
+recompute_group_set(DeltaPlan *plan, GroupSet *set, DirtyKey **keys, int nkeys,
+					int key_output, GroupReceiver *receiver)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * nkeys);
+	ParamListInfo params = makeParamList(1);
+	QueryDesc  *qd;
+	HASHCTL		hctl;
+
+	for (int i = 0; i < nkeys; i++)
+		elems[i] = keys[i]->values[0];
+	params->params[0].value = PointerGetDatum(construct_array(elems, nkeys, set->elemtype,
+															  set->typlen, set->typbyval,
+															  set->typalign));
+	params->params[0].isnull = false;
+	params->params[0].pflags = PARAM_FLAG_CONST;
+	params->params[0].ptype = set->arraytype;
+	params->numParams = 1;
+
+	receiver->set = set;
+	receiver->key_column = key_output;
+	qd = CreateQueryDesc(set->pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
+						 (DestReceiver *) receiver, params, NULL, 0);
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+	receiver->set = NULL;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		if (!group_set_returned(set, keys[i]->values[0]))
+		{
+			Datum	   *values = palloc0(sizeof(Datum) * plan->ncolumns);
+			bool	   *isnull = palloc(sizeof(bool) * plan->ncolumns);
+
+			memset(isnull, true, sizeof(bool) * plan->ncolumns);
+			values[key_output] = keys[i]->values[0];
+			isnull[key_output] = false;
+			target_delete(receiver->writer, values, isnull);
+			pfree(values);
+			pfree(isnull);
+		}
+	}
+
+	/* forget what this set returned */
+	MemoryContextReset(set->cxt);
+	hctl.keysize = sizeof(uint32);
+	hctl.entrysize = sizeof(FoundValues);
+	hctl.hcxt = set->cxt;
+	set->found = hash_create("delta_join groups returned", GROUP_SET_SIZE, &hctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	pfree(elems);
+}
+
 void
 apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 				ApplyCounts *counts)
@@ -268,6 +465,9 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	int		   *key_output = palloc(sizeof(int) * nkeys);
 	GroupReceiver receiver;
 	List	   *plans = NIL;
+	GroupSet   *set;
+	DirtyKey  **chunk;
+	int			nchunk = 0;
 	ListCell   *lc;
 
 	/* where each group key column (group-clause order) is in the output */
@@ -305,6 +505,9 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	receiver.ncolumns = plan->ncolumns;
 	receiver.has_having = (plan->query->havingQual != NULL);
 
+	set = group_set_begin(plan);
+	chunk = palloc(sizeof(DirtyKey *) * GROUP_SET_SIZE);
+
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = lfirst(lc);
@@ -318,9 +521,26 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 			DirtyKey   *key = lfirst(lc2);
 
 			counts->keys_applied++;
+			if (set != NULL && !key->isnull[0])
+			{
+				/* a NULL key needs IS NULL: it takes the one-group path */
+				chunk[nchunk++] = key;
+				if (nchunk == GROUP_SET_SIZE)
+				{
+					counts->lookups++;
+					recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
+					nchunk = 0;
+				}
+				continue;
+			}
 			counts->lookups++;
 			recompute_group(plan, group_plan_for(plan, &plans, key, nkeys), nkeys,
 							key_output, key, &receiver);
 		}
+	}
+	if (nchunk > 0)
+	{
+		counts->lookups++;
+		recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
 	}
 }
