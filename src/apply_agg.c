@@ -6,10 +6,11 @@
  *	  has no rows left (-D).
  *
  * Aggregates are evaluated by Postgres itself: the view's query, with
- * "group column = $n" added to its WHERE clause, is planned once per batch
- * (a generic plan: the planner reaches the group through the group-key
- * index; one more plan for each pattern of NULL key columns met) and
- * executed once per distinct dirty group.  So every aggregate,
+ * "group column = ANY($1)" added to its WHERE clause (a one-column key:
+ * up to GROUP_SET_SIZE groups an execution), or "group column = $n" (other
+ * keys, and NULL keys: one group an execution), is planned once per batch
+ * (a generic plan: the planner reaches the groups through the group-key
+ * index) and executed for the distinct dirty groups.  So every aggregate,
  * with ORDER BY, FILTER or DISTINCT inside the call, behaves exactly as in a
  * plain GROUP BY.  A HAVING clause (allowed with
  * ignore_non_unique_key_filter) is moved into an extra output column, so
