@@ -161,6 +161,20 @@ group_destroy(DestReceiver *self)
 {
 }
 
+/* Forget the groups noted so far: a new, empty found table. */
+static void
+group_set_forget(GroupSet *set)
+{
+	HASHCTL		hctl;
+
+	MemoryContextReset(set->cxt);
+	hctl.keysize = sizeof(uint32);
+	hctl.entrysize = sizeof(FoundValues);
+	hctl.hcxt = set->cxt;
+	set->found = hash_create("delta_join groups returned", GROUP_SET_SIZE, &hctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 /*
  * The view's query restricted to one group: WHERE ... AND k1 = $1 AND
  * k2 = $2 ..., with "kn IS NULL" instead for the key columns in `nulls`
@@ -271,6 +285,41 @@ group_plan_for(DeltaPlan *plan, List **plans, DirtyKey *key, int nkeys)
 	return gp;
 }
 
+/* Execute a group query, its rows going to the receiver. */
+static void
+run_group_query(DeltaPlan *plan, PlannedStmt *pstmt, ParamListInfo params,
+				GroupReceiver *receiver)
+{
+	QueryDesc  *qd;
+
+	qd = CreateQueryDesc(pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
+						 (DestReceiver *) receiver, params, NULL, 0);
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+}
+
+/* Delete the target row of a group that has no rows left (-D). */
+static void
+delete_group(DeltaPlan *plan, TargetWriter *writer, DirtyKey *key, int nkeys,
+			 const int *key_output)
+{
+	Datum	   *values = palloc0(sizeof(Datum) * plan->ncolumns);
+	bool	   *isnull = palloc(sizeof(bool) * plan->ncolumns);
+
+	memset(isnull, true, sizeof(bool) * plan->ncolumns);
+	for (int k = 0; k < nkeys; k++)
+	{
+		values[key_output[k]] = key->values[k];
+		isnull[key_output[k]] = key->isnull[k];
+	}
+	target_delete(writer, values, isnull);
+	pfree(values);
+	pfree(isnull);
+}
+
 /*
  * Recompute one group (its key values in group-clause order) and write the
  * result: upsert, or delete when the group has no rows left.
@@ -280,7 +329,6 @@ recompute_group(DeltaPlan *plan, GroupPlan *gp, int nkeys,
 				const int *key_output, DirtyKey *key, GroupReceiver *receiver)
 {
 	ParamListInfo params = makeParamList(nkeys);
-	QueryDesc  *qd;
 
 	for (int k = 0; k < nkeys; k++)
 	{
@@ -292,29 +340,9 @@ recompute_group(DeltaPlan *plan, GroupPlan *gp, int nkeys,
 	params->numParams = nkeys;
 
 	receiver->found = false;
-	qd = CreateQueryDesc(gp->pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
-						 (DestReceiver *) receiver, params, NULL, 0);
-	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
-	ExecutorFinish(qd);
-	ExecutorEnd(qd);
-	FreeQueryDesc(qd);
-
+	run_group_query(plan, gp->pstmt, params, receiver);
 	if (!receiver->found)
-	{
-		Datum	   *values = palloc0(sizeof(Datum) * plan->ncolumns);
-		bool	   *isnull = palloc(sizeof(bool) * plan->ncolumns);
-
-		memset(isnull, true, sizeof(bool) * plan->ncolumns);
-		for (int k = 0; k < nkeys; k++)
-		{
-			values[key_output[k]] = key->values[k];
-			isnull[key_output[k]] = key->isnull[k];
-		}
-		target_delete(receiver->writer, values, isnull);
-		pfree(values);
-		pfree(isnull);
-	}
+		delete_group(plan, receiver->writer, key, nkeys, key_output);
 	pfree(params);
 }
 
@@ -367,7 +395,6 @@ group_set_begin(DeltaPlan *plan)
 	Oid			lefttype;
 	Oid			hashproc;
 	Oid		   *paramtypes;
-	HASHCTL		hctl;
 
 	if (list_length(plan->query->groupClause) != 1)
 		return NULL;
@@ -389,11 +416,7 @@ group_set_begin(DeltaPlan *plan)
 	set->pstmt = plan_group_query(plan, NULL, true, &paramtypes);
 	set->cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join group set",
 									 ALLOCSET_DEFAULT_SIZES);
-	hctl.keysize = sizeof(uint32);
-	hctl.entrysize = sizeof(FoundValues);
-	hctl.hcxt = set->cxt;
-	set->found = hash_create("delta_join groups returned", GROUP_SET_SIZE, &hctl,
-							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	group_set_forget(set);
 	return set;
 }
 
@@ -407,8 +430,6 @@ recompute_group_set(DeltaPlan *plan, GroupSet *set, DirtyKey **keys, int nkeys,
 {
 	Datum	   *elems = palloc(sizeof(Datum) * nkeys);
 	ParamListInfo params = makeParamList(1);
-	QueryDesc  *qd;
-	HASHCTL		hctl;
 
 	for (int i = 0; i < nkeys; i++)
 		elems[i] = keys[i]->values[0];
@@ -422,38 +443,15 @@ recompute_group_set(DeltaPlan *plan, GroupSet *set, DirtyKey **keys, int nkeys,
 
 	receiver->set = set;
 	receiver->key_column = key_output;
-	qd = CreateQueryDesc(set->pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
-						 (DestReceiver *) receiver, params, NULL, 0);
-	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
-	ExecutorFinish(qd);
-	ExecutorEnd(qd);
-	FreeQueryDesc(qd);
+	run_group_query(plan, set->pstmt, params, receiver);
 	receiver->set = NULL;
 
 	for (int i = 0; i < nkeys; i++)
 	{
 		if (!group_set_returned(set, keys[i]->values[0]))
-		{
-			Datum	   *values = palloc0(sizeof(Datum) * plan->ncolumns);
-			bool	   *isnull = palloc(sizeof(bool) * plan->ncolumns);
-
-			memset(isnull, true, sizeof(bool) * plan->ncolumns);
-			values[key_output] = keys[i]->values[0];
-			isnull[key_output] = false;
-			target_delete(receiver->writer, values, isnull);
-			pfree(values);
-			pfree(isnull);
-		}
+			delete_group(plan, receiver->writer, keys[i], 1, &key_output);
 	}
-
-	/* forget what this set returned */
-	MemoryContextReset(set->cxt);
-	hctl.keysize = sizeof(uint32);
-	hctl.entrysize = sizeof(FoundValues);
-	hctl.hcxt = set->cxt;
-	set->found = hash_create("delta_join groups returned", GROUP_SET_SIZE, &hctl,
-							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	group_set_forget(set);
 	pfree(elems);
 }
 
