@@ -163,3 +163,54 @@ dj_server_has_output_plugin_libraries() {
 	"$("$PG_CONFIG" --bindir)/postgres" --describe-config 2>/dev/null |
 		grep -q '^output_plugin_libraries[[:space:]]'
 }
+
+# ---- throwaway servers (make demo, test/bench/run.sh) ----
+
+# A TCP port nothing listens on, in 5433-5532, or fail.  (The servers only
+# listen on a socket directory; the port names the socket.)
+dj_free_port() {
+	local p
+	for p in $(seq 5433 5532); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	dj_warn "no free port in 5433-5532"
+	return 1
+}
+
+# dj_server_init DATADIR SOCKDIR PORT [SETTINGS]: initdb as postgres, then
+# a configuration for delta_join (socket only, wal_level = logical, the
+# library preloaded, output_plugin_libraries where the server has it) plus
+# SETTINGS, lines of postgresql.conf.
+dj_server_init() {
+	local data=$1 sock=$2 port=$3 extra=${4:-} bindir conf
+	bindir=$("$PG_CONFIG" --bindir)
+	if ! dj_as_pg "$bindir/initdb" -D "$data" -U postgres -A trust \
+		--no-sync -E UTF8 --locale=C >"$data.initdb.log" 2>&1; then
+		cat "$data.initdb.log"
+		return 1
+	fi
+	conf="
+listen_addresses = ''
+port = $port
+unix_socket_directories = '$sock'
+wal_level = logical
+shared_preload_libraries = 'delta_join'
+$extra"
+	# Only servers from 15.20 on know this parameter; others would not start.
+	if dj_as_pg "$bindir/postgres" -C output_plugin_libraries -D "$data" >/dev/null 2>&1; then
+		conf="$conf
+output_plugin_libraries = 'pgoutput, test_decoding, delta_join'"
+	fi
+	printf '%s\n' "$conf" | dj_as_pg tee -a "$data/postgresql.conf" >/dev/null
+}
+
+# dj_server_stop DATADIR: fast, or else immediate.
+dj_server_stop() {
+	local bindir
+	bindir=$("$PG_CONFIG" --bindir)
+	dj_as_pg "$bindir/pg_ctl" -D "$1" -m fast -w stop >/dev/null 2>&1 ||
+		dj_as_pg "$bindir/pg_ctl" -D "$1" -m immediate -w stop >/dev/null 2>&1
+}

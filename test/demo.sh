@@ -32,8 +32,7 @@ started=""
 
 cleanup() {
 	if [ -n "$started" ]; then
-		dj_as_pg "$bindir/pg_ctl" -D "$base/data" -m fast -w stop >/dev/null 2>&1 ||
-			dj_as_pg "$bindir/pg_ctl" -D "$base/data" -m immediate -w stop >/dev/null 2>&1
+		dj_server_stop "$base/data"
 		started=""
 	fi
 	[ -n "$base" ] && rm -rf "$base"
@@ -58,40 +57,13 @@ if dj_is_root; then
 	chown postgres: "$base" "$sock" || exit 1
 fi
 
-# A port nothing listens on (the server itself only uses the socket in
-# $sock, so the port only names that socket).
-port=""
-for p in $(seq 5433 5532); do
-	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-		port=$p
-		break
-	fi
-done
-[ -n "$port" ] || { dj_warn "no free port in 5433-5532"; exit 1; }
+port=$(dj_free_port) || exit 1
 
 # ---- the server ----
 
 dj_say "creating a throwaway server in $base/data (port $port)"
-if ! dj_as_pg "$bindir/initdb" -D "$base/data" -U postgres -A trust \
-	--no-sync -E UTF8 --locale=C >"$base/initdb.log" 2>&1; then
-	cat "$base/initdb.log"
-	exit 1
-fi
-
-conf="
-# delta_join demo
-listen_addresses = ''
-port = $port
-unix_socket_directories = '$sock'
-fsync = off
-wal_level = logical
-shared_preload_libraries = 'delta_join'"
-# Only servers from 15.20 on know this parameter; others would not start.
-if dj_as_pg "$bindir/postgres" -C output_plugin_libraries -D "$base/data" >/dev/null 2>&1; then
-	conf="$conf
-output_plugin_libraries = 'pgoutput, test_decoding, delta_join'"
-fi
-printf '%s\n' "$conf" | dj_as_pg tee -a "$base/data/postgresql.conf" >/dev/null
+dj_server_init "$base/data" "$sock" "$port" "# delta_join demo
+fsync = off" || exit 1
 
 started=1
 if ! dj_as_pg "$bindir/pg_ctl" -D "$base/data" -l "$base/server.log" -w start >/dev/null; then

@@ -78,8 +78,7 @@ started=""
 
 cleanup() {
 	if [ -n "$started" ]; then
-		dj_as_pg "$bindir/pg_ctl" -D "$base/data" -m fast -w stop >/dev/null 2>&1 ||
-			dj_as_pg "$bindir/pg_ctl" -D "$base/data" -m immediate -w stop >/dev/null 2>&1
+		dj_server_stop "$base/data"
 		started=""
 	fi
 	if [ -n "${KEEP_LOG:-}" ] && [ -n "$base" ] && [ -f "$base/server.log" ]; then
@@ -110,27 +109,10 @@ if dj_is_root; then
 	chown -R postgres: "$base" "$sock" || exit 1
 fi
 
-port=""
-for p in $(seq 5433 5532); do
-	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-		port=$p
-		break
-	fi
-done
-[ -n "$port" ] || die "no free port in 5433-5532"
+port=$(dj_free_port) || die "no free port"
 
 dj_say "creating a throwaway server in $base/data (port $port, SCALE=$SCALE)"
-if ! dj_as_pg "$bindir/initdb" -D "$base/data" -U postgres -A trust \
-	--no-sync -E UTF8 --locale=C >"$base/initdb.log" 2>&1; then
-	cat "$base/initdb.log"
-	exit 1
-fi
-
-conf="
-# delta_join benchmark: 2 cores, 24 GB
-listen_addresses = ''
-port = $port
-unix_socket_directories = '$sock'
+dj_server_init "$base/data" "$sock" "$port" "# delta_join benchmark: 2 cores, 24 GB
 max_connections = 50
 shared_buffers = 2GB
 effective_cache_size = 16GB
@@ -142,16 +124,8 @@ min_wal_size = 2GB
 checkpoint_timeout = 30min
 checkpoint_completion_target = 0.9
 synchronous_commit = on
-wal_level = logical
-shared_preload_libraries = 'delta_join'
 log_line_prefix = '%m [%p] %b '
-log_checkpoints = on"
-# Only servers from 15.20 on know this parameter; others would not start.
-if dj_as_pg "$bindir/postgres" -C output_plugin_libraries -D "$base/data" >/dev/null 2>&1; then
-	conf="$conf
-output_plugin_libraries = 'pgoutput, test_decoding, delta_join'"
-fi
-printf '%s\n' "$conf" | dj_as_pg tee -a "$base/data/postgresql.conf" >/dev/null
+log_checkpoints = on" || exit 1
 
 started=1
 dj_as_pg "$bindir/pg_ctl" -D "$base/data" -l "$base/server.log" -w start >/dev/null ||
