@@ -321,6 +321,25 @@ sub status_ok
 
 =pod
 
+=item check_views($node, \%views, $name)
+
+C<wait()> returns true, then every target of C<%views> (target => query)
+equals its query.
+
+=cut
+
+sub check_views
+{
+	my ($node, $views, $name) = @_;
+	ok(wait_views($node), "$name: wait() returns true");
+	foreach my $t (sort keys %$views)
+	{
+		is_view_equal($node, $t, $views->{$t}, $name);
+	}
+}
+
+=pod
+
 =item poll_until($node, $sql, $seconds)
 
 Runs C<$sql> until it returns C<t>, for at most C<$seconds> (default 20);

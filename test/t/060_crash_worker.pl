@@ -102,12 +102,8 @@ COMMIT;
 sub check_views
 {
 	my ($name) = @_;
-	ok(DeltaJoinWorkload::wait_views($node), "$name: wait() returns true");
-	foreach my $t (sort keys %views)
-	{
-		DeltaJoinWorkload::is_view_equal($node, $t, $views{$t}, $name);
-		DeltaJoinWorkload::status_ok($node, $t, $name);
-	}
+	DeltaJoinWorkload::check_views($node, \%views, $name);
+	DeltaJoinWorkload::status_ok($node, $_, $name) foreach sort keys %views;
 }
 
 # The pid of a running worker that is none of @$killed (a worker just

@@ -103,11 +103,7 @@ COMMIT;
 sub check_views
 {
 	my ($name) = @_;
-	ok(DeltaJoinWorkload::wait_views($node), "$name: wait() returns true");
-	foreach my $t (sort keys %views)
-	{
-		DeltaJoinWorkload::is_view_equal($node, $t, $views{$t}, $name);
-	}
+	DeltaJoinWorkload::check_views($node, \%views, $name);
 	is( $node->safe_psql(
 			'postgres',
 			"SELECT string_agg(state || ':' || (last_error IS NULL), ',') FROM delta_join.status"
