@@ -15,18 +15,22 @@ SELECT delta_join._check_environment();
 --
 -- Catalog
 --
+-- A view's query is bound once, at creation, into a Postgres view of this
+-- schema (query_view), owned by the target's owner: its rule records the
+-- relations, columns, functions and operators it uses in pg_depend, follows
+-- renames, and is dumped and restored with the database.  Nothing here is
+-- ever re-parsed by name.
+--
 
 -- One row per view.
 CREATE TABLE delta_join.view_catalog (
 	view_id			serial PRIMARY KEY,
 	target			regclass NOT NULL UNIQUE,	-- dumped and restored by name
-	target_name		text NOT NULL,			-- qualified name, for messages
+	query_view		regclass UNIQUE,		-- the bound query; NULL once dropped
 	kind			text NOT NULL CHECK (kind IN ('join', 'aggregate')),
 	strategy		text NOT NULL,
 	options			jsonb NOT NULL,			-- effective options of the view
-	query			text NOT NULL,
-	search_path		text NOT NULL,			-- resolves the names in query
-	owner			oid NOT NULL,			-- the view is applied as this role
+	settings		jsonb NOT NULL,			-- settings pinned at creation
 	state			text NOT NULL DEFAULT 'active'
 					CHECK (state IN ('active', 'error')),
 	created_lsn		pg_lsn NOT NULL,
@@ -42,10 +46,7 @@ CREATE TABLE delta_join.source_catalog (
 	view_id			int NOT NULL REFERENCES delta_join.view_catalog ON DELETE CASCADE,
 	ordinal			int NOT NULL,			-- range-table position in the query
 	relid			regclass NOT NULL,		-- the source table (root if partitioned)
-	alias			text NOT NULL,
-	key_columns		name[] NOT NULL,		-- columns whose values make a dirty key
-	lookup_index	oid,					-- btree index used to look this source up (rewritten by refresh)
-	lookup_columns	name[],					-- its leading columns the lookup binds
+	key_attnums		int2[] NOT NULL,		-- columns whose values make a dirty key
 	options			jsonb NOT NULL DEFAULT '{}',	-- per-table hint options
 	PRIMARY KEY (view_id, ordinal)
 ) WITH (user_catalog_table = true);
@@ -96,7 +97,7 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'dj_wait'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
--- Counters of every view, from shared memory.
+-- Counters of every view of this database, from shared memory.
 CREATE FUNCTION delta_join._stat(
 	OUT view_id int,
 	OUT applied_lsn pg_lsn,
@@ -107,29 +108,56 @@ CREATE FUNCTION delta_join._stat(
 	OUT rows_deleted bigint,
 	OUT rows_unchanged bigint,
 	OUT lookups bigint,
-	OUT cache_hits bigint)
+	OUT cache_hits bigint,
+	OUT retry_reason text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dj_stat'
 LANGUAGE C STRICT VOLATILE;
 
+-- Whether this database's apply worker runs and its slot exists.
+CREATE FUNCTION delta_join._database_state(OUT worker_pid int, OUT slot_exists boolean)
+RETURNS record
+AS 'MODULE_PATHNAME', 'dj_database_state'
+LANGUAGE C STRICT VOLATILE;
+
+-- target: the target's qualified name as it is now
+CREATE FUNCTION delta_join._name(regclass) RETURNS text
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT format('%I.%I', n.nspname, c.relname)
+	  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	  WHERE c.oid = $1 $$;
+
 CREATE VIEW delta_join.views AS
-SELECT v.target_name AS target,
+SELECT delta_join._name(v.target) AS target,
 	   v.kind,
 	   CASE WHEN v.kind = 'join' AND (v.options ->> 'retract')::boolean
-			THEN 'retract' ELSE 'upsert' END AS mode,
+			THEN 'delta (retract)' ELSE 'delta' END AS mode,
 	   v.strategy,
 	   v.state,
-	   ARRAY(SELECT s.relid::regclass::text
+	   ARRAY(SELECT s.relid::text
 			 FROM delta_join.source_catalog s
 			 WHERE s.view_id = v.view_id
 			 ORDER BY s.ordinal) AS sources,
 	   v.options,
-	   v.query
-FROM delta_join.view_catalog v;
+	   v.settings,
+	   pg_catalog.pg_get_userbyid(c.relowner) AS runs_as,
+	   v.query_view::text AS query_view,
+	   -- the definition as it is now: today's names of what it was bound to
+	   CASE WHEN v.query_view IS NOT NULL
+			THEN pg_catalog.pg_get_viewdef(v.query_view) END AS query
+FROM delta_join.view_catalog v
+LEFT JOIN pg_catalog.pg_class c ON c.oid = v.target;
 
+-- state: the catalog's (active, error), or 'stalled' when the view is
+-- active but nothing applies its changes: no worker runs for the database,
+-- its slot is gone, or the view has no place in shared memory.
 CREATE VIEW delta_join.status AS
-SELECT v.target_name AS target,
-	   v.state,
+SELECT delta_join._name(v.target) AS target,
+	   CASE WHEN v.state = 'error' THEN 'error'
+			WHEN r.reason IS NOT NULL THEN 'stalled'
+			ELSE v.state END AS state,
+	   coalesce(r.reason, s.retry_reason) AS reason,
 	   p.applied_lsn,
 	   CASE WHEN v.state = 'error' THEN NULL ELSE p.behind END AS lag_bytes,
 	   -- now minus the commit time of the newest applied change; zero once
@@ -149,11 +177,25 @@ SELECT v.target_name AS target,
 	   v.stale_since_lsn
 FROM delta_join.view_catalog v
 LEFT JOIN delta_join._stat() s USING (view_id)
+CROSS JOIN delta_join._database_state() d
+CROSS JOIN LATERAL (
+	SELECT CASE WHEN pg_catalog.pg_is_in_recovery()
+				THEN pg_catalog.pg_last_wal_replay_lsn()
+				ELSE pg_catalog.pg_current_wal_lsn() END AS now_lsn) w
 CROSS JOIN LATERAL (
 	SELECT greatest(v.applied_lsn, s.applied_lsn) AS applied_lsn,
-		   greatest(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
+		   greatest(pg_catalog.pg_wal_lsn_diff(w.now_lsn,
 											   greatest(v.applied_lsn, s.applied_lsn)),
-					0)::bigint AS behind) p;
+					0)::bigint AS behind) p
+CROSS JOIN LATERAL (
+	SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+				WHEN NOT d.slot_exists
+				THEN 'the replication slot of this database is missing: refresh the view'
+				WHEN s.view_id IS NULL
+				THEN 'the view has no counters in shared memory (delta_join.max_views): its changes are not applied'
+				WHEN d.worker_pid IS NULL AND p.behind > 0
+				THEN 'no apply worker runs for this database (see the server log; max_worker_processes)'
+		   END AS reason) r;
 
 GRANT SELECT ON delta_join.views, delta_join.status TO PUBLIC;
 
@@ -184,28 +226,40 @@ CREATE AGGREGATE delta_join.last_value(anyelement) (
 );
 
 --
--- Dropping a target unregisters its view; dropping a source puts its views
--- in error (they can no longer be maintained; drop_view removes them).
+-- The DDL guard (guard.c): DDL on a source or a target is checked against
+-- the views it concerns once it is done, and refused (naming the view) when
+-- it would leave a view wrong; partitions attached to, detached from or
+-- dropped from a source refresh its views in the same transaction; a target
+-- renamed or given to another owner takes its query view along.
 --
+CREATE FUNCTION delta_join._on_ddl_start()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'dj_on_ddl_start'
+LANGUAGE C;
+
+CREATE EVENT TRIGGER delta_join_ddl_start ON ddl_command_start
+WHEN TAG IN ('ALTER TABLE', 'DROP TABLE')
+EXECUTE FUNCTION delta_join._on_ddl_start();
+
+CREATE FUNCTION delta_join._on_ddl_end()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'dj_on_ddl_end'
+LANGUAGE C;
+
+CREATE EVENT TRIGGER delta_join_ddl_end ON ddl_command_end
+EXECUTE FUNCTION delta_join._on_ddl_end();
+
 CREATE FUNCTION delta_join._on_sql_drop()
 RETURNS event_trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	DELETE FROM delta_join.view_catalog v
-	USING pg_event_trigger_dropped_objects() d
-	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = v.target;
-
-	UPDATE delta_join.view_catalog v
-	SET state = 'error',
-		last_error = format('source %s was dropped', d.object_identity),
-		last_error_time = now()
-	FROM delta_join.source_catalog s, pg_event_trigger_dropped_objects() d
-	WHERE s.view_id = v.view_id AND v.state <> 'error'
-	  AND d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = s.relid;
-END
-$$;
+AS 'MODULE_PATHNAME', 'dj_on_sql_drop'
+LANGUAGE C;
 
 CREATE EVENT TRIGGER delta_join_sql_drop ON sql_drop
 EXECUTE FUNCTION delta_join._on_sql_drop();
+
+-- Statement trigger on every target: only delta_join writes a target,
+-- unless the view's option manual_writes allows others to.
+CREATE FUNCTION delta_join._guard_target()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'dj_guard_target'
+LANGUAGE C;

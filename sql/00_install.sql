@@ -24,19 +24,3 @@ RESET delta_join.strategy;
 
 -- Nobody can invent a setting in the reserved delta_join prefix.
 SET delta_join.no_such_setting = 1;
-
--- diff(target, query), used by the other tests to compare a target with its
--- query: the rows of the query missing from the target, the rows of the
--- target the query does not return (both with EXCEPT ALL, so duplicates
--- count), and the number of rows of the target.  A target that equals its
--- query gives 0 | 0 | <rows>.
-CREATE FUNCTION public.diff(target regclass, query text,
-                            OUT missing bigint, OUT extra bigint, OUT target_rows bigint)
-LANGUAGE plpgsql AS $f$
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((%s) EXCEPT ALL TABLE %s) d', query, target)
-    INTO missing;
-  EXECUTE format('SELECT count(*) FROM (TABLE %s EXCEPT ALL (%s)) d', target, query)
-    INTO extra;
-  EXECUTE format('SELECT count(*) FROM %s', target) INTO target_rows;
-END $f$;

@@ -9,6 +9,9 @@
 -- All data is loaded before each view is created and no source is changed
 -- afterwards, so the output does not depend on the apply worker.
 --
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
 CREATE SCHEMA accept;
 SET search_path = accept, public;
 
@@ -47,13 +50,16 @@ SELECT delta_join.create_view('order_item_wide', :'q');
 SELECT * FROM order_item_wide ORDER BY merchant_id, order_id;
 SELECT * FROM diff('order_item_wide', :'q');
 
--- The catalog records each source with the index it is looked up by.
-SELECT s.ordinal, s.relid::regclass AS source, s.alias, s.key_columns,
-       s.lookup_index::regclass AS lookup_index, s.lookup_columns, s.options
+-- The catalog records each source with the columns whose changes make a
+-- dirty key (by attribute number: renames are followed).
+SELECT s.ordinal, s.relid::regclass AS source, s.key_attnums, s.options
 FROM delta_join.source_catalog s
 JOIN delta_join.view_catalog v USING (view_id)
-WHERE v.target_name = 'accept.order_item_wide'
+WHERE v.target = 'accept.order_item_wide'::regclass
 ORDER BY s.ordinal;
+-- The query is bound into a view of schema delta_join, owned by the
+-- target's owner: core records what it depends on.
+SELECT query_view, runs_as FROM delta_join.views WHERE target = 'accept.order_item_wide';
 
 --
 -- 2. The aggregate of DESIGN.md §1: the group key merchant_id is the
@@ -173,13 +179,25 @@ SELECT target, kind, mode, strategy, state, sources
 FROM delta_join.views ORDER BY target;
 -- the effective options are stored complete, from the session's settings
 SELECT options FROM delta_join.views WHERE target = 'accept.order_item_wide';
--- the query is stored as one statement, without the surrounding blanks
+-- the query as it is bound now, and the settings pinned at creation
 SELECT query FROM delta_join.views WHERE target = 'accept.user_domains';
+SELECT settings ->> 'TimeZone' IS NOT NULL AS pins_timezone,
+       settings ->> 'DateStyle' IS NOT NULL AS pins_datestyle
+FROM delta_join.views WHERE target = 'accept.user_domains';
 
 --
 -- 8. refresh() rebuilds a target from the query and returns the rows
---    written; it clears rows the query no longer returns.
+--    written; it clears rows the query no longer returns.  Only delta_join
+--    writes a target, unless the view allows manual writes (for example to
+--    purge logically deleted rows): then its owner may, and refresh() puts
+--    the target back.
 --
+DELETE FROM user_domains WHERE domain_id = 100;
+SELECT delta_join.drop_view('user_domains');
+SELECT delta_join.create_view('user_domains', $$
+  SELECT u.id AS user_id, u.firstname, u.lastname, d.id AS domain_id, d.domain_name
+  FROM users u JOIN domains d ON u.id = d.user_id $$,
+  options => '{"manual_writes": true}');
 DELETE FROM user_domains WHERE domain_id = 100;            -- a lost row
 INSERT INTO user_domains VALUES (0, 'Not', 'Real', 999, 'residual.example');
 SELECT delta_join.refresh('user_domains');

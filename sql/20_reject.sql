@@ -7,6 +7,9 @@
 -- present.  (The temporary schema's number pg_temp_N is normalised.)
 -- After each failure nothing is left behind: 30_bad_input checks that.
 --
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
 CREATE SCHEMA rej;
 SET search_path = rej, public;
 
@@ -486,16 +489,16 @@ SELECT delta_join.create_view('hinted', $$
   FROM orders /*+ OPTIONS('cache_size'='50000') */ AS o,
        items /*+ OPTIONS('cache_enabled'='true', 'cache_size'='10') */ AS i
   WHERE o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
-SELECT s.alias, s.options
+SELECT s.relid::regclass AS source, s.options
 FROM delta_join.source_catalog s JOIN delta_join.view_catalog v USING (view_id)
-WHERE v.target_name = 'rej.hinted' ORDER BY s.ordinal;
+WHERE v.target = 'rej.hinted'::regclass ORDER BY s.ordinal;
 -- a hint on the single table of an aggregate
 SELECT delta_join.create_view('hinted_summary', $$
   SELECT merchant_id, count(*) AS n FROM orders /*+ OPTIONS('cache_size'='7') */
   GROUP BY merchant_id $$);
-SELECT s.alias, s.options
+SELECT s.relid::regclass AS source, s.options
 FROM delta_join.source_catalog s JOIN delta_join.view_catalog v USING (view_id)
-WHERE v.target_name = 'rej.hinted_summary' ORDER BY s.ordinal;
+WHERE v.target = 'rej.hinted_summary'::regclass ORDER BY s.ordinal;
 
 ----------------------------------------------------------------------
 -- explain lists every failed rule at once (and creates nothing)
@@ -530,9 +533,9 @@ SELECT * FROM try_create('hinted_join', $$
   FROM orders /*+ OPTIONS('cache_size'='50000') */ AS o
   JOIN items /*+ OPTIONS('cache_size'='20', 'cache_enabled'='true') */ i
     ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
-SELECT s.alias, s.options FROM delta_join.source_catalog s
+SELECT s.relid::regclass AS source, s.options FROM delta_join.source_catalog s
 JOIN delta_join.view_catalog v USING (view_id)
-WHERE v.target_name = 'rej.hinted_join' ORDER BY s.ordinal;
+WHERE v.target = 'rej.hinted_join'::regclass ORDER BY s.ordinal;
 -- rule 3 names the column that is computed, on either side
 SELECT * FROM try_create('t', $$
   SELECT i.merchant_id, i.item_id, t.descr

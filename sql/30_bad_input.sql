@@ -5,6 +5,9 @@
 --
 -- try_create() prints "SQLSTATE: message", then DETAIL and HINT lines.
 --
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
 CREATE SCHEMA bad;
 SET search_path = bad, public;
 

@@ -5,6 +5,9 @@
 -- value over 1 MB); join keys may be of any btree-comparable type,
 -- including cross-type and binary-compatible comparisons.
 --
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
 CREATE SCHEMA types;
 SET search_path = types, public;
 SET timezone = 'America/New_York';      -- timestamptz output is stable

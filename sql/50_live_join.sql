@@ -3,6 +3,9 @@
 -- reach the target through the apply worker; delta_join.wait() returns once
 -- everything committed before it is applied.
 --
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
 CREATE SCHEMA live;
 SET search_path = live, public;
 

@@ -2,6 +2,9 @@
 -- Live maintenance of delta aggregate views: every group whose rows
 -- changed is recomputed from the source; an emptied group is deleted.
 --
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
 CREATE SCHEMA agg;
 SET search_path = agg, public;
 

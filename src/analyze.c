@@ -1,15 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * analyze.c
- *	  Turn a view's query text into a delta plan, checking that it is
+ *	  Turn a view's analyzed query into a delta plan, checking that it is
  *	  eligible for incremental maintenance (DESIGN.md §3, rules 1-8).
  *
- * The query goes through Postgres's own parser and analyzer, so names,
- * types, operators and collations resolve exactly as they would in a plain
- * SELECT.  The resulting Query is then walked:
+ * The query comes from Postgres's own parser and analyzer (query.c): at
+ * creation, as the caller wrote it; afterwards, as its query view bound it.
+ * Names, types, operators and collations are therefore resolved exactly as
+ * in a plain SELECT, and once.  The Query is then walked:
  *
  *	- every range-table entry must be a WAL-logged table with a primary key
- *	  (rule 1), joined only by inner joins;
+ *	  and no inheritance children (rule 1), joined only by inner joins;
+ *	- every function must give the same result each time a row is
+ *	  recomputed, no system column is read (rule 4);
  *	- the WHERE / ON conditions are split into join conditions (plain-column
  *	  equalities between two sources) and filters;
  *	- for each pair of joined sources, each side must be reachable through an
@@ -21,8 +24,11 @@
  *
  * Every rejection goes through reject(): it raises an error, or, for
  * delta_join.explain(), records the failure and lets the analysis go on so
- * that all failed rules are listed at once.
+ * that all failed rules are listed at once.  What later steps index by
+ * column (the classes of equal columns) is only built once no column
+ * outside a source's user columns is referenced.
  *
+ * Nothing here runs code of the query: no expression is evaluated.
  * Everything is allocated in the caller's memory context.
  *
  * The file is longer than most because the eight rules share one Analysis
@@ -33,15 +39,19 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "lib/stringinfo.h"
@@ -49,18 +59,15 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
-#include "parser/analyze.h"
-#include "parser/parser.h"
-#include "parser/scansup.h"
+#include "parser/parsetree.h"
 #include "partitioning/partdefs.h"
-#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
+#include "utils/regproc.h"
 #include "utils/relcache.h"
 #include "utils/rls.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "analyze.h"
@@ -99,7 +106,6 @@ typedef struct Failure
 
 typedef struct Analysis
 {
-	const char *text;			/* the whole text given */
 	DeltaPlan  *plan;
 	bool		collect;		/* explain: collect failures, don't raise */
 	List	   *failures;		/* Failure * */
@@ -108,6 +114,8 @@ typedef struct Analysis
 	List	   *filters;		/* quals that are not join conditions */
 	int		   *col_offset;		/* per source: first column id */
 	int		   *class_parent;	/* union-find over column ids */
+	int			ncolumn_ids;	/* size of class_parent */
+	bool		bad_columns;	/* a system column or whole row is read */
 } Analysis;
 
 #define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
@@ -178,164 +186,29 @@ column_list(Oid relid, int n, const AttrNumber *attnums)
 	return buf.data;
 }
 
-/* ----------------------------------------------------------------
- *		Parsing
- * ----------------------------------------------------------------
- */
-
-/*
- * Error context while parsing the query text: a syntax error or unknown name
- * points into the query text, not into the statement that called us.
- */
+/* Apply the table hints (matched to range-table entries) to their sources. */
 static void
-query_error_callback(void *arg)
+apply_hints(Analysis *a, List *hints)
 {
-	int			position = geterrposition();
-
-	if (position > 0)
-	{
-		errposition(0);
-		internalerrposition(position);
-		internalerrquery((const char *) arg);
-	}
-}
-
-/* Parse text into exactly one SELECT; anything else is a clean error. */
-static RawStmt *
-parse_single_select(const char *text)
-{
-	List	   *raw;
-	RawStmt    *rawstmt;
-	SelectStmt *select;
-
-	raw = raw_parser(text, RAW_PARSE_DEFAULT);
-	if (raw == NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query is empty"),
-				 errhint("Pass one SELECT statement.")));
-	if (list_length(raw) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query must be a single statement"),
-				 errdetail("The text holds %d statements.", list_length(raw)),
-				 errhint("Pass one SELECT statement.")));
-
-	rawstmt = linitial_node(RawStmt, raw);
-	if (!IsA(rawstmt->stmt, SelectStmt))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("query must be a SELECT statement"),
-				 errdetail("The statement given is %s.", CreateCommandName(rawstmt->stmt)),
-				 errhint("Pass one SELECT statement.")));
-
-	select = (SelectStmt *) rawstmt->stmt;
-	if (select->intoClause != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("query must not be SELECT INTO"),
-				 errhint("Name the target as the first argument of delta_join.create_view.")));
-	return rawstmt;
-}
-
-/* The statement's own text, without surrounding blanks or ';'. */
-static char *
-statement_text(const char *text, RawStmt *rawstmt)
-{
-	int			start = Max(rawstmt->stmt_location, 0);
-	int			len = rawstmt->stmt_len > 0 ? rawstmt->stmt_len : (int) strlen(text + start);
-
-	while (len > 0 && scanner_isspace(text[start]))
-		start++, len--;
-	while (len > 0 && (scanner_isspace(text[start + len - 1]) || text[start + len - 1] == ';'))
-		len--;
-	return pnstrdup(text + start, len);
-}
-
-/* Gather the RangeVars of a raw FROM list, in any order. */
-static void
-collect_rangevars(Node *node, List **rangevars)
-{
-	if (node == NULL)
-		return;
-	if (IsA(node, RangeVar))
-		*rangevars = lappend(*rangevars, node);
-	else if (IsA(node, JoinExpr))
-	{
-		collect_rangevars(((JoinExpr *) node)->larg, rangevars);
-		collect_rangevars(((JoinExpr *) node)->rarg, rangevars);
-	}
-}
-
-/*
- * Tie every hint of the text to the table reference just before it, in the
- * raw parse tree (parse analysis rewrites the FROM list).  Returns a list of
- * pairs: the name the query uses for the table, then the hint.
- */
-static List *
-match_hints(Analysis *a, SelectStmt *select)
-{
-	List	   *rangevars = NIL;
-	List	   *matches = NIL;
 	ListCell   *lc;
 
-	foreach(lc, select->fromClause)
-		collect_rangevars(lfirst(lc), &rangevars);
-
-	foreach(lc, hints_parse(a->text))
+	foreach(lc, hints)
 	{
 		DeltaHint  *hint = lfirst(lc);
-		RangeVar   *owner = NULL;
-		ListCell   *lc2;
-
-		foreach(lc2, rangevars)
-		{
-			RangeVar   *rv = lfirst(lc2);
-
-			if (rv->location < hint->location &&
-				(owner == NULL || rv->location > owner->location))
-				owner = rv;
-		}
-		if (owner == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("table hint at offset %d does not follow a table in FROM",
-							hint->location),
-					 errhint("Write the hint right after the table name it applies to.")));
-
-		matches = lappend(matches, owner->alias ? owner->alias->aliasname : owner->relname);
-		matches = lappend(matches, hint);
-	}
-	return matches;
-}
-
-/* Apply the hints match_hints found to the sources they name. */
-static void
-apply_hints(Analysis *a, List *matches)
-{
-	ListCell   *lc;
-
-	for (lc = list_head(matches); lc != NULL; lc = lnext(matches, lnext(matches, lc)))
-	{
-		const char *name = lfirst(lc);
-		DeltaHint  *hint = lfirst(lnext(matches, lc));
-		bool		found = false;
 		ListCell   *lc2;
 
 		foreach(lc2, a->plan->sources)
 		{
 			DeltaSource *src = lfirst(lc2);
 
-			if (strcmp(src->alias, name) != 0)
+			if (src->rtindex != hint->rtindex)
 				continue;
 			if (hint->cache_size >= 0)
 				src->cache_size = hint->cache_size;
 			if (hint->cache_enabled_set)
 				src->cache_enabled = hint->cache_enabled;
-			found = true;
+			src->lookup_only = hint->lookup_only;
 		}
-		if (!found)
-			elog(ERROR, "table hint for \"%s\" matches no source", name);
 	}
 }
 
@@ -503,14 +376,25 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		return NULL;
 	}
 
-	if (rte->tablesample)
+	if (get_rel_namespace(rte->relid) == get_namespace_oid(DJ_SCHEMA, true))
 	{
 		reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-			   psprintf("delta view rule 4: TABLESAMPLE on %s is not deterministic", label),
-			   pstrdup("A lookup must reproduce the same result each time a row is recomputed."),
-			   pstrdup("Remove TABLESAMPLE."));
+			   psprintf("delta view rule 1: source %s belongs to delta_join itself", label),
+			   pstrdup("The extension's catalog and the query views of other delta views cannot be sources."),
+			   pstrdup("Read the tables they are made of, or a view's target."));
 		return NULL;
 	}
+
+	if (rte->relkind == RELKIND_RELATION && has_subclass(rte->relid) &&
+		find_inheritance_children(rte->relid, AccessShareLock) != NIL)
+	{
+		reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: source %s has inheritance children", label),
+			   pstrdup("Rows of the children are read with the parent, but their changes are changes of other tables."),
+			   pstrdup("Use a partitioned table, or read the parent with ONLY after removing the children."));
+		return NULL;
+	}
+
 
 	rel = table_open(rte->relid, AccessShareLock);
 	src->partitioned = (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE);
@@ -576,43 +460,385 @@ partition_key(Analysis *a, DeltaSource *src, AttrNumber **attnums)
  * ----------------------------------------------------------------
  */
 
+/* ----------------------------------------------------------------
+ *		Rule 4: deterministic only
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Stable built-ins whose result depends on more than their arguments and
+ * the pinned settings (runas.c): on the transaction's time or snapshot, the
+ * session, the role, or the catalogs.  Every other stable built-in (casts
+ * and operators of timestamptz, to_char, to_json, format, ...) is allowed.
+ */
+static const char *const unpinned_names[] = {
+	"now", "transaction_timestamp", "statement_timestamp", "mxid_age",
+	"current_setting", "current_schema", "current_schemas", "current_user",
+	"session_user", "getpgusername", "pg_backend_pid", "pg_conf_load_time",
+	"pg_postmaster_start_time", "pg_trigger_depth", "pg_my_temp_schema",
+	"pg_is_other_temp_schema", "pg_listening_channels", "pg_has_role",
+	"row_security_active", "pg_describe_object", "pg_filenode_relation",
+	"pg_column_is_updatable", "pg_sequence_parameters",
+	"pg_settings_get_flags", "pg_show_all_settings",
+	"pg_extension_update_paths", "pg_config", "pg_cursor",
+	"pg_prepared_statement", "pg_replication_origin_oid", "version",
+	"format_type", "oidvectortypes", "pg_collation_for", "_pg_index_position",
+	"pg_tablespace_databases", "pg_tablespace_location", "enum_first",
+	"enum_last", "enum_range",
+};
+static const char *const unpinned_prefixes[] = {
+	"pg_current_", "txid_", "inet_client_", "inet_server_", "has_", "to_reg",
+	"pg_get_", "pg_stat_", "pg_identify_object", "pg_available_",
+	"pg_event_trigger_", "pg_relation_", "pg_index", "database_to_xml",
+	"schema_to_xml", "table_to_xml", "pg_timezone_",
+};
+static const char *const unpinned_suffixes[] = {
+	"_description", "_is_visible",
+};
+
 static bool
-volatile_func_checker(Oid funcid, void *context)
+builtin_is_unpinned(const char *name, int nargs)
 {
-	if (func_volatile(funcid) == PROVOLATILE_VOLATILE)
-	{
-		*(Oid *) context = funcid;
+	size_t		len = strlen(name);
+
+	/* age(x) compares with today; the two-argument forms do not */
+	if (strcmp(name, "age") == 0)
+		return nargs == 1;
+	/* regclass, regproc, ... input and output read the catalogs */
+	if (strncmp(name, "reg", 3) == 0 &&
+		((len > 2 && strcmp(name + len - 2, "in") == 0) ||
+		 (len > 3 && strcmp(name + len - 3, "out") == 0)))
 		return true;
+	for (size_t i = 0; i < lengthof(unpinned_names); i++)
+		if (strcmp(name, unpinned_names[i]) == 0)
+			return true;
+	for (size_t i = 0; i < lengthof(unpinned_prefixes); i++)
+		if (strncmp(name, unpinned_prefixes[i], strlen(unpinned_prefixes[i])) == 0)
+			return true;
+	for (size_t i = 0; i < lengthof(unpinned_suffixes); i++)
+	{
+		size_t		slen = strlen(unpinned_suffixes[i]);
+
+		if (len > slen && strcmp(name + len - slen, unpinned_suffixes[i]) == 0)
+			return true;
 	}
 	return false;
 }
 
+/* Why a function breaks rule 4 */
+typedef enum Unfit
+{
+	FIT,
+	UNFIT_VOLATILE,
+	UNFIT_USER_STABLE,
+	UNFIT_UNPINNED
+} Unfit;
+
+static Unfit
+function_unfit(Oid funcid)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	Form_pg_proc proc;
+	Unfit		result = FIT;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", funcid);
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	if (proc->provolatile == PROVOLATILE_VOLATILE)
+		result = UNFIT_VOLATILE;
+	else if (proc->provolatile == PROVOLATILE_STABLE)
+	{
+		if (funcid >= FirstNormalObjectId)
+			result = UNFIT_USER_STABLE;
+		else if (builtin_is_unpinned(NameStr(proc->proname), proc->pronargs))
+			result = UNFIT_UNPINNED;
+	}
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+static void
+reject_function(Analysis *a, Oid funcid, Unfit why, const char *context)
+{
+	char	   *name = get_func_name(funcid);
+	char	   *what = context ? psprintf("%s calls function %s()", context, name) :
+		psprintf("function %s()", name);
+
+	switch (why)
+	{
+		case UNFIT_VOLATILE:
+			reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 4: %s, which is volatile", what),
+				   pstrdup("A lookup must reproduce the same result each time a row is recomputed."),
+				   pstrdup("Store the value in a source column instead, for example through a column default, and select that column."));
+			break;
+		case UNFIT_USER_STABLE:
+			reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 4: %s, a user-defined stable function", what),
+				   pstrdup("A stable function may read tables that are not sources, so recomputing a row later might not reproduce its result."),
+				   psprintf("If its result depends only on its arguments, declare it IMMUTABLE (ALTER FUNCTION %s IMMUTABLE); otherwise store the value in a source column.",
+							format_procedure(funcid)));
+			break;
+		case UNFIT_UNPINNED:
+			reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 4: %s, which depends on the transaction, the session or the catalogs", what),
+				   pstrdup("A lookup must reproduce the same result each time a row is recomputed; this function may return another value later for the same arguments."),
+				   pstrdup("Store the value in a source column instead, for example through a column default, and select that column."));
+			break;
+		case FIT:
+			break;
+	}
+}
+
+/*
+ * Aggregates whose result depends on the order of their input: without an
+ * ORDER BY inside the call, a recompute may not reproduce their value.
+ */
 static bool
-find_volatile_walker(Node *node, Oid *funcid)
+aggregate_is_order_sensitive(Oid aggfnoid)
+{
+	static const char *const names[] = {
+		"string_agg", "array_agg", "json_agg", "jsonb_agg", "json_object_agg",
+		"jsonb_object_agg", "json_object_agg_unique", "jsonb_object_agg_unique",
+		"json_object_agg_strict", "jsonb_object_agg_strict",
+		"json_object_agg_unique_strict", "jsonb_object_agg_unique_strict",
+		"xmlagg",
+	};
+	char	   *name = get_func_name(aggfnoid);
+	Oid			nspid = get_func_namespace(aggfnoid);
+
+	if (nspid == get_namespace_oid(DJ_SCHEMA, true))
+		return strcmp(name, "first_value") == 0 || strcmp(name, "last_value") == 0;
+	if (aggfnoid >= FirstNormalObjectId)
+		return false;
+	for (size_t i = 0; i < lengthof(names); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * An aggregate is as deterministic as its support functions (pg_proc says
+ * nothing useful about an aggregate itself): built-in ones follow the
+ * function rule, user-defined ones must be immutable.
+ */
+static void
+check_aggregate(Analysis *a, Aggref *agg)
+{
+	HeapTuple	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg->aggfnoid));
+	Form_pg_aggregate form;
+	Oid			support[8];
+	char	   *context;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for aggregate %u", agg->aggfnoid);
+	form = (Form_pg_aggregate) GETSTRUCT(tuple);
+	support[0] = form->aggtransfn;
+	support[1] = form->aggfinalfn;
+	support[2] = form->aggcombinefn;
+	support[3] = form->aggserialfn;
+	support[4] = form->aggdeserialfn;
+	support[5] = form->aggmtransfn;
+	support[6] = form->aggminvtransfn;
+	support[7] = form->aggmfinalfn;
+	ReleaseSysCache(tuple);
+
+	context = psprintf("aggregate %s()", get_func_name(agg->aggfnoid));
+	for (size_t i = 0; i < lengthof(support); i++)
+	{
+		Unfit		why;
+
+		if (!OidIsValid(support[i]))
+			continue;
+		why = function_unfit(support[i]);
+		if (why == FIT && support[i] >= FirstNormalObjectId &&
+			func_volatile(support[i]) != PROVOLATILE_IMMUTABLE)
+			why = UNFIT_USER_STABLE;
+		if (why != FIT)
+		{
+			reject_function(a, support[i], why, context);
+			return;
+		}
+	}
+
+	if (agg->aggorder == NIL && agg->aggdistinct == NIL &&
+		aggregate_is_order_sensitive(agg->aggfnoid))
+		reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 4: aggregate %s() needs ORDER BY inside the call",
+						get_func_name(agg->aggfnoid)),
+			   pstrdup("Its result depends on the order of its input rows, which recomputing a group does not reproduce."),
+			   psprintf("Order its input, e.g. %s(x ORDER BY x).", get_func_name(agg->aggfnoid)));
+}
+
+/* The name SQL gives a value function, for messages */
+static const char *
+value_function_name(SQLValueFunction *svf)
+{
+	switch (svf->op)
+	{
+		case SVFOP_CURRENT_DATE:
+			return "CURRENT_DATE";
+		case SVFOP_CURRENT_TIME:
+		case SVFOP_CURRENT_TIME_N:
+			return "CURRENT_TIME";
+		case SVFOP_CURRENT_TIMESTAMP:
+		case SVFOP_CURRENT_TIMESTAMP_N:
+			return "CURRENT_TIMESTAMP";
+		case SVFOP_LOCALTIME:
+		case SVFOP_LOCALTIME_N:
+			return "LOCALTIME";
+		case SVFOP_LOCALTIMESTAMP:
+		case SVFOP_LOCALTIMESTAMP_N:
+			return "LOCALTIMESTAMP";
+		case SVFOP_CURRENT_ROLE:
+			return "CURRENT_ROLE";
+		case SVFOP_CURRENT_USER:
+			return "CURRENT_USER";
+		case SVFOP_USER:
+			return "USER";
+		case SVFOP_SESSION_USER:
+			return "SESSION_USER";
+		case SVFOP_CURRENT_CATALOG:
+			return "CURRENT_CATALOG";
+		case SVFOP_CURRENT_SCHEMA:
+			return "CURRENT_SCHEMA";
+	}
+	return "a value function";
+}
+
+typedef struct DeterminismWalk
+{
+	Analysis   *a;
+	List	   *rtables;		/* range tables of the enclosing query levels */
+	Oid			unfit_funcid;	/* set by the function checker */
+	Unfit		unfit;
+} DeterminismWalk;
+
+static bool
+unfit_function_checker(Oid funcid, void *context)
+{
+	DeterminismWalk *walk = (DeterminismWalk *) context;
+	Unfit		why = function_unfit(funcid);
+
+	if (why == FIT)
+		return false;
+	walk->unfit_funcid = funcid;
+	walk->unfit = why;
+	return true;
+}
+
+/* "o.ctid", the name of a Var's column for messages */
+static const char *
+var_label(DeterminismWalk *walk, Var *var)
+{
+	List	   *rtable = list_nth(walk->rtables, var->varlevelsup);
+	RangeTblEntry *rte = rt_fetch(var->varno, rtable);
+
+	if (var->varattno == 0)
+		return quote_identifier(rte->eref->aliasname);
+	return psprintf("%s.%s", quote_identifier(rte->eref->aliasname),
+					quote_identifier(get_rte_attribute_name(rte, var->varattno)));
+}
+
+static bool
+determinism_walker(Node *node, DeterminismWalk *walk)
 {
 	if (node == NULL)
 		return false;
-	if (check_functions_in_node(node, volatile_func_checker, funcid))
-		return true;
-	return expression_tree_walker(node, find_volatile_walker, funcid);
-}
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
 
-/* Rule 4 */
-static void
-check_volatile(Analysis *a, Node *node)
-{
-	Oid			funcid = InvalidOid;
-
-	if (find_volatile_walker(node, &funcid))
-		reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-			   psprintf("delta view rule 4: function %s() is volatile", get_func_name(funcid)),
+		if (var->varattno < 0)
+			reject(walk->a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 4: system column %s is not supported", var_label(walk, var)),
+				   pstrdup("System columns (ctid, xmin, tableoid, ...) change when a row is rewritten or moved, without a change of its values."),
+				   pstrdup("Select ordinary columns."));
+		else if (var->varattno == 0)
+			reject(walk->a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 4: whole-row reference %s is not supported", var_label(walk, var)),
+				   pstrdup("A whole-row value changes with every column of the table, including columns added later."),
+				   pstrdup("Name the columns the query needs."));
+		else
+			return false;
+		if (var->varlevelsup == 0)
+			walk->a->bad_columns = true;
+		return false;
+	}
+	if (IsA(node, SQLValueFunction))
+	{
+		reject(walk->a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 4: %s depends on the transaction or the session",
+						value_function_name((SQLValueFunction *) node)),
 			   pstrdup("A lookup must reproduce the same result each time a row is recomputed."),
 			   pstrdup("Store the value in a source column instead, for example through a column default, and select that column."));
+		return false;
+	}
+	if (IsA(node, Aggref))
+		check_aggregate(walk->a, (Aggref *) node);
+	if (IsA(node, Query))
+	{
+		bool		result;
+
+		walk->rtables = lcons(((Query *) node)->rtable, walk->rtables);
+		result = query_tree_walker((Query *) node, determinism_walker, walk, 0);
+		walk->rtables = list_delete_first(walk->rtables);
+		return result;
+	}
+	if (check_functions_in_node(node, unfit_function_checker, walk))
+		reject_function(walk->a, walk->unfit_funcid, walk->unfit, NULL);
+	return expression_tree_walker(node, determinism_walker, walk);
 }
 
+/* Rule 4 over a whole query, subqueries included */
+static void
+check_determinism(Analysis *a, Query *query)
+{
+	DeterminismWalk walk = {0};
+	ListCell   *lc;
+
+	walk.a = a;
+	walk.rtables = list_make1(query->rtable);
+	(void) query_tree_walker(query, determinism_walker, &walk, 0);
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->tablesample)
+			reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 4: TABLESAMPLE on \"%s\" AS %s is not deterministic",
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+													   get_rel_name(rte->relid)),
+							quote_identifier(rte->eref->aliasname)),
+				   pstrdup("A lookup must reproduce the same result each time a row is recomputed."),
+				   pstrdup("Remove TABLESAMPLE."));
+	}
+}
+
+/*
+ * Rule 4 alone, for any query (the fallback paths): raises the first
+ * failure.
+ */
+void
+analyze_check_determinism(Query *query)
+{
+	Analysis	a = {0};
+
+	check_determinism(&a, query);
+}
+
+/*
+ * The column id of a user column of a source.  Only user columns have ids:
+ * the analysis stops before using classes when a query reads another kind
+ * of column (Analysis.bad_columns), so anything else is a bug.
+ */
 static int
 column_id(Analysis *a, int source, AttrNumber attno)
 {
+	if (source < 0 || source >= list_length(a->plan->sources) ||
+		attno < 1 || attno > SOURCE(a, source)->natts)
+		elog(ERROR, "column %d of source %d has no column id", attno, source);
 	return a->col_offset[source] + attno - 1;
 }
 
@@ -1243,24 +1469,48 @@ check_join_filters(Analysis *a)
  * ----------------------------------------------------------------
  */
 
+/* Does a decoded DELETE of rel carry column att (of rel) in its old row? */
+static bool
+relation_logs_column(Relation rel, AttrNumber att)
+{
+	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL)
+		return true;
+	return bms_is_member(att - FirstLowInvalidHeapAttributeNumber,
+						 RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_IDENTITY_KEY));
+}
+
 /*
  * Is column att of the source in the old row a decoded DELETE carries: its
  * replica identity (the primary key by default, another unique index, all
- * columns with REPLICA IDENTITY FULL, none with NOTHING)?
+ * columns with REPLICA IDENTITY FULL, none with NOTHING)?  For a
+ * partitioned source, changes are decoded as changes of its leaf
+ * partitions, each with its own replica identity: every leaf must log it.
+ * *culprit is set to the relation that does not.
  */
 static bool
-logged_in_old_row(DeltaSource *src, AttrNumber att)
+logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit)
 {
-	Relation	rel = table_open(src->relid, AccessShareLock);
-	bool		logged;
+	List	   *relids = list_make1_oid(src->relid);
+	char	   *attname = get_attname(src->relid, att, false);
+	ListCell   *lc;
 
-	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL)
-		logged = true;
-	else
-		logged = bms_is_member(att - FirstLowInvalidHeapAttributeNumber,
-							   RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_IDENTITY_KEY));
-	table_close(rel, AccessShareLock);
-	return logged;
+	if (src->partitioned)
+		relids = find_all_inheritors(src->relid, AccessShareLock, NULL);
+	foreach(lc, relids)
+	{
+		Relation	rel = table_open(lfirst_oid(lc), AccessShareLock);
+		bool		logged = true;
+
+		if (rel->rd_rel->relkind == RELKIND_RELATION)
+			logged = relation_logs_column(rel, get_attnum(lfirst_oid(lc), attname));
+		table_close(rel, AccessShareLock);
+		if (!logged)
+		{
+			*culprit = lfirst_oid(lc);
+			return false;
+		}
+	}
+	return true;
 }
 
 /*
@@ -1326,6 +1576,7 @@ analyze_aggregate(Analysis *a)
 		AttrNumber	att;
 		BindableColumn *col;
 		Oid			lefttype;
+		Oid			culprit;
 
 		if (!var_source(a, (Node *) tle->expr, &s, &att))
 		{
@@ -1347,12 +1598,25 @@ analyze_aggregate(Analysis *a)
 		col->from_attno = n;	/* the n-th group key value */
 		bindable = lappend(bindable, col);
 
-		if (!logged_in_old_row(src, att))
-			reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-				   psprintf("delta view rule 7: group key column %s is not part of the replica identity of %s",
-							column_label(src, att), source_label(src)),
-				   pstrdup("A decoded DELETE, or an UPDATE that moves a row to another group, carries only the replica identity of the old row (by default its primary key), and the old group must be known."),
-				   psprintf("Log whole old rows: ALTER TABLE %s REPLICA IDENTITY FULL;", src->relname));
+		if (!logged_in_old_row(src, att, &culprit))
+		{
+			char	   *culprit_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),
+																  get_rel_name(culprit));
+
+			if (culprit == src->relid)
+				reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+					   psprintf("delta view rule 7: group key column %s is not part of the replica identity of %s",
+								column_label(src, att), source_label(src)),
+					   pstrdup("A decoded DELETE, or an UPDATE that moves a row to another group, carries only the replica identity of the old row (by default its primary key), and the old group must be known."),
+					   psprintf("Log whole old rows: ALTER TABLE %s REPLICA IDENTITY FULL;", src->relname));
+			else
+				reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+					   psprintf("delta view rule 7: group key column %s is not part of the replica identity of partition %s of %s",
+								column_label(src, att), culprit_name, source_label(src)),
+					   pstrdup("Changes of a partitioned table are decoded as changes of its partitions, each with its own replica identity: every partition must log the group key of its old rows."),
+					   psprintf("Log whole old rows in each partition: ALTER TABLE %s REPLICA IDENTITY FULL; (setting it on the partitioned table does not set it on its partitions).",
+								culprit_name));
+		}
 	}
 	src->key_natts = n;
 	if (n < list_length(query->groupClause))
@@ -1433,42 +1697,24 @@ analyze_output(Analysis *a)
  */
 
 static DeltaPlan *
-analyze_query(Analysis *a, const char *text, DeltaOptions *options)
+analyze_query(Analysis *a, Query *query, List *hints, const DeltaOptions *options)
 {
 	DeltaPlan  *plan = palloc0(sizeof(DeltaPlan));
-	RawStmt    *rawstmt;
-	Query	   *query;
 	List	   *quals = NIL;
 	int			nrtes;
 	int			rtindex;
 	int			ncolumns = 0;
 	bool		rte_rejected = false;
-	List	   *hints;
-	ErrorContextCallback errcallback;
 	ListCell   *lc;
 
-	a->text = text;
+	/* the analysis flattens join aliases in place: work on a copy */
+	query = copyObject(query);
 	a->plan = plan;
 	plan->options = *options;
-
-	/* report parse errors at their position in the query text */
-	errcallback.callback = query_error_callback;
-	errcallback.arg = (void *) text;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-
-	rawstmt = parse_single_select(text);
-	plan->query_text = statement_text(text, rawstmt);
-	hints = match_hints(a, castNode(SelectStmt, rawstmt->stmt));
-
-	PushActiveSnapshot(GetTransactionSnapshot());
-	query = parse_analyze_fixedparams(rawstmt, text, NULL, 0, NULL);
-	PopActiveSnapshot();
 	plan->query = query;
 
-	error_context_stack = errcallback.previous;
-
 	check_query_shape(a, query);
+	check_determinism(a, query);
 
 	/* Sources (rule 1) */
 	nrtes = list_length(query->rtable);
@@ -1520,8 +1766,11 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 		}
 	}
 
-	/* if some FROM item was rejected, the rest cannot be checked safely */
-	if (rte_rejected)
+	/*
+	 * If some FROM item was rejected, or a column outside the sources' user
+	 * columns is read, the rest cannot be checked safely.
+	 */
+	if (rte_rejected || a->bad_columns)
 		return plan;
 	if (plan->sources == NIL)
 	{
@@ -1542,6 +1791,7 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 		a->col_offset[foreach_current_index(lc)] = ncolumns;
 		ncolumns += src->natts;
 	}
+	a->ncolumn_ids = ncolumns;
 	a->class_parent = palloc(sizeof(int) * Max(ncolumns, 1));
 	for (int i = 0; i < ncolumns; i++)
 		a->class_parent[i] = i;
@@ -1552,10 +1802,6 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 		query->havingQual = flatten_join_alias_vars(query, query->havingQual);
 	collect_quals(a, query, (Node *) query->jointree, &quals);
 	plan->quals = quals;
-
-	check_volatile(a, (Node *) query->targetList);
-	check_volatile(a, (Node *) quals);
-	check_volatile(a, query->havingQual);
 
 	analyze_output(a);
 
@@ -1592,14 +1838,15 @@ analyze_query(Analysis *a, const char *text, DeltaOptions *options)
 }
 
 /*
- * Analyze a view's query; raise the first failed rule as an error.
+ * Analyze a view's query; raise the first failed rule as an error.  hints
+ * are the table hints (DeltaHint *) matched to range-table entries.
  */
 DeltaPlan *
-analyze_view_query(const char *query_text, DeltaOptions *options)
+analyze_plan(Query *query, List *hints, const DeltaOptions *options)
 {
 	Analysis	a = {0};
 
-	return analyze_query(&a, query_text, options);
+	return analyze_query(&a, query, hints, options);
 }
 
 /* ----------------------------------------------------------------
@@ -1656,7 +1903,7 @@ key_list(DeltaPlan *plan)
  * raised as usual.
  */
 List *
-explain_view_query(const char *query_text, DeltaOptions *options)
+explain_plan(Query *query, List *hints, const DeltaOptions *options)
 {
 	Analysis	a = {0};
 	DeltaPlan  *plan;
@@ -1664,7 +1911,7 @@ explain_view_query(const char *query_text, DeltaOptions *options)
 	ListCell   *lc;
 
 	a.collect = true;
-	plan = analyze_query(&a, query_text, options);
+	plan = analyze_query(&a, query, hints, options);
 
 	if (a.failures != NIL)
 	{

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * analyze.h
- *	  Query text -> delta plan, with the eligibility checks of DESIGN.md §3.
+ *	  Analyzed query -> delta plan, with the eligibility checks of
+ *	  DESIGN.md §3.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,6 +41,7 @@ typedef struct DeltaSource
 
 	int			cache_size;		/* from a hint, or -1 */
 	bool		cache_enabled;	/* from a hint, or the view's option */
+	bool		lookup_only;	/* from a hint: its changes trigger nothing */
 } DeltaSource;
 
 /* One plain-column equality between two sources: left.col = right.col */
@@ -89,7 +91,6 @@ typedef struct DeltaPlan
 {
 	DeltaKind	kind;
 	Query	   *query;			/* analyzed query; join alias vars flattened */
-	char	   *query_text;		/* the single statement, without ';' */
 	DeltaOptions options;
 	List	   *sources;		/* DeltaSource * */
 	List	   *conds;			/* DeltaJoinCond * */
@@ -112,7 +113,8 @@ typedef struct DeltaPlan
 	Oid			group_index;
 } DeltaPlan;
 
-extern DeltaPlan *analyze_view_query(const char *query_text, DeltaOptions *options);
-extern List *explain_view_query(const char *query_text, DeltaOptions *options);
+extern DeltaPlan *analyze_plan(Query *query, List *hints, const DeltaOptions *options);
+extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options);
+extern void analyze_check_determinism(Query *query);
 
 #endif							/* DJ_ANALYZE_H */

@@ -4,11 +4,25 @@
  *	  The SQL functions of schema delta_join that manage views:
  *	  create_view, explain, drop_view and refresh.
  *
- * They run with the caller's rights and search_path: the caller owns the
- * target and must be able to read every source (the backfill reads them as
- * the caller).  Catalog rows are written by catalog.c.  Every change to the
- * set of views ends with worker_notify(), so the database's apply worker
- * picks it up once the transaction commits.
+ * The caller's rights are checked as for the equivalent DDL: create_view
+ * parses the query as the caller, who must own an existing target;
+ * drop_view and refresh need the target's ownership.  Everything that
+ * evaluates the query -- the backfill, a refresh, later the apply worker --
+ * runs as the target's owner with the view's pinned settings (runas.c).
+ *
+ * The three functions that change views take, in this order (target.c has
+ * the whole lock order):
+ *
+ *	- worker_ensure_slot() first, before the transaction writes or locks
+ *	  anything, so that every change committed from then on is decoded;
+ *	- the view lock: ShareUpdateExclusiveLock on view_catalog, which
+ *	  conflicts with itself, so that changes to the views of a database
+ *	  happen one at a time and can never deadlock with each other;
+ *	- then the sources (target_lock_sources), then the target.
+ *
+ * Every change ends with worker_notify(), so the database's apply worker
+ * picks it up once the transaction commits.  None of them runs on a
+ * standby: its catalog is the primary's, and read-only.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,20 +32,26 @@
 #include "access/xlog.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
-#include "utils/snapmgr.h"
 
 #include "analyze.h"
+#include "api.h"
+#include "apply.h"
 #include "catalog.h"
+#include "launcher.h"
 #include "options.h"
+#include "progress.h"
+#include "query.h"
+#include "runas.h"
 #include "target.h"
 #include "worker.h"
 
@@ -67,24 +87,27 @@ options_from_args(FunctionCallInfo fcinfo, int strategy_arg, DeltaOptions *optio
 	options_resolve(options, strategy, json);
 }
 
-/* The caller's search_path, as the list of schemas it resolves to. */
-static char *
-current_search_path(void)
+/* Refuse to run on a standby, naming the function. */
+void
+api_check_primary(const char *function)
 {
-	List	   *path = fetch_search_path(false);
-	StringInfoData buf;
-	ListCell   *lc;
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("delta_join.%s() cannot run on a standby", function),
+				 errdetail("Delta views are maintained on the primary; a standby receives their targets through replication."),
+				 errhint("Run it on the primary.  delta_join.views and delta_join.status can be read here.")));
+}
 
-	initStringInfo(&buf);
-	foreach(lc, path)
-	{
-		char	   *nspname = get_namespace_name(lfirst_oid(lc));
+/* One change to the views of this database at a time (see the banner). */
+static void
+lock_views(void)
+{
+	Oid			catalog_relid = worker_catalog_relid("view_catalog");
 
-		if (nspname)
-			appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "",
-							 quote_identifier(nspname));
-	}
-	return buf.data;
+	if (!OidIsValid(catalog_relid))
+		elog(ERROR, "delta_join.view_catalog does not exist");
+	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
 }
 
 static char *
@@ -130,7 +153,7 @@ lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
  * error saying so.
  */
 static DeltaPlan *
-analyze_for_strategy(const char *query, DeltaOptions *options)
+analyze_for_strategy(Query *query, List *hints, DeltaOptions *options)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	DeltaPlan  *plan = NULL;
@@ -141,13 +164,19 @@ analyze_for_strategy(const char *query, DeltaOptions *options)
 				 errmsg("strategy \"none\" is not supported yet"),
 				 errdetail("Strategy none maintains the view without the delta rewrite, by a fallback that does not exist yet."),
 				 errhint("Use strategy eventual for a query that delta_join.explain shows eligible.")));
+	if (options->retract)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("option \"retract\" is not supported yet"),
+				 errdetail("Views keep the upsert semantics: rows whose sources are deleted or stop matching stay in the target."),
+				 errhint("Clear residual rows with delta_join.refresh(), or express deletion with a logical-delete column.")));
 
 	if (options->strategy == DJ_STRATEGY_EVENTUAL)
-		return analyze_view_query(query, options);
+		return analyze_plan(query, hints, options);
 
 	PG_TRY();
 	{
-		plan = analyze_view_query(query, options);
+		plan = analyze_plan(query, hints, options);
 	}
 	PG_CATCH();
 	{
@@ -182,6 +211,21 @@ relation_is_empty(Oid relid)
 	return empty;
 }
 
+/*
+ * Check, as the target's owner, that the view can be evaluated: the rights
+ * its query needs on the sources, and that no row security applies to them
+ * (lookups read the sources directly).
+ */
+static void
+check_owner_access(Oid target, DeltaPlan *plan, Jsonb *settings)
+{
+	RunAs		runas;
+
+	runas_begin(runas_target_owner(target), settings, &runas);
+	apply_check_access(plan);
+	runas_end(&runas);
+}
+
 /* ----------------------------------------------------------------
  *		SQL functions
  * ----------------------------------------------------------------
@@ -195,13 +239,21 @@ Datum
 dj_create_view(PG_FUNCTION_ARGS)
 {
 	char	   *target = required_text_arg(fcinfo, 0, "target");
-	char	   *query = required_text_arg(fcinfo, 1, "query");
+	char	   *text = required_text_arg(fcinfo, 1, "query");
 	DeltaOptions options;
 	DeltaPlan  *plan;
+	Query	   *query;
+	List	   *hints;
 	RangeVar   *rv;
 	Oid			relid;
+	bool		created = false;
+	Jsonb	   *settings;
+	Oid			query_view;
 	ListCell   *lc;
 	ViewRecord	existing;
+
+	api_check_primary("create_view");
+	options_from_args(fcinfo, 2, &options);
 
 	/*
 	 * The slot must exist before anything of this view is written, so that
@@ -210,9 +262,15 @@ dj_create_view(PG_FUNCTION_ARGS)
 	 * transactions in progress, which may want those tables.
 	 */
 	worker_ensure_slot();
+	lock_views();
+	if (!progress_room())
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many delta views: shared memory has room for %d", dj_max_views),
+				 errhint("Raise delta_join.max_views and restart the server.")));
 
-	options_from_args(fcinfo, 2, &options);
-	plan = analyze_for_strategy(query, &options);
+	query = query_parse(text, &hints);
+	plan = analyze_for_strategy(query, hints, &options);
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
 	relid = RangeVarGetRelid(rv, ExclusiveLock, true);
@@ -241,11 +299,20 @@ dj_create_view(PG_FUNCTION_ARGS)
 					 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
 	}
 	else
+	{
 		relid = target_create(rv, plan);
+		created = true;
+	}
 
-	(void) target_fill(relid, plan, false);
-	(void) catalog_insert_view(relid, qualified_relname(relid), plan,
-							   current_search_path(), GetXLogInsertRecPtr());
+	settings = runas_capture_settings();
+	check_owner_access(relid, plan, settings);
+	target_lock_sources(plan);
+	query_view = query_bind(query, relid);
+	(void) target_fill(relid, query_view, settings, false);
+	if (created)
+		target_add_key(relid, plan);
+	target_guard(relid);
+	(void) catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr());
 	worker_notify();
 
 	PG_RETURN_OID(relid);
@@ -257,15 +324,18 @@ dj_create_view(PG_FUNCTION_ARGS)
 Datum
 dj_explain(PG_FUNCTION_ARGS)
 {
-	char	   *query = required_text_arg(fcinfo, 0, "query");
+	char	   *text = required_text_arg(fcinfo, 0, "query");
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	DeltaOptions options;
+	Query	   *query;
+	List	   *hints;
 	List	   *lines;
 	ListCell   *lc;
 
 	options_from_args(fcinfo, 1, &options);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	lines = explain_view_query(query, &options);
+	query = query_parse(text, &hints);
+	lines = explain_plan(query, hints, &options);
 
 	foreach(lc, lines)
 	{
@@ -275,6 +345,23 @@ dj_explain(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
 	}
 	return (Datum) 0;
+}
+
+/* Drop a view's query view, as its creator (the bootstrap superuser). */
+static void
+drop_query_view(Oid query_view)
+{
+	ObjectAddress object;
+	RunAs		runas;
+
+	if (!OidIsValid(query_view) || get_rel_relkind(query_view) != RELKIND_VIEW)
+		return;
+	object.classId = RelationRelationId;
+	object.objectId = query_view;
+	object.objectSubId = 0;
+	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
+	performDeletion(&object, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	runas_end(&runas);
 }
 
 /*
@@ -288,8 +375,11 @@ dj_drop_view(PG_FUNCTION_ARGS)
 	ViewRecord	view;
 	Oid			relid;
 
+	api_check_primary("drop_view");
+	lock_views();
 	relid = lookup_view(target, &view, AccessExclusiveLock);
 	catalog_delete_view(view.view_id);
+	drop_query_view(view.query_view);
 	if (drop_table)
 	{
 		ObjectAddress object;
@@ -299,25 +389,46 @@ dj_drop_view(PG_FUNCTION_ARGS)
 		object.objectSubId = 0;
 		performDeletion(&object, DROP_RESTRICT, 0);
 	}
+	else
+		target_unguard(relid);
 	worker_notify();
 	PG_RETURN_VOID();
 }
 
 /*
+ * Rebuild a view's target from its query over the current sources, after
+ * the checks the apply worker makes: residual rows disappear, and a view in
+ * error becomes active again -- or the refresh fails, saying why the view
+ * cannot be made correct.  Returns the rows written.  Also what the DDL
+ * guard runs when a partition of a source was attached or detached.
+ */
+uint64
+api_refresh_view(ViewRecord *view)
+{
+	DeltaPlan  *plan;
+	uint64		rows;
+
+	plan = catalog_view_plan(view);
+	target_validate(view->target, plan);
+	check_owner_access(view->target, plan, view->settings);
+	target_lock_sources(plan);
+	rows = target_fill(view->target, view->query_view, view->settings, true);
+	catalog_rewrite_sources(view->view_id, plan);
+	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
+	worker_notify();
+	return rows;
+}
+
+/*
  * refresh(target text) RETURNS bigint
- *
- * Rebuild the target from the query over the current sources: residual
- * rows disappear, and a view in error state becomes active again.
  */
 Datum
 dj_refresh(PG_FUNCTION_ARGS)
 {
 	char	   *target = required_text_arg(fcinfo, 0, "target");
 	ViewRecord	view;
-	Oid			relid;
-	DeltaPlan  *plan;
-	uint64		rows;
-	int			nestlevel;
+
+	api_check_primary("refresh");
 
 	/*
 	 * As in create_view: the slot must exist (or be recreated) before the
@@ -325,17 +436,7 @@ dj_refresh(PG_FUNCTION_ARGS)
 	 * before its locks.
 	 */
 	worker_ensure_slot();
-
-	relid = lookup_view(target, &view, AccessShareLock);
-
-	/* the query text resolves names as it did for the view's creator */
-	nestlevel = catalog_use_search_path(&view);
-	plan = catalog_view_plan(&view);
-	rows = target_fill(relid, plan, true);
-	AtEOXact_GUC(true, nestlevel);
-	catalog_rewrite_sources(view.view_id, plan);
-
-	catalog_reset_view(view.view_id, GetXLogInsertRecPtr());
-	worker_notify();
-	PG_RETURN_INT64((int64) rows);
+	lock_views();
+	(void) lookup_view(target, &view, AccessShareLock);
+	PG_RETURN_INT64((int64) api_refresh_view(&view));
 }

@@ -1,20 +1,30 @@
 /*-------------------------------------------------------------------------
  *
  * apply.c
- *	  Applying one view's batch: load the view, then hand the dirty keys to
- *	  the join or aggregate applier, which write through a TargetWriter.
+ *	  Applying one view's batch: find the view's delta plan, then hand the
+ *	  dirty keys to the join or aggregate applier, which write through a
+ *	  TargetWriter.
  *
  * The worker calls apply_view_batch() inside the batch's transaction, as the
- * view's owner.  The view's delta plan is rebuilt from its query at each
- * batch (with the creator's search_path), so a batch always applies the
- * view as the catalog has it now.
+ * target's owner with the view's pinned settings (runas.c).
+ *
+ * The delta plan cache: a view's plan is built once -- its query loaded
+ * from its query view and analyzed, its target checked -- and kept across
+ * batches, in memory of its own, until an invalidation says something it
+ * was built from may have changed: a relcache invalidation of one of its
+ * sources, its target or its query view (DDL, an index created or dropped,
+ * privileges), a change of any function (CREATE OR REPLACE), or a change of
+ * the view's catalog row (apply_forget_views, called by the worker when a
+ * view was created, dropped or refreshed).  A plan is always built as the
+ * target's owner, since building it may evaluate immutable functions.
  *
  * Result rows reach the target through the executor's replication helpers
  * (execReplication.c), the way logical replication's apply does: the
  * existing row is found through the target's unique key index
  * (find_target_row), then updated (unless nothing changed), inserted or
- * deleted with ExecSimpleRelation*, keeping indexes, constraints and
- * triggers right.
+ * deleted with ExecSimpleRelation*, keeping indexes, constraints and row
+ * triggers right.  Statement triggers do not fire (the target's guard is
+ * one).
  *
  *-------------------------------------------------------------------------
  */
@@ -25,20 +35,171 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "apply.h"
 #include "catalog.h"
 #include "target.h"
+
+/* ----------------------------------------------------------------
+ *		The delta plan cache
+ * ----------------------------------------------------------------
+ */
+
+typedef struct CachedView
+{
+	int			view_id;		/* hash key */
+	bool		valid;
+	MemoryContext cxt;			/* holds the plan */
+	DeltaPlan  *plan;
+	int			nrelids;
+	Oid		   *relids;			/* relations whose invalidation drops it */
+} CachedView;
+
+static HTAB *view_cache = NULL;
+static uint64 invalidations = 0;	/* callbacks run so far */
+
+static void
+invalidate_all(void)
+{
+	HASH_SEQ_STATUS status;
+	CachedView *entry;
+
+	invalidations++;
+	if (view_cache == NULL)
+		return;
+	hash_seq_init(&status, view_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		entry->valid = false;
+}
+
+static void
+cache_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	CachedView *entry;
+
+	invalidations++;
+	if (view_cache == NULL)
+		return;
+	hash_seq_init(&status, view_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		for (int i = 0; i < entry->nrelids && entry->valid; i++)
+			if (!OidIsValid(relid) || entry->relids[i] == relid)
+				entry->valid = false;
+	}
+}
+
+static void
+cache_syscache_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	invalidate_all();
+}
+
+/* Drop every cached plan: the views' catalog rows may have changed. */
+void
+apply_forget_views(void)
+{
+	invalidate_all();
+}
+
+/*
+ * The view's delta plan, from the cache or built now (as the current user,
+ * who must be the target's owner).
+ */
+static DeltaPlan *
+view_plan(ViewRecord *view)
+{
+	CachedView *entry;
+	bool		found;
+	MemoryContext oldcxt;
+	uint64		seen = invalidations;
+	ListCell   *lc;
+	int			n = 0;
+
+	if (view_cache == NULL)
+	{
+		HASHCTL		hctl;
+
+		hctl.keysize = sizeof(int);
+		hctl.entrysize = sizeof(CachedView);
+		view_cache = hash_create("delta_join plans", 64, &hctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(cache_relcache_callback, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, cache_syscache_callback, (Datum) 0);
+	}
+
+	entry = hash_search(view_cache, &view->view_id, HASH_ENTER, &found);
+	if (found && entry->valid)
+		return entry->plan;
+	if (found)
+		MemoryContextDelete(entry->cxt);
+	entry->valid = false;
+	entry->cxt = AllocSetContextCreate(TopMemoryContext, "delta_join plan",
+									   ALLOCSET_DEFAULT_SIZES);
+
+	oldcxt = MemoryContextSwitchTo(entry->cxt);
+	entry->plan = catalog_view_plan(view);
+	target_validate(view->target, entry->plan);
+	entry->relids = palloc(sizeof(Oid) * (list_length(entry->plan->sources) + 2));
+	foreach(lc, entry->plan->sources)
+		entry->relids[n++] = ((DeltaSource *) lfirst(lc))->relid;
+	entry->relids[n++] = view->target;
+	entry->relids[n++] = view->query_view;
+	entry->nrelids = n;
+	MemoryContextSwitchTo(oldcxt);
+
+	/* an invalidation that arrived while it was built leaves it invalid */
+	entry->valid = (invalidations == seen);
+	return entry->plan;
+}
+
+/*
+ * Lookups read the sources directly: check, as the current user, the
+ * rights the query needs, and that no row security applies to a source (a
+ * revoked privilege, or a policy enabled later, puts the view in error).
+ */
+void
+apply_check_access(DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+#if PG_VERSION_NUM >= 160000
+	(void) ExecCheckPermissions(plan->query->rtable, plan->query->rteperminfos, true);
+#else
+	(void) ExecCheckRTPerms(plan->query->rtable, true);
+#endif
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (check_enable_rls(src->relid, InvalidOid, true) == RLS_ENABLED)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("row-level security applies to source \"%s\" for role \"%s\"",
+							src->relname, GetUserNameFromId(GetUserId(), false)),
+					 errdetail("Lookups read the sources directly, so row security policies could not be applied to them."),
+					 errhint("Let the target's owner bypass row-level security on the table (own it, or have BYPASSRLS).")));
+	}
+}
 
 /* ----------------------------------------------------------------
  *		TargetWriter
@@ -57,11 +218,7 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	writer->counts = counts;
 	writer->key_index = target_key_index(writer->rel, plan);
 	if (!OidIsValid(writer->key_index))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("target \"%s\" lost its unique index on the result's key",
-						RelationGetRelationName(writer->rel)),
-				 errhint("Recreate the primary key, then call delta_join.refresh.")));
+		elog(ERROR, "target \"%s\" has no key index", RelationGetRelationName(writer->rel));
 
 	writer->key_rel = index_open(writer->key_index, RowExclusiveLock);
 	for (int i = 0; i < writer->key_rel->rd_index->indnkeyatts; i++)
@@ -77,48 +234,18 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 		writer->keys[i].sk_collation = idx->rd_indcollation[i];
 	}
 
+	/* output column i -> target column (checked by target_validate) */
 	desc = RelationGetDescr(writer->rel);
 	writer->ncolumns = plan->ncolumns;
 	writer->attnums = palloc(sizeof(int) * plan->ncolumns);
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attisdropped)
-			continue;
-		if (col >= plan->ncolumns)
-			break;
-
-		/* a source or the target changed type since the view was made */
-		if (att->atttypid != plan->coltypes[col] ||
-			(att->atttypmod != -1 && att->atttypmod != plan->coltypmods[col]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of target \"%s\" no longer matches the query's output",
-							NameStr(att->attname), RelationGetRelationName(writer->rel)),
-					 errdetail("The target column is %s; the query now outputs %s.",
-							   format_type_with_typemod(att->atttypid, att->atttypmod),
-							   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
-					 errhint("Drop and recreate the view.")));
-		writer->attnums[col++] = i + 1;
-	}
-	/* a column added to the target after them would be overwritten with NULL */
-	for (int i = col > 0 ? writer->attnums[col - 1] : 0; i < desc->natts; i++)
+	for (int i = 0; i < desc->natts && col < plan->ncolumns; i++)
 	{
 		if (!TupleDescAttr(desc, i)->attisdropped)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("target \"%s\" has column \"%s\", which the query does not output",
-							RelationGetRelationName(writer->rel),
-							NameStr(TupleDescAttr(desc, i)->attname)),
-					 errhint("Drop the column, or drop and recreate the view.")));
+			writer->attnums[col++] = i + 1;
 	}
 	if (col != plan->ncolumns)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("target \"%s\" no longer has the query's output columns",
-						RelationGetRelationName(writer->rel)),
-				 errhint("Drop and recreate the view.")));
+		elog(ERROR, "target \"%s\" has fewer columns than the view outputs",
+			 RelationGetRelationName(writer->rel));
 
 	writer->estate = CreateExecutorState();
 	rte = makeNode(RangeTblEntry);
@@ -139,6 +266,42 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	writer->oldslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
 	AfterTriggerBeginQuery();
 	return writer;
+}
+
+/*
+ * The output columns of a view in the target's column types: each
+ * expression coerced by assignment, as INSERT ... SELECT would store it
+ * (a numeric sum into a DECIMAL(38,2) column is rounded to 2 places).
+ * Key columns have the query's types already (target_validate).
+ */
+List *
+apply_coerce_to_target(Oid target, DeltaPlan *plan, List *exprs)
+{
+	Relation	rel = table_open(target, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *result = NIL;
+	ListCell   *lc = list_head(exprs);
+
+	for (int i = 0; i < desc->natts && lc != NULL; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Node	   *expr;
+		Node	   *coerced;
+
+		if (att->attisdropped)
+			continue;
+		expr = lfirst(lc);
+		coerced = coerce_to_target_type(NULL, expr, exprType(expr),
+										att->atttypid, att->atttypmod,
+										COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+		if (coerced == NULL)
+			elog(ERROR, "column \"%s\" of target \"%s\" cannot take the view's output",
+				 NameStr(att->attname), RelationGetRelationName(rel));
+		result = lappend(result, coerced);
+		lc = lnext(exprs, lc);
+	}
+	table_close(rel, AccessShareLock);
+	return result;
 }
 
 /* Put an output row into newslot, in the target's row type. */
@@ -191,9 +354,9 @@ rows_equal(TupleTableSlot *oldslot, TupleTableSlot *newslot)
  * column matches NULL (the key of a group whose key is NULL is a unique
  * constraint with NULLS NOT DISTINCT), which PostgreSQL 15's version does
  * not do; and the row is not locked: the worker is the only writer of a
- * target (refresh() takes a lock that excludes it), so locking would only
- * cost a WAL record per row.  A row a concurrent transaction is writing is
- * waited for all the same.
+ * target (the guard trigger refuses others; refresh() takes a lock that
+ * excludes the worker), so locking would only cost a WAL record per row.
+ * A row a concurrent transaction is writing is waited for all the same.
  */
 static bool
 find_target_row(TargetWriter *writer)
@@ -303,30 +466,19 @@ target_writer_end(TargetWriter *writer)
  * ----------------------------------------------------------------
  */
 
+/*
+ * Apply one view's batch.  Runs as the target's owner, with the view's
+ * pinned settings; raises an error (the worker rolls back the view's
+ * subtransaction) if the view cannot be applied.
+ */
 void
-apply_view_batch(int view_id, ViewBatch *batch, ApplyCounts *counts)
+apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 {
-	ViewRecord	view;
-	DeltaPlan  *plan;
+	DeltaPlan  *plan = view_plan(view);
 	TargetWriter *writer;
 
-	if (!catalog_get_view(view_id, &view))
-		return;					/* dropped since the batch was decoded */
-
-	plan = catalog_view_plan(&view);
-	catalog_check_sources(view_id, plan);
-
-	/*
-	 * Lookups read the sources directly: check, as the view's owner, the
-	 * rights a query would need (a revoked privilege puts the view in error).
-	 */
-#if PG_VERSION_NUM >= 160000
-	(void) ExecCheckPermissions(plan->query->rtable, plan->query->rteperminfos, true);
-#else
-	(void) ExecCheckRTPerms(plan->query->rtable, true);
-#endif
-
-	writer = target_writer_begin(view.target, plan, counts);
+	apply_check_access(plan);
+	writer = target_writer_begin(view->target, plan, counts);
 	if (plan->kind == DJ_KIND_JOIN)
 		apply_join(plan, batch, writer, counts);
 	else

@@ -10,6 +10,7 @@
 
 #include "analyze.h"
 #include "batch.h"
+#include "catalog.h"
 #include "executor/execdesc.h"
 #include "access/genam.h"
 #include "nodes/execnodes.h"
@@ -30,6 +31,11 @@ typedef struct TargetWriter
 	int		   *attnums;		/* output column i -> target attnum */
 	ApplyCounts *counts;
 } TargetWriter;
+
+extern void apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts);
+extern void apply_forget_views(void);
+extern void apply_check_access(DeltaPlan *plan);
+extern List *apply_coerce_to_target(Oid target, DeltaPlan *plan, List *exprs);
 
 extern TargetWriter *target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts);
 extern void target_upsert(TargetWriter *writer, const Datum *values, const bool *isnull);

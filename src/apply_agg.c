@@ -40,6 +40,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "apply.h"
@@ -183,13 +184,16 @@ group_set_forget(GroupSet *set)
  * parameter types.
  */
 static PlannedStmt *
-plan_group_query(DeltaPlan *plan, Bitmapset *nulls, bool set_mode, Oid **paramtypes)
+plan_group_query(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode,
+				 Oid **paramtypes)
 {
 	Query	   *query = copyObject(plan->query);
 	DeltaSource *src = linitial(plan->sources);
 	List	   *conds = NIL;
+	List	   *outputs = NIL;
 	ListCell   *lc;
 	int			k = 0;
+	int			col = 0;
 
 	*paramtypes = palloc(sizeof(Oid) * src->key_natts);
 	foreach(lc, query->groupClause)
@@ -243,6 +247,23 @@ plan_group_query(DeltaPlan *plan, Bitmapset *nulls, bool set_mode, Oid **paramty
 		conds = lappend(conds, query->jointree->quals);
 	query->jointree->quals = (Node *) make_ands_explicit(conds);
 
+	/* the output in the target's column types */
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			outputs = lappend(outputs, tle->expr);
+	}
+	outputs = apply_coerce_to_target(target, plan, outputs);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			tle->expr = list_nth(outputs, col++);
+	}
+
 	if (query->havingQual)
 	{
 		query->targetList = lappend(query->targetList,
@@ -251,7 +272,7 @@ plan_group_query(DeltaPlan *plan, Bitmapset *nulls, bool set_mode, Oid **paramty
 													pstrdup("having"), false));
 		query->havingQual = NULL;
 	}
-	return pg_plan_query(query, plan->query_text, CURSOR_OPT_GENERIC_PLAN, NULL);
+	return pg_plan_query(query, "delta_join: recompute groups", CURSOR_OPT_GENERIC_PLAN, NULL);
 }
 
 /* A generic plan of the group query for one pattern of NULL key columns. */
@@ -263,7 +284,7 @@ typedef struct GroupPlan
 } GroupPlan;
 
 static GroupPlan *
-group_plan_for(DeltaPlan *plan, List **plans, DirtyKey *key, int nkeys)
+group_plan_for(DeltaPlan *plan, Oid target, List **plans, DirtyKey *key, int nkeys)
 {
 	Bitmapset  *nulls = NULL;
 	GroupPlan  *gp;
@@ -280,7 +301,7 @@ group_plan_for(DeltaPlan *plan, List **plans, DirtyKey *key, int nkeys)
 	}
 	gp = palloc(sizeof(GroupPlan));
 	gp->nulls = nulls;
-	gp->pstmt = plan_group_query(plan, nulls, false, &gp->paramtypes);
+	gp->pstmt = plan_group_query(plan, target, nulls, false, &gp->paramtypes);
 	*plans = lappend(*plans, gp);
 	return gp;
 }
@@ -292,7 +313,7 @@ run_group_query(DeltaPlan *plan, PlannedStmt *pstmt, ParamListInfo params,
 {
 	QueryDesc  *qd;
 
-	qd = CreateQueryDesc(pstmt, plan->query_text, GetActiveSnapshot(), InvalidSnapshot,
+	qd = CreateQueryDesc(pstmt, "delta_join: recompute groups", GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(qd, 0);
 	ExecutorRun(qd, ForwardScanDirection, 0, true);
@@ -387,7 +408,7 @@ target_groups(TargetWriter *writer, int nkeys, const int *key_output)
  * function and whose type has an array type; NULL otherwise.
  */
 static GroupSet *
-group_set_begin(DeltaPlan *plan)
+group_set_begin(DeltaPlan *plan, Oid target)
 {
 	SortGroupClause *sgc;
 	TargetEntry *tle;
@@ -413,7 +434,7 @@ group_set_begin(DeltaPlan *plan)
 	set->collation = exprCollation((Node *) tle->expr);
 	fmgr_info(hashproc, &set->hash);
 	fmgr_info(get_opcode(sgc->eqop), &set->eq);
-	set->pstmt = plan_group_query(plan, NULL, true, &paramtypes);
+	set->pstmt = plan_group_query(plan, target, NULL, true, &paramtypes);
 	set->cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join group set",
 									 ALLOCSET_DEFAULT_SIZES);
 	group_set_forget(set);
@@ -504,7 +525,7 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	receiver.ncolumns = plan->ncolumns;
 	receiver.has_having = (plan->query->havingQual != NULL);
 
-	set = group_set_begin(plan);
+	set = group_set_begin(plan, RelationGetRelid(writer->rel));
 	chunk = palloc(sizeof(DirtyKey *) * GROUP_SET_SIZE);
 
 	foreach(lc, batch->sources)
@@ -533,7 +554,7 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 				continue;
 			}
 			counts->lookups++;
-			recompute_group(plan, group_plan_for(plan, &plans, key, nkeys), nkeys,
+			recompute_group(plan, group_plan_for(plan, RelationGetRelid(writer->rel), &plans, key, nkeys), nkeys,
 							key_output, key, &receiver);
 		}
 	}

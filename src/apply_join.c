@@ -103,6 +103,7 @@ join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
 	TupleDesc	desc;
 	int			natts = 0;
 	int			col = 0;
+	List	   *outputs = NIL;
 	ListCell   *lc;
 	RemapContext context;
 
@@ -141,8 +142,10 @@ join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
 		TargetEntry *tle = lfirst(lc);
 
 		if (!tle->resjunk)
-			ja->columns[col++] = compile_expression(ja, (Node *) tle->expr);
+			outputs = lappend(outputs, tle->expr);
 	}
+	foreach(lc, apply_coerce_to_target(RelationGetRelid(writer->rel), plan, outputs))
+		ja->columns[col++] = compile_expression(ja, lfirst(lc));
 	ja->values = palloc(sizeof(Datum) * plan->ncolumns);
 	ja->isnull = palloc(sizeof(bool) * plan->ncolumns);
 }

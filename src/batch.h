@@ -58,12 +58,4 @@ typedef struct ApplyCounts
 	int64		cache_hits;
 } ApplyCounts;
 
-/*
- * Apply one view's batch (apply.c).  Called by the worker inside a
- * transaction, as the view's owner, with a safe search_path; raises an error
- * (and the worker rolls back the view's subtransaction) if the view cannot be
- * applied.
- */
-extern void apply_view_batch(int view_id, ViewBatch *batch, ApplyCounts *counts);
-
 #endif							/* DJ_BATCH_H */

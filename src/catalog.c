@@ -5,56 +5,40 @@
  *
  * The catalog is two ordinary tables in schema delta_join (see the install
  * script): view_catalog, one row per view, and source_catalog, one row per
- * source, which logical decoding reads as a user catalog table.  Users may
- * read them but not write them, so the functions here run their statements
- * as the bootstrap superuser; they are only called after the caller's own
- * rights were checked.  They use SPI, in the caller's transaction, and
- * return results allocated in the caller's memory context.
+ * source, which logical decoding reads as a user catalog table.  A view's
+ * query is not in the catalog: it is bound in the view's query view
+ * (query.c), which view_catalog names.
+ *
+ * Users may read the catalog but not write it, so the statements here run
+ * as the bootstrap superuser, restricted (runas.c); they are only called
+ * after the caller's own rights were checked.  They use SPI, in the
+ * caller's transaction, and return results allocated in the caller's
+ * memory context.  The one exception is catalog_decode_sources(), which
+ * the output plugin calls under a historic snapshot, where SPI cannot run:
+ * it scans source_catalog directly.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 
 #include "catalog.h"
 #include "options.h"
-
-/*
- * Act as role, with search_path, as a security-restricted operation (no
- * function it runs can change the session), until catalog_act_done().  An
- * error in between is undone by the (sub)transaction abort.
- */
-void
-catalog_act_as(Oid role, const char *search_path, ActingAs *acting)
-{
-	GetUserIdAndSecContext(&acting->save_userid, &acting->save_sec_context);
-	SetUserIdAndSecContext(role,
-						   acting->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	acting->nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", search_path,
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-}
-
-void
-catalog_act_done(ActingAs *acting)
-{
-	AtEOXact_GUC(true, acting->nestlevel);
-	SetUserIdAndSecContext(acting->save_userid, acting->save_sec_context);
-}
+#include "query.h"
+#include "runas.h"
 
 /*
  * Run one catalog statement with SPI as the bootstrap superuser, with a
@@ -68,12 +52,12 @@ int
 catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			 const char *nulls)
 {
-	ActingAs	acting;
+	RunAs		runas;
 	int			ret;
 
-	catalog_act_as(BOOTSTRAP_SUPERUSERID, "pg_catalog, pg_temp", &acting);
+	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
 	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	catalog_act_done(&acting);
+	runas_end(&runas);
 
 	if (ret < 0)
 		elog(ERROR, "catalog statement failed: %s", SPI_result_code_string(ret));
@@ -81,15 +65,14 @@ catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 }
 
 static Datum
-name_array(Oid relid, int n, const AttrNumber *attnums)
+int2_array(int n, const AttrNumber *attnums)
 {
-	Datum	   *names = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
 
 	for (int i = 0; i < n; i++)
-		names[i] = DirectFunctionCall1(namein,
-									   CStringGetDatum(get_attname(relid, attnums[i], false)));
-	return PointerGetDatum(construct_array(names, n, NAMEOID, NAMEDATALEN, false,
-										   TYPALIGN_CHAR));
+		elems[i] = Int16GetDatum(attnums[i]);
+	return PointerGetDatum(construct_array(elems, n, INT2OID, sizeof(int16), true,
+										   TYPALIGN_SHORT));
 }
 
 /*
@@ -103,76 +86,54 @@ insert_sources(int view_id, DeltaPlan *plan)
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);
-		Oid			stypes[] = {INT4OID, INT4OID, OIDOID, TEXTOID, NAMEARRAYOID,
-		OIDOID, NAMEARRAYOID, JSONBOID};
-		Datum		svalues[8];
-		char		snulls[8] = "        ";
-		Relation	idx;
-		AttrNumber *lookup_attnums;
-		char	   *hint_json;
+		Oid			types[] = {INT4OID, INT4OID, OIDOID, INT2ARRAYOID, JSONBOID};
+		Datum		values[5];
+		DeltaHint	hint;
 
-		svalues[0] = Int32GetDatum(view_id);
-		svalues[1] = Int32GetDatum(src->rtindex);
-		svalues[2] = ObjectIdGetDatum(src->relid);
-		svalues[3] = CStringGetTextDatum(src->alias);
-		svalues[4] = name_array(src->relid, src->key_natts, src->key_attnums);
-		if (OidIsValid(src->lookup_index))
-		{
-			idx = index_open(src->lookup_index, AccessShareLock);
-			lookup_attnums = palloc(sizeof(AttrNumber) * src->lookup_nkeys);
-			for (int i = 0; i < src->lookup_nkeys; i++)
-				lookup_attnums[i] = idx->rd_index->indkey.values[i];
-			index_close(idx, AccessShareLock);
-			svalues[5] = ObjectIdGetDatum(src->lookup_index);
-			svalues[6] = name_array(src->relid, src->lookup_nkeys, lookup_attnums);
-		}
-		else
-			snulls[5] = snulls[6] = 'n';
-		if (src->cache_size >= 0)
-			hint_json = psprintf("{\"cache_size\": %d, \"cache_enabled\": %s}",
-								 src->cache_size, src->cache_enabled ? "true" : "false");
-		else
-			hint_json = psprintf("{\"cache_enabled\": %s}",
-								 src->cache_enabled ? "true" : "false");
-		svalues[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(hint_json));
+		hint_init(&hint);
+		hint.cache_size = src->cache_size;
+		hint.cache_enabled = src->cache_enabled;
+		hint.cache_enabled_set = (src->cache_enabled != plan->options.cache_enabled);
+		hint.lookup_only = src->lookup_only;
+
+		values[0] = Int32GetDatum(view_id);
+		values[1] = Int32GetDatum(src->rtindex);
+		values[2] = ObjectIdGetDatum(src->relid);
+		values[3] = int2_array(src->key_natts, src->key_attnums);
+		values[4] = JsonbPGetDatum(hint_to_jsonb(&hint));
 		catalog_exec("INSERT INTO delta_join.source_catalog "
-						 "(view_id, ordinal, relid, alias, key_columns, lookup_index, "
-						 " lookup_columns, options) "
-						 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-						 8, stypes, svalues, snulls);
+					 "(view_id, ordinal, relid, key_attnums, options) "
+					 "VALUES ($1, $2, $3, $4, $5)",
+					 5, types, values, NULL);
 	}
-
 }
 
 /*
  * Register a view and its sources; returns the new view_id.
  */
 int
-catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
-					const char *search_path, XLogRecPtr lsn)
+catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings,
+					XLogRecPtr lsn)
 {
-	Oid			vtypes[] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	TEXTOID, OIDOID, PG_LSNOID};
-	Datum		vvalues[9];
+	Oid			types[] = {OIDOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, PG_LSNOID};
+	Datum		values[7];
 	int			view_id;
 	bool		isnull;
 
 	SPI_connect();
 
-	vvalues[0] = ObjectIdGetDatum(target);
-	vvalues[1] = CStringGetTextDatum(target_name);
-	vvalues[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" : "aggregate");
-	vvalues[3] = CStringGetTextDatum(dj_strategy_name(plan->options.strategy));
-	vvalues[4] = JsonbPGetDatum(options_to_jsonb(&plan->options));
-	vvalues[5] = CStringGetTextDatum(plan->query_text);
-	vvalues[6] = CStringGetTextDatum(search_path);
-	vvalues[7] = ObjectIdGetDatum(GetUserId());
-	vvalues[8] = LSNGetDatum(lsn);
+	values[0] = ObjectIdGetDatum(target);
+	values[1] = ObjectIdGetDatum(query_view);
+	values[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" : "aggregate");
+	values[3] = CStringGetTextDatum(dj_strategy_name(plan->options.strategy));
+	values[4] = JsonbPGetDatum(options_to_jsonb(&plan->options));
+	values[5] = JsonbPGetDatum(settings);
+	values[6] = LSNGetDatum(lsn);
 	catalog_exec("INSERT INTO delta_join.view_catalog "
-					 "(target, target_name, kind, strategy, options, query, search_path, "
-					 " owner, created_lsn, applied_lsn) "
-					 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING view_id",
-					 9, vtypes, vvalues, NULL);
+				 "(target, query_view, kind, strategy, options, settings, "
+				 " created_lsn, applied_lsn) "
+				 "VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING view_id",
+				 7, types, values, NULL);
 	view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 										  1, &isnull));
 
@@ -182,82 +143,171 @@ catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
 	return view_id;
 }
 
-/* Fill *view from the current SPI result row; copies into upper context. */
+#define VIEW_COLUMNS "view_id, target, query_view, kind, options, settings, " \
+	"state, applied_lsn"
+
+/* Fill *view from row i of the current SPI result (sources not read). */
 static void
-read_view_row(ViewRecord *view)
+read_view_row(uint64 i, ViewRecord *view)
 {
-	HeapTuple	tuple = SPI_tuptable->vals[0];
+	HeapTuple	tuple = SPI_tuptable->vals[i];
 	TupleDesc	desc = SPI_tuptable->tupdesc;
 	bool		isnull;
+	Datum		value;
 
+	memset(view, 0, sizeof(ViewRecord));
 	view->view_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
 	view->target = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
-	view->target_name = SPI_getvalue(tuple, desc, 3);
+	value = SPI_getbinval(tuple, desc, 3, &isnull);
+	view->query_view = isnull ? InvalidOid : DatumGetObjectId(value);
 	view->kind = strcmp(SPI_getvalue(tuple, desc, 4), "join") == 0 ?
 		DJ_KIND_JOIN : DJ_KIND_AGGREGATE;
-	view->query = SPI_getvalue(tuple, desc, 5);
-	view->search_path = SPI_getvalue(tuple, desc, 6);
-	view->options = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 7, &isnull));
-	view->owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 8, &isnull));
-	view->in_error = strcmp(SPI_getvalue(tuple, desc, 9), "error") == 0;
-	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 10, &isnull));
+	options_resolve(&view->options, NULL,
+					DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
+	view->settings = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 6, &isnull));
+	view->in_error = strcmp(SPI_getvalue(tuple, desc, 7), "error") == 0;
+	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
 }
 
-#define VIEW_COLUMNS "view_id, target, target_name, kind, query, search_path, " \
-	"options, owner, state, applied_lsn"
+/* A SourceRecord from row i of the current SPI result */
+static SourceRecord *
+read_source_row(uint64 i)
+{
+	HeapTuple	tuple = SPI_tuptable->vals[i];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	SourceRecord *src = palloc0(sizeof(SourceRecord));
+	Datum	   *elems;
+	int			nelems;
+	bool		isnull;
+
+	src->ordinal = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	src->relid = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
+	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
+					  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
+					  &elems, NULL, &nelems);
+	src->nkeys = nelems;
+	src->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
+	for (int k = 0; k < nelems; k++)
+		src->key_attnums[k] = DatumGetInt16(elems[k]);
+	hint_from_jsonb(&src->hint, DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
+	src->hint.rtindex = src->ordinal;
+	return src;
+}
 
 /*
- * The view the catalog row "WHERE <column> = $1" names, if any; strings are
- * allocated in the caller's memory context.
+ * The views the catalog row filter "WHERE <where>" selects (all with NULL),
+ * with their sources, as ViewRecords allocated in the caller's context.
  */
-static bool
-fetch_view(const char *column, Oid argtype, Datum arg, ViewRecord *view)
+static List *
+fetch_views(const char *where, Oid argtype, Datum arg)
 {
-	bool		found;
 	MemoryContext caller = CurrentMemoryContext;
+	List	   *views = NIL;
+	ListCell   *lc;
 
 	SPI_connect();
-	catalog_exec(psprintf("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog "
-							  "WHERE %s = $1", column),
-					 1, &argtype, &arg, NULL);
-	found = (SPI_processed > 0);
-	if (found)
+	catalog_exec(psprintf("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog %s%s "
+						  "ORDER BY view_id",
+						  where ? "WHERE " : "", where ? where : ""),
+				 where ? 1 : 0, &argtype, &arg, NULL);
+	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		MemoryContext spi = MemoryContextSwitchTo(caller);
+		ViewRecord *view = palloc(sizeof(ViewRecord));
 
-		read_view_row(view);
+		read_view_row(i, view);
+		views = lappend(views, view);
 		MemoryContextSwitchTo(spi);
 	}
+
+	if (views != NIL)
+	{
+		catalog_exec("SELECT view_id, ordinal, relid, key_attnums, options "
+					 "FROM delta_join.source_catalog ORDER BY view_id, ordinal",
+					 0, NULL, NULL, NULL);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int			view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc,
+															  1, &isnull));
+
+			foreach(lc, views)
+			{
+				ViewRecord *view = lfirst(lc);
+
+				if (view->view_id == view_id)
+				{
+					MemoryContext spi = MemoryContextSwitchTo(caller);
+
+					view->sources = lappend(view->sources, read_source_row(i));
+					MemoryContextSwitchTo(spi);
+				}
+			}
+		}
+	}
 	SPI_finish();
-	return found;
+	return views;
 }
 
 /* The view whose target is `target`, if any. */
 bool
 catalog_find_view(Oid target, ViewRecord *view)
 {
-	return fetch_view("target", OIDOID, ObjectIdGetDatum(target), view);
+	List	   *views = fetch_views("target OPERATOR(pg_catalog.=) $1", OIDOID,
+									ObjectIdGetDatum(target));
+
+	if (views == NIL)
+		return false;
+	*view = *(ViewRecord *) linitial(views);
+	return true;
 }
 
 /* The view with this id, if it exists. */
 bool
 catalog_get_view(int view_id, ViewRecord *view)
 {
-	return fetch_view("view_id", INT4OID, Int32GetDatum(view_id), view);
+	List	   *views = fetch_views("view_id OPERATOR(pg_catalog.=) $1", INT4OID,
+									Int32GetDatum(view_id));
+
+	if (views == NIL)
+		return false;
+	*view = *(ViewRecord *) linitial(views);
+	return true;
+}
+
+/* Every view of the database, in view_id order (ViewRecord *). */
+List *
+catalog_list_views(void)
+{
+	return fetch_views(NULL, InvalidOid, (Datum) 0);
+}
+
+/* Run one statement on the view's catalog row, $1 being its view_id. */
+static void
+update_view(int view_id, const char *sql, int nargs, Oid *argtypes, Datum *args)
+{
+	Oid			types[4] = {INT4OID};
+	Datum		values[4];
+
+	values[0] = Int32GetDatum(view_id);
+	for (int i = 0; i < nargs; i++)
+	{
+		types[i + 1] = argtypes[i];
+		values[i + 1] = args[i];
+	}
+	SPI_connect();
+	catalog_exec(sql, nargs + 1, types, values, NULL);
+	SPI_finish();
 }
 
 /* Remove a view and (by cascade) its sources. */
 void
 catalog_delete_view(int view_id)
 {
-	Oid			types[] = {INT4OID};
-	Datum		values[1];
-
-	values[0] = Int32GetDatum(view_id);
-	SPI_connect();
-	catalog_exec("DELETE FROM delta_join.view_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL);
-	SPI_finish();
+	update_view(view_id,
+				"DELETE FROM delta_join.view_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
 }
 
 /*
@@ -266,114 +316,181 @@ catalog_delete_view(int view_id)
 void
 catalog_reset_view(int view_id, XLogRecPtr lsn)
 {
-	Oid			types[] = {INT4OID, PG_LSNOID};
-	Datum		values[2];
+	Oid			types[] = {PG_LSNOID};
+	Datum		values[] = {LSNGetDatum(lsn)};
 
-	values[0] = Int32GetDatum(view_id);
+	update_view(view_id,
+				"UPDATE delta_join.view_catalog "
+				"SET state = 'active', applied_lsn = GREATEST(applied_lsn, $2), "
+				"    last_error = NULL, last_error_time = NULL, stale_since_lsn = NULL "
+				"WHERE view_id OPERATOR(pg_catalog.=) $1",
+				1, types, values);
+}
+
+/*
+ * Put an active view in error: it is no longer maintained until a refresh
+ * rebuilds it; the changes from its applied position on are not applied.
+ */
+void
+catalog_set_error(int view_id, const char *message)
+{
+	Oid			types[] = {TEXTOID};
+	Datum		values[] = {CStringGetTextDatum(message)};
+
+	update_view(view_id,
+				"UPDATE delta_join.view_catalog "
+				"SET state = 'error', last_error = $2, last_error_time = pg_catalog.now(), "
+				"    stale_since_lsn = applied_lsn "
+				"WHERE view_id OPERATOR(pg_catalog.=) $1 "
+				"  AND state OPERATOR(pg_catalog.=) 'active'",
+				1, types, values);
+}
+
+/* The views listed were applied up to lsn (in the batch's transaction). */
+void
+catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn)
+{
+	Oid			types[] = {INT4ARRAYOID, PG_LSNOID};
+	Datum		values[2];
+	Datum	   *ids = palloc(sizeof(Datum) * Max(nviews, 1));
+
+	if (nviews == 0)
+		return;
+	for (int i = 0; i < nviews; i++)
+		ids[i] = Int32GetDatum(view_ids[i]);
+	values[0] = PointerGetDatum(construct_array(ids, nviews, INT4OID, sizeof(int32), true,
+												TYPALIGN_INT));
 	values[1] = LSNGetDatum(lsn);
 	SPI_connect();
 	catalog_exec("UPDATE delta_join.view_catalog "
-					 "SET state = 'active', applied_lsn = greatest(applied_lsn, $2), "
-					 "    last_error = NULL, last_error_time = NULL, stale_since_lsn = NULL "
-					 "WHERE view_id OPERATOR(pg_catalog.=) $1",
-					 2, types, values, NULL);
+				 "SET applied_lsn = GREATEST(applied_lsn, $2) "
+				 "WHERE view_id OPERATOR(pg_catalog.=) ANY ($1)",
+				 2, types, values, NULL);
 	SPI_finish();
 }
 
-/*
- * Resolve names as the view's creator did, until AtEOXact_GUC(true, level)
- * with the level returned (or the end of the transaction).
- */
-int
-catalog_use_search_path(ViewRecord *view)
+/* The view's query view was dropped: forget it. */
+void
+catalog_forget_query_view(int view_id)
 {
-	int			nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("search_path", view->search_path,
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	return nestlevel;
+	update_view(view_id,
+				"UPDATE delta_join.view_catalog SET query_view = NULL "
+				"WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
 }
 
 /*
- * The delta plan of a registered view, analyzed as at its creation: with the
- * creator's search_path and the view's stored options.
- */
-DeltaPlan *
-catalog_view_plan(ViewRecord *view)
-{
-	DeltaOptions options;
-	DeltaPlan  *plan;
-	int			nestlevel = catalog_use_search_path(view);
-
-	options_resolve(&options, NULL, view->options);
-	plan = analyze_view_query(view->query, &options);
-	AtEOXact_GUC(true, nestlevel);
-	return plan;
-}
-
-/*
- * After a refresh: the sources as the view's query resolves now (a source
- * whose primary key changed captures other key columns from now on).
+ * After a refresh: the sources as the view's query analyzes now (a source
+ * whose primary key was redefined in a restored database captures its new
+ * key columns from now on).
  */
 void
 catalog_rewrite_sources(int view_id, DeltaPlan *plan)
 {
-	Oid			types[] = {INT4OID};
-	Datum		values[1];
-
-	values[0] = Int32GetDatum(view_id);
+	update_view(view_id,
+				"DELETE FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
 	SPI_connect();
-	catalog_exec("DELETE FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL);
 	insert_sources(view_id, plan);
 	SPI_finish();
 }
 
-/*
- * Check that the dirty keys decoding captures for the view (the key columns
- * recorded in source_catalog) are still the key columns of the plan, in the
- * same order: a source's primary key redefined since the view was made would
- * otherwise hand the wrong values to the lookups.
- */
-void
-catalog_check_sources(int view_id, DeltaPlan *plan)
+/* The table hints of a view's sources, as the analyzer takes them. */
+List *
+catalog_hints(ViewRecord *view)
 {
-	Oid			types[] = {INT4OID};
-	Datum		values[1];
+	List	   *hints = NIL;
 	ListCell   *lc;
 
-	values[0] = Int32GetDatum(view_id);
-	SPI_connect();
-	catalog_exec("SELECT ordinal, array_to_string(key_columns, ',') "
-				 "FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL);
+	foreach(lc, view->sources)
+		hints = lappend(hints, &((SourceRecord *) lfirst(lc))->hint);
+	return hints;
+}
+
+/*
+ * The delta plan of a registered view: its bound query, analyzed with its
+ * options and hints.  The dirty keys decoding captures for each source
+ * (source_catalog.key_attnums) must still be the key columns of the plan:
+ * a source's key redefined since (which the DDL guard refuses) would hand
+ * the wrong values to the lookups.
+ */
+DeltaPlan *
+catalog_view_plan(ViewRecord *view)
+{
+	DeltaPlan  *plan;
+	ListCell   *lc;
+
+	if (!OidIsValid(view->query_view))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the query of the delta view of \"%s\" was dropped",
+						get_rel_name(view->target)),
+				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
+				 errhint("Drop the view with delta_join.drop_view and create it again.")));
+
+	plan = analyze_plan(query_load(view->query_view), catalog_hints(view), &view->options);
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);
-		StringInfoData now;
-		char	   *recorded = NULL;
+		SourceRecord *rec = NULL;
+		ListCell   *lc2;
 
-		initStringInfo(&now);
-		for (int k = 0; k < src->key_natts; k++)
-			appendStringInfo(&now, "%s%s", k > 0 ? "," : "",
-							 get_attname(src->relid, src->key_attnums[k], false));
-		for (uint64 i = 0; i < SPI_processed; i++)
+		foreach(lc2, view->sources)
 		{
-			bool		isnull;
-
-			if (DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-											1, &isnull)) == src->rtindex)
-				recorded = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+			if (((SourceRecord *) lfirst(lc2))->ordinal == src->rtindex)
+				rec = lfirst(lc2);
 		}
-		if (recorded == NULL || strcmp(recorded, now.data) != 0)
+		if (rec == NULL || rec->relid != src->relid || rec->nkeys != src->key_natts ||
+			memcmp(rec->key_attnums, src->key_attnums, sizeof(AttrNumber) * src->key_natts) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the key of source \"%s\" changed since the view was created",
 							src->relname),
-					 errdetail("Changes are captured by (%s); the key is now (%s).",
-							   recorded ? recorded : "", now.data),
+					 errdetail("Changes of the source are captured by other columns than the view now needs."),
 					 errhint("Rebuild the view with delta_join.refresh().")));
 	}
-	SPI_finish();
+	return plan;
+}
+
+/*
+ * The (view, source) pairs whose source is relid, from source_catalog as
+ * the current catalog snapshot sees it (for the output plugin: the
+ * historic snapshot of the change being decoded).  catrel is
+ * source_catalog, opened by the caller; catindex its relid index, or
+ * InvalidOid to scan it whole.  Returns SourceKeys *, allocated in the
+ * caller's context.
+ */
+List *
+catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
+{
+	TupleDesc	desc = RelationGetDescr(catrel);
+	List	   *result = NIL;
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	/* columns 1-4: view_id, ordinal, relid, key_attnums (install script) */
+	ScanKeyInit(&skey, 3, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(catrel, catindex, OidIsValid(catindex), NULL, 1, &skey);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		SourceKeys *keys = palloc(sizeof(SourceKeys));
+		Datum	   *elems;
+		int			nelems;
+		bool		isnull;
+
+		keys->view_id = DatumGetInt32(heap_getattr(tuple, 1, desc, &isnull));
+		keys->ordinal = DatumGetInt32(heap_getattr(tuple, 2, desc, &isnull));
+		keys->relid = relid;
+		deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple, 4, desc, &isnull)),
+						  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
+						  &elems, NULL, &nelems);
+		keys->nkeys = nelems;
+		keys->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
+		for (int k = 0; k < nelems; k++)
+			keys->key_attnums[k] = DatumGetInt16(elems[k]);
+		result = lappend(result, keys);
+	}
+	systable_endscan(scan);
+	return result;
 }

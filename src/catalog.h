@@ -11,43 +11,57 @@
 #include "access/xlogdefs.h"
 #include "analyze.h"
 #include "utils/jsonb.h"
+#include "utils/relcache.h"
 
-/* One row of delta_join.view_catalog. */
+/* One row of delta_join.source_catalog. */
+typedef struct SourceRecord
+{
+	int			ordinal;		/* range-table position in the query */
+	Oid			relid;			/* root if partitioned */
+	int			nkeys;
+	AttrNumber *key_attnums;	/* columns of relid whose values make a dirty key */
+	DeltaHint	hint;			/* its table hint options, rtindex = ordinal */
+} SourceRecord;
+
+/* One row of delta_join.view_catalog, with its sources. */
 typedef struct ViewRecord
 {
 	int			view_id;
 	Oid			target;
-	char	   *target_name;
+	Oid			query_view;		/* InvalidOid once dropped with a source */
 	DeltaKind	kind;
-	char	   *query;
-	char	   *search_path;	/* the creator's, to resolve names in query */
-	Jsonb	   *options;
-	Oid			owner;
+	DeltaOptions options;
+	Jsonb	   *settings;		/* pinned at creation (runas.c) */
 	bool		in_error;
 	XLogRecPtr	applied_lsn;
+	List	   *sources;		/* SourceRecord *, in ordinal order */
 } ViewRecord;
 
-/* What catalog_act_as() changed, for catalog_act_done() to put back. */
-typedef struct ActingAs
+/* The key columns of one (view, source) a relation feeds, for decoding. */
+typedef struct SourceKeys
 {
-	Oid			save_userid;
-	int			save_sec_context;
-	int			nestlevel;
-} ActingAs;
+	int			view_id;
+	int			ordinal;
+	Oid			relid;			/* the source as registered */
+	int			nkeys;
+	AttrNumber *key_attnums;	/* columns of relid */
+} SourceKeys;
 
-extern void catalog_act_as(Oid role, const char *search_path, ActingAs *acting);
-extern void catalog_act_done(ActingAs *acting);
 extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 						 const char *nulls);
-extern int	catalog_insert_view(Oid target, const char *target_name, DeltaPlan *plan,
-								const char *search_path, XLogRecPtr lsn);
+extern int	catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan,
+								Jsonb *settings, XLogRecPtr lsn);
 extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern bool catalog_get_view(int view_id, ViewRecord *view);
+extern List *catalog_list_views(void);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
+extern void catalog_set_error(int view_id, const char *message);
+extern void catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn);
+extern void catalog_forget_query_view(int view_id);
 extern void catalog_rewrite_sources(int view_id, DeltaPlan *plan);
-extern void catalog_check_sources(int view_id, DeltaPlan *plan);
-extern int	catalog_use_search_path(ViewRecord *view);
+extern List *catalog_hints(ViewRecord *view);
 extern DeltaPlan *catalog_view_plan(ViewRecord *view);
+extern List *catalog_decode_sources(Relation catrel, Oid catindex, Oid relid);
 
 #endif							/* DJ_CATALOG_H */

@@ -68,6 +68,7 @@
 #include "utils/snapmgr.h"
 
 #include "batch.h"
+#include "catalog.h"
 #include "decode.h"
 #include "delta_join.h"
 
@@ -518,7 +519,8 @@ target_cmp(const void *a, const void *b)
 /*
  * Read source_catalog, as of the change being decoded, for the rows naming
  * this relation or (for a partition) one of its ancestors, and fill the
- * entry with what they say, key columns mapped to this relation's attnums.
+ * entry with what they say, key columns mapped to this relation's attnums
+ * (through their names: a partition may order its columns otherwise).
  */
 static void
 decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
@@ -529,11 +531,6 @@ decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
 	List	   *candidates;
 	ListCell   *lc;
 	Relation	catrel;
-	TupleDesc	catdesc;
-	AttrNumber	att_view_id,
-				att_ordinal,
-				att_relid,
-				att_key_columns;
 	SourceTarget *targets;
 	int			ntargets = 0;
 	int			maxtargets = 4;
@@ -544,15 +541,6 @@ decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
 	if (catrel == NULL)
 		return;
 
-	catdesc = RelationGetDescr(catrel);
-	att_view_id = column_attnum(catdesc, "view_id");
-	att_ordinal = column_attnum(catdesc, "ordinal");
-	att_relid = column_attnum(catdesc, "relid");
-	att_key_columns = column_attnum(catdesc, "key_columns");
-	if (att_view_id == InvalidAttrNumber || att_ordinal == InvalidAttrNumber ||
-		att_relid == InvalidAttrNumber || att_key_columns == InvalidAttrNumber)
-		elog(ERROR, "delta_join.source_catalog lacks an expected column");
-
 	candidates = list_make1_oid(relid);
 	if (relation->rd_rel->relispartition)
 		candidates = list_concat(candidates, get_partition_ancestors(relid));
@@ -562,21 +550,12 @@ decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
 	foreach(lc, candidates)
 	{
 		Oid			source_relid = lfirst_oid(lc);
-		ScanKeyData skey;
-		SysScanDesc scan;
-		HeapTuple	tuple;
+		ListCell   *lc2;
 
-		ScanKeyInit(&skey, att_relid, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(source_relid));
-		scan = systable_beginscan(catrel, state->catalog_index,
-								  OidIsValid(state->catalog_index),
-								  NULL, 1, &skey);
-		while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		foreach(lc2, catalog_decode_sources(catrel, state->catalog_index, source_relid))
 		{
+			SourceKeys *keys = lfirst(lc2);
 			SourceTarget *target;
-			Datum	   *names;
-			int			nnames;
-			bool		isnull;
 			bool		complete = true;
 			int			k;
 
@@ -587,36 +566,27 @@ decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
 			}
 			target = &targets[ntargets];
 			memset(target, 0, sizeof(SourceTarget));
-			target->view_id =
-				DatumGetInt32(heap_getattr(tuple, att_view_id, catdesc, &isnull));
-			target->ordinal =
-				DatumGetInt32(heap_getattr(tuple, att_ordinal, catdesc, &isnull));
+			target->view_id = keys->view_id;
+			target->ordinal = keys->ordinal;
 			target->source_relid = source_relid;
-
-			deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple,
-															  att_key_columns,
-															  catdesc,
-															  &isnull)),
-							  NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
-							  &names, NULL, &nnames);
-			target->nkeys = nnames;
+			target->nkeys = keys->nkeys;
 			target->attnums = MemoryContextAlloc(state->cache_cxt,
-												 Max(nnames, 1) * sizeof(AttrNumber));
+												 Max(keys->nkeys, 1) * sizeof(AttrNumber));
 			target->typlen = MemoryContextAlloc(state->cache_cxt,
-												Max(nnames, 1) * sizeof(int16));
+												Max(keys->nkeys, 1) * sizeof(int16));
 			target->typbyval = MemoryContextAlloc(state->cache_cxt,
-												  Max(nnames, 1) * sizeof(bool));
-			for (k = 0; k < nnames; k++)
+												  Max(keys->nkeys, 1) * sizeof(bool));
+			for (k = 0; k < keys->nkeys; k++)
 			{
-				const char *name = NameStr(*DatumGetName(names[k]));
-				AttrNumber	attnum = column_attnum(desc, name);
+				char	   *name = get_attname(source_relid, keys->key_attnums[k], true);
+				AttrNumber	attnum = name ? column_attnum(desc, name) : InvalidAttrNumber;
 				Form_pg_attribute att;
 
 				if (attnum == InvalidAttrNumber)
 				{
 					decode_report_broken(cap, target->view_id,
-										 psprintf("key column \"%s\" of source \"%s\" no longer exists in \"%s\"",
-												  name, get_rel_name(source_relid),
+										 psprintf("key column %d of source \"%s\" no longer exists in \"%s\"",
+												  keys->key_attnums[k], get_rel_name(source_relid),
 												  RelationGetRelationName(relation)));
 					complete = false;
 					break;
@@ -629,7 +599,6 @@ decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
 			if (complete)
 				ntargets++;
 		}
-		systable_endscan(scan);
 	}
 	table_close(catrel, AccessShareLock);
 

@@ -16,6 +16,11 @@
  *				of a source row that changed and waits to be applied.
  *	batch		the dirty keys one apply transaction covers.
  *	lookup		an index-prefix scan on a source.
+ *	query view	the Postgres view of schema delta_join that holds a view's
+ *				query, bound once at creation (query.c).
+ *	owner		the role that owns the target; a view is applied, refreshed
+ *				and backfilled as that role, with the settings pinned at its
+ *				creation (runas.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -50,7 +55,24 @@ typedef struct DeltaOptions
 	int			batch_timeout_ms;
 	int			lookup_timeout_ms;
 	bool		retract;
+	bool		manual_writes;	/* roles other than delta_join may write the
+								 * target (e.g. to purge logically deleted
+								 * rows) */
 } DeltaOptions;
+
+/*
+ * The options of one /\*+ OPTIONS(...) *\/ hint after a table of the query,
+ * or of one source as source_catalog.options keeps them.
+ */
+typedef struct DeltaHint
+{
+	int			location;		/* offset of the comment in the query text */
+	int			rtindex;		/* the source it follows, once matched */
+	int			cache_size;		/* -1: not given */
+	bool		cache_enabled;
+	bool		cache_enabled_set;
+	bool		lookup_only;
+} DeltaHint;
 
 /*
  * Version differences.  The extension is built and tested on PostgreSQL 15;
@@ -72,6 +94,7 @@ extern int	dj_right_cache_size;
 extern int	dj_max_batch_size;
 extern int	dj_batch_timeout_ms;
 extern int	dj_lookup_timeout_ms;
+extern int	dj_max_views;
 
 /* module.c */
 extern const char *dj_strategy_name(DeltaStrategy strategy);

@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * launcher.c
- *	  Shared memory, the launcher of the apply workers, what backends call
- *	  to set workers in motion, and the SQL functions that read shared
- *	  memory (delta_join.wait and delta_join._stat).
+ *	  Shared memory, the launcher of the apply workers, and what backends
+ *	  call to set workers in motion.
  *
  * Nouns:
  *
@@ -64,9 +63,6 @@
 #include "launcher.h"
 #include "worker.h"
 
-PG_FUNCTION_INFO_V1(dj_wait);
-PG_FUNCTION_INFO_V1(dj_stat);
-
 #define LAUNCHER_NAP_MS			1000	/* launcher's look at the slots */
 #define LAUNCHER_RESTART_MS		1000	/* delay before restarting a worker */
 
@@ -84,13 +80,10 @@ static bool xact_callback_registered = false;
 
 static void worker_shmem_request(void);
 static void worker_shmem_startup(void);
-static void worker_check_shmem(void);
 static void worker_xact_callback(XactEvent event, void *arg);
 static void worker_wake(Oid dboid);
 static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
-static XLogRecPtr wal_position_now(void);
-static bool view_in_error(int view_id);
 static void worker_drop_slot_on_abort(void);
 
 /* ----------------
@@ -126,12 +119,19 @@ worker_init(void)
 	RegisterBackgroundWorker(&bgw);
 }
 
+static Size
+worker_shmem_size(void)
+{
+	return MAXALIGN(add_size(offsetof(WorkerShared, views),
+							 mul_size(sizeof(ViewStat), dj_max_views)));
+}
+
 static void
 worker_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WorkerShared)));
+	RequestAddinShmemSpace(worker_shmem_size());
 	RequestNamedLWLockTranche("delta_join", 1);
 }
 
@@ -144,17 +144,18 @@ worker_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	worker_shared = ShmemInitStruct("delta_join", sizeof(WorkerShared), &found);
+	worker_shared = ShmemInitStruct("delta_join", worker_shmem_size(), &found);
 	if (!found)
 	{
-		memset(worker_shared, 0, sizeof(WorkerShared));
+		memset(worker_shared, 0, worker_shmem_size());
+		worker_shared->max_views = dj_max_views;
 		worker_shared->lock = &(GetNamedLWLockTranche("delta_join"))->lock;
 		ConditionVariableInit(&worker_shared->progress_cv);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
-static void
+void
 worker_check_shmem(void)
 {
 	if (worker_shared == NULL)
@@ -190,30 +191,6 @@ worker_find_db(Oid dboid, bool create)
 		return NULL;
 	memset(free_entry, 0, sizeof(DbWorker));
 	free_entry->dboid = dboid;
-	return free_entry;
-}
-
-/* The ViewStat of a view, made if asked and there is room.  Lock held. */
-ViewStat *
-worker_find_view(Oid dboid, int view_id, bool create)
-{
-	ViewStat   *free_entry = NULL;
-	int			i;
-
-	for (i = 0; i < WORKER_MAX_VIEWS; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-
-		if (stat->dboid == dboid && stat->view_id == view_id)
-			return stat;
-		if (stat->dboid == InvalidOid && free_entry == NULL)
-			free_entry = stat;
-	}
-	if (!create || free_entry == NULL)
-		return NULL;
-	memset(free_entry, 0, sizeof(ViewStat));
-	free_entry->dboid = dboid;
-	free_entry->view_id = view_id;
 	return free_entry;
 }
 
@@ -679,241 +656,4 @@ launcher_scan(long *nap_ms)
 			db->dboid = InvalidOid;
 	}
 	LWLockRelease(worker_shared->lock);
-}
-
-/* ----------------
- * SQL functions
- * ----------------
- */
-
-/*
- * The WAL position every change committed so far lies before: the insert
- * position, moved back over a page header if it sits just past one (no
- * record ends there: the reader stops at the page boundary).
- */
-static XLogRecPtr
-wal_position_now(void)
-{
-	XLogRecPtr	lsn = GetXLogInsertRecPtr();
-
-	if (XLogSegmentOffset(lsn, wal_segment_size) == SizeOfXLogLongPHD)
-		lsn -= SizeOfXLogLongPHD;
-	else if (lsn % XLOG_BLCKSZ == SizeOfXLogShortPHD)
-		lsn -= SizeOfXLogShortPHD;
-	return lsn;
-}
-
-/* Whether the catalog, read with a fresh snapshot, has the view in error */
-static bool
-view_in_error(int view_id)
-{
-	Oid			argtypes[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(view_id)};
-	bool		result;
-
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT 1 FROM delta_join.view_catalog"
-							  " WHERE view_id = $1 AND state = 'error'",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read delta_join.view_catalog");
-	result = (SPI_processed > 0);
-	SPI_finish();
-	return result;
-}
-
-/*
- * delta_join.wait(target text, timeout interval) returns boolean
- *
- * Blocks until every change committed before the call has been applied to
- * the view (target given) or to every view of the database (target NULL),
- * and returns true; returns false when the timeout passes first (a NULL
- * timeout waits without limit), and at once when the view is in error: its
- * changes are not being applied (delta_join.status says why).  With target
- * NULL, it waits for the others and returns false if any view is in error.
- *
- * "Applied" means the worker has decoded past the WAL position at the call
- * and committed the batch that covers it.
- */
-Datum
-dj_wait(PG_FUNCTION_ARGS)
-{
-	bool		one_view = !PG_ARGISNULL(0);
-	int			view_id = 0;
-	int64		timeout_ms = -1;
-	TimestampTz deadline = 0;
-	XLogRecPtr	target_lsn;
-	bool		any_view;
-	bool		in_error;
-	bool		done = false;
-	Latch	   *worker_latch = NULL;
-
-	worker_check_shmem();
-
-	if (!PG_ARGISNULL(1))
-	{
-		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-		int64		usecs;
-
-		usecs = timeout->time +
-			(int64) timeout->day * USECS_PER_DAY +
-			(int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY;
-		timeout_ms = Max(usecs / 1000, 0);
-	}
-
-	/* Which view, and is it (or any view) in error already? */
-	SPI_connect();
-	if (one_view)
-	{
-		Oid			argtypes[1] = {TEXTOID};
-		Datum		values[1] = {PG_GETARG_DATUM(0)};
-		bool		isnull;
-
-		if (SPI_execute_with_args("SELECT view_id, state = 'error' FROM delta_join.view_catalog"
-								  " WHERE target = pg_catalog.to_regclass($1)",
-								  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read delta_join.view_catalog");
-		if (SPI_processed == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("\"%s\" is not a delta view",
-							text_to_cstring(PG_GETARG_TEXT_PP(0))),
-					 errhint("The view delta_join.views lists the delta views.")));
-		view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1, &isnull));
-		in_error = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 2, &isnull));
-		any_view = true;
-	}
-	else
-	{
-		if (SPI_execute("SELECT 1 FROM delta_join.view_catalog LIMIT 1",
-						true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read delta_join.view_catalog");
-		any_view = SPI_processed > 0;
-		in_error = false;
-	}
-	SPI_finish();
-
-	if (in_error)
-		PG_RETURN_BOOL(false);
-	if (!any_view)
-		PG_RETURN_BOOL(true);
-
-	/* What we wait for must be flushed for the worker to read it. */
-	target_lsn = wal_position_now();
-	XLogFlush(target_lsn);
-
-	LWLockAcquire(worker_shared->lock, LW_SHARED);
-	{
-		DbWorker   *db = worker_find_db(MyDatabaseId, false);
-
-		if (db != NULL && db->pid != 0)
-			worker_latch = db->latch;
-	}
-	LWLockRelease(worker_shared->lock);
-	if (worker_latch != NULL)
-		SetLatch(worker_latch);
-
-	if (timeout_ms >= 0)
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
-
-	ConditionVariablePrepareToSleep(&worker_shared->progress_cv);
-	for (;;)
-	{
-		DbWorker   *db;
-		ViewStat   *stat;
-		long		sleep_ms = 1000;
-
-		LWLockAcquire(worker_shared->lock, LW_SHARED);
-		db = worker_find_db(MyDatabaseId, false);
-		done = (db != NULL && db->processed_lsn >= target_lsn);
-		stat = one_view ? worker_find_view(MyDatabaseId, view_id, false) : NULL;
-		in_error = (stat != NULL && stat->in_error);
-		LWLockRelease(worker_shared->lock);
-
-		/*
-		 * The worker publishes an error after committing it; a flag left
-		 * from before a refresh is only cleared once the worker has re-read
-		 * the catalog, so believe the catalog.
-		 */
-		if (in_error && view_in_error(view_id))
-			break;
-		in_error = false;
-		if (done)
-			break;
-		if (timeout_ms >= 0)
-		{
-			TimestampTz now = GetCurrentTimestamp();
-
-			if (now >= deadline)
-				break;
-			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, deadline));
-		}
-		(void) ConditionVariableTimedSleep(&worker_shared->progress_cv, Max(sleep_ms, 1),
-										   PG_WAIT_EXTENSION);
-	}
-	ConditionVariableCancelSleep();
-
-	if (in_error)
-		PG_RETURN_BOOL(false);
-
-	if (done && !one_view)
-	{
-		SPI_connect();
-		/* not read-only: a fresh snapshot, which sees errors of the wait */
-		if (SPI_execute("SELECT 1 FROM delta_join.view_catalog WHERE state = 'error' LIMIT 1",
-						false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read delta_join.view_catalog");
-		done = (SPI_processed == 0);
-		SPI_finish();
-	}
-	PG_RETURN_BOOL(done);
-}
-
-/*
- * delta_join._stat() returns the counters of this database's views from
- * shared memory, one row per view the worker has seen.
- *
- * applied_commit_time is the commit time of the newest change applied, and
- * NULL once the view has caught up with all WAL written (so that the lag
- * delta_join.status derives from it is zero then).
- */
-Datum
-dj_stat(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	XLogRecPtr	now_lsn = wal_position_now();
-	int			i;
-
-	worker_check_shmem();
-	InitMaterializedSRF(fcinfo, 0);
-
-	LWLockAcquire(worker_shared->lock, LW_SHARED);
-	for (i = 0; i < WORKER_MAX_VIEWS; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-		Datum		values[10];
-		bool		nulls[10];
-
-		if (stat->dboid != MyDatabaseId)
-			continue;
-		memset(nulls, 0, sizeof(nulls));
-		values[0] = Int32GetDatum(stat->view_id);
-		values[1] = LSNGetDatum(stat->applied_lsn);
-		nulls[1] = XLogRecPtrIsInvalid(stat->applied_lsn);
-		values[2] = TimestampTzGetDatum(stat->applied_commit_time);
-		nulls[2] = (stat->applied_commit_time == 0 ||
-					stat->applied_lsn >= now_lsn);
-		values[3] = Int64GetDatum(stat->changes_seen);
-		values[4] = Int64GetDatum(stat->counts.keys_applied);
-		values[5] = Int64GetDatum(stat->counts.rows_upserted);
-		values[6] = Int64GetDatum(stat->counts.rows_deleted);
-		values[7] = Int64GetDatum(stat->counts.rows_unchanged);
-		values[8] = Int64GetDatum(stat->counts.lookups);
-		values[9] = Int64GetDatum(stat->counts.cache_hits);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	LWLockRelease(worker_shared->lock);
-
-	return (Datum) 0;
 }

@@ -2,14 +2,14 @@
  *
  * launcher.h
  *	  Shared memory of the launcher and the apply workers, as launcher.c
- *	  lays it out and worker.c fills it.
+ *	  lays it out and worker.c and progress.c fill it.
  *
  * WorkerShared holds one DbWorker per database with (or waiting for) a
- * worker and one ViewStat per view with counters.  Everything in it is
- * protected by WorkerShared.lock: readers take it shared; writers -- a
- * worker once per batch, backends in worker_notify, the launcher -- take it
- * exclusive.  progress_cv is broadcast whenever a worker's processed_lsn
- * advances; delta_join.wait() sleeps on it.
+ * worker and one ViewStat (progress.h) per view, delta_join.max_views of
+ * them.  Everything in it is protected by WorkerShared.lock: readers take
+ * it shared; writers -- a worker once per batch, backends in worker_notify,
+ * the launcher -- take it exclusive.  progress_cv is broadcast whenever a
+ * worker publishes progress; delta_join.wait() sleeps on it.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,10 +22,9 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-#include "batch.h"
+#include "progress.h"
 
 #define WORKER_MAX_DATABASES	64	/* databases with a worker at once */
-#define WORKER_MAX_VIEWS		1024	/* views with counters, all databases */
 
 /* One database's worker */
 typedef struct DbWorker
@@ -34,21 +33,7 @@ typedef struct DbWorker
 	pid_t		pid;			/* the running worker, 0 if none */
 	Latch	   *latch;			/* its latch, while pid != 0 */
 	uint64		generation;		/* bumped when the catalog changed */
-	XLogRecPtr	processed_lsn;	/* all changes committed before this are
-								 * applied, views in error aside */
 } DbWorker;
-
-/* One view's counters */
-typedef struct ViewStat
-{
-	Oid			dboid;			/* InvalidOid: entry free */
-	int			view_id;
-	bool		in_error;
-	XLogRecPtr	applied_lsn;
-	TimestampTz applied_commit_time;	/* of the newest change applied */
-	int64		changes_seen;
-	ApplyCounts counts;
-} ViewStat;
 
 typedef struct WorkerShared
 {
@@ -56,14 +41,15 @@ typedef struct WorkerShared
 	ConditionVariable progress_cv;
 	Latch	   *launcher_latch;
 	DbWorker	dbs[WORKER_MAX_DATABASES];
-	ViewStat	views[WORKER_MAX_VIEWS];
+	int			max_views;		/* entries of views */
+	ViewStat	views[FLEXIBLE_ARRAY_MEMBER];
 } WorkerShared;
 
 extern WorkerShared *worker_shared;
 
-/* launcher.c; the find functions expect worker_shared->lock held */
+/* launcher.c; worker_find_db expects worker_shared->lock held */
+extern void worker_check_shmem(void);
 extern DbWorker *worker_find_db(Oid dboid, bool create);
-extern ViewStat *worker_find_view(Oid dboid, int view_id, bool create);
 extern void worker_slot_name(char *name, Oid dboid);
 extern Oid	worker_catalog_relid(const char *relname);
 extern void worker_mark_views_stale(const char *reason);

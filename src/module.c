@@ -51,6 +51,7 @@ int			dj_right_cache_size = 10000;
 int			dj_max_batch_size = 10000;
 int			dj_batch_timeout_ms = 100;
 int			dj_lookup_timeout_ms = 3 * 60 * 1000;
+int			dj_max_views = 4096;
 
 /*
  * Strategy names, as the delta_join.strategy setting and the strategy
@@ -169,6 +170,16 @@ _PG_init(void)
 							0, INT_MAX,
 							PGC_USERSET,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.max_views",
+							"Most delta views, over all databases, the server keeps progress for.",
+							"A view beyond it is refused by create_view.",
+							&dj_max_views,
+							4096,
+							1, 1000000,
+							PGC_POSTMASTER,
+							0,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("delta_join");

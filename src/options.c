@@ -24,6 +24,7 @@
 
 #include <limits.h>
 
+#include "lib/stringinfo.h"
 #include "options.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -56,18 +57,20 @@ static const OptionSpec option_specs[] = {
 	{"batch_timeout", OPT_MS, offsetof(DeltaOptions, batch_timeout_ms), 0, INT_MAX},
 	{"lookup_timeout", OPT_MS, offsetof(DeltaOptions, lookup_timeout_ms), 0, INT_MAX},
 	{"retract", OPT_BOOL, offsetof(DeltaOptions, retract), 0, 0},
+	{"manual_writes", OPT_BOOL, offsetof(DeltaOptions, manual_writes), 0, 0},
 };
 
 #define OPTION_NAMES "strategy, ignore_non_unique_key_filter, cache_enabled, " \
 	"left_cache_size, right_cache_size, max_batch_size, batch_timeout, " \
-	"lookup_timeout, retract"
+	"lookup_timeout, retract, manual_writes"
 
 static const OptionSpec hint_specs[] = {
 	{"cache_size", OPT_INT, offsetof(DeltaHint, cache_size), 0, INT_MAX},
 	{"cache_enabled", OPT_BOOL, offsetof(DeltaHint, cache_enabled), 0, 0},
+	{"lookup_only", OPT_BOOL, offsetof(DeltaHint, lookup_only), 0, 0},
 };
 
-#define HINT_NAMES "cache_size, cache_enabled"
+#define HINT_NAMES "cache_size, cache_enabled, lookup_only"
 
 /* ----------------------------------------------------------------
  *		Setting one option from text
@@ -156,6 +159,7 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
 	options->batch_timeout_ms = dj_batch_timeout_ms;
 	options->lookup_timeout_ms = dj_lookup_timeout_ms;
 	options->retract = false;
+	options->manual_writes = false;
 
 	if (json != NULL)
 	{
@@ -208,13 +212,6 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
 		}
 	}
 
-	if (options->retract)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("option \"retract\" is not supported yet"),
-				 errdetail("Views keep the upsert semantics: rows whose sources are deleted or stop matching stay in the target."),
-				 errhint("Clear residual rows with delta_join.refresh(), or express deletion with a logical-delete column.")));
-
 	if (strategy != NULL)
 	{
 		if (!dj_parse_strategy(strategy, &options->strategy))
@@ -237,14 +234,15 @@ options_to_jsonb(const DeltaOptions *options)
 					"\"left_cache_size\": %d, \"right_cache_size\": %d, "
 					"\"max_batch_size\": %d, "
 					"\"batch_timeout\": %d, \"lookup_timeout\": %d, "
-					"\"retract\": %s}",
+					"\"retract\": %s, \"manual_writes\": %s}",
 					dj_strategy_name(options->strategy),
 					options->ignore_non_unique_key_filter ? "true" : "false",
 					options->cache_enabled ? "true" : "false",
 					options->left_cache_size, options->right_cache_size,
 					options->max_batch_size,
 					options->batch_timeout_ms, options->lookup_timeout_ms,
-					options->retract ? "true" : "false");
+					options->retract ? "true" : "false",
+					options->manual_writes ? "true" : "false");
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 }
 
@@ -374,10 +372,8 @@ hints_parse(const char *text)
 			{
 				DeltaHint  *hint = palloc(sizeof(DeltaHint));
 
+				hint_init(hint);
 				hint->location = p - text;
-				hint->cache_size = -1;
-				hint->cache_enabled = false;
-				hint->cache_enabled_set = false;
 				parse_hint_body(text, hint->location, p + 3, hint);
 				hints = lappend(hints, hint);
 			}
@@ -389,4 +385,61 @@ hints_parse(const char *text)
 			p++;
 	}
 	return hints;
+}
+
+/* A hint that sets nothing */
+void
+hint_init(DeltaHint *hint)
+{
+	memset(hint, 0, sizeof(DeltaHint));
+	hint->cache_size = -1;
+}
+
+/* The options a hint sets, as source_catalog.options keeps them */
+Jsonb *
+hint_to_jsonb(const DeltaHint *hint)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	if (hint->cache_size >= 0)
+		appendStringInfo(&buf, "\"cache_size\": %d", hint->cache_size);
+	if (hint->cache_enabled_set)
+		appendStringInfo(&buf, "%s\"cache_enabled\": %s", buf.len > 1 ? ", " : "",
+						 hint->cache_enabled ? "true" : "false");
+	if (hint->lookup_only)
+		appendStringInfo(&buf, "%s\"lookup_only\": true", buf.len > 1 ? ", " : "");
+	appendStringInfoChar(&buf, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/* The hint source_catalog.options keeps (see hint_to_jsonb) */
+void
+hint_from_jsonb(DeltaHint *hint, Jsonb *json)
+{
+	JsonbIterator *it = JsonbIteratorInit(&json->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *name = NULL;
+
+	hint_init(hint);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			name = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE && name != NULL)
+		{
+			if (strcmp(name, "cache_size") == 0 && v.type == jbvNumeric)
+				hint->cache_size = DatumGetInt32(DirectFunctionCall1(numeric_int4,
+																	 NumericGetDatum(v.val.numeric)));
+			else if (strcmp(name, "cache_enabled") == 0 && v.type == jbvBool)
+			{
+				hint->cache_enabled = v.val.boolean;
+				hint->cache_enabled_set = true;
+			}
+			else if (strcmp(name, "lookup_only") == 0 && v.type == jbvBool)
+				hint->lookup_only = v.val.boolean;
+		}
+	}
 }

@@ -12,17 +12,12 @@
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
-/* The options of one /\*+ OPTIONS(...) *\/ hint after a table. */
-typedef struct DeltaHint
-{
-	int			location;		/* offset of the comment in the query text */
-	int			cache_size;		/* -1: not given */
-	bool		cache_enabled;
-	bool		cache_enabled_set;
-} DeltaHint;
-
 extern void options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json);
 extern Jsonb *options_to_jsonb(const DeltaOptions *options);
+
+extern void hint_init(DeltaHint *hint);
 extern List *hints_parse(const char *text);
+extern Jsonb *hint_to_jsonb(const DeltaHint *hint);
+extern void hint_from_jsonb(DeltaHint *hint, Jsonb *json);
 
 #endif							/* DJ_OPTIONS_H */

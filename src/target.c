@@ -1,17 +1,37 @@
 /*-------------------------------------------------------------------------
  *
  * target.c
- *	  The target table of a view: creating it, checking an existing one,
- *	  and filling it from the query (backfill and refresh).
+ *	  The target table of a view: creating it, checking it, filling it from
+ *	  the query (backfill and refresh), and guarding it against writes by
+ *	  anyone else.
  *
- * The target is an ordinary table owned by the view's creator.  Its primary
- * key (or a unique index with the same columns) is the result's unique key
- * found by the analyzer: the applier upserts result rows by it.
+ * The target is an ordinary, permanent table.  Its primary key (or a
+ * unique index on the same columns) is the result's unique key found by the
+ * analyzer: the applier upserts result rows by it.  Its columns take the
+ * query's output columns, in order and by name, by assignment: what INSERT
+ * ... SELECT would store (a DECIMAL(38,2) column takes a numeric sum).
  *
- * Filling runs the view's own query as one set-based INSERT ... SELECT, with
- * SHARE locks on every source held until the end of the transaction, so no
- * source change can commit between the fill and the registration of the view
- * (writers wait, as they do for CREATE INDEX).
+ * Filling runs the view's bound query (its query view) as one set-based
+ * INSERT ... SELECT, as the target's owner with the view's pinned settings,
+ * after SHARE locks on every source and partition, held until the end of
+ * the transaction: no source change can commit between the fill and the
+ * registration of the view (writers wait, as they do for CREATE INDEX).
+ * A new target gets its key after the fill, as CREATE TABLE AS then ADD
+ * PRIMARY KEY would: one sorted index build instead of row-by-row inserts.
+ *
+ * Lock order of the functions that change views (api.c), the one order
+ * every path takes:
+ *
+ *	1. view_catalog, ShareUpdateExclusiveLock (self-exclusive: one view
+ *	   change at a time per database; see api.c);
+ *	2. the sources and their partitions, ShareLock, all or none
+ *	   (lock_sources: a writer that holds one of them while waiting for
+ *	   another can never wait for us);
+ *	3. the target.
+ *
+ * The apply worker locks sources (AccessShareLock) and targets
+ * (RowExclusiveLock) with a lock timeout and backs off when it expires, so
+ * it never holds up these functions for long.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +45,8 @@
 #include "catalog/pg_inherits.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -32,7 +54,12 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "catalog.h"
+#include "runas.h"
 #include "target.h"
+
+/* Writes into targets that the guard trigger lets through (target_fill) */
+static int	target_fill_depth = 0;
 
 /* ----------------------------------------------------------------
  *		Key columns
@@ -73,6 +100,8 @@ output_nullable(DeltaPlan *plan, int col)
 		return true;
 	var = (Var *) tle->expr;
 	rte = rt_fetch(var->varno, plan->query->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return true;
 	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid),
 							Int16GetDatum(var->varattno));
 	if (!HeapTupleIsValid(tuple))
@@ -93,6 +122,13 @@ key_column_list(DeltaPlan *plan)
 		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "",
 						 quote_identifier(plan->colnames[plan->key_columns[i]]));
 	return buf.data;
+}
+
+static char *
+qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
 }
 
 /*
@@ -147,67 +183,100 @@ spi_run(const char *sql)
 	return ret;
 }
 
+/* Run one statement with SPI in the caller's identity. */
+static void
+spi_run_once(const char *sql)
+{
+	SPI_connect();
+	spi_run(sql);
+	SPI_finish();
+}
+
+/* " COLLATE pg_catalog.\"C\"", or "" for the type's default collation */
+static char *
+collate_clause(Oid type, Oid collation)
+{
+	HeapTuple	tuple;
+	Form_pg_collation coll;
+	char	   *result;
+
+	if (!OidIsValid(collation) || collation == get_typcollation(type))
+		return "";
+	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for collation %u", collation);
+	coll = (Form_pg_collation) GETSTRUCT(tuple);
+	result = psprintf(" COLLATE %s",
+					  quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+												 NameStr(coll->collname)));
+	ReleaseSysCache(tuple);
+	return result;
+}
+
 /*
- * Create the target from the plan's output columns, with the result's key
- * as primary key (or, when a key column can be NULL, as a unique
- * constraint that treats NULLs as equal, like GROUP BY does).
+ * Create the target from the plan's output columns, without its key (see
+ * target_add_key).  A temporary target is refused: its rows would be seen by
+ * one session only, and lost with it.
  */
 Oid
 target_create(RangeVar *rv, DeltaPlan *plan)
 {
 	Oid			nspid = RangeVarGetCreationNamespace(rv);
-	char	   *qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
+	char	   *qualname;
 	StringInfoData sql;
-	bool		nullable_key = false;
 
+	if (rv->relpersistence == RELPERSISTENCE_TEMP || isAnyTempNamespace(nspid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" cannot be a temporary table", rv->relname),
+				 errdetail("A temporary table is visible to one session only, and the apply worker is another."),
+				 errhint("Name the target in a permanent schema.")));
+
+	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", qualname);
 	for (int i = 0; i < plan->ncolumns; i++)
-	{
-		appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "",
+		appendStringInfo(&sql, "%s%s %s%s", i > 0 ? ", " : "",
 						 quote_identifier(plan->colnames[i]),
-						 format_type_with_typemod(plan->coltypes[i], plan->coltypmods[i]));
-		if (OidIsValid(plan->colcollations[i]) &&
-			plan->colcollations[i] != get_typcollation(plan->coltypes[i]))
-		{
-			HeapTuple	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(plan->colcollations[i]));
-			Form_pg_collation coll;
-
-			if (!HeapTupleIsValid(tuple))
-				elog(ERROR, "cache lookup failed for collation %u", plan->colcollations[i]);
-			coll = (Form_pg_collation) GETSTRUCT(tuple);
-			appendStringInfo(&sql, " COLLATE %s",
-							 quote_qualified_identifier(get_namespace_name(coll->collnamespace),
-														NameStr(coll->collname)));
-			ReleaseSysCache(tuple);
-		}
-	}
-	for (int k = 0; k < plan->key_ncolumns; k++)
-		nullable_key |= output_nullable(plan, plan->key_columns[k]);
-	appendStringInfo(&sql, ", %s (%s))",
-					 nullable_key ? "UNIQUE NULLS NOT DISTINCT" : "PRIMARY KEY",
-					 key_column_list(plan));
-
-	SPI_connect();
-	spi_run(sql.data);
-	SPI_finish();
+						 format_type_with_typemod(plan->coltypes[i], plan->coltypmods[i]),
+						 collate_clause(plan->coltypes[i], plan->colcollations[i]));
+	appendStringInfoChar(&sql, ')');
+	spi_run_once(sql.data);
 
 	CommandCounterIncrement();
 	return get_relname_relid(rv->relname, nspid);
 }
 
 /*
+ * Give a target made by target_create its key: the result's key as primary
+ * key, or, when a key column can be NULL, as a unique constraint that treats
+ * NULLs as equal (like GROUP BY does).
+ */
+void
+target_add_key(Oid relid, DeltaPlan *plan)
+{
+	bool		nullable_key = false;
+
+	for (int k = 0; k < plan->key_ncolumns; k++)
+		nullable_key |= output_nullable(plan, plan->key_columns[k]);
+	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", qualified_name(relid),
+						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" : "PRIMARY KEY",
+						  key_column_list(plan)));
+}
+
+/*
  * Check that an existing target can hold the view's result: an ordinary,
- * logged table with the query's output columns (same names, order and
- * types) and a unique key on exactly the result's key columns.
+ * permanent table whose columns are the query's output columns, same names
+ * and order, each taking the query's value by assignment; a unique key on
+ * exactly the result's key columns, each of the query's type and collation
+ * (a key that compared otherwise would merge or split rows of the result).
  */
 void
 target_validate(Oid relid, DeltaPlan *plan)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
-	char	   *name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												  RelationGetRelationName(rel));
+	char	   *name = qualified_name(relid);
 	int			col = 0;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
@@ -235,8 +304,7 @@ target_validate(Oid relid, DeltaPlan *plan)
 					 errdetail("Column \"%s\" has no counterpart in the select list.", NameStr(att->attname)),
 					 errhint("The target's columns must be the query's output columns, in order.")));
 		if (strcmp(NameStr(att->attname), plan->colnames[col]) != 0 ||
-			att->atttypid != plan->coltypes[col] ||
-			(att->atttypmod != -1 && att->atttypmod != plan->coltypmods[col]))
+			!can_coerce_type(1, &plan->coltypes[col], &att->atttypid, COERCION_ASSIGNMENT))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column %d of target \"%s\" does not match the query", col + 1, name),
@@ -245,7 +313,33 @@ target_validate(Oid relid, DeltaPlan *plan)
 							   format_type_with_typemod(att->atttypid, att->atttypmod),
 							   quote_identifier(plan->colnames[col]),
 							   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
-					 errhint("The target's columns must be the query's output columns, in order.")));
+					 errhint("The target's columns must be the query's output columns, in order, of types that take their values by assignment.")));
+		for (int k = 0; k < plan->key_ncolumns; k++)
+		{
+			if (plan->key_columns[k] != col)
+				continue;
+
+			/* a key value coerced on its way in would no longer be found */
+			if (att->atttypid != plan->coltypes[col] ||
+				(att->atttypmod != -1 && att->atttypmod != plan->coltypmods[col]))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("key column \"%s\" of target \"%s\" does not have the query's type",
+								NameStr(att->attname), name),
+						 errdetail("The target has %s; the query outputs %s.",
+								   format_type_with_typemod(att->atttypid, att->atttypmod),
+								   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
+						 errhint("Declare the key columns with the query's types, or let delta_join.create_view create the target.")));
+			if (att->attcollation != plan->colcollations[col])
+				ereport(ERROR,
+						(errcode(ERRCODE_COLLATION_MISMATCH),
+						 errmsg("key column \"%s\" of target \"%s\" has another collation than the query's",
+								NameStr(att->attname), name),
+						 errdetail("The target's key compares rows as the query's result does only with the same collation (the query's is %s).",
+								   OidIsValid(plan->colcollations[col]) ?
+								   get_collation_name(plan->colcollations[col]) : "none"),
+						 errhint("Declare the column with the query's collation, or let delta_join.create_view create the target.")));
+		}
 		col++;
 	}
 	if (col < plan->ncolumns)
@@ -267,6 +361,45 @@ target_validate(Oid relid, DeltaPlan *plan)
 }
 
 /* ----------------------------------------------------------------
+ *		The guard
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Put the guard trigger on a target: a statement trigger, fired before any
+ * INSERT, UPDATE, DELETE, TRUNCATE or COPY and in every replication role,
+ * that refuses writes by others (dj_guard_target).  The apply worker writes
+ * rows through the executor's replication functions, which fire no
+ * statement trigger, so it costs the worker nothing.
+ */
+void
+target_guard(Oid relid)
+{
+	char	   *name = qualified_name(relid);
+
+	spi_run_once(psprintf("CREATE OR REPLACE TRIGGER delta_join_guard"
+						  " BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
+						  " FOR EACH STATEMENT EXECUTE FUNCTION delta_join._guard_target()",
+						  name));
+	spi_run_once(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER delta_join_guard", name));
+}
+
+/* Remove the guard of a table that is no longer a target. */
+void
+target_unguard(Oid relid)
+{
+	spi_run_once(psprintf("DROP TRIGGER IF EXISTS delta_join_guard ON %s",
+						  qualified_name(relid)));
+}
+
+/* Is this backend filling a target (the guard lets that through)? */
+bool
+target_filling(void)
+{
+	return target_fill_depth > 0;
+}
+
+/* ----------------------------------------------------------------
  *		Filling
  * ----------------------------------------------------------------
  */
@@ -281,61 +414,103 @@ compare_oid(const void *a, const void *b)
 }
 
 /*
- * Take SHARE locks on every source (and every partition of a partitioned
- * one) in OID order, so two fills never deadlock on each other.
+ * Take a SHARE lock on every source and every partition of a partitioned
+ * one, all or none: try each without waiting; when one is taken, give back
+ * those we hold, wait until the one that was busy is free, and start over.
+ * A writer that holds a lock on one source and wants another is thus never
+ * waiting for us while we wait for it.
  */
-static void
-lock_sources(DeltaPlan *plan)
+void
+target_lock_sources(DeltaPlan *plan)
 {
 	int			n = list_length(plan->sources);
-	Oid		   *relids = palloc(sizeof(Oid) * n);
+	Oid		   *roots = palloc(sizeof(Oid) * n);
 	ListCell   *lc;
 
 	foreach(lc, plan->sources)
-		relids[foreach_current_index(lc)] = ((DeltaSource *) lfirst(lc))->relid;
-	qsort(relids, n, sizeof(Oid), compare_oid);
-	for (int i = 0; i < n; i++)
+		roots[foreach_current_index(lc)] = ((DeltaSource *) lfirst(lc))->relid;
+	qsort(roots, n, sizeof(Oid), compare_oid);
+
+	for (;;)
 	{
-		if (i > 0 && relids[i] == relids[i - 1])
-			continue;
-		LockRelationOid(relids[i], ShareLock);
-		if (get_rel_relkind(relids[i]) == RELKIND_PARTITIONED_TABLE)
-			(void) find_all_inheritors(relids[i], ShareLock, NULL);
+		List	   *held = NIL;
+		Oid			busy = InvalidOid;
+
+		for (int i = 0; i < n && !OidIsValid(busy); i++)
+		{
+			List	   *rels;
+
+			if (i > 0 && roots[i] == roots[i - 1])
+				continue;
+			if (!ConditionalLockRelationOid(roots[i], ShareLock))
+			{
+				busy = roots[i];
+				break;
+			}
+			held = lappend_oid(held, roots[i]);
+
+			/* partitions cannot be attached or detached while we hold it */
+			if (get_rel_relkind(roots[i]) != RELKIND_PARTITIONED_TABLE)
+				continue;
+			rels = find_all_inheritors(roots[i], NoLock, NULL);
+			foreach(lc, rels)
+			{
+				Oid			part = lfirst_oid(lc);
+
+				if (part == roots[i])
+					continue;
+				if (!ConditionalLockRelationOid(part, ShareLock))
+				{
+					busy = part;
+					break;
+				}
+				held = lappend_oid(held, part);
+			}
+		}
+		if (!OidIsValid(busy))
+			return;
+
+		foreach(lc, held)
+			UnlockRelationOid(lfirst_oid(lc), ShareLock);
+		LockRelationOid(busy, ShareLock);
+		UnlockRelationOid(busy, ShareLock);
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
 /*
- * Fill the target with the query's result, after deleting what it holds
- * when `clear` is set; returns the number of rows written.
+ * Fill the target with the view's result, from its query view, after
+ * deleting what it holds when `clear` is set; returns the number of rows
+ * written.  The sources must be locked (target_lock_sources).  Runs as the
+ * target's owner with the view's pinned settings.
  */
 uint64
-target_fill(Oid relid, DeltaPlan *plan, bool clear)
+target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
 {
-	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-												  get_rel_name(relid));
-	StringInfoData sql;
+	char	   *name = qualified_name(relid);
 	uint64		rows;
+	RunAs		runas;
 
-	/*
-	 * Sources first, then the target: the worker locks sources and targets
-	 * in that order too (a target may be another view's source).  Refilling
-	 * an existing target excludes the worker's writes to it.
-	 */
-	lock_sources(plan);
+	/* refilling an existing target excludes the worker's writes to it */
 	if (clear)
 		LockRelationOid(relid, ExclusiveLock);
 
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (", name);
-	for (int i = 0; i < plan->ncolumns; i++)
-		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", quote_identifier(plan->colnames[i]));
-	appendStringInfo(&sql, ") %s", plan->query_text);
-
-	SPI_connect();
-	if (clear)
-		spi_run(psprintf("DELETE FROM %s", name));
-	spi_run(sql.data);
-	rows = SPI_processed;
-	SPI_finish();
+	runas_begin(runas_target_owner(relid), settings, &runas);
+	target_fill_depth++;
+	PG_TRY();
+	{
+		SPI_connect();
+		if (clear)
+			spi_run(psprintf("DELETE FROM %s", name));
+		spi_run(psprintf("INSERT INTO %s SELECT * FROM %s", name, qualified_name(query_view)));
+		rows = SPI_processed;
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		target_fill_depth--;
+	}
+	PG_END_TRY();
+	runas_end(&runas);
 	return rows;
 }

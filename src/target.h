@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * target.h
- *	  Target tables: creation, validation, backfill and refresh.
+ *	  Target tables: creation, validation, filling, and the write guard.
  *
  *-------------------------------------------------------------------------
  */
@@ -9,11 +9,17 @@
 #define DJ_TARGET_H
 
 #include "analyze.h"
+#include "utils/jsonb.h"
 #include "utils/relcache.h"
 
 extern Oid	target_create(RangeVar *rv, DeltaPlan *plan);
+extern void target_add_key(Oid relid, DeltaPlan *plan);
 extern void target_validate(Oid relid, DeltaPlan *plan);
 extern Oid	target_key_index(Relation rel, DeltaPlan *plan);
-extern uint64 target_fill(Oid relid, DeltaPlan *plan, bool clear);
+extern void target_guard(Oid relid);
+extern void target_unguard(Oid relid);
+extern bool target_filling(void);
+extern void target_lock_sources(DeltaPlan *plan);
+extern uint64 target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear);
 
 #endif							/* DJ_TARGET_H */

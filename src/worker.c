@@ -13,38 +13,47 @@
  *			until the batch holds max_batch_size distinct keys or its first
  *			change is batch_timeout old (the smallest values among the
  *			active views' options);
- *	apply	the batch in ONE transaction: read the view catalog, then for
- *			each view with work run apply_view_batch (apply.c) as the
- *			view's owner, with search_path = pg_catalog, pg_temp and the
- *			view's lookup_timeout, inside a subtransaction that also stores the
- *			view's applied_lsn; commit;
- *	confirm	the batch's end to the slot, only after the commit.
+ *	apply	the batch in ONE transaction: read the views from the catalog,
+ *			then apply each view's part (apply.c) inside a subtransaction,
+ *			as the target's owner with the view's pinned settings (runas.c)
+ *			and its lookup_timeout; store the applied position of the views
+ *			applied; commit;
+ *	confirm	the batch's end to the slot, only after the commit, and never
+ *			past a batch that is still waiting for another try.
  *
  * After a crash decoding restarts from the last confirmed position and
  * replays; applying is idempotent (DESIGN.md section 2).
  *
  * A view whose apply fails is set to state 'error' (last_error,
  * last_error_time, stale_since_lsn) and its later changes are dropped until
- * delta_join.refresh() rebuilds it; the other views go on.  Errors that
- * passing conditions cause (deadlock, serialization failure, lock not
- * available) instead roll the whole batch back, to be tried again, up to
- * WORKER_APPLY_ATTEMPTS times.  Which views exist, and their state, is read
- * from the catalog in every apply transaction, so a refresh or drop
- * committed before a change was decoded is always seen.  When the catalog
- * shows no view left, the worker drops the slot and exits.
+ * delta_join.refresh() rebuilds it; the other views go on.  A view that
+ * fails for a passing reason -- a lock it waited for longer than the
+ * worker's lock_timeout (a lock held on its target, say), a deadlock, its
+ * lookup_timeout -- is not put in error at once: its part of the batch is
+ * kept (the batch's memory stays alive), retried with a growing backoff
+ * alone or with its later changes, and the slot is not confirmed past it.
+ * The other views go on meanwhile.  It goes to error only once its
+ * lookup_timeout has passed since the first failure, or after
+ * WORKER_TIMEOUT_TRIES statement timeouts.  The worker's deadlock_timeout
+ * is short, so that in a deadlock with a user's transaction the worker is
+ * the one that gives way.
+ *
+ * Which views exist, and their state, is read from the catalog in every
+ * apply transaction, so a refresh or drop committed before a change was
+ * decoded is always seen.  When the catalog shows no view left, the worker
+ * drops the slot and exits.
  *
  * Idle behaviour: a worker that has read all flushed WAL sleeps on its latch
- * for at most WORKER_POLL_MS, then looks at the flush pointer again
- * (nothing else tells it of new WAL without slowing every commit);
+ * for at most WORKER_POLL_MS, then looks at the flush pointer again;
  * delta_join.wait() and worker_notify() set its latch to wake it at once.
- * A wake-up that finds no new WAL costs one read of the flush pointer.
  *
  * Errors outside a view's apply (reading WAL, the catalog) end the worker;
  * the slot is released on exit and the launcher starts a new worker.
  *
  * Memory: the decoding context lives in worker_cxt for the life of the
- * worker; captured keys, batches and catalog rows in batch_cxt, reset after
- * each batch.
+ * worker.  Each batch has memory of its own (BatchMemory): the capture's
+ * keys and batches, the catalog rows read for it.  It is freed after the
+ * batch commits, unless a deferred view still holds its part of the batch.
  *
  * IDENTIFICATION
  *	  src/worker.c
@@ -56,8 +65,6 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogutils.h"
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -70,27 +77,33 @@
 #include "storage/procarray.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
+#include "apply.h"
 #include "batch.h"
 #include "catalog.h"
 #include "decode.h"
 #include "delta_join.h"
 #include "launcher.h"
+#include "progress.h"
+#include "runas.h"
 #include "worker.h"
 
 #define WORKER_POLL_MS			10	/* idle check of the flush pointer */
 #define WORKER_CATALOG_CHECK_MS 10000	/* re-read the views at least this often */
-#define WORKER_APPLY_ATTEMPTS	3	/* tries of a batch that fails transiently */
 #define WORKER_BUSY_RETRY_MS	50	/* retry of a catalog check that found it
 									 * locked */
+#define WORKER_LOCK_TIMEOUT		"1s"	/* longest wait for one lock */
+#define WORKER_DEADLOCK_TIMEOUT "50ms"	/* find deadlocks before users do */
+#define WORKER_RETRY_MIN_MS		100 /* first backoff of a deferred view */
+#define WORKER_RETRY_MAX_MS		5000	/* longest backoff */
+#define WORKER_TIMEOUT_TRIES	3	/* lookup_timeouts before an error */
 
 /* What a look at the catalog found */
 typedef enum CatalogCheck
@@ -100,40 +113,47 @@ typedef enum CatalogCheck
 	CATALOG_BUSY				/* a transaction is changing the views */
 } CatalogCheck;
 
-/* A row of view_catalog, as the worker needs it */
-typedef struct ViewRow
+/* The memory of one batch, alive while a deferred view holds part of it */
+typedef struct BatchMemory
+{
+	MemoryContext cxt;
+	int			refs;			/* deferred views holding it */
+} BatchMemory;
+
+/* A view whose batches wait for another try */
+typedef struct DeferredView
 {
 	int			view_id;
-	Oid			owner;
-	bool		in_error;
-	XLogRecPtr	applied_lsn;
-	char	   *target_name;
-	int			max_batch_size; /* the view's options */
-	int			batch_timeout_ms;
-	int			lookup_timeout_ms;
-} ViewRow;
+	List	   *batches;		/* ViewBatch *, oldest first */
+	List	   *memories;		/* BatchMemory * they live in */
+	XLogRecPtr	since_lsn;		/* the slot is not confirmed past this */
+	int			tries;
+	int			timeouts;		/* of them, ended by lookup_timeout */
+	TimestampTz first_failure;
+	TimestampTz next_try;
+	char	   *reason;			/* the last error */
+} DeferredView;
 
-/* What happened to one view of a batch */
-typedef struct ViewOutcome
+/* How applying one view's part of a batch ended */
+typedef enum ViewResult
 {
-	ViewBatch  *batch;
-	bool		known;			/* the view is in the catalog */
-	bool		applied;
-	char	   *error;			/* the apply failed with this message */
-	ApplyCounts counts;
-} ViewOutcome;
+	VIEW_APPLIED,
+	VIEW_FAILED,				/* error: the view goes to state error */
+	VIEW_DEFERRED				/* a passing error: try again later */
+} ViewResult;
 
 static Oid	worker_dboid = InvalidOid;
 static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
-static MemoryContext batch_cxt = NULL;
+static BatchMemory *batch_memory = NULL;
 static LogicalDecodingContext *decoding = NULL;
 static DecodeCapture capture;
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
+static List *deferred_views = NIL;	/* DeferredView *, in worker_cxt */
 
 /*
  * When a batch is full or due: the settings, lowered by the options of the
- * active views as last read from the catalog (worker_read_views).
+ * active views as last read from the catalog (worker_batch_limits).
  */
 static int	batch_max_keys = 10000;
 static int	batch_timeout_ms = 100;
@@ -141,9 +161,6 @@ static int	batch_timeout_ms = 100;
 /* Position to confirm to the slot once WAL is flushed up to confirm_after */
 static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
 static XLogRecPtr confirm_after = InvalidXLogRecPtr;
-static SPIPlanPtr plan_list_views = NULL;
-static SPIPlanPtr plan_set_applied = NULL;
-static SPIPlanPtr plan_set_error = NULL;
 
 static void worker_on_exit(int code, Datum arg);
 static void worker_loop(void);
@@ -151,22 +168,22 @@ static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
 static bool worker_decode(void);
 static bool worker_batch_due(void);
+static TimestampTz worker_next_retry(void);
 static void worker_progress(void);
+static void worker_new_batch(void);
 static void worker_apply_batch(void);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
-static int	option_or(HeapTuple tuple, TupleDesc desc, int column, int setting);
 static void worker_wait_visible(void);
-static bool worker_apply_attempt(List *batches, XLogRecPtr end_lsn,
-								 bool last_attempt, ViewOutcome *outcomes);
-static bool worker_apply_view(ViewBatch *batch, ViewRow *row,
-							  XLogRecPtr end_lsn, bool last_attempt,
-							  ViewOutcome *outcome);
-static void worker_record_error(ViewRow *rows, int nrows, int view_id,
-								const char *message);
-static ViewRow *worker_read_views(int *nrows);
-static void worker_publish(ViewRow *rows, int nrows, XLogRecPtr end_lsn,
-						   List *batches, ViewOutcome *outcomes);
+static void worker_batch_limits(List *views);
+static ViewResult worker_apply_view(ViewRecord *view, List *batches,
+									XLogRecPtr end_lsn, ApplyCounts *counts,
+									char **message, int *sqlerrcode);
+static void worker_defer(ViewRecord *view, ViewBatch *batch, const char *message,
+						 int sqlerrcode, TimestampTz now);
+static void worker_forget_deferred(DeferredView *dv);
+static DeferredView *worker_find_deferred(int view_id);
+static ViewProgress *worker_progress_rows(List *views);
 
 /* ----------------
  * Apply worker
@@ -214,17 +231,19 @@ dj_worker_main(Datum main_arg)
 	 */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
+	/* never wait long for a lock, and be the one a deadlock stops */
+	SetConfigOption("lock_timeout", WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("deadlock_timeout", WORKER_DEADLOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+
 	/*
 	 * The worker runs as a superuser: its own catalog statements resolve
 	 * names in pg_catalog only, never in schemas users can create objects in.
 	 */
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
+	SetConfigOption("search_path", RUNAS_SEARCH_PATH, PGC_SUSET, PGC_S_SESSION);
 
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
-	batch_cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
-									  ALLOCSET_DEFAULT_SIZES);
-	decode_capture_reset(&capture, batch_cxt);
+	worker_new_batch();
 	batch_max_keys = dj_max_batch_size;
 	batch_timeout_ms = dj_batch_timeout_ms;
 
@@ -265,6 +284,7 @@ worker_loop(void)
 	{
 		uint64		generation;
 		TimestampTz now;
+		TimestampTz retry;
 		bool		caught_up;
 
 		CHECK_FOR_INTERRUPTS();
@@ -281,8 +301,12 @@ worker_loop(void)
 		now = GetCurrentTimestamp();
 		if (generation != seen_generation || now >= next_check)
 		{
-			CatalogCheck check = worker_check_views();
+			CatalogCheck check;
 
+			/* a view was created, dropped or refreshed: rebuild plans */
+			if (generation != seen_generation)
+				apply_forget_views();
+			check = worker_check_views();
 			seen_generation = generation;
 			next_check = TimestampTzPlusMilliseconds(now,
 													 check == CATALOG_BUSY ?
@@ -301,10 +325,11 @@ worker_loop(void)
 			worker_start_decoding();
 
 		caught_up = worker_decode();
+		retry = worker_next_retry();
 
-		if (!decode_capture_is_empty(&capture))
+		if (!decode_capture_is_empty(&capture) || (retry != 0 && retry <= now))
 		{
-			if (worker_batch_due())
+			if (worker_batch_due() || (retry != 0 && retry <= now))
 			{
 				worker_apply_batch();
 				continue;
@@ -327,6 +352,9 @@ worker_loop(void)
 				timeout = Max(1, Min(timeout,
 									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), due)));
 			}
+			if (retry != 0)
+				timeout = Max(1, Min(timeout,
+									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), retry)));
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 timeout, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
@@ -338,10 +366,29 @@ worker_loop(void)
 static bool
 worker_batch_due(void)
 {
+	if (decode_capture_is_empty(&capture))
+		return false;
 	if (capture.nkeys >= batch_max_keys)
 		return true;
 	return GetCurrentTimestamp() >=
 		TimestampTzPlusMilliseconds(capture.first_change_time, batch_timeout_ms);
+}
+
+/* When the first deferred view is due for another try, or 0 */
+static TimestampTz
+worker_next_retry(void)
+{
+	TimestampTz next = 0;
+	ListCell   *lc;
+
+	foreach(lc, deferred_views)
+	{
+		DeferredView *dv = lfirst(lc);
+
+		if (next == 0 || dv->next_try < next)
+			next = dv->next_try;
+	}
+	return next;
 }
 
 /*
@@ -364,17 +411,18 @@ worker_check_views(void)
 		result = CATALOG_NO_VIEWS;	/* the extension was dropped */
 	else if (ConditionalLockRelationOid(catalog_relid, ShareLock))
 	{
-		ViewRow    *rows;
-		int			nrows;
+		MemoryContext oldcxt = MemoryContextSwitchTo(batch_memory->cxt);
+		List	   *views;
 
 		/* a snapshot that sees what committed before we got the lock */
 		PopActiveSnapshot();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		SPI_connect();
-		rows = worker_read_views(&nrows);
-		SPI_finish();
-		worker_publish(rows, nrows, InvalidXLogRecPtr, NIL, NULL);
-		result = (nrows > 0) ? CATALOG_VIEWS : CATALOG_NO_VIEWS;
+		views = catalog_list_views();
+		worker_batch_limits(views);
+		progress_publish(worker_dboid, worker_progress_rows(views),
+						 list_length(views), InvalidXLogRecPtr);
+		MemoryContextSwitchTo(oldcxt);
+		result = (views != NIL) ? CATALOG_VIEWS : CATALOG_NO_VIEWS;
 	}
 	else
 		result = CATALOG_BUSY;
@@ -395,6 +443,50 @@ worker_check_views(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	return result;
+}
+
+/*
+ * One batch serves every view: it is as small and as quick as the strictest
+ * active view asks.
+ */
+static void
+worker_batch_limits(List *views)
+{
+	ListCell   *lc;
+
+	batch_max_keys = dj_max_batch_size;
+	batch_timeout_ms = dj_batch_timeout_ms;
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		if (view->in_error)
+			continue;
+		batch_max_keys = Min(batch_max_keys, view->options.max_batch_size);
+		batch_timeout_ms = Min(batch_timeout_ms, view->options.batch_timeout_ms);
+	}
+}
+
+/* Progress rows for views, with nothing applied yet (batch memory) */
+static ViewProgress *
+worker_progress_rows(List *views)
+{
+	ViewProgress *rows = palloc0(sizeof(ViewProgress) * Max(list_length(views), 1));
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+		ViewProgress *vp = &rows[foreach_current_index(lc)];
+		DeferredView *dv = worker_find_deferred(view->view_id);
+
+		vp->view_id = view->view_id;
+		vp->in_error = view->in_error;
+		vp->catalog_lsn = view->applied_lsn;
+		vp->deferred = (dv != NULL);
+		vp->retry_reason = dv ? dv->reason : NULL;
+	}
+	return rows;
 }
 
 /*
@@ -440,15 +532,6 @@ worker_start_decoding(void)
 
 	MemoryContextSwitchTo(oldcxt);
 	CommitTransactionCommand();
-
-	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	{
-		DbWorker   *db = worker_find_db(worker_dboid, false);
-
-		if (db->processed_lsn < batch_start_lsn)
-			db->processed_lsn = batch_start_lsn;
-	}
-	LWLockRelease(worker_shared->lock);
 }
 
 /*
@@ -488,8 +571,7 @@ worker_decode(void)
 
 		if (capture.nkeys >= batch_max_keys)
 			break;
-		if (++nrecords % 256 == 0 && !decode_capture_is_empty(&capture) &&
-			worker_batch_due())
+		if (++nrecords % 256 == 0 && worker_batch_due())
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -503,63 +585,189 @@ worker_decode(void)
 
 /*
  * Nothing captured, but WAL was read: every view is as fresh as the WAL
- * read.  Publish it and let the slot move on.
+ * read, deferred views aside.  Publish it and let the slot move on.
  */
 static void
 worker_progress(void)
 {
 	XLogRecPtr	end_lsn = decoding->reader->EndRecPtr;
-	int			i;
 
 	worker_confirm(end_lsn);
-
-	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	worker_find_db(worker_dboid, false)->processed_lsn = end_lsn;
-	for (i = 0; i < WORKER_MAX_VIEWS; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-
-		if (stat->dboid == worker_dboid && !stat->in_error &&
-			stat->applied_lsn < end_lsn)
-			stat->applied_lsn = end_lsn;
-	}
-	LWLockRelease(worker_shared->lock);
-	ConditionVariableBroadcast(&worker_shared->progress_cv);
-
+	progress_advance(worker_dboid, end_lsn);
 	batch_start_lsn = end_lsn;
 }
 
+/* Start a new batch, in memory of its own. */
+static void
+worker_new_batch(void)
+{
+	batch_memory = MemoryContextAllocZero(worker_cxt, sizeof(BatchMemory));
+	batch_memory->refs = 1;		/* the batch's own */
+	batch_memory->cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
+											  ALLOCSET_DEFAULT_SIZES);
+	decode_capture_reset(&capture, batch_memory->cxt);
+}
+
+/* Give up a reference to a batch's memory; free it when it was the last. */
+static void
+batch_memory_release(BatchMemory *memory)
+{
+	if (--memory->refs > 0)
+		return;
+	MemoryContextDelete(memory->cxt);
+	pfree(memory);
+}
+
 /*
- * Apply the captured batch in one transaction, retrying it when it failed
- * for a passing reason; then confirm its end to the slot and start a new
+ * Apply the captured batch, and the deferred views that are due, in one
+ * transaction; then confirm what is done to the slot and start a new
  * batch.
  */
 static void
 worker_apply_batch(void)
 {
+	MemoryContext oldcxt = MemoryContextSwitchTo(batch_memory->cxt);
 	List	   *batches = decode_capture_batches(&capture);
 	XLogRecPtr	end_lsn = decoding->reader->EndRecPtr;
-	ViewOutcome *outcomes;
-	int			attempt;
+	TimestampTz now = GetCurrentTimestamp();
+	List	   *views;
+	ViewProgress *progress;
+	int		   *applied_ids;
+	int			napplied = 0;
+	XLogRecPtr	confirm;
+	ListCell   *lc;
 
-	outcomes = MemoryContextAllocZero(batch_cxt,
-									  Max(list_length(batches), 1) * sizeof(ViewOutcome));
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	worker_wait_visible();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(batch_memory->cxt);
+	views = catalog_list_views();
+	worker_batch_limits(views);
+	progress = worker_progress_rows(views);
+	applied_ids = palloc(sizeof(int) * Max(list_length(views), 1));
 
-	for (attempt = 1;; attempt++)
+	foreach(lc, views)
 	{
-		if (worker_apply_attempt(batches, end_lsn,
-								 attempt >= WORKER_APPLY_ATTEMPTS, outcomes))
-			break;
-		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100L * attempt, PG_WAIT_EXTENSION);
-		CHECK_FOR_INTERRUPTS();
+		ViewRecord *view = lfirst(lc);
+		ViewProgress *vp = &progress[foreach_current_index(lc)];
+		DeferredView *dv = worker_find_deferred(view->view_id);
+		ViewBatch  *batch = NULL;
+		List	   *work = NIL;
+		ViewResult	result;
+		char	   *message = NULL;
+		int			sqlerrcode = 0;
+		ListCell   *lc2;
+
+		foreach(lc2, batches)
+		{
+			if (((ViewBatch *) lfirst(lc2))->view_id == view->view_id)
+				batch = lfirst(lc2);
+		}
+		if (batch != NULL)
+		{
+			vp->changes = batch->changes;
+			vp->commit_time = batch->commit_time;
+		}
+
+		/* stale until refreshed: its keys are dropped */
+		if (view->in_error)
+		{
+			if (dv != NULL)
+				worker_forget_deferred(dv);
+			vp->deferred = false;
+			continue;
+		}
+
+		if (dv != NULL)
+		{
+			/* not due yet: the new keys join those waiting */
+			if (dv->next_try > now)
+			{
+				if (batch != NULL)
+					worker_defer(view, batch, NULL, 0, now);
+				continue;
+			}
+			work = list_copy(dv->batches);
+		}
+		if (batch != NULL)
+			work = lappend(work, batch);
+		if (work == NIL)
+			continue;
+
+		pgstat_report_activity(STATE_RUNNING, get_rel_name(view->target));
+		result = worker_apply_view(view, work, end_lsn, &vp->counts, &message, &sqlerrcode);
+		pgstat_report_activity(STATE_IDLE, NULL);
+
+		if (result == VIEW_DEFERRED)
+		{
+			worker_defer(view, batch, message, sqlerrcode, now);
+			dv = worker_find_deferred(view->view_id);
+			if (dv->timeouts >= WORKER_TIMEOUT_TRIES)
+				message = psprintf("lookup_timeout expired %d times in a row: %s",
+								   dv->timeouts, message);
+			else if (TimestampDifferenceExceeds(dv->first_failure, now,
+												view->options.lookup_timeout_ms) &&
+					 view->options.lookup_timeout_ms > 0)
+				message = psprintf("could not be applied for longer than its lookup_timeout: %s",
+								   message);
+			else
+			{
+				vp->deferred = true;
+				vp->retry_reason = dv->reason;
+				continue;
+			}
+			result = VIEW_FAILED;
+		}
+
+		dv = worker_find_deferred(view->view_id);
+		if (dv != NULL)
+			worker_forget_deferred(dv);
+		vp->deferred = false;
+		if (result == VIEW_FAILED)
+		{
+			catalog_set_error(view->view_id, message);
+			vp->in_error = true;
+			ereport(WARNING,
+					(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
+							get_rel_name(view->target), message),
+					 errhint("Fix the cause, then rebuild the view with delta_join.refresh().")));
+			continue;
+		}
+		vp->applied = true;
+		applied_ids[napplied++] = view->view_id;
 	}
 
-	worker_confirm(end_lsn);
+	/* views whose changes could not be captured (decode.c) */
+	foreach(lc, capture.broken)
+	{
+		BrokenView *broken = (BrokenView *) lfirst(lc);
+
+		catalog_set_error(broken->view_id, broken->message);
+		for (int i = 0; i < list_length(views); i++)
+		{
+			if (progress[i].view_id == broken->view_id)
+				progress[i].in_error = true;
+		}
+	}
+
+	catalog_set_applied(napplied, applied_ids, end_lsn);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(batch_memory->cxt);
+
+	progress_publish(worker_dboid, progress, list_length(views), end_lsn);
+	MemoryContextSwitchTo(oldcxt);
+
+	/* the slot never moves past a batch that waits for another try */
+	confirm = end_lsn;
+	foreach(lc, deferred_views)
+		confirm = Min(confirm, ((DeferredView *) lfirst(lc))->since_lsn);
+	worker_confirm(confirm);
 
 	batch_start_lsn = end_lsn;
-	MemoryContextReset(batch_cxt);
-	decode_capture_reset(&capture, batch_cxt);
+	batch_memory_release(batch_memory);
+	worker_new_batch();
 }
 
 /*
@@ -608,164 +816,56 @@ worker_wait_visible(void)
 	}
 }
 
-/*
- * One try at applying the batch.  Returns false, with everything rolled
- * back, when a view failed for a passing reason and another try is allowed.
- */
-static bool
-worker_apply_attempt(List *batches, XLogRecPtr end_lsn, bool last_attempt,
-					 ViewOutcome *outcomes)
-{
-	ViewRow    *rows;
-	int			nrows;
-	ListCell   *lc;
-	int			n;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	worker_wait_visible();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	SPI_connect();
-	rows = worker_read_views(&nrows);
-
-	n = 0;
-	foreach(lc, batches)
-	{
-		ViewBatch  *batch = (ViewBatch *) lfirst(lc);
-		ViewOutcome *outcome = &outcomes[n++];
-		ViewRow    *row = NULL;
-		int			i;
-
-		memset(outcome, 0, sizeof(ViewOutcome));
-		outcome->batch = batch;
-		for (i = 0; i < nrows; i++)
-			if (rows[i].view_id == batch->view_id)
-				row = &rows[i];
-		if (row == NULL)
-			continue;			/* dropped */
-		outcome->known = true;
-		if (row->in_error)
-			continue;			/* stale until refreshed: drop its keys */
-
-		pgstat_report_activity(STATE_RUNNING, row->target_name);
-		if (!worker_apply_view(batch, row, end_lsn, last_attempt, outcome))
-		{
-			SPI_finish();
-			AbortCurrentTransaction();
-			pgstat_report_activity(STATE_IDLE, NULL);
-			return false;
-		}
-	}
-
-	/* Record the views that failed; they wait for a refresh. */
-	for (n = 0; n < list_length(batches); n++)
-	{
-		if (outcomes[n].error != NULL)
-			worker_record_error(rows, nrows, outcomes[n].batch->view_id,
-								outcomes[n].error);
-	}
-	foreach(lc, capture.broken)
-	{
-		BrokenView *broken = (BrokenView *) lfirst(lc);
-
-		worker_record_error(rows, nrows, broken->view_id, broken->message);
-	}
-
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
-
-	worker_publish(rows, nrows, end_lsn, batches, outcomes);
-	return true;
-}
-
-/*
- * Put a view in error, in the catalog (in the batch's transaction) and in
- * the rows that worker_publish will publish; no-op for views dropped or
- * already in error.
- */
-static void
-worker_record_error(ViewRow *rows, int nrows, int view_id, const char *message)
-{
-	Datum		values[3];
-	int			i;
-
-	for (i = 0; i < nrows; i++)
-	{
-		if (rows[i].view_id != view_id || rows[i].in_error)
-			continue;
-
-		values[0] = Int32GetDatum(view_id);
-		values[1] = CStringGetTextDatum(message);
-		values[2] = LSNGetDatum(batch_start_lsn);
-		if (SPI_execute_plan(plan_set_error, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not record the error of view %d", view_id);
-		rows[i].in_error = true;
-		ereport(WARNING,
-				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-						rows[i].target_name, message),
-				 errhint("Fix the cause, then rebuild the view with delta_join.refresh('%s').",
-						 rows[i].target_name)));
-	}
-}
-
-/* Errors that another try of the same batch may not meet */
+/* Errors that another try of the same view may not meet */
 static bool
 error_is_passing(int sqlerrcode)
 {
 	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
-		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_QUERY_CANCELED;
 }
 
 /*
- * Apply one view's batch inside a subtransaction, as the view's owner with a
- * fixed search_path and the lookup timeout, and store its applied_lsn.  On
- * error the subtransaction is rolled back and the error kept in the outcome;
- * returns false instead when the error is passing and the batch should be
- * tried again.
+ * Apply batches of one view inside a subtransaction, as the target's owner
+ * with the view's settings and its lookup timeout.  On error the
+ * subtransaction is rolled back and the error returned in *message.
  */
-static bool
-worker_apply_view(ViewBatch *batch, ViewRow *row, XLogRecPtr end_lsn,
-				  bool last_attempt, ViewOutcome *outcome)
+static ViewResult
+worker_apply_view(ViewRecord *view, List *batches, XLogRecPtr end_lsn,
+				  ApplyCounts *counts, char **message, int *sqlerrcode)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool again = false;
+	volatile ViewResult result = VIEW_APPLIED;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 
 	PG_TRY();
 	{
-		ApplyCounts counts;
-		ActingAs	acting;
-		Datum		values[2];
+		RunAs		runas;
+		ListCell   *lc;
 
-		catalog_act_as(row->owner, "pg_catalog, pg_temp", &acting);
-		if (row->lookup_timeout_ms > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT, row->lookup_timeout_ms);
+		runas_begin(runas_target_owner(view->target), view->settings, &runas);
+		if (view->options.lookup_timeout_ms > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
 
-		memset(&counts, 0, sizeof(counts));
-		batch->end_lsn = end_lsn;
 		PushActiveSnapshot(GetTransactionSnapshot());
-		apply_view_batch(batch->view_id, batch, &counts);
+		foreach(lc, batches)
+		{
+			ViewBatch  *batch = lfirst(lc);
+
+			batch->end_lsn = end_lsn;
+			apply_view_batch(view, batch, counts);
+		}
 		PopActiveSnapshot();
 
 		disable_timeout(STATEMENT_TIMEOUT, false);
-		catalog_act_done(&acting);
-
-		values[0] = Int32GetDatum(batch->view_id);
-		values[1] = LSNGetDatum(end_lsn);
-		if (SPI_execute_plan(plan_set_applied, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not store the applied position of view %d", batch->view_id);
+		runas_end(&runas);
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
-
-		outcome->applied = true;
-		outcome->counts = counts;
 	}
 	PG_CATCH();
 	{
@@ -779,187 +879,93 @@ worker_apply_view(ViewBatch *batch, ViewRow *row, XLogRecPtr end_lsn,
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
 
-		if (!last_attempt && error_is_passing(edata->sqlerrcode))
-		{
+		memset(counts, 0, sizeof(ApplyCounts));
+		*message = pstrdup(edata->message);
+		*sqlerrcode = edata->sqlerrcode;
+		result = error_is_passing(edata->sqlerrcode) ? VIEW_DEFERRED : VIEW_FAILED;
+		if (result == VIEW_DEFERRED)
 			ereport(LOG,
-					(errmsg("delta view \"%s\" could not be applied, trying the batch again: %s",
-							row->target_name, edata->message)));
-			again = true;
-		}
-		else
-			outcome->error = MemoryContextStrdup(batch_cxt, edata->message);
+					(errmsg("delta view \"%s\" could not be applied now, trying again later: %s",
+							get_rel_name(view->target), edata->message)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
 
-	return !again;
+	return result;
 }
 
-/* An integer option of a view row, or the setting when absent */
-static int
-option_or(HeapTuple tuple, TupleDesc desc, int column, int setting)
+/* The deferred view of that id, or NULL */
+static DeferredView *
+worker_find_deferred(int view_id)
 {
-	bool		isnull;
-	Datum		value = SPI_getbinval(tuple, desc, column, &isnull);
+	ListCell   *lc;
 
-	return isnull ? setting : DatumGetInt32(value);
+	foreach(lc, deferred_views)
+	{
+		if (((DeferredView *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+	return NULL;
 }
 
 /*
- * The rows of view_catalog, allocated in batch_cxt (they are used after the
- * transaction ends).  SPI must be connected and a snapshot active.
- */
-static ViewRow *
-worker_read_views(int *nrows)
-{
-	ViewRow    *rows;
-	uint64		i;
-
-	if (plan_list_views == NULL)
-	{
-		Oid			argtypes[3] = {INT4OID, PG_LSNOID, TEXTOID};
-
-		plan_list_views = SPI_prepare("SELECT view_id, owner, state = 'error', applied_lsn, target_name,"
-									  "       (options->>'max_batch_size')::int,"
-									  "       (options->>'batch_timeout')::int,"
-									  "       (options->>'lookup_timeout')::int"
-									  "  FROM delta_join.view_catalog ORDER BY view_id",
-									  0, NULL);
-		plan_set_applied = SPI_prepare("UPDATE delta_join.view_catalog"
-									   "   SET applied_lsn = GREATEST(applied_lsn, $2)"
-									   " WHERE view_id = $1",
-									   2, argtypes);
-		argtypes[1] = TEXTOID;
-		argtypes[2] = PG_LSNOID;
-		plan_set_error = SPI_prepare("UPDATE delta_join.view_catalog"
-									 "   SET state = 'error', last_error = $2,"
-									 "       last_error_time = pg_catalog.now(),"
-									 "       stale_since_lsn = $3"
-									 " WHERE view_id = $1 AND state = 'active'",
-									 3, argtypes);
-		if (plan_list_views == NULL || plan_set_applied == NULL ||
-			plan_set_error == NULL)
-			elog(ERROR, "could not prepare the queries of the delta_join worker");
-		SPI_keepplan(plan_list_views);
-		SPI_keepplan(plan_set_applied);
-		SPI_keepplan(plan_set_error);
-	}
-
-	if (SPI_execute_plan(plan_list_views, NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read delta_join.view_catalog");
-
-	*nrows = (int) SPI_processed;
-	rows = MemoryContextAllocZero(batch_cxt,
-								  Max(SPI_processed, 1) * sizeof(ViewRow));
-	batch_max_keys = dj_max_batch_size;
-	batch_timeout_ms = dj_batch_timeout_ms;
-	for (i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		char	   *name;
-
-		rows[i].view_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		rows[i].owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
-		rows[i].in_error = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
-		rows[i].applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 4, &isnull));
-		name = SPI_getvalue(tuple, desc, 5);
-		rows[i].target_name = MemoryContextStrdup(batch_cxt, name ? name : "?");
-		rows[i].max_batch_size = option_or(tuple, desc, 6, dj_max_batch_size);
-		rows[i].batch_timeout_ms = option_or(tuple, desc, 7, dj_batch_timeout_ms);
-		rows[i].lookup_timeout_ms = option_or(tuple, desc, 8, dj_lookup_timeout_ms);
-
-		/* one batch serves every view: it is as small as the strictest asks */
-		if (!rows[i].in_error)
-		{
-			batch_max_keys = Min(batch_max_keys, rows[i].max_batch_size);
-			batch_timeout_ms = Min(batch_timeout_ms, rows[i].batch_timeout_ms);
-		}
-	}
-	return rows;
-}
-
-/*
- * Bring shared memory in line with the catalog rows just read and, after a
- * batch (end_lsn valid), with what the batch did: counters, applied
- * positions, errors.  Wakes wait().
+ * Keep batch (NULL: none) of a view for another try: deferred after an
+ * error (message given), or because the view is still waiting (message
+ * NULL).  The batch's memory is kept alive until then.
  */
 static void
-worker_publish(ViewRow *rows, int nrows, XLogRecPtr end_lsn,
-			   List *batches, ViewOutcome *outcomes)
+worker_defer(ViewRecord *view, ViewBatch *batch, const char *message, int sqlerrcode,
+			 TimestampTz now)
 {
-	int			nbatches = list_length(batches);
-	int			i;
-	int			n;
+	DeferredView *dv = worker_find_deferred(view->view_id);
+	MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
 
-	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-
-	/* forget dropped views */
-	for (i = 0; i < WORKER_MAX_VIEWS; i++)
+	if (dv == NULL)
 	{
-		ViewStat   *stat = &worker_shared->views[i];
-		bool		found = false;
-		int			r;
-
-		if (stat->dboid != worker_dboid)
-			continue;
-		for (r = 0; r < nrows && !found; r++)
-			found = (rows[r].view_id == stat->view_id);
-		if (!found)
-			stat->dboid = InvalidOid;
+		dv = palloc0(sizeof(DeferredView));
+		dv->view_id = view->view_id;
+		dv->since_lsn = batch_start_lsn;
+		dv->first_failure = now;
+		deferred_views = lappend(deferred_views, dv);
 	}
-
-	/* the catalog's word on state and applied position */
-	for (i = 0; i < nrows; i++)
+	if (batch != NULL && !list_member_ptr(dv->batches, batch))
 	{
-		ViewStat   *stat = worker_find_view(worker_dboid, rows[i].view_id, true);
-
-		if (stat == NULL)
-			continue;
-		stat->in_error = rows[i].in_error;
-		if (!stat->in_error)
+		dv->batches = lappend(dv->batches, batch);
+		if (!list_member_ptr(dv->memories, batch_memory))
 		{
-			if (stat->applied_lsn < rows[i].applied_lsn)
-				stat->applied_lsn = rows[i].applied_lsn;
-			if (!XLogRecPtrIsInvalid(end_lsn) && stat->applied_lsn < end_lsn)
-				stat->applied_lsn = end_lsn;
+			dv->memories = lappend(dv->memories, batch_memory);
+			batch_memory->refs++;
 		}
 	}
-
-	/* what the batch did */
-	for (n = 0; n < nbatches; n++)
+	if (message != NULL)
 	{
-		ViewOutcome *outcome = &outcomes[n];
-		ViewStat   *stat;
+		int			backoff = WORKER_RETRY_MIN_MS << Min(dv->tries, 10);
 
-		if (!outcome->known)
-			continue;
-		stat = worker_find_view(worker_dboid, outcome->batch->view_id, false);
-		if (stat == NULL)
-			continue;
-		stat->changes_seen += outcome->batch->changes;
-		if (outcome->applied)
-		{
-			stat->counts.keys_applied += outcome->counts.keys_applied;
-			stat->counts.rows_upserted += outcome->counts.rows_upserted;
-			stat->counts.rows_deleted += outcome->counts.rows_deleted;
-			stat->counts.rows_unchanged += outcome->counts.rows_unchanged;
-			stat->counts.lookups += outcome->counts.lookups;
-			stat->counts.cache_hits += outcome->counts.cache_hits;
-			if (stat->applied_commit_time < outcome->batch->commit_time)
-				stat->applied_commit_time = outcome->batch->commit_time;
-		}
+		dv->tries++;
+		if (sqlerrcode == ERRCODE_QUERY_CANCELED)
+			dv->timeouts++;
+		else
+			dv->timeouts = 0;
+		dv->next_try = TimestampTzPlusMilliseconds(now, Min(backoff, WORKER_RETRY_MAX_MS));
+		if (dv->reason)
+			pfree(dv->reason);
+		dv->reason = psprintf("retrying (%d tries): %s", dv->tries, message);
 	}
+	MemoryContextSwitchTo(oldcxt);
+}
 
-	if (!XLogRecPtrIsInvalid(end_lsn))
-	{
-		DbWorker   *db = worker_find_db(worker_dboid, false);
+/* Drop a deferred view's waiting batches. */
+static void
+worker_forget_deferred(DeferredView *dv)
+{
+	ListCell   *lc;
 
-		if (db->processed_lsn < end_lsn)
-			db->processed_lsn = end_lsn;
-	}
-	LWLockRelease(worker_shared->lock);
-
-	ConditionVariableBroadcast(&worker_shared->progress_cv);
+	foreach(lc, dv->memories)
+		batch_memory_release(lfirst(lc));
+	deferred_views = list_delete_ptr(deferred_views, dv);
+	list_free(dv->batches);
+	list_free(dv->memories);
+	if (dv->reason)
+		pfree(dv->reason);
+	pfree(dv);
 }

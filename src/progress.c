@@ -1,0 +1,527 @@
+/*-------------------------------------------------------------------------
+ *
+ * progress.c
+ *	  How far each view is applied: published in shared memory by the apply
+ *	  worker after each batch (progress_publish, progress_advance), waited
+ *	  for by delta_join.wait(), and read by delta_join.status through
+ *	  delta_join._stat() and delta_join._database_state().
+ *
+ * The entries live in WorkerShared.views (launcher.h), one per view of any
+ * database, delta_join.max_views of them; WorkerShared.lock protects them.
+ * progress_cv is broadcast whenever the worker publishes; wait() sleeps on
+ * it.
+ *
+ * wait() and chains of views: a view whose source is another view's target
+ * (view B reads the target of view A) is fresh only once A's writes of the
+ * changes before the call are applied to B too, and those writes commit
+ * after the call.  wait() therefore waits in rounds, as many as the longest
+ * chain among the views it waits for: each round for every change
+ * committed before it started.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xlogrecovery.h"
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "replication/slot.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+#include "utils/regproc.h"
+#include "utils/timestamp.h"
+
+#include "api.h"
+#include "catalog.h"
+#include "delta_join.h"
+#include "launcher.h"
+#include "progress.h"
+
+PG_FUNCTION_INFO_V1(dj_wait);
+PG_FUNCTION_INFO_V1(dj_stat);
+PG_FUNCTION_INFO_V1(dj_database_state);
+
+/* A timeout longer than this is no timeout (and cannot overflow) */
+#define WAIT_FOREVER_MS		INT64CONST(1000000000000)
+
+/* ----------------------------------------------------------------
+ *		Publishing (apply worker; the find functions expect the lock held)
+ * ----------------------------------------------------------------
+ */
+
+/* The ViewStat of a view, made if asked and there is room.  Lock held. */
+static ViewStat *
+progress_find(Oid dboid, int view_id, bool create)
+{
+	ViewStat   *free_entry = NULL;
+
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == dboid && stat->view_id == view_id)
+			return stat;
+		if (stat->dboid == InvalidOid && free_entry == NULL)
+			free_entry = stat;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(ViewStat));
+	free_entry->dboid = dboid;
+	free_entry->view_id = view_id;
+	return free_entry;
+}
+
+/* Is there room in shared memory for one more view? */
+bool
+progress_room(void)
+{
+	bool		room = false;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (int i = 0; i < worker_shared->max_views && !room; i++)
+		room = (worker_shared->views[i].dboid == InvalidOid);
+	LWLockRelease(worker_shared->lock);
+	return room;
+}
+
+/*
+ * Bring the database's entries in line with its views as the worker just
+ * read them (views: all of them; entries of others are forgotten) and with
+ * what the batch ending at end_lsn (InvalidXLogRecPtr: no batch) did for
+ * each.  Wakes wait().
+ */
+void
+progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+
+	/* forget dropped views */
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+		bool		found = false;
+
+		if (stat->dboid != dboid)
+			continue;
+		for (int v = 0; v < nviews && !found; v++)
+			found = (views[v].view_id == stat->view_id);
+		if (!found)
+			stat->dboid = InvalidOid;
+	}
+
+	for (int v = 0; v < nviews; v++)
+	{
+		ViewProgress *vp = &views[v];
+		ViewStat   *stat = progress_find(dboid, vp->view_id, true);
+
+		if (stat == NULL)
+			continue;			/* no room: delta_join.status says so */
+		stat->in_error = vp->in_error;
+		if (!stat->in_error)
+		{
+			if (stat->applied_lsn < vp->catalog_lsn)
+				stat->applied_lsn = vp->catalog_lsn;
+			if (!XLogRecPtrIsInvalid(end_lsn) && !vp->deferred &&
+				stat->applied_lsn < end_lsn)
+				stat->applied_lsn = end_lsn;
+		}
+		if (vp->deferred)
+			strlcpy(stat->retry_reason, vp->retry_reason, PROGRESS_REASON_LEN);
+		else if (vp->applied || vp->in_error)
+			stat->retry_reason[0] = '\0';
+		stat->changes_seen += vp->changes;
+		if (vp->applied)
+		{
+			stat->counts.keys_applied += vp->counts.keys_applied;
+			stat->counts.rows_upserted += vp->counts.rows_upserted;
+			stat->counts.rows_deleted += vp->counts.rows_deleted;
+			stat->counts.rows_unchanged += vp->counts.rows_unchanged;
+			stat->counts.lookups += vp->counts.lookups;
+			stat->counts.cache_hits += vp->counts.cache_hits;
+			if (stat->applied_commit_time < vp->commit_time)
+				stat->applied_commit_time = vp->commit_time;
+		}
+	}
+	LWLockRelease(worker_shared->lock);
+
+	ConditionVariableBroadcast(&worker_shared->progress_cv);
+}
+
+/*
+ * WAL up to end_lsn was read and had no change for any view: every view
+ * not in error and not waiting for another try is as fresh as that.
+ */
+void
+progress_advance(Oid dboid, XLogRecPtr end_lsn)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == dboid && !stat->in_error &&
+			stat->retry_reason[0] == '\0' && stat->applied_lsn < end_lsn)
+			stat->applied_lsn = end_lsn;
+	}
+	LWLockRelease(worker_shared->lock);
+	ConditionVariableBroadcast(&worker_shared->progress_cv);
+}
+
+/* ----------------------------------------------------------------
+ *		wait()
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The WAL position every change committed so far lies before: the insert
+ * position, moved back over a page header if it sits just past one (no
+ * record ends there: the reader stops at the page boundary).
+ */
+static XLogRecPtr
+wal_position_now(void)
+{
+	XLogRecPtr	lsn = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(lsn, wal_segment_size) == SizeOfXLogLongPHD)
+		lsn -= SizeOfXLogLongPHD;
+	else if (lsn % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		lsn -= SizeOfXLogShortPHD;
+	return lsn;
+}
+
+/* An interval as milliseconds, at least 0, at most WAIT_FOREVER_MS */
+static int64
+interval_ms(Interval *interval)
+{
+	double		usecs = (double) interval->time +
+		(double) interval->day * USECS_PER_DAY +
+		(double) interval->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+	if (usecs <= 0)
+		return 0;
+	if (usecs / 1000.0 >= (double) WAIT_FOREVER_MS)
+		return WAIT_FOREVER_MS;
+	return (int64) (usecs / 1000.0);
+}
+
+/* Is `relid` a source of `view`? */
+static bool
+view_reads(ViewRecord *view, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, view->sources)
+	{
+		if (((SourceRecord *) lfirst(lc))->relid == relid)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The views connected to `start` through targets read as sources, in
+ * either direction (start included); and in *rounds the number of views of
+ * the longest chain among them, bounded by their number.
+ */
+static List *
+chain_of(List *views, ViewRecord *start, int *rounds)
+{
+	List	   *component = list_make1(start);
+	int			depth;
+	ListCell   *lc;
+
+	for (int i = 0; i < list_length(component); i++)
+	{
+		ViewRecord *a = list_nth(component, i);
+
+		foreach(lc, views)
+		{
+			ViewRecord *b = lfirst(lc);
+
+			if (!list_member_ptr(component, b) &&
+				(view_reads(b, a->target) || view_reads(a, b->target)))
+				component = lappend(component, b);
+		}
+	}
+
+	/* longest chain: relax "depth(b) > depth(a) when b reads a's target" */
+	depth = 1;
+	{
+		int			n = list_length(component);
+		int		   *d = palloc(sizeof(int) * n);
+
+		for (int i = 0; i < n; i++)
+			d[i] = 1;
+		for (int pass = 0; pass < n; pass++)
+		{
+			for (int i = 0; i < n; i++)
+				for (int j = 0; j < n; j++)
+				{
+					ViewRecord *a = list_nth(component, i);
+					ViewRecord *b = list_nth(component, j);
+
+					if (view_reads(b, a->target) && d[j] < d[i] + 1 && d[i] < n)
+						d[j] = d[i] + 1;
+				}
+		}
+		for (int i = 0; i < n; i++)
+			depth = Max(depth, d[i]);
+	}
+	*rounds = depth;
+	return component;
+}
+
+/*
+ * Wait until every view of `views` has applied what was committed before
+ * target_lsn, or one is in error (returns false), or the deadline passes
+ * (false; 0: no deadline).
+ */
+static bool
+wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
+{
+	Latch	   *worker_latch = NULL;
+	bool		done = false;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	{
+		DbWorker   *db = worker_find_db(MyDatabaseId, false);
+
+		if (db != NULL && db->pid != 0)
+			worker_latch = db->latch;
+	}
+	LWLockRelease(worker_shared->lock);
+	if (worker_latch != NULL)
+		SetLatch(worker_latch);
+
+	ConditionVariablePrepareToSleep(&worker_shared->progress_cv);
+	for (;;)
+	{
+		bool		in_error = false;
+		long		sleep_ms = 1000;
+		ListCell   *lc;
+
+		done = true;
+		LWLockAcquire(worker_shared->lock, LW_SHARED);
+		foreach(lc, views)
+		{
+			ViewRecord *view = lfirst(lc);
+			ViewStat   *stat = progress_find(MyDatabaseId, view->view_id, false);
+
+			if (stat != NULL && stat->in_error)
+				in_error = true;
+			if (view->applied_lsn >= target_lsn)
+				continue;
+			if (stat == NULL || stat->applied_lsn < target_lsn)
+				done = false;
+		}
+		LWLockRelease(worker_shared->lock);
+
+		/*
+		 * The worker publishes an error after committing it, but a flag left
+		 * from before a refresh is only cleared once it has re-read the
+		 * catalog: an error is confirmed at the end, from the catalog.
+		 */
+		if (done || in_error)
+			break;
+		if (deadline != 0)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= deadline)
+				break;
+			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, deadline));
+		}
+		(void) ConditionVariableTimedSleep(&worker_shared->progress_cv, Max(sleep_ms, 1),
+										   PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return done;
+}
+
+/*
+ * delta_join.wait(target text, timeout interval) returns boolean
+ *
+ * Blocks until every change committed before the call has been applied to
+ * the view (target given) or to every view of the database (target NULL),
+ * and to the views chained to them, and returns true.  Returns false when
+ * the timeout passes first (a NULL timeout waits without limit), or when
+ * one of those views is in error: its changes are not being applied
+ * (delta_join.status says why).
+ */
+Datum
+dj_wait(PG_FUNCTION_ARGS)
+{
+	int64		timeout_ms = PG_ARGISNULL(1) ? WAIT_FOREVER_MS :
+		interval_ms(PG_GETARG_INTERVAL_P(1));
+	TimestampTz deadline = 0;
+	List	   *views;
+	List	   *waited;
+	int			rounds = 1;
+	bool		done = true;
+	ListCell   *lc;
+
+	api_check_primary("wait");
+	worker_check_shmem();
+	views = catalog_list_views();
+	waited = views;
+
+	if (!PG_ARGISNULL(0))
+	{
+		char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+		RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+		ViewRecord *start = NULL;
+
+		foreach(lc, views)
+		{
+			if (((ViewRecord *) lfirst(lc))->target == relid)
+				start = lfirst(lc);
+		}
+		if (start == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("\"%s\" is not a delta view", name),
+					 errhint("The view delta_join.views lists the delta views.")));
+		waited = chain_of(views, start, &rounds);
+	}
+	else
+	{
+		foreach(lc, views)
+		{
+			int			depth;
+
+			(void) chain_of(views, lfirst(lc), &depth);
+			rounds = Max(rounds, depth);
+		}
+	}
+
+	foreach(lc, waited)
+	{
+		if (((ViewRecord *) lfirst(lc))->in_error)
+			PG_RETURN_BOOL(false);
+	}
+	if (waited == NIL)
+		PG_RETURN_BOOL(true);
+
+	if (timeout_ms < WAIT_FOREVER_MS)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	for (int round = 0; round < rounds && done; round++)
+	{
+		/* what we wait for must be flushed for the worker to read it */
+		XLogRecPtr	target_lsn = wal_position_now();
+
+		XLogFlush(target_lsn);
+		done = wait_round(waited, target_lsn, deadline);
+	}
+
+	/* an error of the wait: read the catalog again, with a fresh snapshot */
+	if (done)
+	{
+		foreach(lc, catalog_list_views())
+		{
+			ViewRecord *view = lfirst(lc);
+			ListCell   *lc2;
+
+			foreach(lc2, waited)
+			{
+				if (((ViewRecord *) lfirst(lc2))->view_id == view->view_id && view->in_error)
+					done = false;
+			}
+		}
+	}
+	PG_RETURN_BOOL(done);
+}
+
+/* ----------------------------------------------------------------
+ *		Status
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * delta_join._stat() returns the counters of this database's views from
+ * shared memory, one row per view the worker has seen.
+ *
+ * applied_commit_time is the commit time of the newest change applied, and
+ * NULL once the view has caught up with all WAL written (so that the lag
+ * delta_join.status derives from it is zero then).
+ */
+Datum
+dj_stat(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	XLogRecPtr	now_lsn = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : wal_position_now();
+
+	worker_check_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+		Datum		values[11];
+		bool		nulls[11];
+
+		if (stat->dboid != MyDatabaseId)
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(stat->view_id);
+		values[1] = LSNGetDatum(stat->applied_lsn);
+		nulls[1] = XLogRecPtrIsInvalid(stat->applied_lsn);
+		values[2] = TimestampTzGetDatum(stat->applied_commit_time);
+		nulls[2] = (stat->applied_commit_time == 0 ||
+					stat->applied_lsn >= now_lsn);
+		values[3] = Int64GetDatum(stat->changes_seen);
+		values[4] = Int64GetDatum(stat->counts.keys_applied);
+		values[5] = Int64GetDatum(stat->counts.rows_upserted);
+		values[6] = Int64GetDatum(stat->counts.rows_deleted);
+		values[7] = Int64GetDatum(stat->counts.rows_unchanged);
+		values[8] = Int64GetDatum(stat->counts.lookups);
+		values[9] = Int64GetDatum(stat->counts.cache_hits);
+		values[10] = CStringGetTextDatum(stat->retry_reason);
+		nulls[10] = (stat->retry_reason[0] == '\0');
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(worker_shared->lock);
+
+	return (Datum) 0;
+}
+
+/*
+ * delta_join._database_state() returns the pid of this database's apply
+ * worker (NULL when none runs) and whether its slot exists.
+ */
+Datum
+dj_database_state(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	char		slot[NAMEDATALEN];
+	pid_t		pid = 0;
+
+	worker_check_shmem();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	{
+		DbWorker   *db = worker_find_db(MyDatabaseId, false);
+
+		if (db != NULL)
+			pid = db->pid;
+	}
+	LWLockRelease(worker_shared->lock);
+
+	worker_slot_name(slot, MyDatabaseId);
+	values[0] = Int32GetDatum((int32) pid);
+	nulls[0] = (pid == 0);
+	values[1] = BoolGetDatum(SearchNamedReplicationSlot(slot, true) != NULL);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

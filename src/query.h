@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * query.h
+ *	  A view's query: parsed once, bound into a query view, loaded back.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_QUERY_H
+#define DJ_QUERY_H
+
+#include "nodes/parsenodes.h"
+
+extern Query *query_parse(const char *text, List **hints);
+extern Oid	query_bind(Query *query, Oid target);
+extern Query *query_load(Oid query_view);
+extern void query_follow_target(Oid query_view, Oid target);
+
+#endif							/* DJ_QUERY_H */
