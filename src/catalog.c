@@ -395,6 +395,18 @@ catalog_rewrite_sources(int view_id, DeltaPlan *plan)
 	SPI_finish();
 }
 
+/* The qualified name of a view's target, for messages */
+char *
+catalog_view_name(ViewRecord *view)
+{
+	char	   *relname = get_rel_name(view->target);
+
+	if (relname == NULL)
+		return psprintf("(dropped table %u)", view->target);
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(view->target)),
+									  relname);
+}
+
 /* The table hints of a view's sources, as the analyzer takes them. */
 List *
 catalog_hints(ViewRecord *view)

@@ -60,6 +60,7 @@ extern void catalog_set_error(int view_id, const char *message);
 extern void catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn);
 extern void catalog_forget_query_view(int view_id);
 extern void catalog_rewrite_sources(int view_id, DeltaPlan *plan);
+extern char *catalog_view_name(ViewRecord *view);
 extern List *catalog_hints(ViewRecord *view);
 extern DeltaPlan *catalog_view_plan(ViewRecord *view);
 extern List *catalog_decode_sources(Relation catrel, Oid catindex, Oid relid);

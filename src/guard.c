@@ -58,6 +58,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "replication/slot.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -95,6 +96,21 @@ guard_views(void)
 	if (creating_extension || !OidIsValid(worker_catalog_relid("view_catalog")))
 		return NIL;
 	return catalog_list_views();
+}
+
+/*
+ * Are the views maintained?  Without the database's slot (a database being
+ * restored by pg_restore, whose tables get their keys after the catalog's
+ * rows; a slot dropped by hand) every view already waits for a refresh,
+ * which checks it: there is nothing to check or refresh before.
+ */
+static bool
+guard_views_live(void)
+{
+	char		slot[NAMEDATALEN];
+
+	worker_slot_name(slot, MyDatabaseId);
+	return SearchNamedReplicationSlot(slot, true) != NULL;
 }
 
 /* relid, and the tables it is a partition or an inheritance child of */
@@ -181,7 +197,7 @@ guard_check_view(ViewRecord *view, const char *command)
 		ereport(ERROR,
 				(errcode(edata->sqlerrcode),
 				 errmsg("cannot run %s: delta view \"%s\" would no longer be correct",
-						command, get_rel_name(view->target)),
+						command, catalog_view_name(view)),
 				 errdetail("%s", edata->message),
 				 errhint("Drop the view with delta_join.drop_view() first, or leave the table as it is.")));
 	}
@@ -202,7 +218,7 @@ guard_refresh_readers(List *views, Oid relid, const char *why)
 			continue;
 		ereport(NOTICE,
 				(errmsg("delta view \"%s\" is refreshed because %s",
-						get_rel_name(view->target), why)));
+						catalog_view_name(view), why)));
 		(void) api_refresh_view(view);
 	}
 }
@@ -237,7 +253,7 @@ dj_on_ddl_start(PG_FUNCTION_ARGS)
 				!((PartitionCmd *) cmd->def)->concurrent)
 				continue;
 			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-			if (!OidIsValid(relid) || (views = guard_views()) == NIL)
+			if (!OidIsValid(relid) || !guard_views_live() || (views = guard_views()) == NIL)
 				continue;
 			foreach(lc2, views)
 			{
@@ -247,7 +263,7 @@ dj_on_ddl_start(PG_FUNCTION_ARGS)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							 errmsg("cannot detach a partition of \"%s\" concurrently: delta view \"%s\" reads it",
-									get_rel_name(relid), get_rel_name(view->target)),
+									get_rel_name(relid), catalog_view_name(view)),
 							 errdetail("The rows of the partition leave the view's source without changes that can be decoded, so the view must be refreshed in the same transaction."),
 							 errhint("Use DETACH PARTITION without CONCURRENTLY.")));
 			}
@@ -324,6 +340,7 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 	List	   *views;
 	List	   *relids = NIL;
 	List	   *refresh = NIL;
+	bool		live;
 	ListCell   *lc;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
@@ -333,6 +350,7 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 
 	if ((views = guard_views()) == NIL)
 		PG_RETURN_VOID();
+	live = guard_views_live();
 
 	/* partitions attached, detached or dropped: their parents' views */
 	if (IsA(trigdata->parsetree, AlterTableStmt))
@@ -371,9 +389,12 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 			continue;
 		if (list_member_oid(relids, view->target))
 			query_follow_target(view->query_view, view->target);
-		guard_check_view(view, command);
+		if (live)
+			guard_check_view(view, command);
 	}
 
+	if (!live)
+		PG_RETURN_VOID();
 	foreach(lc, refresh)
 		guard_refresh_readers(views, lfirst_oid(lc),
 							  psprintf("the partitions of \"%s\" changed (%s)",
@@ -452,7 +473,8 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 									   GetCommandTagName(trigdata->tag)));
 			worker_notify();
 		}
-		else if (recheck && !view->in_error && OidIsValid(view->query_view))
+		else if (recheck && !view->in_error && OidIsValid(view->query_view) &&
+				 guard_views_live())
 			guard_check_view(view, GetCommandTagName(trigdata->tag));
 	}
 	PG_RETURN_VOID();

@@ -172,15 +172,17 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
-	DefineCustomIntVariable("delta_join.max_views",
-							"Most delta views, over all databases, the server keeps progress for.",
-							"A view beyond it is refused by create_view.",
-							&dj_max_views,
-							4096,
-							1, 1000000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
+	/* a postmaster setting can only be defined while preloading */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("delta_join.max_views",
+								"Most delta views, over all databases, the server keeps progress for.",
+								"A view beyond it is refused by create_view.",
+								&dj_max_views,
+								4096,
+								1, 1000000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("delta_join");
 

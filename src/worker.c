@@ -695,7 +695,7 @@ worker_apply_batch(void)
 		if (work == NIL)
 			continue;
 
-		pgstat_report_activity(STATE_RUNNING, get_rel_name(view->target));
+		pgstat_report_activity(STATE_RUNNING, catalog_view_name(view));
 		result = worker_apply_view(view, work, end_lsn, &vp->counts, &message, &sqlerrcode);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
@@ -730,7 +730,7 @@ worker_apply_batch(void)
 			vp->in_error = true;
 			ereport(WARNING,
 					(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-							get_rel_name(view->target), message),
+							catalog_view_name(view), message),
 					 errhint("Fix the cause, then rebuild the view with delta_join.refresh().")));
 			continue;
 		}
@@ -886,7 +886,7 @@ worker_apply_view(ViewRecord *view, List *batches, XLogRecPtr end_lsn,
 		if (result == VIEW_DEFERRED)
 			ereport(LOG,
 					(errmsg("delta view \"%s\" could not be applied now, trying again later: %s",
-							get_rel_name(view->target), edata->message)));
+							catalog_view_name(view), edata->message)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();

@@ -51,15 +51,20 @@ is(slot_count(), '0', 'the slot is gone');
 $node->safe_psql('dj', "INSERT INTO acct VALUES (2, 'missed')");
 
 # A view function that recreates the slot, then fails: the slot goes again,
-# and the view is not marked (its marking rolled back with the function).
+# and the view is not marked in the catalog (its marking rolled back with
+# the function); the status says the slot is missing all the same.
 my ($ret, $out, $err) = $node->psql('dj',
 	"SELECT delta_join.create_view('bad', 'SELECT nope FROM acct')");
 like($err, qr/column "nope" does not exist/, 'the failing create_view fails');
 is(slot_count(), '0', 'the slot it recreated was dropped at abort');
 is( $node->safe_psql('dj',
-		"SELECT state FROM delta_join.status WHERE target = 'public.acct_copy'"),
+		"SELECT state FROM delta_join.views WHERE target = 'public.acct_copy'"),
 	'active',
 	'the view is not marked by the aborted function');
+is( $node->safe_psql('dj',
+		"SELECT state, reason FROM delta_join.status WHERE target = 'public.acct_copy'"),
+	'stalled|the replication slot of this database is missing: refresh the view',
+	'while the slot is missing, the status says the view is stalled and why');
 
 # The next view function recreates the slot for good and marks the view.
 $node->safe_psql('dj',

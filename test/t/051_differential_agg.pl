@@ -206,7 +206,8 @@ foreach my $seed (@seeds)
 	my $s = "s$seeds[0]";
 	my $t = "$s.merchant_summary";
 	$node->safe_psql('postgres',
-		"UPDATE $t SET order_count = order_count + 1 WHERE merchant_id = 1000");
+		"ALTER TABLE $t DISABLE TRIGGER delta_join_guard;"
+		  . "UPDATE $t SET order_count = order_count + 1 WHERE merchant_id = 1000");
 	my ($missing, $extra) =
 	  DeltaJoinWorkload::diff_counts($node, $t, merchant_query($s));
 	is("$missing|$extra", '1|1', 'self-check: a tampered group is reported');
