@@ -435,8 +435,8 @@ catalog_view_plan(ViewRecord *view)
 	if (!OidIsValid(view->query_view))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the query of the delta view of \"%s\" was dropped",
-						get_rel_name(view->target)),
+				 errmsg("the query of delta view \"%s\" was dropped",
+						catalog_view_name(view)),
 				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
 				 errhint("Drop the view with delta_join.drop_view and create it again.")));
 

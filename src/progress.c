@@ -277,6 +277,26 @@ chain_of(List *views, ViewRecord *start, int *rounds)
 	return component;
 }
 
+/* Does the catalog, read now, have one of these views in error? */
+static bool
+any_in_error(List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, catalog_list_views())
+	{
+		ViewRecord *view = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, views)
+		{
+			if (((ViewRecord *) lfirst(lc2))->view_id == view->view_id && view->in_error)
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
  * Wait until every view of `views` has applied what was committed before
  * target_lsn, or one is in error (returns false), or the deadline passes
@@ -322,12 +342,15 @@ wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
 		}
 		LWLockRelease(worker_shared->lock);
 
+		if (done)
+			break;
+
 		/*
 		 * The worker publishes an error after committing it, but a flag left
 		 * from before a refresh is only cleared once it has re-read the
-		 * catalog: an error is confirmed at the end, from the catalog.
+		 * catalog: believe the catalog, read with a fresh snapshot.
 		 */
-		if (done || in_error)
+		if (in_error && any_in_error(views))
 			break;
 		if (deadline != 0)
 		{
@@ -422,20 +445,8 @@ dj_wait(PG_FUNCTION_ARGS)
 	}
 
 	/* an error of the wait: read the catalog again, with a fresh snapshot */
-	if (done)
-	{
-		foreach(lc, catalog_list_views())
-		{
-			ViewRecord *view = lfirst(lc);
-			ListCell   *lc2;
-
-			foreach(lc2, waited)
-			{
-				if (((ViewRecord *) lfirst(lc2))->view_id == view->view_id && view->in_error)
-					done = false;
-			}
-		}
-	}
+	if (done && any_in_error(waited))
+		done = false;
 	PG_RETURN_BOOL(done);
 }
 

@@ -1,0 +1,86 @@
+--
+-- Rule 4: a view's query must give the same result each time a row is
+-- recomputed (DESIGN.md §3).  Refused: volatile functions, functions of the
+-- transaction's time or the session, user-defined stable functions,
+-- aggregates whose support functions are not deterministic,
+-- order-sensitive aggregates without ORDER BY, system columns and
+-- whole-row references.  Allowed: immutable functions, and stable
+-- built-ins whose result depends only on settings, which the view pins
+-- (82_settings).  No input may crash the analyzer.
+--
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
+CREATE SCHEMA det;
+SET search_path = det, public;
+
+CREATE TABLE orders (merchant_id bigint, order_id bigint, amount numeric(18,2), note text,
+  placed_at timestamptz, PRIMARY KEY (merchant_id, order_id));
+INSERT INTO orders VALUES (1, 1, 10, 'a', '2024-01-01 23:30+00'), (1, 2, 20, 'b', '2024-01-02 00:30+00');
+
+-- explain lists the failures; create_view raises the first
+CREATE FUNCTION rule4(q text) RETURNS SETOF text LANGUAGE sql AS $$
+  SELECT line FROM delta_join.explain(q) AS line WHERE line ~ 'rule 4' $$;
+
+-- functions of the transaction's time, in any spelling
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, now() AS seen FROM orders $$);
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, current_timestamp AS seen FROM orders $$);
+SELECT * FROM rule4($$ SELECT merchant_id, order_id FROM orders WHERE placed_at < current_date $$);
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, localtimestamp AS t, transaction_timestamp() AS u FROM orders $$);
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, age(placed_at) AS a FROM orders $$);
+-- of the session
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, current_user AS u, current_setting('work_mem') AS w FROM orders $$);
+-- volatile
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, clock_timestamp() AS t FROM orders $$);
+
+-- a user-defined stable function may read tables that are not sources
+CREATE TABLE rates (cur text PRIMARY KEY, rate numeric);
+CREATE FUNCTION to_eur(amount numeric) RETURNS numeric LANGUAGE sql STABLE
+  AS $$ SELECT amount * (SELECT rate FROM det.rates WHERE cur = 'EUR') $$;
+SELECT delta_join.create_view('eur', $$ SELECT merchant_id, order_id, to_eur(amount) AS eur FROM orders $$);
+-- declared immutable (the user's promise), it is accepted
+CREATE FUNCTION doubled(amount numeric) RETURNS numeric LANGUAGE sql IMMUTABLE AS $$ SELECT amount * 2 $$;
+SELECT delta_join.create_view('doubled', $$ SELECT merchant_id, order_id, doubled(amount) AS d FROM orders $$);
+
+-- a user aggregate whose state function is volatile (or stable) is refused;
+-- the aggregate's own volatility says nothing
+CREATE FUNCTION noisy_add(s numeric, v numeric) RETURNS numeric LANGUAGE sql VOLATILE
+  AS $$ SELECT coalesce(s, 0) + v + random() * 0 $$;
+CREATE AGGREGATE noisy_sum(numeric) (SFUNC = noisy_add, STYPE = numeric);
+SELECT delta_join.create_view('noisy', $$
+  SELECT merchant_id, noisy_sum(amount) AS s FROM orders GROUP BY merchant_id $$);
+CREATE FUNCTION calm_add(s numeric, v numeric) RETURNS numeric LANGUAGE sql IMMUTABLE
+  AS $$ SELECT coalesce(s, 0) + v $$;
+CREATE AGGREGATE calm_sum(numeric) (SFUNC = calm_add, STYPE = numeric);
+SELECT delta_join.create_view('calm', $$
+  SELECT merchant_id, calm_sum(amount) AS s FROM orders GROUP BY merchant_id $$);
+
+-- order-sensitive aggregates need ORDER BY inside the call
+SELECT * FROM rule4($$ SELECT merchant_id, delta_join.first_value(note) AS f FROM orders GROUP BY merchant_id $$);
+SELECT * FROM rule4($$ SELECT merchant_id, delta_join.last_value(note) AS l FROM orders GROUP BY merchant_id $$);
+SELECT * FROM rule4($$ SELECT merchant_id, string_agg(note, ',') AS s, array_agg(order_id) AS a FROM orders GROUP BY merchant_id $$);
+-- with it, or with DISTINCT (which sorts), they are accepted
+SELECT * FROM rule4($$ SELECT merchant_id, delta_join.first_value(note ORDER BY order_id) AS f,
+  string_agg(DISTINCT note, ',') AS s FROM orders GROUP BY merchant_id $$);
+
+-- system columns and whole-row references: refused, and never a crash
+SELECT * FROM delta_join.explain($$ SELECT merchant_id, order_id FROM orders WHERE ctid <> '(0,0)' $$);
+SELECT * FROM delta_join.explain($$ SELECT merchant_id, order_id, xmin AS x FROM orders $$);
+SELECT * FROM delta_join.explain($$ SELECT o.merchant_id, o.order_id, o.tableoid AS t FROM orders o
+  JOIN orders p ON o.merchant_id = p.merchant_id AND o.order_id = p.order_id WHERE p.ctid = o.ctid $$);
+SELECT * FROM delta_join.explain($$ SELECT merchant_id, order_id, o AS whole FROM orders o $$);
+SELECT * FROM delta_join.explain($$ SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id HAVING max(ctid) IS NOT NULL $$);
+SELECT delta_join.create_view('sys', $$ SELECT merchant_id, order_id FROM orders WHERE ctid <> '(0,0)' $$);
+
+-- stable built-ins that depend only on pinned settings are allowed
+SELECT delta_join.create_view('local_days', $$
+  SELECT merchant_id, order_id, placed_at::date AS day, to_char(placed_at, 'HH24:MI') AS hhmi,
+         placed_at::text AS placed_text
+  FROM orders $$);
+
+SELECT target FROM delta_join.views ORDER BY target;
+SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
+SET client_min_messages = warning;
+DROP SCHEMA det CASCADE;
+RESET client_min_messages;
+RESET search_path;
