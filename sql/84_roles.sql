@@ -1,0 +1,107 @@
+--
+-- Who a view runs as (DESIGN.md §5, §6.7): a view is backfilled, refreshed
+-- and applied as the owner of its target, as a security-restricted
+-- operation with search_path = pg_catalog, pg_temp; the query view that
+-- holds its query belongs to that owner too.  No code an ordinary role
+-- controls ever runs with more rights than its own.
+--
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
+CREATE ROLE dj_alice;
+CREATE ROLE dj_mallory;
+CREATE ROLE dj_bob;
+CREATE SCHEMA roles;
+GRANT USAGE, CREATE ON SCHEMA roles TO dj_alice, dj_mallory, dj_bob;
+GRANT CREATE ON SCHEMA public TO dj_mallory;
+
+CREATE TABLE roles.orders (merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
+  PRIMARY KEY (merchant_id, item_id, order_id));
+CREATE TABLE roles.items (merchant_id bigint, item_id bigint, item_name text,
+  PRIMARY KEY (merchant_id, item_id));
+INSERT INTO roles.items VALUES (1, 1, 'apple'), (1, 2, 'pear');
+INSERT INTO roles.orders VALUES (1, 1, 100, 10), (1, 2, 101, 20);
+GRANT SELECT ON roles.orders, roles.items TO dj_alice;
+CREATE FUNCTION roles.shout(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT upper(t) $$;
+
+--
+-- 1. An ordinary role creates a view over tables it may read: the target
+--    and the query view are its own, and the view runs as it.
+--
+SET ROLE dj_alice;
+SET search_path = public, roles;
+SELECT delta_join.create_view('roles.alice_wide', $$
+  SELECT o.merchant_id, o.order_id, o.item_id, shout(i.item_name) AS name
+  FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+RESET search_path;
+RESET ROLE;
+SELECT target, runs_as FROM delta_join.views WHERE target = 'roles.alice_wide';
+SELECT relowner::regrole FROM pg_class WHERE oid = 'delta_join."roles.alice_wide"'::regclass;
+-- nobody else may read the query view (it would read the sources as alice)
+SET ROLE dj_mallory;
+SELECT * FROM delta_join."roles.alice_wide";
+-- nor drop or refresh alice's view
+SELECT delta_join.drop_view('roles.alice_wide');
+SELECT delta_join.refresh('roles.alice_wide');
+RESET ROLE;
+
+--
+-- 2. A function created later in a schema of alice's search_path, to
+--    shadow the one the query calls, is never run: the query is bound.
+--
+SET ROLE dj_mallory;
+CREATE FUNCTION public.shout(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  ALTER ROLE dj_mallory SUPERUSER;
+  RETURN 'pwned';
+END $$;
+RESET ROLE;
+INSERT INTO roles.items VALUES (1, 3, 'fig');
+INSERT INTO roles.orders VALUES (1, 3, 102, 5);
+SELECT delta_join.wait('roles.alice_wide');
+SELECT * FROM roles.alice_wide ORDER BY order_id;
+SELECT rolsuper FROM pg_roles WHERE rolname = 'dj_mallory';
+
+--
+-- 3. A superuser's view whose target is given to another role runs as that
+--    role from then on: a trigger the new owner puts on the target runs
+--    with the new owner's rights, not the creator's.
+--
+SELECT delta_join.create_view('roles.admin_wide', $$
+  SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
+  FROM roles.orders o JOIN roles.items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+GRANT SELECT ON roles.orders, roles.items TO dj_mallory;
+ALTER TABLE roles.admin_wide OWNER TO dj_mallory;
+SELECT target, runs_as FROM delta_join.views WHERE target = 'roles.admin_wide';
+SET ROLE dj_mallory;
+CREATE FUNCTION roles.escalate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  ALTER ROLE dj_mallory SUPERUSER;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER escalate BEFORE INSERT ON roles.admin_wide FOR EACH ROW EXECUTE FUNCTION roles.escalate();
+RESET ROLE;
+INSERT INTO roles.orders VALUES (1, 1, 103, 1);
+SELECT delta_join.wait('roles.admin_wide', '10s');
+SELECT state, last_error FROM delta_join.status WHERE target = 'roles.admin_wide';
+SELECT rolsuper FROM pg_roles WHERE rolname = 'dj_mallory';
+
+--
+-- 4. REASSIGN OWNED and DROP OWNED follow the target: the query view goes
+--    with it, so the old owner can be dropped.
+--
+REASSIGN OWNED BY dj_mallory TO dj_bob;
+SELECT target, runs_as FROM delta_join.views WHERE target = 'roles.admin_wide';
+SELECT relowner::regrole FROM pg_class WHERE oid = 'delta_join."roles.admin_wide"'::regclass;
+DROP OWNED BY dj_mallory;
+DROP ROLE dj_mallory;
+DROP OWNED BY dj_bob;
+DROP ROLE dj_bob;
+SELECT target, runs_as FROM delta_join.views ORDER BY target;
+
+SELECT delta_join.drop_view('roles.alice_wide');
+SET client_min_messages = warning;
+DROP SCHEMA roles CASCADE;
+DROP OWNED BY dj_alice;
+DROP ROLE dj_alice;
+RESET client_min_messages;
