@@ -114,8 +114,10 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dj_stat'
 LANGUAGE C STRICT VOLATILE;
 
--- Whether this database's apply worker runs and its slot exists.
-CREATE FUNCTION delta_join._database_state(OUT worker_pid int, OUT slot_exists boolean)
+-- Whether this database's apply worker runs, its slot exists, and shared
+-- memory has room for the progress of one more view.
+CREATE FUNCTION delta_join._database_state(OUT worker_pid int, OUT slot_exists boolean,
+										   OUT views_room boolean)
 RETURNS record
 AS 'MODULE_PATHNAME', 'dj_database_state'
 LANGUAGE C STRICT VOLATILE;
@@ -191,10 +193,10 @@ CROSS JOIN LATERAL (
 	SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
 				WHEN NOT d.slot_exists
 				THEN 'the replication slot of this database is missing: refresh the view'
-				WHEN s.view_id IS NULL
-				THEN 'the view has no counters in shared memory (delta_join.max_views): its changes are not applied'
 				WHEN d.worker_pid IS NULL AND p.behind > 0
 				THEN 'no apply worker runs for this database (see the server log; max_worker_processes)'
+				WHEN s.view_id IS NULL AND NOT d.views_room
+				THEN 'the view has no place in shared memory (delta_join.max_views): its changes are not applied'
 		   END AS reason) r;
 
 GRANT SELECT ON delta_join.views, delta_join.status TO PUBLIC;

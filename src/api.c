@@ -226,6 +226,25 @@ check_owner_access(Oid target, DeltaPlan *plan, Jsonb *settings)
 	runas_end(&runas);
 }
 
+/*
+ * Take the new view's place in shared memory, where its progress is kept;
+ * refuse the view when there is none.
+ */
+static void
+reserve_progress(int view_id)
+{
+	List	   *live = NIL;
+	ListCell   *lc;
+
+	foreach(lc, catalog_list_views())
+		live = lappend_int(live, ((ViewRecord *) lfirst(lc))->view_id);
+	if (!progress_reserve(view_id, live))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many delta views: shared memory has room for %d", dj_max_views),
+				 errhint("Raise delta_join.max_views and restart the server.")));
+}
+
 /* ----------------------------------------------------------------
  *		SQL functions
  * ----------------------------------------------------------------
@@ -249,6 +268,7 @@ dj_create_view(PG_FUNCTION_ARGS)
 	bool		created = false;
 	Jsonb	   *settings;
 	Oid			query_view;
+	int			view_id;
 	ListCell   *lc;
 	ViewRecord	existing;
 
@@ -263,11 +283,6 @@ dj_create_view(PG_FUNCTION_ARGS)
 	 */
 	worker_ensure_slot();
 	lock_views();
-	if (!progress_room())
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many delta views: shared memory has room for %d", dj_max_views),
-				 errhint("Raise delta_join.max_views and restart the server.")));
 
 	query = query_parse(text, &hints);
 	plan = analyze_for_strategy(query, hints, &options);
@@ -312,7 +327,8 @@ dj_create_view(PG_FUNCTION_ARGS)
 	if (created)
 		target_add_key(relid, plan);
 	target_guard(relid);
-	(void) catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr());
+	view_id = catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr());
+	reserve_progress(view_id);
 	worker_notify();
 
 	PG_RETURN_OID(relid);

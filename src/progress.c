@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
 #include "access/xlogrecovery.h"
@@ -31,6 +33,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "replication/slot.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 #include "utils/regproc.h"
@@ -91,6 +94,40 @@ progress_room(void)
 }
 
 /*
+ * Take an entry for a view being created (view_id, in this transaction):
+ * a free one, or one of this database's views that live_view_ids (the
+ * views this transaction sees) no longer has.  False when there is none.
+ * The worker does not give the entry away while this transaction runs.
+ */
+bool
+progress_reserve(int view_id, List *live_view_ids)
+{
+	ViewStat   *found = NULL;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < worker_shared->max_views && found == NULL; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == InvalidOid ||
+			(stat->dboid == MyDatabaseId &&
+			 !list_member_int(live_view_ids, stat->view_id) &&
+			 !(TransactionIdIsValid(stat->reserving_xid) &&
+			   TransactionIdIsInProgress(stat->reserving_xid))))
+			found = stat;
+	}
+	if (found != NULL)
+	{
+		memset(found, 0, sizeof(ViewStat));
+		found->dboid = MyDatabaseId;
+		found->view_id = view_id;
+		found->reserving_xid = GetTopTransactionId();
+	}
+	LWLockRelease(worker_shared->lock);
+	return found != NULL;
+}
+
+/*
  * Bring the database's entries in line with its views as the worker just
  * read them (views: all of them; entries of others are forgotten) and with
  * what the batch ending at end_lsn (InvalidXLogRecPtr: no batch) did for
@@ -111,7 +148,10 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 			continue;
 		for (int v = 0; v < nviews && !found; v++)
 			found = (views[v].view_id == stat->view_id);
-		if (!found)
+		if (found)
+			stat->reserving_xid = InvalidTransactionId;
+		else if (!TransactionIdIsValid(stat->reserving_xid) ||
+				 !TransactionIdIsInProgress(stat->reserving_xid))
 			stat->dboid = InvalidOid;
 	}
 
@@ -506,14 +546,15 @@ dj_stat(PG_FUNCTION_ARGS)
 
 /*
  * delta_join._database_state() returns the pid of this database's apply
- * worker (NULL when none runs) and whether its slot exists.
+ * worker (NULL when none runs), whether its slot exists, and whether shared
+ * memory has room for one more view.
  */
 Datum
 dj_database_state(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
 	char		slot[NAMEDATALEN];
 	pid_t		pid = 0;
 
@@ -534,5 +575,6 @@ dj_database_state(PG_FUNCTION_ARGS)
 	values[0] = Int32GetDatum((int32) pid);
 	nulls[0] = (pid == 0);
 	values[1] = BoolGetDatum(SearchNamedReplicationSlot(slot, true) != NULL);
+	values[2] = BoolGetDatum(progress_room());
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -10,6 +10,7 @@
 #define DJ_PROGRESS_H
 
 #include "access/xlogdefs.h"
+#include "nodes/pg_list.h"
 #include "utils/timestamp.h"
 
 #include "batch.h"
@@ -27,6 +28,8 @@ typedef struct ViewStat
 {
 	Oid			dboid;			/* InvalidOid: entry free */
 	int			view_id;
+	TransactionId reserving_xid;	/* create_view that took the entry, until
+									 * the worker has seen the view */
 	bool		in_error;
 	XLogRecPtr	applied_lsn;
 	TimestampTz applied_commit_time;	/* of the newest change applied */
@@ -53,5 +56,6 @@ extern void progress_publish(Oid dboid, ViewProgress *views, int nviews,
 							 XLogRecPtr end_lsn);
 extern void progress_advance(Oid dboid, XLogRecPtr end_lsn);
 extern bool progress_room(void);
+extern bool progress_reserve(int view_id, List *live_view_ids);
 
 #endif							/* DJ_PROGRESS_H */

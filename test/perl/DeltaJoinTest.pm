@@ -149,6 +149,61 @@ sub new_node
 
 =pod
 
+=item orders_items($node, $dbname)
+
+Creates the worked example of DESIGN.md §1 in database C<$dbname>
+(default postgres): C<orders> and C<items>, with a few rows.  The queries
+of its two views are C<$DeltaJoinTest::wide_query> (the join) and
+C<$DeltaJoinTest::summary_query> (the aggregate).
+
+=cut
+
+our $wide_query =
+  'SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount '
+  . 'FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id';
+our $summary_query =
+  'SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount '
+  . 'FROM orders GROUP BY merchant_id';
+
+sub orders_items
+{
+	my ($node, $dbname) = @_;
+	$node->safe_psql(
+		$dbname // 'postgres', q{
+		CREATE TABLE orders (
+			merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
+			PRIMARY KEY (merchant_id, item_id, order_id));
+		CREATE TABLE items (
+			merchant_id bigint, item_id bigint, item_name text,
+			PRIMARY KEY (merchant_id, item_id));
+		INSERT INTO items SELECT m, i, 'item ' || i
+		  FROM generate_series(1, 3) m, generate_series(1, 10) i;
+		INSERT INTO orders SELECT m, 1 + o % 10, o, o
+		  FROM generate_series(1, 3) m, generate_series(1, 100) o;});
+}
+
+=pod
+
+=item differs($node, $target, $query, $dbname)
+
+The number of rows of the target and of the query's result that the other
+lacks, counting duplicates: 0 when the target equals its query.
+
+=cut
+
+sub differs
+{
+	my ($node, $target, $query, $dbname) = @_;
+	return $node->safe_psql(
+		$dbname // 'postgres', qq{
+		SELECT count(*) FROM (
+			(TABLE $target EXCEPT ALL ($query))
+			UNION ALL
+			(($query) EXCEPT ALL TABLE $target)) d});
+}
+
+=pod
+
 =back
 
 =cut
