@@ -181,6 +181,8 @@ static ViewResult worker_apply_view(ViewRecord *view, List *batches,
 									char **message, int *sqlerrcode);
 static void worker_defer(ViewRecord *view, ViewBatch *batch, const char *message,
 						 int sqlerrcode, TimestampTz now);
+static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
+							 TimestampTz now, char **message);
 static void worker_forget_deferred(DeferredView *dv);
 static DeferredView *worker_find_deferred(int view_id);
 static ViewProgress *worker_progress_rows(List *views);
@@ -703,15 +705,7 @@ worker_apply_batch(void)
 		{
 			worker_defer(view, batch, message, sqlerrcode, now);
 			dv = worker_find_deferred(view->view_id);
-			if (dv->timeouts >= WORKER_TIMEOUT_TRIES)
-				message = psprintf("lookup_timeout expired %d times in a row: %s",
-								   dv->timeouts, message);
-			else if (TimestampDifferenceExceeds(dv->first_failure, now,
-												view->options.lookup_timeout_ms) &&
-					 view->options.lookup_timeout_ms > 0)
-				message = psprintf("could not be applied for longer than its lookup_timeout: %s",
-								   message);
-			else
+			if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
 			{
 				vp->deferred = true;
 				vp->retry_reason = dv->reason;
@@ -952,6 +946,32 @@ worker_defer(ViewRecord *view, ViewBatch *batch, const char *message, int sqlerr
 		dv->reason = psprintf("retrying (%d tries): %s", dv->tries, message);
 	}
 	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Has a deferred view been tried long enough?  A view that timed out
+ * (lookup_timeout) WORKER_TIMEOUT_TRIES times in a row, or that has waited
+ * for locks for longer than its lookup_timeout, goes to error: *message
+ * then says why.
+ */
+static bool
+worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode, TimestampTz now,
+				char **message)
+{
+	if (sqlerrcode == ERRCODE_QUERY_CANCELED)
+	{
+		if (dv->timeouts < WORKER_TIMEOUT_TRIES)
+			return false;
+		*message = psprintf("lookup_timeout expired %d times in a row: %s",
+							dv->timeouts, *message);
+		return true;
+	}
+	if (view->options.lookup_timeout_ms <= 0 ||
+		!TimestampDifferenceExceeds(dv->first_failure, now, view->options.lookup_timeout_ms))
+		return false;
+	*message = psprintf("could not be applied for longer than its lookup_timeout: %s",
+						*message);
+	return true;
 }
 
 /* Drop a deferred view's waiting batches. */

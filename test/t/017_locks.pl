@@ -1,0 +1,165 @@
+# Locks and concurrency (DESIGN.md §6.3, §6.4):
+#
+#  - a lock held on one target, or on one of its rows, holds up that view
+#    only: the worker gives up the wait after its lock_timeout, keeps the
+#    view's changes, retries with a backoff (the status says so), and the
+#    other views go on; once the lock goes, the view catches up;
+#  - a view that cannot be applied for longer than its lookup_timeout, or
+#    whose apply hits its lookup_timeout three times in a row, goes to error;
+#  - create_view, drop_view and refresh, run over and over from several
+#    sessions while writers change the sources, never deadlock.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+use DeltaJoinWorkload;
+
+my $node = DeltaJoinTest::new_node('locks');
+DeltaJoinTest::orders_items($node);
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('wide', '$DeltaJoinTest::wide_query');"
+	  . "SELECT delta_join.create_view('summary', '$DeltaJoinTest::summary_query')");
+
+sub wait_view
+{
+	my ($target, $timeout) = @_;
+	return $node->safe_psql('postgres', "SELECT delta_join.wait('$target', '$timeout')");
+}
+
+# ---- a table lock on one target ----
+
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE wide IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('postgres', 'INSERT INTO orders VALUES (1, 1, 1000, 5)');
+
+is(wait_view('summary', '60s'), 't', 'a lock on one target does not hold up another view');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'active' AND reason ~ '^retrying \(\d+ tries\): canceling statement due to lock timeout'
+		FROM delta_join.status WHERE target = 'public.wide'}),
+	'the locked view is active and says it is retrying');
+is(wait_view('wide', '2s'), 'f', 'wait() on the locked view times out');
+$locker->query_safe('COMMIT');
+is(wait_view('wide', '60s'), 't', 'once the lock goes, the view catches up');
+is(DeltaJoinTest::differs($node, 'wide', $DeltaJoinTest::wide_query), '0',
+	'and equals its query');
+is( $node->safe_psql('postgres',
+		"SELECT state || coalesce(reason, '') FROM delta_join.status WHERE target = 'public.wide'"),
+	'active', 'with no reason left');
+
+# ---- a row lock on a target row ----
+
+$locker->query_safe('BEGIN');
+$locker->query_safe('SELECT * FROM wide WHERE order_id = 1000 FOR UPDATE');
+$node->safe_psql('postgres',
+	"UPDATE items SET item_name = 'locked row' WHERE merchant_id = 1 AND item_id = 1;"
+	  . "INSERT INTO orders VALUES (2, 2, 1001, 7)");
+is(wait_view('summary', '60s'), 't', 'a row lock on one target does not hold up another view');
+is(wait_view('wide', '2s'), 'f', 'the view with the locked row waits');
+$locker->query_safe('COMMIT');
+is(wait_view('wide', '60s'), 't', 'once the row lock goes, the view catches up');
+is(DeltaJoinTest::differs($node, 'wide', $DeltaJoinTest::wide_query), '0',
+	'and equals its query');
+
+# ---- lookup_timeout: how long a view may stay blocked ----
+
+$node->safe_psql('postgres', q{
+	SELECT delta_join.create_view('impatient', $$
+		SELECT merchant_id, order_id, item_id, amount FROM orders $$,
+		options => '{"lookup_timeout": "1s"}')});
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE impatient IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('postgres', 'INSERT INTO orders VALUES (3, 3, 1002, 9)');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error' AND last_error ~ 'lookup_timeout'
+		FROM delta_join.status WHERE target = 'public.impatient'}),
+	'a view blocked for longer than its lookup_timeout goes to error');
+$locker->query_safe('COMMIT');
+is($node->safe_psql('postgres', "SELECT delta_join.refresh('impatient') > 0"),
+	't', 'refresh() brings it back');
+
+# an apply slower than lookup_timeout: three tries, then error
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION slow_label(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE
+	  AS $$ BEGIN IF t = 'slow' THEN PERFORM pg_sleep(2); END IF; RETURN t; END $$;
+	SELECT delta_join.create_view('sluggish', $$
+		SELECT merchant_id, item_id, slow_label(item_name) AS label FROM items $$,
+		options => '{"lookup_timeout": "300ms"}')});
+$node->safe_psql('postgres', "UPDATE items SET item_name = 'slow' WHERE item_id = 3");
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error' AND last_error ~ 'lookup_timeout expired 3 times in a row'
+		FROM delta_join.status WHERE target = 'public.sluggish'}),
+	'an apply that keeps exceeding lookup_timeout goes to error after three tries');
+is(wait_view('summary', '60s'), 't', 'meanwhile the other views go on');
+$node->safe_psql('postgres',
+	"SELECT delta_join.drop_view('sluggish'); SELECT delta_join.drop_view('impatient')");
+
+# ---- view changes from several sessions, under write load ----
+
+my $scripts = DeltaJoinWorkload::write_scripts(
+	orders_items => [
+		1, q{\set m random(1, 3)
+\set i random(1, 10)
+BEGIN;
+UPDATE orders SET amount = amount + 1 WHERE merchant_id = :m AND item_id = :i;
+UPDATE items SET item_name = item_name || '' WHERE merchant_id = :m AND item_id = :i;
+COMMIT;
+}
+	],
+	items_orders => [
+		1, q{\set m random(1, 3)
+\set i random(1, 10)
+\set o random(1, 99999)
+BEGIN;
+UPDATE items SET item_name = item_name || '' WHERE merchant_id = :m AND item_id = :i;
+INSERT INTO orders VALUES (:m, :i, 10000 + :client_id * 100000 + :o, 1)
+  ON CONFLICT DO NOTHING;
+COMMIT;
+}
+	]);
+my $writers = DeltaJoinWorkload::pgbench_start($node, $scripts,
+	seed => 7, clients => 3, seconds => 8);
+
+my @sessions;
+foreach my $n (1 .. 2)
+{
+	my $script = '';
+	foreach my $round (1 .. 40)
+	{
+		$script .= "SELECT delta_join.create_view('churn_$n', '$DeltaJoinTest::wide_query');\n"
+		  . "SELECT delta_join.refresh('churn_$n');\n"
+		  . "SELECT delta_join.refresh('summary');\n"
+		  . "SELECT delta_join.drop_view('churn_$n');\n";
+	}
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
+		'<', \$script, '>', \$out, '2>', \$err);
+	push @sessions, [ $h, \$out, \$err ];
+}
+foreach my $s (@sessions)
+{
+	my ($h, $out, $err) = @$s;
+	$h->finish;
+	is($h->result(0), 0, 'a session creating, refreshing and dropping views ran to the end')
+	  or diag($$err);
+	unlike($$err, qr/deadlock/, 'without a deadlock');
+}
+my $res = DeltaJoinWorkload::pgbench_finish($writers);
+ok($res->{rc} == 0 && $res->{failed} == 0 && $res->{processed} > 0,
+	"and no writer failed ($res->{processed} transactions)")
+  or diag($res->{stdout} . $res->{stderr});
+ok(DeltaJoinWorkload::wait_views($node), 'wait() returns true');
+is(DeltaJoinTest::differs($node, 'wide', $DeltaJoinTest::wide_query), '0',
+	'the join view equals its query');
+is(DeltaJoinTest::differs($node, 'summary', $DeltaJoinTest::summary_query), '0',
+	'the aggregate view equals its query');
+
+$node->stop;
+done_testing();
