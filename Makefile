@@ -9,7 +9,8 @@
 #   make installcheck
 #                    pg_regress then TAP tests, as a user that may start a
 #                    server (PGXS stops after the first failing suite)
-#   make regress_installcheck, make prove_installcheck
+#   make regress_installcheck, make isolation_installcheck,
+#   make prove_installcheck
 #                    one suite alone
 #
 # Every build uses -Werror.  The only warning PostgreSQL 15's own headers
@@ -36,11 +37,17 @@ REGRESS_CONF = .build/regress.conf
 REGRESS_PREP = $(REGRESS_CONF)
 REGRESS_OPTS = --temp-config=$(REGRESS_CONF) --temp-instance=./tmp_check_regress
 
+# Isolation tests: every test/isolation/specs/*.spec, on a temporary server
+# configured as for pg_regress
+ISOLATION = $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test/isolation --temp-config=$(REGRESS_CONF) \
+	--temp-instance=./tmp_check_iso
+
 # TAP: every test/t/*.pl, with test/perl on the include path (DeltaJoinTest)
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
-EXTRA_CLEAN = .build tmp_check_regress
+EXTRA_CLEAN = .build tmp_check_regress tmp_check_iso output_iso
 
 # Prefer PostgreSQL 15's own pg_config over Debian's wrapper, which picks the
 # newest installed major version.
@@ -59,12 +66,15 @@ override PROVE_FLAGS += -I test/perl
 regress_installcheck: $(REGRESS_PREP)
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 
+isolation_installcheck: $(REGRESS_PREP)
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+
 prove_installcheck:
 	$(prove_installcheck)
 
 else
 # No PGXS yet (fresh machine): "make test" and "make demo" install it.
-all install installcheck regress_installcheck prove_installcheck:
+all install installcheck regress_installcheck isolation_installcheck prove_installcheck:
 	@echo "PGXS not found ($(PG_CONFIG) --pgxs); run 'make test' as root, or: apt-get install -y postgresql-server-dev-15 libipc-run-perl" >&2
 	@exit 1
 endif
@@ -85,4 +95,4 @@ test:
 demo:
 	@PG_CONFIG='$(PG_CONFIG)' MAKE='$(MAKE)' bash test/demo.sh
 
-.PHONY: test demo regress_installcheck prove_installcheck
+.PHONY: test demo regress_installcheck isolation_installcheck prove_installcheck

@@ -136,7 +136,7 @@ dj_copy_tree() {
 	local dst
 	dst=$(mktemp -d /tmp/delta_join.XXXXXX) || return 1
 	if ! tar -C "$DJ_ROOT" --exclude=./.git --exclude=./.build \
-		--exclude=./tmp_check --exclude=./tmp_check_regress \
+		--exclude=./tmp_check --exclude=./tmp_check_regress --exclude=./tmp_check_iso --exclude=./output_iso \
 		--exclude=./results --exclude=./log --exclude=./demo_data \
 		--exclude=./regression.diffs --exclude=./regression.out \
 		-cf - . | tar -C "$dst" -xf -; then

@@ -5,16 +5,17 @@
 #  1. installs missing build/test packages (root only; others are told the
 #     apt-get command), builds with warnings as errors, installs the
 #     extension into the server;
-#  2. runs every pg_regress test (make regress_installcheck: a temporary server)
-#     and every TAP test (make prove_installcheck) as the OS user postgres,
+#  2. runs every pg_regress test (make regress_installcheck: a temporary server),
+#     every isolation test (make isolation_installcheck: another) and every
+#     TAP test (make prove_installcheck) as the OS user postgres,
 #     in a copy of the tree under /tmp when postgres cannot work in this one;
 #  3. prints the regression diffs of failed pg_regress tests, copies test
 #     output back into the tree on failure, and ends with the line
 #        <passed> passed, <failed> failed
-#     counting one per pg_regress test plus one per TAP assertion (a TAP
+#     counting one per pg_regress or isolation test plus one per TAP assertion (a TAP
 #     file that dies, or a suite that cannot start, counts as one failure).
 #
-# Exit status: 0 when nothing failed, 1 otherwise.  Both suites always run.
+# Exit status: 0 when nothing failed, 1 otherwise.  Every suite always runs.
 
 set -u
 set -o pipefail
@@ -62,6 +63,7 @@ else
 	work=$DJ_ROOT
 	# servers an interrupted earlier run may have left behind
 	dj_stop_servers_below "$work/tmp_check_regress"
+	dj_stop_servers_below "$work/tmp_check_iso"
 	dj_stop_servers_below "$work/tmp_check"
 fi
 
@@ -85,6 +87,25 @@ if [ -s "$work/regression.diffs" ]; then
 	echo "---- regression.diffs ----"
 	cat "$work/regression.diffs"
 	echo "---- end of regression.diffs ----"
+fi
+
+# ---- isolation ----
+
+dj_say "isolation tests"
+rm -f "$work/output_iso/regression.diffs"
+dj_as_pg "${mk[@]}" isolation_installcheck 2>&1 | tee "$scratch/iso.log"
+iso_rc=$?
+
+iso_passed=$(grep -cE '\.\.\. ok( |$)|^ok [0-9]+ ' "$scratch/iso.log")
+iso_failed=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$scratch/iso.log")
+if [ "$iso_rc" -ne 0 ] && [ "$iso_failed" -eq 0 ]; then
+	dj_warn "the isolation tests did not complete (see their output above)"
+	iso_failed=1
+fi
+if [ -s "$work/output_iso/regression.diffs" ]; then
+	echo "---- output_iso/regression.diffs ----"
+	cat "$work/output_iso/regression.diffs"
+	echo "---- end of output_iso/regression.diffs ----"
 fi
 
 # ---- TAP ----
@@ -126,12 +147,12 @@ fi
 
 # ---- results ----
 
-failed=$((regress_failed + tap_failed))
-passed=$((regress_passed + tap_passed))
+failed=$((regress_failed + iso_failed + tap_failed))
+passed=$((regress_passed + iso_passed + tap_passed))
 
 if [ "$failed" -ne 0 ] && [ "$work" != "$DJ_ROOT" ]; then
 	# keep what explains the failure where the developer will look for it
-	for f in regression.diffs regression.out results log tmp_check/log; do
+	for f in regression.diffs regression.out results log output_iso tmp_check/log; do
 		if [ -e "$work/$f" ]; then
 			rm -rf "${DJ_ROOT:?}/$f"
 			mkdir -p "$(dirname "$DJ_ROOT/$f")"
@@ -142,5 +163,6 @@ if [ "$failed" -ne 0 ] && [ "$work" != "$DJ_ROOT" ]; then
 fi
 
 echo "pg_regress: $regress_passed passed, $regress_failed failed (tests);" \
+	"isolation: $iso_passed passed, $iso_failed failed (tests);" \
 	"TAP: $tap_passed passed, $tap_failed failed (assertions)"
 finish "$passed" "$failed"
