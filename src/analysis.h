@@ -1,0 +1,91 @@
+/*-------------------------------------------------------------------------
+ *
+ * analysis.h
+ *	  What the files of the analyzer share: the state of one analysis and
+ *	  the helpers every rule uses.  Private to analyze.c, analyze_join.c,
+ *	  determinism.c and explain.c; the rest of the library sees analyze.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_ANALYSIS_H
+#define DJ_ANALYSIS_H
+
+#include "analyze.h"
+#include "nodes/pg_list.h"
+
+/* What we need of one btree index of a source, read once. */
+typedef struct IndexDesc
+{
+	Oid			oid;
+	bool		primary;
+	int			nkeyatts;
+	AttrNumber *attnums;		/* 0 for an expression column */
+	Oid		   *opfamilies;
+	Oid		   *opcintypes;
+	Oid		   *collations;
+} IndexDesc;
+
+/* A column of a source that an index lookup could bind, and how. */
+typedef struct BindableColumn
+{
+	AttrNumber	attno;			/* column of the looked-up source */
+	Oid			opno;			/* equality, looked-up column on the left */
+	Oid			righttype;
+	Oid			collation;
+	int			from_source;	/* where the value comes from; -1: a key */
+	AttrNumber	from_attno;
+} BindableColumn;
+
+typedef struct Failure
+{
+	int			code;
+	char	   *message;
+	char	   *detail;
+	char	   *hint;
+} Failure;
+
+typedef struct Analysis
+{
+	DeltaPlan  *plan;
+	bool		collect;		/* explain: collect failures, don't raise */
+	List	   *failures;		/* Failure * */
+	int		   *rt_source;		/* rtindex -> source index, or -1 */
+	List	   *source_indexes; /* List of IndexDesc * per source */
+	List	   *filters;		/* quals that are not join conditions */
+	int		   *col_offset;		/* per source: first column id */
+	int		   *class_parent;	/* union-find over column ids */
+	int			ncolumn_ids;	/* size of class_parent */
+	bool		bad_columns;	/* a system column or whole row is read */
+} Analysis;
+
+#define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
+
+#define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
+
+/* analyze.c */
+extern void analysis_reject(Analysis *a, int code, char *message, char *detail, char *hint);
+extern char *analysis_source_name(DeltaSource *src);
+extern char *analysis_source_label(DeltaSource *src);
+extern char *analysis_column_label(DeltaSource *src, AttrNumber attno);
+extern char *analysis_column_list(Oid relid, int n, const AttrNumber *attnums);
+extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **attnums);
+
+/* determinism.c */
+extern void analysis_check_determinism(Analysis *a, Query *query);
+
+/* analyze_join.c */
+extern int	analysis_column_id(Analysis *a, int source, AttrNumber attno);
+extern int	analysis_class_of(Analysis *a, int id);
+extern bool analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno);
+extern DeltaLookup *analysis_choose_lookup(Analysis *a, int source, List *bindable);
+extern void analysis_check_partition_key(Analysis *a, int source, List *bindable,
+										 const char *what);
+extern void analysis_map_key(Analysis *a, List *key_ids);
+extern void analysis_reject_filter(Analysis *a, const char *column, const char *clause);
+extern List *analysis_join_tree(Analysis *a, Query *query);
+extern void analysis_join(Analysis *a);
+
+/* explain.c */
+extern List *explain_lines(Analysis *a, const DeltaOptions *options);
+
+#endif							/* DJ_ANALYSIS_H */

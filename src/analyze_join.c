@@ -1,0 +1,710 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze_join.c
+ *	  The join of a view's sources: conditions, classes of equal columns,
+ *	  index prefixes and lookups (rules 2 and 3), the result's unique key
+ *	  and the filters that could leave rows behind (rules 6 and 8).
+ *
+ * Every column of every source has a column id; join conditions merge the
+ * ids of the columns they equate into classes (union-find), which say
+ * which output column can stand for which key column.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "catalog/pg_opclass.h"
+#include "lib/stringinfo.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "analysis.h"
+
+/*
+ * The column id of a user column of a source.  Only user columns have ids:
+ * the analysis stops before using classes when a query reads another kind
+ * of column (Analysis.bad_columns), so anything else is a bug.
+ */
+int
+analysis_column_id(Analysis *a, int source, AttrNumber attno)
+{
+	if (source < 0 || source >= list_length(a->plan->sources) ||
+		attno < 1 || attno > SOURCE(a, source)->natts)
+		elog(ERROR, "column %d of source %d has no column id", attno, source);
+	return a->col_offset[source] + attno - 1;
+}
+
+int
+analysis_class_of(Analysis *a, int id)
+{
+	while (a->class_parent[id] != id)
+		id = a->class_parent[id] = a->class_parent[a->class_parent[id]];
+	return id;
+}
+
+static void
+class_merge(Analysis *a, int id1, int id2)
+{
+	a->class_parent[analysis_class_of(a, id1)] = analysis_class_of(a, id2);
+}
+
+/* The source and column of a plain Var of this query level, or false. */
+bool
+analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno)
+{
+	Var		   *var;
+
+	if (!IsA(node, Var))
+		return false;
+	var = (Var *) node;
+	if (var->varlevelsup != 0 || var->varattno <= 0 || a->rt_source[var->varno] < 0)
+		return false;
+	*source = a->rt_source[var->varno];
+	*attno = var->varattno;
+	return true;
+}
+
+/* The one source a node's Vars belong to, -1 for none, -2 for several. */
+static int
+single_source(Analysis *a, Node *node)
+{
+	Bitmapset  *varnos = pull_varnos(NULL, node);
+	int			rtindex;
+
+	if (bms_is_empty(varnos))
+		return -1;
+	if (bms_membership(varnos) != BMS_SINGLETON)
+		return -2;
+	rtindex = bms_singleton_member(varnos);
+	return a->rt_source[rtindex];
+}
+
+/* Strip binary-compatible relabelling, which does not change the value. */
+static Node *
+strip_relabel(Node *node)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node;
+}
+
+/*
+ * Split the quals into join conditions and filters.  A qual is a join
+ * condition when it is a btree equality between plain columns of two
+ * different sources; an equality between two sources where either side is
+ * computed breaks rule 3.
+ */
+static void
+classify_quals(Analysis *a, List *quals)
+{
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		Node	   *qual = lfirst(lc);
+		OpExpr	   *op;
+		Node	   *l,
+				   *r;
+		int			ls,
+					rs;
+		AttrNumber	la = InvalidAttrNumber,
+					ra = InvalidAttrNumber;
+		bool		lplain,
+					rplain;
+
+		if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
+		{
+			a->filters = lappend(a->filters, qual);
+			continue;
+		}
+		op = (OpExpr *) qual;
+		l = linitial(op->args);
+		r = lsecond(op->args);
+		ls = single_source(a, l);
+		rs = single_source(a, r);
+		if (ls < 0 || rs < 0 || ls == rs ||
+			!op_mergejoinable(op->opno, exprType(l)))
+		{
+			a->filters = lappend(a->filters, qual);
+			continue;
+		}
+
+		lplain = analysis_var_source(a, strip_relabel(l), &ls, &la);
+		rplain = analysis_var_source(a, strip_relabel(r), &rs, &ra);
+		if (lplain && rplain)
+		{
+			DeltaJoinCond *cond = palloc(sizeof(DeltaJoinCond));
+
+			cond->left = ls;
+			cond->left_attno = la;
+			cond->right = rs;
+			cond->right_attno = ra;
+			cond->opno = op->opno;
+			cond->collation = op->inputcollid;
+			a->plan->conds = lappend(a->plan->conds, cond);
+			class_merge(a, analysis_column_id(a, ls, la), analysis_column_id(a, rs, ra));
+		}
+		else
+		{
+			List	   *vars = pull_var_clause(lplain ? r : l, 0);
+			Var		   *var = linitial(vars);
+			DeltaSource *src = SOURCE(a, a->rt_source[var->varno]);
+
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 3: join key %s is computed in a join condition between %s and %s",
+							analysis_column_label(src, var->varattno),
+							analysis_source_label(SOURCE(a, ls)), analysis_source_label(SOURCE(a, rs))),
+				   pstrdup("Join keys must reach the join unchanged, so that a lookup through an index finds the same rows."),
+				   pstrdup("Compare plain columns (store the computed value in a column of the source, with an index on it)."));
+		}
+	}
+}
+
+/* Conditions under the FROM list, checking each join is an inner join. */
+static void
+collect_quals(Analysis *a, Query *query, Node *jtnode, List **quals)
+{
+	Node	   *q = NULL;
+
+	if (jtnode == NULL)
+		return;
+	if (IsA(jtnode, FromExpr))
+	{
+		FromExpr   *f = (FromExpr *) jtnode;
+		ListCell   *lc;
+
+		foreach(lc, f->fromlist)
+			collect_quals(a, query, lfirst(lc), quals);
+		q = f->quals;
+	}
+	else if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+
+		if (j->jointype != JOIN_INNER)
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+							pstrdup("delta view rule 5: outer joins are not supported"),
+							pstrdup("Delta views are maintained for inner joins."),
+							pstrdup("Use an inner join."));
+		collect_quals(a, query, j->larg, quals);
+		collect_quals(a, query, j->rarg, quals);
+		q = j->quals;
+	}
+	if (q != NULL)
+	{
+		q = flatten_join_alias_vars(query, q);
+		*quals = list_concat(*quals, make_ands_implicit((Expr *) q));
+	}
+}
+
+/*
+ * The conditions of the join tree (ON and WHERE), join alias vars
+ * replaced by the columns they stand for, as one implicit-AND list.
+ */
+List *
+analysis_join_tree(Analysis *a, Query *query)
+{
+	List	   *quals = NIL;
+
+	collect_quals(a, query, (Node *) query->jointree, &quals);
+	return quals;
+}
+
+/* ----------------------------------------------------------------
+ *		Rule 2: index prefixes and lookups
+ * ----------------------------------------------------------------
+ */
+
+static bool
+collations_agree(Oid c1, Oid c2)
+{
+	if (c1 == c2)
+		return true;
+	return (!OidIsValid(c1) || get_collation_isdeterministic(c1)) &&
+		(!OidIsValid(c2) || get_collation_isdeterministic(c2));
+}
+
+/*
+ * The index of source src whose leading key columns the most bindable
+ * columns cover (primary key on ties), as a lookup; NULL if none covers even
+ * the first column.
+ */
+DeltaLookup *
+analysis_choose_lookup(Analysis *a, int source, List *bindable)
+{
+	List	   *indexes = list_nth(a->source_indexes, source);
+	DeltaLookup *best = NULL;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		IndexDesc  *desc = lfirst(lc);
+		DeltaLookupKey *keys = palloc(sizeof(DeltaLookupKey) * desc->nkeyatts);
+		int			nkeys = 0;
+
+		for (int i = 0; i < desc->nkeyatts; i++)
+		{
+			ListCell   *lc2;
+			bool		bound = false;
+
+			foreach(lc2, bindable)
+			{
+				BindableColumn *col = lfirst(lc2);
+				Oid			member;
+
+				if (col->attno != desc->attnums[i] ||
+					!op_in_opfamily(col->opno, desc->opfamilies[i]) ||
+					!collations_agree(col->collation, desc->collations[i]))
+					continue;
+				member = get_opfamily_member(desc->opfamilies[i], desc->opcintypes[i],
+											 col->righttype, BTEqualStrategyNumber);
+				if (!OidIsValid(member))
+					continue;
+				keys[nkeys].from_source = col->from_source;
+				keys[nkeys].from_attno = col->from_attno;
+				keys[nkeys].from_type = col->righttype;
+				keys[nkeys].index_attno = i + 1;
+				keys[nkeys].proc = get_opcode(member);
+				keys[nkeys].collation = desc->collations[i];
+				nkeys++;
+				bound = true;
+				break;
+			}
+			if (!bound)
+				break;
+		}
+
+		if (nkeys > 0 &&
+			(best == NULL || nkeys > best->nkeys ||
+			 (nkeys == best->nkeys && desc->primary)))
+		{
+			best = palloc(sizeof(DeltaLookup));
+			best->source = source;
+			best->index = desc->oid;
+			best->nkeys = nkeys;
+			best->keys = keys;
+		}
+	}
+	return best;
+}
+
+/* Columns of `source` that conditions tie to sources in `bound`. */
+static List *
+bindable_from_conds(Analysis *a, int source, Bitmapset *bound)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, a->plan->conds)
+	{
+		DeltaJoinCond *cond = lfirst(lc);
+		BindableColumn *col;
+		Oid			lefttype;
+
+		col = palloc(sizeof(BindableColumn));
+		if (cond->left == source && bms_is_member(cond->right, bound))
+		{
+			col->attno = cond->left_attno;
+			col->opno = cond->opno;
+			col->from_source = cond->right;
+			col->from_attno = cond->right_attno;
+		}
+		else if (cond->right == source && bms_is_member(cond->left, bound))
+		{
+			col->attno = cond->right_attno;
+			col->opno = get_commutator(cond->opno);
+			col->from_source = cond->left;
+			col->from_attno = cond->left_attno;
+			if (!OidIsValid(col->opno))
+				continue;
+		}
+		else
+			continue;
+		op_input_types(col->opno, &lefttype, &col->righttype);
+		col->collation = cond->collation;
+		result = lappend(result, col);
+	}
+	return result;
+}
+
+/* "CREATE INDEX ON orders (merchant_id, item_id);" for a hint */
+static char *
+create_index_hint(DeltaSource *src, List *bindable)
+{
+	AttrNumber *attnums = palloc(sizeof(AttrNumber) * Max(list_length(bindable), 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, bindable)
+	{
+		BindableColumn *col = lfirst(lc);
+		bool		dup = false;
+
+		for (int i = 0; i < n; i++)
+			dup |= (attnums[i] == col->attno);
+		if (!dup)
+			attnums[n++] = col->attno;
+	}
+	return psprintf("Create an index whose leading columns the join binds: CREATE INDEX ON %s %s;",
+					src->relname, analysis_column_list(src->relid, n, attnums));
+}
+
+/* Every partition key column of a partitioned source must be bindable. */
+void
+analysis_check_partition_key(Analysis *a, int source, List *bindable, const char *what)
+{
+	DeltaSource *src = SOURCE(a, source);
+	AttrNumber *partattrs;
+	int			npart;
+
+	if (!src->partitioned)
+		return;
+	npart = analysis_partition_key(a, src, &partattrs);
+	for (int i = 0; i < npart; i++)
+	{
+		ListCell   *lc;
+		bool		found = false;
+
+		foreach(lc, bindable)
+			found |= (((BindableColumn *) lfirst(lc))->attno == partattrs[i]);
+		if (!found && partattrs[i] != 0)
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 2: %s of partitioned %s does not include partition key column %s",
+							what, analysis_source_label(src), analysis_column_label(src, partattrs[i])),
+				   pstrdup("A lookup into a partitioned source must name the partition it reads."),
+				   psprintf("Add %s to the %s.", analysis_column_label(src, partattrs[i]), what));
+	}
+}
+
+/*
+ * Rule 2, for every pair of joined sources: each side's equality columns
+ * must cover the leading column(s) of a btree index.  All sources must be
+ * connected by such pairs.
+ */
+static void
+check_join_edges(Analysis *a)
+{
+	int			nsources = list_length(a->plan->sources);
+	int		   *component = palloc(sizeof(int) * nsources);
+
+	for (int i = 0; i < nsources; i++)
+		component[i] = i;
+
+	for (int s = 0; s < nsources; s++)
+	{
+		for (int t = 0; t < nsources; t++)
+		{
+			List	   *bindable;
+			DeltaLookup *lookup;
+			DeltaSource *src = SOURCE(a, t);
+
+			if (s == t)
+				continue;
+			bindable = bindable_from_conds(a, t, bms_make_singleton(s));
+			if (bindable == NIL)
+				continue;
+
+			/* s and t are joined: merge their components */
+			{
+				int			from = component[t],
+							to = component[s];
+
+				for (int i = 0; i < nsources; i++)
+					if (component[i] == from)
+						component[i] = to;
+			}
+
+			lookup = analysis_choose_lookup(a, t, bindable);
+			if (lookup == NULL)
+			{
+				StringInfoData cols;
+				ListCell   *lc;
+
+				initStringInfo(&cols);
+				foreach(lc, bindable)
+					appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
+									 analysis_column_label(src, ((BindableColumn *) lfirst(lc))->attno));
+				analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+					   psprintf("delta view rule 2: join key (%s) of %s does not cover the leading column of any btree index",
+								cols.data, analysis_source_label(src)),
+					   psprintf("When %s changes, the matching rows of %s are looked up through an index whose leading columns the join binds.",
+								analysis_source_label(SOURCE(a, s)), analysis_source_label(src)),
+					   create_index_hint(src, bindable));
+				continue;
+			}
+			analysis_check_partition_key(a, t, bindable, "join key");
+			if (!OidIsValid(src->lookup_index))
+			{
+				src->lookup_index = lookup->index;
+				src->lookup_nkeys = lookup->nkeys;
+			}
+		}
+	}
+
+	for (int t = 1; t < nsources; t++)
+	{
+		if (component[t] != component[0])
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 2: %s is not joined to %s by an equality of columns",
+							analysis_source_label(SOURCE(a, t)), analysis_source_label(SOURCE(a, 0))),
+				   pstrdup("Every join needs at least one equality condition between plain columns of its two sides."),
+				   pstrdup("Add an equality condition on indexed columns."));
+	}
+}
+
+/* Plan, for each source, the order and indexes of lookups on its change. */
+static void
+plan_walks(Analysis *a)
+{
+	int			nsources = list_length(a->plan->sources);
+
+	for (int driver = 0; driver < nsources; driver++)
+	{
+		DeltaWalk  *walk = palloc0(sizeof(DeltaWalk));
+		Bitmapset  *bound = bms_make_singleton(driver);
+
+		walk->driver = driver;
+		while (bms_num_members(bound) < nsources)
+		{
+			DeltaLookup *best = NULL;
+
+			for (int t = 0; t < nsources; t++)
+			{
+				DeltaLookup *lookup;
+
+				if (bms_is_member(t, bound))
+					continue;
+				lookup = analysis_choose_lookup(a, t, bindable_from_conds(a, t, bound));
+				if (lookup && (best == NULL || lookup->nkeys > best->nkeys))
+					best = lookup;
+			}
+			if (best == NULL)
+				elog(ERROR, "no lookup order for a join that passed rule 2");
+			walk->lookups = lappend(walk->lookups, best);
+			bound = bms_add_member(bound, best->source);
+		}
+		a->plan->walks = lappend(a->plan->walks, walk);
+	}
+}
+
+/* ----------------------------------------------------------------
+ *		Rules 6 and 8: the result's unique key
+ * ----------------------------------------------------------------
+ */
+
+/* Output column (0-based) that is a plain Var of column class `cls`, or -1. */
+static int
+output_of_class(Analysis *a, int cls)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, a->plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		int			s;
+		AttrNumber	att;
+
+		if (tle->resjunk)
+			continue;
+		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
+			analysis_class_of(a, analysis_column_id(a, s, att)) == cls)
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+static int
+compare_int(const void *a, const void *b)
+{
+	return *(const int *) a - *(const int *) b;
+}
+
+/*
+ * Set the plan's key columns from key column ids (classes); analysis_reject (rule 8)
+ * when one is not in the select list.
+ */
+void
+analysis_map_key(Analysis *a, List *key_ids)
+{
+	DeltaPlan  *plan = a->plan;
+	StringInfoData missing;
+	ListCell   *lc;
+	int			n = 0;
+
+	initStringInfo(&missing);
+	plan->key_columns = palloc(sizeof(int) * Max(list_length(key_ids), 1));
+	foreach(lc, key_ids)
+	{
+		int			id = lfirst_int(lc);
+		int			col = output_of_class(a, analysis_class_of(a, id));
+		bool		dup = false;
+
+		if (col < 0)
+		{
+			for (int s = list_length(plan->sources) - 1; s >= 0; s--)
+			{
+				if (id >= a->col_offset[s])
+				{
+					appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
+									 analysis_column_label(SOURCE(a, s), id - a->col_offset[s] + 1));
+					break;
+				}
+			}
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			dup |= (plan->key_columns[i] == col);
+		if (!dup)
+			plan->key_columns[n++] = col;
+	}
+	plan->key_ncolumns = n;
+	qsort(plan->key_columns, n, sizeof(int), compare_int);
+
+	if (missing.len > 0)
+		analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
+			   psprintf("delta view rule 8: the select list lacks %s, part of the result's unique key",
+						missing.data),
+			   pstrdup("The target's primary key is the result's unique key, so the query must output it."),
+			   psprintf("Add %s to the select list.", missing.data));
+}
+
+/*
+ * The result's unique key of a join: the primary keys of all sources, less
+ * those of sources whose whole primary key the join ties to columns of the
+ * sources that remain (their row follows from those).
+ */
+static void
+derive_join_key(Analysis *a)
+{
+	int			nsources = list_length(a->plan->sources);
+	bool	   *in_key = palloc(sizeof(bool) * nsources);
+	int			remaining = nsources;
+	List	   *key_ids = NIL;
+
+	for (int s = 0; s < nsources; s++)
+		in_key[s] = true;
+
+	for (int s = nsources - 1; s >= 0 && remaining > 1; s--)
+	{
+		DeltaSource *src = SOURCE(a, s);
+		bool		covered = true;
+
+		for (int k = 0; k < src->pk_natts && covered; k++)
+		{
+			int			cls = analysis_class_of(a, analysis_column_id(a, s, src->pk_attnums[k]));
+			bool		found = false;
+
+			for (int t = 0; t < nsources && !found; t++)
+			{
+				DeltaSource *other = SOURCE(a, t);
+				int			natts = other->natts;
+
+				if (t == s || !in_key[t])
+					continue;
+				for (AttrNumber att = 1; att <= natts && !found; att++)
+					found = (analysis_class_of(a, analysis_column_id(a, t, att)) == cls);
+			}
+			covered = found;
+		}
+		if (covered)
+		{
+			in_key[s] = false;
+			remaining--;
+		}
+	}
+
+	for (int s = 0; s < nsources; s++)
+	{
+		DeltaSource *src = SOURCE(a, s);
+
+		if (!in_key[s])
+			continue;
+		for (int k = 0; k < src->pk_natts; k++)
+			key_ids = lappend_int(key_ids, analysis_column_id(a, s, src->pk_attnums[k]));
+	}
+	analysis_map_key(a, key_ids);
+}
+
+void
+analysis_reject_filter(Analysis *a, const char *column, const char *clause)
+{
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   psprintf("delta view rule 6: %s condition on %s, which is not part of the result's unique key, could leave an earlier result row behind",
+					clause, column),
+		   pstrdup("A delta view writes only upserts: when a row stops passing the filter, the row written for it earlier stays in the target."),
+		   pstrdup("Select the condition as a logical-delete column instead, e.g. CASE WHEN <condition> THEN 0 ELSE 1 END AS is_delete, "
+				   "or accept residual rows with options => '{\"ignore_non_unique_key_filter\": true}'."));
+}
+
+/* Rule 6 for the WHERE/ON filters of a join view. */
+static void
+check_join_filters(Analysis *a)
+{
+	ListCell   *lc;
+
+	foreach(lc, a->filters)
+	{
+		List	   *vars = pull_var_clause(lfirst(lc), 0);
+		ListCell   *lc2;
+
+		foreach(lc2, vars)
+		{
+			Var		   *var = lfirst(lc2);
+			int			s = a->rt_source[var->varno];
+			int			col = output_of_class(a, analysis_class_of(a, analysis_column_id(a, s, var->varattno)));
+			bool		in_key = false;
+
+			for (int k = 0; k < a->plan->key_ncolumns; k++)
+				in_key |= (a->plan->key_columns[k] == col);
+			if (col < 0 || !in_key)
+			{
+				a->plan->has_filter = true;
+				if (!a->plan->options.ignore_non_unique_key_filter)
+					analysis_reject_filter(a, analysis_column_label(SOURCE(a, s), var->varattno), "WHERE");
+				return;
+			}
+		}
+	}
+}
+
+
+/*
+ * Analyze the join of a join view (plan->quals collected): conditions,
+ * lookups for every pair of joined sources (rule 2), the walk of each
+ * source, the result's key (rule 8) and its filters (rule 6).
+ */
+void
+analysis_join(Analysis *a)
+{
+	DeltaPlan  *plan = a->plan;
+	ListCell   *lc;
+
+	classify_quals(a, plan->quals);
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		src->key_natts = src->pk_natts;
+		src->key_attnums = src->pk_attnums;
+	}
+	if (list_length(plan->sources) > 1)
+	{
+		check_join_edges(a);
+		if (a->failures != NIL)
+			return;
+		plan_walks(a);
+	}
+	else
+		plan->walks = list_make1(palloc0(sizeof(DeltaWalk)));
+
+	derive_join_key(a);
+	check_join_filters(a);
+}
