@@ -31,8 +31,11 @@
  * Nothing here runs code of the query: no expression is evaluated.
  * Everything is allocated in the caller's memory context.
  *
- * The file is longer than most because the eight rules share one Analysis
- * state (sources, column classes, failures); its sections follow the rules.
+ * The rules live in four files sharing one Analysis state (analysis.h):
+ * this one has the driver, the sources (rule 1), the shape (rule 5), the
+ * output columns and aggregates (rule 7); determinism.c has rule 4;
+ * analyze_join.c the join (rules 2, 3, 6 and 8); explain.c the text of
+ * delta_join.explain().
  *
  *-------------------------------------------------------------------------
  */
