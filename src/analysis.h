@@ -56,6 +56,8 @@ typedef struct Analysis
 	int		   *class_parent;	/* union-find over column ids */
 	int			ncolumn_ids;	/* size of class_parent */
 	bool		bad_columns;	/* a system column or whole row is read */
+	Bitmapset  *key_sources;	/* sources whose key is in the result's key */
+	struct TreeWalk *tree;		/* the join tree, as analyze_join.c walked it */
 } Analysis;
 
 #define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))

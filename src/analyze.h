@@ -42,6 +42,21 @@ typedef struct DeltaSource
 	int			cache_size;		/* from a hint, or -1 */
 	bool		cache_enabled;	/* from a hint, or the view's option */
 	bool		lookup_only;	/* from a hint: its changes trigger nothing */
+
+	/*
+	 * Outer joins: the sides of outer joins that can null-extend this source
+	 * (bit 2 * join + 0 for a left side, + 1 for a right side).  Empty for a
+	 * source that is in every result row.
+	 */
+	Bitmapset  *nulling;
+
+	/*
+	 * Where the source's key columns (key_attnums) are in the output: per
+	 * key column, the output column that holds its value whenever the
+	 * source is in a row (NULL when it is null-extended), or -1.
+	 */
+	int		   *key_output;
+	bool		key_in_output;	/* every key column has one */
 } DeltaSource;
 
 /* One plain-column equality between two sources: left.col = right.col */
@@ -111,7 +126,25 @@ typedef struct DeltaPlan
 
 	/* aggregates: the group key's index on the single source */
 	Oid			group_index;
+
+	/*
+	 * Outer joins: some source can be null-extended.  anchors are the
+	 * sources (indexes into sources) every result row has at least one of:
+	 * a row's first anchor that is not null, with its key, names the slice
+	 * of the result it belongs to (apply_outer.c).
+	 */
+	bool		has_outer;
+	List	   *anchors;		/* int */
+	List	   *outer_joins;	/* OuterJoin *, for explain */
 } DeltaPlan;
+
+/* One outer join of a plan, as explain shows it. */
+typedef struct OuterJoin
+{
+	JoinType	jointype;		/* JOIN_LEFT, JOIN_RIGHT or JOIN_FULL */
+	Bitmapset  *left;			/* sources (indexes) of each side */
+	Bitmapset  *right;
+} OuterJoin;
 
 extern DeltaPlan *analyze_plan(Query *query, List *hints, const DeltaOptions *options);
 extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options);

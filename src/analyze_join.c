@@ -19,6 +19,8 @@
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/pathnodes.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -166,54 +168,266 @@ classify_quals(Analysis *a, List *quals)
 	}
 }
 
-/* Conditions under the FROM list, checking each join is an inner join. */
-static void
-collect_quals(Analysis *a, Query *query, Node *jtnode, List **quals)
-{
-	Node	   *q = NULL;
+/* ----------------------------------------------------------------
+ *		The join tree: outer joins and what they null-extend
+ * ----------------------------------------------------------------
+ */
 
-	if (jtnode == NULL)
-		return;
-	if (IsA(jtnode, FromExpr))
+/*
+ * What the walk of the join tree learns: the conditions (ON and WHERE, as
+ * one implicit-AND list: equalities among them are join conditions, the
+ * rest filters), and for each outer join the type it has in the query's
+ * rows -- an outer join below a condition that is strict for its nullable
+ * side (WHERE i.price > 0 under LEFT JOIN items i) has no null-extended
+ * rows, as the planner's reduce_outer_joins also finds.
+ */
+typedef struct TreeWalk
+{
+	Analysis   *a;
+	Query	   *query;
+	List	   *quals;
+	List	   *joins;			/* JoinExpr * whose type changed ... */
+	List	   *types;			/* ... int: their type in the rows */
+} TreeWalk;
+
+/* The range-table indexes of the relations under a join tree node */
+static Relids
+tree_relids(Node *jtnode)
+{
+	Relids		result = NULL;
+
+	if (IsA(jtnode, RangeTblRef))
+		result = bms_make_singleton(((RangeTblRef *) jtnode)->rtindex);
+	else if (IsA(jtnode, FromExpr))
 	{
-		FromExpr   *f = (FromExpr *) jtnode;
 		ListCell   *lc;
 
+		foreach(lc, ((FromExpr *) jtnode)->fromlist)
+			result = bms_join(result, tree_relids(lfirst(lc)));
+	}
+	else if (IsA(jtnode, JoinExpr))
+		result = bms_join(tree_relids(((JoinExpr *) jtnode)->larg),
+						  tree_relids(((JoinExpr *) jtnode)->rarg));
+	return result;
+}
+
+/* The sources (indexes into plan->sources) of a set of relations */
+static Bitmapset *
+relids_sources(Analysis *a, Relids relids)
+{
+	Bitmapset  *result = NULL;
+	int			rtindex = -1;
+
+	while ((rtindex = bms_next_member(relids, rtindex)) >= 0)
+		if (a->rt_source[rtindex] >= 0)
+			result = bms_add_member(result, a->rt_source[rtindex]);
+	return result;
+}
+
+/* The type a join has in the query's rows (see TreeWalk) */
+static JoinType
+tree_join_type(TreeWalk *w, JoinExpr *j)
+{
+	ListCell   *lc1,
+			   *lc2;
+
+	forboth(lc1, w->joins, lc2, w->types)
+	{
+		if (lfirst(lc1) == j)
+			return (JoinType) lfirst_int(lc2);
+	}
+	return j->jointype;
+}
+
+/* The conditions of a node, join alias vars replaced, as a list */
+static List *
+tree_quals(TreeWalk *w, Node *quals)
+{
+	if (quals == NULL)
+		return NIL;
+	return make_ands_implicit((Expr *) flatten_join_alias_vars(w->query, quals));
+}
+
+/*
+ * Walk the join tree under jtnode: collect its conditions, give each outer
+ * join its type in the rows, and each source the sides of outer joins that
+ * can null-extend it (sides).  nonnull: the relations a condition above
+ * forces to be non-null.
+ */
+static void
+walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
+{
+	Analysis   *a = w->a;
+
+	if (IsA(jtnode, RangeTblRef))
+	{
+		int			source = a->rt_source[((RangeTblRef *) jtnode)->rtindex];
+
+		if (source >= 0)
+			SOURCE(a, source)->nulling = bms_copy(sides);
+	}
+	else if (IsA(jtnode, FromExpr))
+	{
+		FromExpr   *f = (FromExpr *) jtnode;
+		List	   *quals = tree_quals(w, f->quals);
+		Relids		below = bms_union(nonnull, find_nonnullable_rels((Node *) quals));
+		ListCell   *lc;
+
+		w->quals = list_concat(w->quals, quals);
 		foreach(lc, f->fromlist)
-			collect_quals(a, query, lfirst(lc), quals);
-		q = f->quals;
+			walk_tree(w, lfirst(lc), below, sides);
 	}
 	else if (IsA(jtnode, JoinExpr))
 	{
 		JoinExpr   *j = (JoinExpr *) jtnode;
+		List	   *quals = tree_quals(w, j->quals);
+		Relids		strict = find_nonnullable_rels((Node *) quals);
+		bool		left_forced = bms_overlap(tree_relids(j->larg), nonnull);
+		bool		right_forced = bms_overlap(tree_relids(j->rarg), nonnull);
+		JoinType	type = j->jointype;
+		int			n = list_length(a->plan->outer_joins);
+		OuterJoin  *oj;
 
-		if (j->jointype != JOIN_INNER)
-			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-							pstrdup("delta view rule 5: outer joins are not supported"),
-							pstrdup("Delta views are maintained for inner joins."),
-							pstrdup("Use an inner join."));
-		collect_quals(a, query, j->larg, quals);
-		collect_quals(a, query, j->rarg, quals);
-		q = j->quals;
-	}
-	if (q != NULL)
-	{
-		q = flatten_join_alias_vars(query, q);
-		*quals = list_concat(*quals, make_ands_implicit((Expr *) q));
+		if ((type == JOIN_LEFT && right_forced) || (type == JOIN_RIGHT && left_forced) ||
+			(type == JOIN_FULL && left_forced && right_forced))
+			type = JOIN_INNER;
+		else if (type == JOIN_FULL && left_forced)
+			type = JOIN_LEFT;
+		else if (type == JOIN_FULL && right_forced)
+			type = JOIN_RIGHT;
+		if (type != j->jointype)
+		{
+			w->joins = lappend(w->joins, j);
+			w->types = lappend_int(w->types, (int) type);
+		}
+		w->quals = list_concat(w->quals, quals);
+
+		switch (type)
+		{
+			case JOIN_INNER:
+				nonnull = bms_union(nonnull, strict);
+				walk_tree(w, j->larg, nonnull, sides);
+				walk_tree(w, j->rarg, nonnull, sides);
+				return;
+			case JOIN_LEFT:
+			case JOIN_RIGHT:
+			case JOIN_FULL:
+				break;
+			default:
+				analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+								psprintf("delta view rule 5: join type %d is not supported", (int) type),
+								NULL, NULL);
+				return;
+		}
+
+		oj = palloc(sizeof(OuterJoin));
+		oj->jointype = type;
+		oj->left = relids_sources(a, tree_relids(j->larg));
+		oj->right = relids_sources(a, tree_relids(j->rarg));
+		a->plan->outer_joins = lappend(a->plan->outer_joins, oj);
+		a->plan->has_outer = true;
+
+		/*
+		 * The preserved side keeps what is forced from above; a nullable side
+		 * only appears joined, where the join's own strict conditions hold.
+		 */
+		walk_tree(w, j->larg,
+				  type == JOIN_LEFT ? nonnull : type == JOIN_RIGHT ? strict : NULL,
+				  type == JOIN_LEFT ? sides : bms_add_member(bms_copy(sides), 2 * n));
+		walk_tree(w, j->rarg,
+				  type == JOIN_RIGHT ? nonnull : type == JOIN_LEFT ? strict : NULL,
+				  type == JOIN_RIGHT ? sides : bms_add_member(bms_copy(sides), 2 * n + 1));
 	}
 }
 
 /*
- * The conditions of the join tree (ON and WHERE), join alias vars
- * replaced by the columns they stand for, as one implicit-AND list.
+ * The anchors of the rows of a join tree node: sources each row has at
+ * least one of (see DeltaPlan.anchors); returns the sources every row has
+ * (the node's mandatory sources).  When there are some, one of them -- one
+ * in the result's key, if any -- is the only anchor needed.
+ */
+static Bitmapset *
+tree_anchors(TreeWalk *w, Node *jtnode, List **anchors)
+{
+	Analysis   *a = w->a;
+	Bitmapset  *mandatory = NULL;
+	List	   *left = NIL;
+	List	   *right = NIL;
+
+	if (IsA(jtnode, RangeTblRef))
+	{
+		int			source = a->rt_source[((RangeTblRef *) jtnode)->rtindex];
+
+		if (source >= 0)
+		{
+			*anchors = list_make1_int(source);
+			return bms_make_singleton(source);
+		}
+		*anchors = NIL;
+		return NULL;
+	}
+	if (IsA(jtnode, FromExpr))
+	{
+		ListCell   *lc;
+
+		*anchors = NIL;
+		foreach(lc, ((FromExpr *) jtnode)->fromlist)
+		{
+			mandatory = bms_join(mandatory, tree_anchors(w, lfirst(lc), &left));
+			if (*anchors == NIL)
+				*anchors = left;
+		}
+	}
+	else
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+		Bitmapset  *lmand = tree_anchors(w, j->larg, &left);
+		Bitmapset  *rmand = tree_anchors(w, j->rarg, &right);
+
+		switch (tree_join_type(w, j))
+		{
+			case JOIN_LEFT:
+				mandatory = lmand;
+				*anchors = left;
+				break;
+			case JOIN_RIGHT:
+				mandatory = rmand;
+				*anchors = right;
+				break;
+			case JOIN_FULL:
+				*anchors = list_concat(left, right);
+				break;
+			default:
+				mandatory = bms_union(lmand, rmand);
+				*anchors = left;
+				break;
+		}
+	}
+
+	if (!bms_is_empty(mandatory))
+	{
+		Bitmapset  *keyed = bms_intersect(mandatory, a->key_sources);
+
+		*anchors = list_make1_int(bms_next_member(bms_is_empty(keyed) ? mandatory : keyed, -1));
+	}
+	return mandatory;
+}
+
+/*
+ * Walk the join tree of a join view: the conditions (ON and WHERE), join
+ * alias vars replaced by the columns they stand for, as one implicit-AND
+ * list; and the outer joins.
  */
 List *
 analysis_join_tree(Analysis *a, Query *query)
 {
-	List	   *quals = NIL;
+	TreeWalk   *w = palloc0(sizeof(TreeWalk));
 
-	collect_quals(a, query, (Node *) query->jointree, &quals);
-	return quals;
+	w->a = a;
+	w->query = query;
+	a->tree = w;
+	walk_tree(w, (Node *) query->jointree, NULL, NULL);
+	return w->quals;
 }
 
 /* ----------------------------------------------------------------
@@ -466,9 +680,13 @@ plan_walks(Analysis *a)
 
 	for (int driver = 0; driver < nsources; driver++)
 	{
-		DeltaWalk  *walk = palloc0(sizeof(DeltaWalk));
+		DeltaWalk  *walk;
 		Bitmapset  *bound = bms_make_singleton(driver);
 
+		/* a lookup-only source drives nothing */
+		if (SOURCE(a, driver)->lookup_only)
+			continue;
+		walk = palloc0(sizeof(DeltaWalk));
 		walk->driver = driver;
 		while (bms_num_members(bound) < nsources)
 		{
@@ -498,9 +716,13 @@ plan_walks(Analysis *a)
  * ----------------------------------------------------------------
  */
 
-/* Output column (0-based) that is a plain Var of column class `cls`, or -1. */
+/*
+ * Output column (0-based) that is a plain Var of column class `cls` and
+ * of a source null-extended exactly when `source` is, or -1: in the rows
+ * where `source` is null-extended, it must be NULL too.
+ */
 static int
-output_of_class(Analysis *a, int cls)
+output_of_class(Analysis *a, int cls, int source)
 {
 	int			i = 0;
 	ListCell   *lc;
@@ -514,11 +736,25 @@ output_of_class(Analysis *a, int cls)
 		if (tle->resjunk)
 			continue;
 		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
-			analysis_class_of(a, analysis_column_id(a, s, att)) == cls)
+			analysis_class_of(a, analysis_column_id(a, s, att)) == cls &&
+			bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling))
 			return i;
 		i++;
 	}
 	return -1;
+}
+
+/* The source a column id belongs to */
+static int
+source_of_id(Analysis *a, int id)
+{
+	for (int s = list_length(a->plan->sources) - 1; s >= 0; s--)
+	{
+		if (id >= a->col_offset[s])
+			return s;
+	}
+	elog(ERROR, "column id %d belongs to no source", id);
+	return -1;					/* keep compiler quiet */
 }
 
 static int
@@ -544,20 +780,14 @@ analysis_map_key(Analysis *a, List *key_ids)
 	foreach(lc, key_ids)
 	{
 		int			id = lfirst_int(lc);
-		int			col = output_of_class(a, analysis_class_of(a, id));
+		int			s = source_of_id(a, id);
+		int			col = output_of_class(a, analysis_class_of(a, id), s);
 		bool		dup = false;
 
 		if (col < 0)
 		{
-			for (int s = list_length(plan->sources) - 1; s >= 0; s--)
-			{
-				if (id >= a->col_offset[s])
-				{
-					appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
-									 analysis_column_label(SOURCE(a, s), id - a->col_offset[s] + 1));
-					break;
-				}
-			}
+			appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
+							 analysis_column_label(SOURCE(a, s), id - a->col_offset[s] + 1));
 			continue;
 		}
 		for (int i = 0; i < n; i++)
@@ -592,6 +822,12 @@ derive_join_key(Analysis *a)
 	for (int s = 0; s < nsources; s++)
 		in_key[s] = true;
 
+	/*
+	 * A source's key can be left out when the join ties each of its columns
+	 * to a column of a source that stays in the key and is in every row
+	 * this one is in (not null-extended where it is not): its row follows
+	 * from that source's.
+	 */
 	for (int s = nsources - 1; s >= 0 && remaining > 1; s--)
 	{
 		DeltaSource *src = SOURCE(a, s);
@@ -607,7 +843,7 @@ derive_join_key(Analysis *a)
 				DeltaSource *other = SOURCE(a, t);
 				int			natts = other->natts;
 
-				if (t == s || !in_key[t])
+				if (t == s || !in_key[t] || !bms_is_subset(other->nulling, src->nulling))
 					continue;
 				for (AttrNumber att = 1; att <= natts && !found; att++)
 					found = (analysis_class_of(a, analysis_column_id(a, t, att)) == cls);
@@ -627,10 +863,62 @@ derive_join_key(Analysis *a)
 
 		if (!in_key[s])
 			continue;
+		a->key_sources = bms_add_member(a->key_sources, s);
 		for (int k = 0; k < src->pk_natts; k++)
 			key_ids = lappend_int(key_ids, analysis_column_id(a, s, src->pk_attnums[k]));
 	}
 	analysis_map_key(a, key_ids);
+}
+
+/*
+ * Where each source's key columns are in the output (DeltaSource.
+ * key_output).  A view that finds its rows in the target by a source's key
+ * needs them there: in retract mode every source that drives changes (the
+ * rows it was part of are replaced), with outer joins every anchor (the
+ * slices of the result are found by them).
+ */
+static void
+map_source_keys(Analysis *a)
+{
+	DeltaPlan  *plan = a->plan;
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		int			s = foreach_current_index(lc);
+		StringInfoData missing;
+		bool		needed;
+
+		initStringInfo(&missing);
+		src->key_output = palloc(sizeof(int) * Max(src->key_natts, 1));
+		src->key_in_output = true;
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			int			id = analysis_column_id(a, s, src->key_attnums[k]);
+
+			src->key_output[k] = output_of_class(a, analysis_class_of(a, id), s);
+			if (src->key_output[k] < 0)
+			{
+				src->key_in_output = false;
+				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
+								 analysis_column_label(src, src->key_attnums[k]));
+			}
+		}
+
+		/* the key sources' own columns are reported by analysis_map_key */
+		needed = ((plan->options.retract && !src->lookup_only) ||
+				  list_member_int(plan->anchors, s)) &&
+			!bms_is_member(s, a->key_sources);
+		if (needed && !src->key_in_output)
+			analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
+							psprintf("delta view rule 8: the select list lacks %s, the key of %s",
+									 missing.data, analysis_source_label(src)),
+							plan->options.retract ?
+							pstrdup("In retract mode each target row carries the key of every source row it came from, to be replaced when that row changes.") :
+							pstrdup("With outer joins the rows of the result are told apart by the keys of the sources that are in them."),
+							psprintf("Add %s to the select list.", missing.data));
+	}
 }
 
 void
@@ -650,6 +938,10 @@ check_join_filters(Analysis *a)
 {
 	ListCell   *lc;
 
+	/* in retract mode nothing is left behind */
+	if (a->plan->options.retract)
+		return;
+
 	foreach(lc, a->filters)
 	{
 		List	   *vars = pull_var_clause(lfirst(lc), 0);
@@ -659,7 +951,7 @@ check_join_filters(Analysis *a)
 		{
 			Var		   *var = lfirst(lc2);
 			int			s = a->rt_source[var->varno];
-			int			col = output_of_class(a, analysis_class_of(a, analysis_column_id(a, s, var->varattno)));
+			int			col = output_of_class(a, analysis_class_of(a, analysis_column_id(a, s, var->varattno)), s);
 			bool		in_key = false;
 
 			for (int k = 0; k < a->plan->key_ncolumns; k++)
@@ -706,5 +998,8 @@ analysis_join(Analysis *a)
 		plan->walks = list_make1(palloc0(sizeof(DeltaWalk)));
 
 	derive_join_key(a);
+	if (plan->has_outer)
+		(void) tree_anchors(a->tree, (Node *) plan->query->jointree, &plan->anchors);
+	map_source_keys(a);
 	check_join_filters(a);
 }

@@ -164,13 +164,6 @@ analyze_for_strategy(Query *query, List *hints, DeltaOptions *options)
 				 errmsg("strategy \"none\" is not supported yet"),
 				 errdetail("Strategy none maintains the view without the delta rewrite, by a fallback that does not exist yet."),
 				 errhint("Use strategy eventual for a query that delta_join.explain shows eligible.")));
-	if (options->retract)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("option \"retract\" is not supported yet"),
-				 errdetail("Views keep the upsert semantics: rows whose sources are deleted or stop matching stay in the target."),
-				 errhint("Clear residual rows with delta_join.refresh(), or express deletion with a logical-delete column.")));
-
 	if (options->strategy == DJ_STRATEGY_EVENTUAL)
 		return analyze_plan(query, hints, options);
 
@@ -326,6 +319,7 @@ dj_create_view(PG_FUNCTION_ARGS)
 	(void) target_fill(relid, query_view, settings, false);
 	if (created)
 		target_add_key(relid, plan);
+	target_add_region_indexes(relid, plan);
 	target_guard(relid);
 	view_id = catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr());
 	reserve_progress(view_id);

@@ -31,6 +31,9 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -419,6 +422,8 @@ target_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
 	fill_new_slot(writer, values, isnull);
 	if (find_target_row(writer))
 	{
+		if (writer->in_region)
+			(void) hash_search(writer->region_kept, &writer->oldslot->tts_tid, HASH_ENTER, NULL);
 		if (rows_equal(writer->oldslot, writer->newslot))
 		{
 			writer->counts->rows_unchanged++;
@@ -447,6 +452,210 @@ target_delete(TargetWriter *writer, const Datum *values, const bool *isnull)
 							 writer->oldslot);
 	writer->counts->rows_deleted++;
 	next_command(writer);
+}
+
+/* ----------------------------------------------------------------
+ *		Finding target rows by other columns than the key
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Prepare to find target rows by the output columns cols (ncols of them):
+ * through the smallest valid btree index of the target whose leading
+ * columns are those, in any order.  Without one: NULL if missing_ok, else
+ * an error.
+ */
+TargetLookup *
+target_lookup_begin(TargetWriter *writer, int ncols, const int *cols, bool missing_ok)
+{
+	TargetLookup *tl = NULL;
+	Oid			best = InvalidOid;
+	int			best_natts = INT_MAX;
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(writer->rel))
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+		bool		match = idx->rd_rel->relam == BTREE_AM_OID && form->indisvalid &&
+			form->indnkeyatts >= ncols &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+
+		for (int i = 0; match && i < ncols; i++)
+		{
+			bool		found = false;
+
+			for (int c = 0; c < ncols; c++)
+				found |= (form->indkey.values[i] == writer->attnums[cols[c]]);
+			match = found;
+		}
+		if (match && form->indnatts < best_natts)
+		{
+			best = RelationGetRelid(idx);
+			best_natts = form->indnatts;
+		}
+		index_close(idx, AccessShareLock);
+	}
+	if (!OidIsValid(best))
+	{
+		if (missing_ok)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("target \"%s\" has no index to find the rows of a source by its key",
+						RelationGetRelationName(writer->rel)),
+				 errhint("Recreate the view with delta_join.drop_view() and create_view(), which creates it.")));
+	}
+
+	tl = palloc0(sizeof(TargetLookup));
+	tl->idx = index_open(best, RowExclusiveLock);
+	tl->ncols = ncols;
+	tl->cols = palloc(sizeof(int) * ncols);
+	tl->keys = palloc(sizeof(ScanKeyData) * ncols);
+	for (int i = 0; i < ncols; i++)
+	{
+		Relation	idx = tl->idx;
+		Oid			op = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
+											 idx->rd_opcintype[i], BTEqualStrategyNumber);
+
+		for (int c = 0; c < ncols; c++)
+			if (idx->rd_index->indkey.values[i] == writer->attnums[cols[c]])
+				tl->cols[i] = cols[c];
+		if (!OidIsValid(op))
+			elog(ERROR, "missing equality operator for column %d of index \"%s\"",
+				 i + 1, RelationGetRelationName(idx));
+		ScanKeyInit(&tl->keys[i], i + 1, BTEqualStrategyNumber, get_opcode(op), (Datum) 0);
+		tl->keys[i].sk_collation = idx->rd_indcollation[i];
+	}
+	return tl;
+}
+
+/*
+ * Call fn for each target row whose lookup columns have the values given
+ * (values is indexed by output column), as our own writes so far left the
+ * target.  The scan ends before fn may write.
+ */
+void
+target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
+				   TargetRowFn fn, void *arg)
+{
+	SnapshotData dirty;
+	IndexScanDesc scan;
+	List	   *tids = NIL;
+	ListCell   *lc;
+
+	for (int i = 0; i < tl->ncols; i++)
+		tl->keys[i].sk_argument = values[tl->cols[i]];
+
+	InitDirtySnapshot(dirty);
+	scan = index_beginscan(writer->rel, tl->idx, &dirty, tl->ncols, 0);
+	index_rescan(scan, tl->keys, tl->ncols, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, writer->oldslot))
+	{
+		ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+		*tid = writer->oldslot->tts_tid;
+		tids = lappend(tids, tid);
+	}
+	index_endscan(scan);
+
+	foreach(lc, tids)
+	{
+		if (!table_tuple_fetch_row_version(writer->rel, lfirst(lc), SnapshotAny,
+										   writer->oldslot))
+			continue;
+		fn(writer, writer->oldslot, arg);
+	}
+}
+
+void
+target_lookup_end(TargetLookup *tl)
+{
+	index_close(tl->idx, NoLock);
+}
+
+/* A target row's values, as output columns */
+void
+target_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values, bool *isnull)
+{
+	slot_getallattrs(row);
+	for (int i = 0; i < writer->ncolumns; i++)
+	{
+		values[i] = row->tts_values[writer->attnums[i] - 1];
+		isnull[i] = row->tts_isnull[writer->attnums[i] - 1];
+	}
+}
+
+/* Delete the target row at tid. */
+void
+target_delete_row(TargetWriter *writer, ItemPointer tid)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	if (!table_tuple_fetch_row_version(writer->rel, tid, SnapshotAny, writer->oldslot))
+		return;
+	EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
+	ExecSimpleRelationDelete(writer->rri, writer->estate, &writer->epqstate,
+							 writer->oldslot);
+	writer->counts->rows_deleted++;
+	next_command(writer);
+}
+
+/* ----------------------------------------------------------------
+ *		Regions
+ *
+ * Replacing a region of the target -- the rows some source key names --
+ * by what the query now gives for it: target_region_begin, then
+ * target_region_add for each row the region has now, then the upserts of
+ * the new rows, then target_region_end deletes the rows of the region that
+ * no upsert found.  Rows are told apart by where they are (their TID), so
+ * that the key's own equality decides what an upsert found.
+ * ----------------------------------------------------------------
+ */
+
+void
+target_region_begin(TargetWriter *writer)
+{
+	HASHCTL		hctl;
+
+	hctl.keysize = sizeof(ItemPointerData);
+	hctl.entrysize = sizeof(ItemPointerData);
+	hctl.hcxt = CurrentMemoryContext;
+	writer->region_kept = hash_create("delta_join region kept", 256, &hctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	writer->region_olds = hash_create("delta_join region rows", 256, &hctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	writer->region_old = NIL;
+	writer->in_region = true;
+}
+
+/* A row the region has now (once, however often it is added) */
+void
+target_region_add(TargetWriter *writer, ItemPointer tid)
+{
+	bool		found;
+	ItemPointer entry = hash_search(writer->region_olds, tid, HASH_ENTER, &found);
+
+	if (!found)
+		writer->region_old = lappend(writer->region_old, entry);
+}
+
+void
+target_region_end(TargetWriter *writer)
+{
+	ListCell   *lc;
+
+	writer->in_region = false;
+	foreach(lc, writer->region_old)
+	{
+		if (!hash_search(writer->region_kept, lfirst(lc), HASH_FIND, NULL))
+			target_delete_row(writer, lfirst(lc));
+	}
+	hash_destroy(writer->region_kept);
+	hash_destroy(writer->region_olds);
+	list_free(writer->region_old);
+	writer->region_kept = NULL;
+	writer->region_olds = NULL;
+	writer->region_old = NIL;
 }
 
 void
@@ -479,9 +688,11 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 
 	apply_check_access(plan);
 	writer = target_writer_begin(view->target, plan, counts);
-	if (plan->kind == DJ_KIND_JOIN)
-		apply_join(plan, batch, writer, counts);
-	else
+	if (plan->kind == DJ_KIND_AGGREGATE)
 		apply_aggregate(plan, batch, writer, counts);
+	else if (plan->has_outer)
+		apply_outer(plan, batch, writer, counts);
+	else
+		apply_join(plan, batch, writer, counts);
 	target_writer_end(writer);
 }

@@ -30,7 +30,28 @@ typedef struct TargetWriter
 	int			ncolumns;		/* output columns of the view */
 	int		   *attnums;		/* output column i -> target attnum */
 	ApplyCounts *counts;
+
+	/* a region being replaced (target_region_begin) */
+	bool		in_region;
+	List	   *region_old;		/* ItemPointer *, rows of the region ... */
+	HTAB	   *region_olds;	/* ... and the same as a set */
+	HTAB	   *region_kept;	/* ItemPointerData: rows an upsert found */
 } TargetWriter;
+
+/*
+ * Finds target rows by the values of some output columns, through an index
+ * of the target whose leading columns they are.
+ */
+typedef struct TargetLookup
+{
+	Relation	idx;
+	int			ncols;
+	int		   *cols;			/* output columns, in index column order */
+	ScanKeyData *keys;
+} TargetLookup;
+
+/* called for each target row found; may not write the target */
+typedef void (*TargetRowFn) (TargetWriter *writer, TupleTableSlot *row, void *arg);
 
 extern void apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts);
 extern void apply_forget_views(void);
@@ -39,6 +60,17 @@ extern List *apply_coerce_to_target(Oid target, DeltaPlan *plan, List *exprs);
 
 extern TargetWriter *target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts);
 extern void target_upsert(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern TargetLookup *target_lookup_begin(TargetWriter *writer, int ncols, const int *cols,
+										 bool missing_ok);
+extern void target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
+							   TargetRowFn fn, void *arg);
+extern void target_lookup_end(TargetLookup *tl);
+extern void target_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values,
+								 bool *isnull);
+extern void target_delete_row(TargetWriter *writer, ItemPointer tid);
+extern void target_region_begin(TargetWriter *writer);
+extern void target_region_add(TargetWriter *writer, ItemPointer tid);
+extern void target_region_end(TargetWriter *writer);
 extern void target_delete(TargetWriter *writer, const Datum *values, const bool *isnull);
 extern void target_writer_end(TargetWriter *writer);
 
@@ -46,5 +78,7 @@ extern void apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 					   ApplyCounts *counts);
 extern void apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 							ApplyCounts *counts);
+extern void apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+						ApplyCounts *counts);
 
 #endif							/* DJ_APPLY_H */

@@ -59,6 +59,65 @@ key_list(DeltaPlan *plan)
 	return buf.data;
 }
 
+/* "inner", "left outer", or "inner, left outer, full outer" */
+static char *
+join_types(DeltaPlan *plan)
+{
+	bool		seen[3] = {false, false, false};
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	if (plan->outer_joins == NIL || list_length(plan->sources) > list_length(plan->outer_joins) + 1)
+		appendStringInfoString(&buf, "inner");
+	foreach(lc, plan->outer_joins)
+	{
+		OuterJoin  *oj = lfirst(lc);
+		int			i = oj->jointype == JOIN_LEFT ? 0 : oj->jointype == JOIN_RIGHT ? 1 : 2;
+		static const char *const names[] = {"left outer", "right outer", "full outer"};
+
+		if (seen[i])
+			continue;
+		seen[i] = true;
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", names[i]);
+	}
+	return buf.data;
+}
+
+/* "public.orders o, public.items i" */
+static char *
+source_titles(Analysis *a, Bitmapset *sources)
+{
+	StringInfoData buf;
+	int			s = -1;
+
+	initStringInfo(&buf);
+	while ((s = bms_next_member(sources, s)) >= 0)
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", source_title(SOURCE(a, s)));
+	return buf.data;
+}
+
+/* What an outer join null-extends, as a line of explain */
+static char *
+outer_join_line(Analysis *a, OuterJoin *oj)
+{
+	char	   *left = source_titles(a, oj->left);
+	char	   *right = source_titles(a, oj->right);
+
+	switch (oj->jointype)
+	{
+		case JOIN_LEFT:
+			return psprintf("  null-extended: %s, in the one row of a row of %s that has no partner",
+							right, left);
+		case JOIN_RIGHT:
+			return psprintf("  null-extended: %s, in the one row of a row of %s that has no partner",
+							left, right);
+		default:
+			return psprintf("  null-extended: %s, in the one row of a row of %s that has no partner, and the other way round",
+							right, left);
+	}
+}
+
 /*
  * The delta plan of an analysis as lines of text, or the list of rules it
  * failed.
@@ -96,20 +155,22 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 	}
 	else
 	{
-		lines = lappend(lines, psprintf("Delta Join (inner) -> key %s", key_list(plan)));
+		lines = lappend(lines, psprintf("Delta Join (%s) -> key %s", join_types(plan),
+										key_list(plan)));
 		foreach(lc, plan->sources)
 		{
 			DeltaSource *src = lfirst(lc);
 
 			if (OidIsValid(src->lookup_index))
-				lines = lappend(lines, psprintf("  %s: lookup by %s prefix %s",
+				lines = lappend(lines, psprintf("  %s: lookup by %s prefix %s%s",
 												source_title(src), index_label(src->lookup_index),
-												lookup_columns(src, src->lookup_index, src->lookup_nkeys)));
+												lookup_columns(src, src->lookup_index, src->lookup_nkeys),
+												src->lookup_only ? ", lookup only: its changes are not applied" : ""));
 			else
 				lines = lappend(lines, psprintf("  %s: fetch by %s",
 												source_title(src), index_label(src->pk_index)));
 		}
-		if (list_length(plan->sources) > 2)
+		if (list_length(plan->sources) > 2 || plan->has_outer)
 		{
 			foreach(lc, plan->walks)
 			{
@@ -132,6 +193,8 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 				lines = lappend(lines, buf.data);
 			}
 		}
+		foreach(lc, plan->outer_joins)
+			lines = lappend(lines, outer_join_line(a, lfirst(lc)));
 	}
 	if (plan->has_filter)
 		lines = lappend(lines, pstrdup("  filter: rows that stop passing it leave residual rows (ignore_non_unique_key_filter)"));

@@ -86,7 +86,10 @@ output_entry(DeltaPlan *plan, int col)
 	return NULL;				/* keep compiler quiet */
 }
 
-/* Can output column col be NULL?  Only plain NOT NULL columns cannot. */
+/*
+ * Can output column col be NULL?  Only plain NOT NULL columns of sources
+ * that are never null-extended cannot.
+ */
 static bool
 output_nullable(DeltaPlan *plan, int col)
 {
@@ -95,6 +98,7 @@ output_nullable(DeltaPlan *plan, int col)
 	RangeTblEntry *rte;
 	HeapTuple	tuple;
 	bool		notnull;
+	ListCell   *lc;
 
 	if (!IsA(tle->expr, Var))
 		return true;
@@ -102,6 +106,13 @@ output_nullable(DeltaPlan *plan, int col)
 	rte = rt_fetch(var->varno, plan->query->rtable);
 	if (rte->rtekind != RTE_RELATION)
 		return true;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (src->rtindex == (int) var->varno && !bms_is_empty(src->nulling))
+			return true;
+	}
 	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid),
 							Int16GetDatum(var->varattno));
 	if (!HeapTupleIsValid(tuple))
@@ -262,6 +273,71 @@ target_add_key(Oid relid, DeltaPlan *plan)
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", qualified_name(relid),
 						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" : "PRIMARY KEY",
 						  key_column_list(plan)));
+
+	/*
+	 * Without a primary key, a DELETE of the target logs no old row: a view
+	 * that reads this target (a chain) needs its old rows whole.
+	 */
+	if (nullable_key)
+		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", qualified_name(relid)));
+}
+
+/*
+ * The indexes by which apply finds a target's rows other than by its key
+ * (target_lookup_begin): in retract mode, by the key of each source that
+ * drives changes; with outer joins, by the key of each anchor.  Those the
+ * target lacks are created.
+ */
+void
+target_add_region_indexes(Oid relid, DeltaPlan *plan)
+{
+	List	   *done = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		int			s = foreach_current_index(lc);
+		StringInfoData cols;
+		Relation	rel;
+		bool		covered = false;
+		ListCell   *lc2;
+
+		if (!((plan->options.retract && !src->lookup_only) ||
+			  list_member_int(plan->anchors, s)) || !src->key_in_output)
+			continue;
+
+		/* an index whose leading columns are these already does */
+		rel = table_open(relid, AccessShareLock);
+		foreach(lc2, RelationGetIndexList(rel))
+		{
+			Relation	idx = index_open(lfirst_oid(lc2), AccessShareLock);
+			bool		match = idx->rd_index->indnkeyatts >= src->key_natts &&
+				heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+
+			for (int i = 0; match && i < src->key_natts; i++)
+			{
+				bool		found = false;
+
+				for (int k = 0; k < src->key_natts; k++)
+					found |= (idx->rd_index->indkey.values[i] == src->key_output[k] + 1);
+				match = found;
+			}
+			covered |= match;
+			index_close(idx, AccessShareLock);
+		}
+		table_close(rel, AccessShareLock);
+
+		initStringInfo(&cols);
+		for (int k = 0; k < src->key_natts; k++)
+			appendStringInfo(&cols, "%s%s", k > 0 ? ", " : "",
+							 quote_identifier(plan->colnames[src->key_output[k]]));
+		if (covered || list_member(done, makeString(cols.data)))
+			continue;
+		done = lappend(done, makeString(cols.data));
+		spi_run_once(psprintf("CREATE INDEX ON %s (%s)", qualified_name(relid), cols.data));
+		CommandCounterIncrement();
+	}
 }
 
 /*

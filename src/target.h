@@ -14,6 +14,7 @@
 
 extern Oid	target_create(RangeVar *rv, DeltaPlan *plan);
 extern void target_add_key(Oid relid, DeltaPlan *plan);
+extern void target_add_region_indexes(Oid relid, DeltaPlan *plan);
 extern void target_validate(Oid relid, DeltaPlan *plan);
 extern Oid	target_key_index(Relation rel, DeltaPlan *plan);
 extern void target_guard(Oid relid);

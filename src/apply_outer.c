@@ -1,0 +1,571 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply_outer.c
+ *	  Join views with outer joins: the rows a changed source row is in, and
+ *	  in retract mode the slices of the result around them, recomputed by
+ *	  the planner (recompute.c) and written to the target.
+ *
+ * Nouns (DESIGN.md §2, "Outer delta joins"):
+ *
+ *	null-extended	a row in which a source is NULL because the row of a
+ *					preserved side had no partner on that side.
+ *	present			a source is present in a row when it is not
+ *					null-extended there (its key columns are not NULL).
+ *	sub-row			of a row r: a row whose present sources are some of
+ *					r's, with the same keys -- what r was before a partner
+ *					joined it, or becomes when one leaves.
+ *	anchor			one of the sources every row has at least one of
+ *					(DeltaPlan.anchors); a row's first present anchor and its
+ *					key name the row's slice.  A row and its sub-rows share
+ *					their anchors, so replacing the slices of every row a
+ *					change touches, before and after it, replaces all the
+ *					rows the change can have made wrong.
+ *
+ * Upsert mode: for each dirty key of a source, the rows that source row is
+ * in now are upserted; a null-extended row is not written when the target
+ * holds a row it is a sub-row of (a residual joined row), and writing a row
+ * deletes the target's sub-rows of it, so a user never sees "order 7, no
+ * item" beside "order 7, item 3".
+ *
+ * Retract mode: for each dirty key of a source that is in every row, the
+ * slice "rows with that key" is replaced by what the query gives for it:
+ * upsert what it gives, delete what it no longer gives.  For a source that
+ * can be null-extended, the slices to replace are those of the anchors of
+ * the rows the source row was in (found in the target) and is in now
+ * (from the query); a preserved row whose last partner went gets its
+ * null-extended row back.  A TRUNCATE of a source recomputes the whole
+ * result.
+ *
+ * Memory: the queries, lookups and keys noted live in the caller's (batch)
+ * context; the rows of a region query are handled in a context reset after
+ * each (the executor's own is gone once the query ends).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "executor/executor.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "apply.h"
+#include "recompute.h"
+
+typedef struct OuterApply
+{
+	MemoryContext cxt;			/* what lives as long as the batch */
+	MemoryContext row_cxt;		/* reset after each row of a region query */
+	DeltaPlan  *plan;
+	TargetWriter *writer;
+	int			nsources;
+	bool		twins_differ;	/* a null-extended source's key is in the target key */
+	RegionQuery **by_source;	/* rows a source row is in, built on first use */
+	RegionQuery **by_anchor;	/* slice queries, per anchor position */
+	TargetLookup **lookups;		/* target rows by a source's key */
+	int16	  **typlen;			/* per source, per key column */
+	bool	  **typbyval;
+	Datum	   *values;			/* scratch: one output row */
+	bool	   *isnull;
+	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
+} OuterApply;
+
+/* A DestReceiver handing each row of a region query to a function */
+typedef struct RowReceiver
+{
+	DestReceiver pub;
+	OuterApply *oa;
+	void		(*fn) (OuterApply *oa, Datum *values, bool *isnull);
+} RowReceiver;
+
+/* ----------------------------------------------------------------
+ *		Rows, sources and keys
+ * ----------------------------------------------------------------
+ */
+
+static bool
+source_present(OuterApply *oa, int s, const bool *isnull)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	return src->key_in_output && !isnull[src->key_output[0]];
+}
+
+/* Does row a hold the same key as row b for source s? */
+static bool
+same_key(OuterApply *oa, int s, const Datum *a, const Datum *b)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		int			col = src->key_output[k];
+
+		if (!datum_image_eq(a[col], b[col], oa->typbyval[s][k], oa->typlen[s][k]))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Is row `sub` a sub-row of row `row` (strict: fewer present sources), or
+ * with `strict` false, the same set of them?  Sources whose key is not in
+ * the output do not tell rows apart and are not compared.
+ */
+static bool
+is_sub_row(OuterApply *oa, const Datum *sub_values, const bool *sub_isnull,
+		   const Datum *values, const bool *isnull)
+{
+	bool		fewer = false;
+
+	for (int s = 0; s < oa->nsources; s++)
+	{
+		bool		in_sub = source_present(oa, s, sub_isnull);
+		bool		in_row = source_present(oa, s, isnull);
+
+		if (in_sub && (!in_row || !same_key(oa, s, sub_values, values)))
+			return false;
+		fewer |= (in_row && !in_sub);
+	}
+	return fewer;
+}
+
+/* The key of source s in a row, as a DirtyKey (copied) */
+static DirtyKey *
+row_key(OuterApply *oa, int s, const Datum *values)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	DirtyKey   *key = palloc(sizeof(DirtyKey));
+
+	key->values = palloc(sizeof(Datum) * src->key_natts);
+	key->isnull = palloc0(sizeof(bool) * src->key_natts);
+	for (int k = 0; k < src->key_natts; k++)
+		key->values[k] = datumCopy(values[src->key_output[k]], oa->typbyval[s][k],
+								   oa->typlen[s][k]);
+	return key;
+}
+
+/* Row values with source s's key set from a DirtyKey (to look it up) */
+static void
+key_to_row(OuterApply *oa, int s, DirtyKey *key, Datum *values)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	for (int k = 0; k < src->key_natts; k++)
+		values[src->key_output[k]] = key->values[k];
+}
+
+static TargetLookup *
+lookup_for(OuterApply *oa, int s)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	if (oa->lookups[s] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+		oa->lookups[s] = target_lookup_begin(oa->writer, src->key_natts, src->key_output,
+											 false);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return oa->lookups[s];
+}
+
+static RegionQuery *
+query_for_source(OuterApply *oa, int s)
+{
+	if (oa->by_source[s] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+		oa->by_source[s] = recompute_prepare(oa->plan, RelationGetRelid(oa->writer->rel),
+											 s, NULL);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return oa->by_source[s];
+}
+
+/* The slice query of anchor position i: its anchor, earlier anchors NULL */
+static RegionQuery *
+query_for_anchor(OuterApply *oa, int i)
+{
+	if (oa->by_anchor[i] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+		Bitmapset  *earlier = NULL;
+
+		for (int j = 0; j < i; j++)
+			earlier = bms_add_member(earlier, list_nth_int(oa->plan->anchors, j));
+		oa->by_anchor[i] = recompute_prepare(oa->plan, RelationGetRelid(oa->writer->rel),
+											 list_nth_int(oa->plan->anchors, i), earlier);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return oa->by_anchor[i];
+}
+
+/* ----------------------------------------------------------------
+ *		Running region queries
+ * ----------------------------------------------------------------
+ */
+
+static bool
+row_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	RowReceiver *receiver = (RowReceiver *) self;
+
+	MemoryContext oldcxt = MemoryContextSwitchTo(receiver->oa->row_cxt);
+
+	slot_getallattrs(slot);
+	receiver->fn(receiver->oa, slot->tts_values, slot->tts_isnull);
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(receiver->oa->row_cxt);
+	return true;
+}
+
+static void
+row_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+row_shutdown(DestReceiver *self)
+{
+}
+
+static void
+row_destroy(DestReceiver *self)
+{
+}
+
+/* Run a region query for keys, each row going to fn */
+static void
+run_region(OuterApply *oa, RegionQuery *rq, List *keys,
+		   void (*fn) (OuterApply *oa, Datum *values, bool *isnull))
+{
+	RowReceiver receiver;
+
+	memset(&receiver, 0, sizeof(receiver));
+	receiver.pub.receiveSlot = row_receive;
+	receiver.pub.rStartup = row_startup;
+	receiver.pub.rShutdown = row_shutdown;
+	receiver.pub.rDestroy = row_destroy;
+	receiver.pub.mydest = DestNone;
+	receiver.oa = oa;
+	receiver.fn = fn;
+	recompute_run(rq, keys, (DestReceiver *) &receiver);
+}
+
+/* ----------------------------------------------------------------
+ *		Upsert mode
+ * ----------------------------------------------------------------
+ */
+
+typedef struct RowMatch
+{
+	OuterApply *oa;
+	Datum	   *values;			/* the row being written */
+	bool	   *isnull;
+	bool		found;			/* a super-row was found */
+	List	   *subrows;		/* ItemPointer *: sub-rows to delete */
+} RowMatch;
+
+static void
+match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	RowMatch   *m = (RowMatch *) arg;
+	Datum	   *values = palloc(sizeof(Datum) * writer->ncolumns);
+	bool	   *isnull = palloc(sizeof(bool) * writer->ncolumns);
+
+	target_output_values(writer, row, values, isnull);
+	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
+		m->found = true;
+	else if (is_sub_row(m->oa, values, isnull, m->values, m->isnull))
+	{
+		ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+		*tid = row->tts_tid;
+		m->subrows = lappend(m->subrows, tid);
+	}
+}
+
+/*
+ * Write one row of upsert mode: unless a row of the target already extends
+ * it, upsert it and delete the target's sub-rows of it.
+ */
+static void
+upsert_row(OuterApply *oa, Datum *values, bool *isnull)
+{
+	RowMatch	m = {oa, values, isnull, false, NIL};
+	ListCell   *lc;
+
+	if (oa->twins_differ)
+	{
+		/* the rows that share an anchor with this one */
+		foreach(lc, oa->plan->anchors)
+		{
+			int			s = lfirst_int(lc);
+
+			if (source_present(oa, s, isnull))
+				target_lookup_rows(oa->writer, lookup_for(oa, s), values, match_row, &m);
+		}
+		if (m.found)
+			return;
+	}
+	target_upsert(oa->writer, values, isnull);
+	foreach(lc, m.subrows)
+		target_delete_row(oa->writer, lfirst(lc));
+}
+
+/* ----------------------------------------------------------------
+ *		Retract mode
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Note the slices of the anchors present in a row, to be replaced.  A slice
+ * noted twice is replaced once all the same: its rows are found once each
+ * (target_region_add), and an upsert of a row already written finds it
+ * unchanged.
+ */
+static void
+note_anchors(OuterApply *oa, Datum *values, bool *isnull)
+{
+	ListCell   *lc;
+
+	MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+	foreach(lc, oa->plan->anchors)
+	{
+		int			s = lfirst_int(lc);
+
+		if (source_present(oa, s, isnull))
+			oa->anchor_keys[foreach_current_index(lc)] =
+				lappend(oa->anchor_keys[foreach_current_index(lc)], row_key(oa, s, values));
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+static void
+note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	OuterApply *oa = (OuterApply *) arg;
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+	note_anchors(oa, oa->values, oa->isnull);
+}
+
+/* The target rows of a slice: its anchor's key, earlier anchors NULL */
+typedef struct SliceScan
+{
+	OuterApply *oa;
+	int			position;		/* of the anchor */
+} SliceScan;
+
+static void
+add_slice_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	SliceScan  *scan = (SliceScan *) arg;
+	OuterApply *oa = scan->oa;
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+	for (int j = 0; j < scan->position; j++)
+	{
+		if (source_present(oa, list_nth_int(oa->plan->anchors, j), oa->isnull))
+			return;
+	}
+	target_region_add(writer, &row->tts_tid);
+}
+
+static void
+region_upsert(OuterApply *oa, Datum *values, bool *isnull)
+{
+	target_upsert(oa->writer, values, isnull);
+}
+
+static void
+add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	target_region_add(writer, &row->tts_tid);
+}
+
+/* Replace the rows where source s (in every row) has one of keys. */
+static void
+replace_source_slices(OuterApply *oa, int s, List *keys)
+{
+	ListCell   *lc;
+
+	target_region_begin(oa->writer);
+	foreach(lc, keys)
+	{
+		key_to_row(oa, s, lfirst(lc), oa->values);
+		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, add_region_row, NULL);
+	}
+	run_region(oa, query_for_source(oa, s), keys, region_upsert);
+	target_region_end(oa->writer);
+}
+
+/* Replace the slices of anchor position i named by keys. */
+static void
+replace_anchor_slices(OuterApply *oa, int i, List *keys)
+{
+	int			s = list_nth_int(oa->plan->anchors, i);
+	SliceScan	scan = {oa, i};
+	ListCell   *lc;
+
+	target_region_begin(oa->writer);
+	foreach(lc, keys)
+	{
+		key_to_row(oa, s, lfirst(lc), oa->values);
+		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, add_slice_row, &scan);
+	}
+	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
+	target_region_end(oa->writer);
+}
+
+/* The whole result, recomputed (a source was truncated). */
+static void
+replace_all(OuterApply *oa)
+{
+	RowReceiver receiver;
+	TableScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(oa->writer->rel, NULL);
+	QueryDesc  *qd;
+
+	target_region_begin(oa->writer);
+	scan = table_beginscan(oa->writer->rel, GetActiveSnapshot(), 0, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		target_region_add(oa->writer, &slot->tts_tid);
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+
+	memset(&receiver, 0, sizeof(receiver));
+	receiver.pub.receiveSlot = row_receive;
+	receiver.pub.rStartup = row_startup;
+	receiver.pub.rShutdown = row_shutdown;
+	receiver.pub.rDestroy = row_destroy;
+	receiver.pub.mydest = DestNone;
+	receiver.oa = oa;
+	receiver.fn = region_upsert;
+	qd = CreateQueryDesc(recompute_prepare_all(oa->plan, RelationGetRelid(oa->writer->rel)),
+						 "delta_join: recompute a view", GetActiveSnapshot(), InvalidSnapshot,
+						 (DestReceiver *) &receiver, NULL, NULL, 0);
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+	target_region_end(oa->writer);
+}
+
+/* ----------------------------------------------------------------
+ *		Entry point
+ * ----------------------------------------------------------------
+ */
+
+static void
+outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
+{
+	ListCell   *lc;
+
+	memset(oa, 0, sizeof(OuterApply));
+	oa->cxt = CurrentMemoryContext;
+	oa->row_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join region row",
+										ALLOCSET_DEFAULT_SIZES);
+	oa->plan = plan;
+	oa->writer = writer;
+	oa->nsources = list_length(plan->sources);
+	oa->by_source = palloc0(sizeof(RegionQuery *) * oa->nsources);
+	oa->by_anchor = palloc0(sizeof(RegionQuery *) * Max(list_length(plan->anchors), 1));
+	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
+	oa->typlen = palloc(sizeof(int16 *) * oa->nsources);
+	oa->typbyval = palloc(sizeof(bool *) * oa->nsources);
+	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
+	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
+	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		int			s = foreach_current_index(lc);
+
+		oa->typlen[s] = palloc(sizeof(int16) * Max(src->key_natts, 1));
+		oa->typbyval[s] = palloc(sizeof(bool) * Max(src->key_natts, 1));
+		for (int k = 0; k < src->key_natts; k++)
+			get_typlenbyval(get_atttype(src->relid, src->key_attnums[k]),
+							&oa->typlen[s][k], &oa->typbyval[s][k]);
+
+		/* a null-extended source whose key the target key holds */
+		if (!bms_is_empty(src->nulling) && src->key_in_output)
+		{
+			for (int c = 0; c < plan->key_ncolumns; c++)
+				if (plan->key_columns[c] == src->key_output[0])
+					oa->twins_differ = true;
+		}
+	}
+}
+
+void
+apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts *counts)
+{
+	OuterApply	oa;
+	ListCell   *lc;
+
+	outer_apply_init(&oa, plan, writer);
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+		int			s = -1;
+		DeltaSource *src;
+		ListCell   *lc2;
+
+		foreach(lc2, plan->sources)
+		{
+			if (((DeltaSource *) lfirst(lc2))->rtindex == sb->ordinal)
+				s = foreach_current_index(lc2);
+		}
+		if (s < 0)
+			elog(ERROR, "view has no source at position %d", sb->ordinal);
+		src = list_nth(plan->sources, s);
+		counts->keys_applied += list_length(sb->keys);
+
+		if (!plan->options.retract)
+		{
+			/* a truncated source leaves residual rows, as deletes do */
+			if (sb->keys != NIL)
+				run_region(&oa, query_for_source(&oa, s), sb->keys, upsert_row);
+			continue;
+		}
+
+		if (sb->truncated)
+		{
+			replace_all(&oa);
+			continue;
+		}
+		if (bms_is_empty(src->nulling))
+		{
+			replace_source_slices(&oa, s, sb->keys);
+			continue;
+		}
+
+		/* the slices of the rows it was in, and of those it is in now */
+		foreach(lc2, sb->keys)
+		{
+			key_to_row(&oa, s, lfirst(lc2), oa.values);
+			target_lookup_rows(writer, lookup_for(&oa, s), oa.values, note_target_row, &oa);
+		}
+		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
+		for (int i = 0; i < list_length(plan->anchors); i++)
+		{
+			if (oa.anchor_keys[i] != NIL)
+				replace_anchor_slices(&oa, i, oa.anchor_keys[i]);
+			oa.anchor_keys[i] = NIL;
+		}
+	}
+
+	for (int s = 0; s < oa.nsources; s++)
+		if (oa.lookups[s] != NULL)
+			target_lookup_end(oa.lookups[s]);
+}
