@@ -60,8 +60,13 @@ SELECT pg_catalog.pg_extension_config_dump('delta_join.source_catalog', '');
 -- Any role may create views over tables it can read; catalog rows are
 -- written by the extension's functions only.
 GRANT USAGE ON SCHEMA delta_join TO PUBLIC;
+-- A view's last error may quote the data of its tables: only its owner
+-- reads it (in delta_join.status).
 REVOKE ALL ON delta_join.view_catalog, delta_join.source_catalog FROM PUBLIC;
-GRANT SELECT ON delta_join.view_catalog, delta_join.source_catalog TO PUBLIC;
+GRANT SELECT (view_id, target, query_view, kind, strategy, options, settings, state,
+			  created_lsn, applied_lsn, last_error_time, stale_since_lsn)
+	ON delta_join.view_catalog TO PUBLIC;
+GRANT SELECT ON delta_join.source_catalog TO PUBLIC;
 
 --
 -- SQL interface
@@ -159,7 +164,7 @@ SELECT delta_join._name(v.target) AS target,
 	   CASE WHEN v.state = 'error' THEN 'error'
 			WHEN r.reason IS NOT NULL THEN 'stalled'
 			ELSE v.state END AS state,
-	   coalesce(r.reason, s.retry_reason) AS reason,
+	   coalesce(r.reason, CASE WHEN o.owner_sees THEN s.retry_reason END) AS reason,
 	   p.applied_lsn,
 	   CASE WHEN v.state = 'error' THEN NULL ELSE p.behind END AS lag_bytes,
 	   -- now minus the commit time of the newest applied change; zero once
@@ -174,12 +179,17 @@ SELECT delta_join._name(v.target) AS target,
 	   coalesce(s.rows_unchanged, 0) AS rows_unchanged,
 	   coalesce(s.lookups, 0) AS lookups,
 	   coalesce(s.cache_hits, 0) AS cache_hits,
-	   v.last_error,
+	   CASE WHEN o.owner_sees THEN v.last_error
+			WHEN v.last_error IS NOT NULL THEN '(shown to the owner of the target only)' END AS last_error,
 	   v.last_error_time,
 	   v.stale_since_lsn
 FROM delta_join.view_catalog v
 LEFT JOIN delta_join._stat() s USING (view_id)
 CROSS JOIN delta_join._database_state() d
+LEFT JOIN LATERAL (
+	-- errors may quote rows: only roles acting as the target's owner see them
+	SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') AS owner_sees
+	FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) v.target) o ON true
 CROSS JOIN LATERAL (
 	SELECT CASE WHEN pg_catalog.pg_is_in_recovery()
 				THEN pg_catalog.pg_last_wal_replay_lsn()
@@ -240,7 +250,6 @@ AS 'MODULE_PATHNAME', 'dj_on_ddl_start'
 LANGUAGE C;
 
 CREATE EVENT TRIGGER delta_join_ddl_start ON ddl_command_start
-WHEN TAG IN ('ALTER TABLE', 'DROP TABLE')
 EXECUTE FUNCTION delta_join._on_ddl_start();
 
 CREATE FUNCTION delta_join._on_ddl_end()

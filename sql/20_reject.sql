@@ -88,6 +88,8 @@ SELECT * FROM try_create('t', $$
 SELECT * FROM try_create('t', $$
   SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
   FROM orders o JOIN items_matview i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+-- a system catalog
+SELECT * FROM try_create('t', $$ SELECT oid, relname FROM pg_catalog.pg_class $$);
 -- no primary key (an index on the join key is not enough)
 SELECT * FROM try_create('t', $$
   SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
@@ -245,10 +247,8 @@ SELECT * FROM try_create('t', $$
   SELECT merchant_id, item_id, count(*) AS n FROM orders GROUP BY ROLLUP (merchant_id, item_id) $$);
 SELECT * FROM try_create('t', $$
   SELECT merchant_id, count(*) AS n FROM orders GROUP BY GROUPING SETS ((merchant_id), ()) $$);
--- outer joins
-SELECT * FROM try_create('t', $$
-  SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
-  FROM orders o LEFT JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+-- an outer join whose result's unique key (both sides' for a FULL JOIN)
+-- is not in the select list
 SELECT * FROM try_create('t', $$
   SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
   FROM orders o FULL JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
@@ -428,8 +428,6 @@ SELECT * FROM try_create('t', :'ok', options => '{"nope": 1}');
 SELECT * FROM try_create('t', :'ok', options => '{"max_batch_size": "x"}');
 SELECT * FROM try_create('t', :'ok', options => '{"max_batch_size": 0}');
 SELECT * FROM try_create('t', :'ok', options => '{"retract": 3}');
--- retraction of residual rows is not implemented: refused, not ignored
-SELECT * FROM try_create('t', :'ok', options => '{"retract": true}');
 SELECT * FROM try_create('t', :'ok', options => '{"batch_timeout": "soon"}');
 SELECT * FROM try_create('t', :'ok', options => '{"strategy": "sometimes"}');
 SELECT * FROM try_create('t', :'ok', options => '[1, 2]');

@@ -22,7 +22,7 @@ SELECT * FROM delta_join.explain(:'summary');
 \d merchant_summary
 
 -- every kind of aggregate Postgres evaluates, in one view
-\set every 'SELECT merchant_id, count(*) AS n, count(note) AS n_notes, sum(amount) AS total, avg(amount) AS mean, min(amount) AS lo, max(amount) AS hi, string_agg(note, '','' ORDER BY order_id) AS notes, array_agg(order_id ORDER BY order_id) AS order_ids, bool_and(amount > 10) AS all_big, bool_or(amount > 35) AS any_huge, count(*) FILTER (WHERE amount >= 20) AS n_20, count(DISTINCT item_id) AS n_items, delta_join.first_value(note ORDER BY order_id) AS first_note, delta_join.last_value(note ORDER BY order_id) AS last_note FROM orders GROUP BY merchant_id'
+\set every 'SELECT merchant_id, count(*) AS n, count(note) AS n_notes, sum(amount) AS total, avg(amount) AS mean, min(amount) AS lo, max(amount) AS hi, string_agg(note, '','' ORDER BY order_id, item_id) AS notes, array_agg(order_id ORDER BY order_id) AS order_ids, bool_and(amount > 10) AS all_big, bool_or(amount > 35) AS any_huge, count(*) FILTER (WHERE amount >= 20) AS n_20, count(DISTINCT item_id) AS n_items, delta_join.first_value(note ORDER BY order_id, item_id) AS first_note, delta_join.last_value(note ORDER BY order_id, item_id) AS last_note FROM orders GROUP BY merchant_id'
 SELECT delta_join.create_view('merchant_every', :'every');
 \d merchant_every
 SELECT * FROM merchant_every ORDER BY merchant_id;

@@ -17,7 +17,7 @@ GRANT CREATE, USAGE ON SCHEMA hard TO dj_mallory;
 CREATE TABLE acct (id bigint PRIMARY KEY, owner_name text);
 CREATE TABLE acct_copy (id bigint PRIMARY KEY, owner_name text);
 ALTER TABLE acct_copy OWNER TO dj_mallory;
-GRANT SELECT ON acct TO dj_mallory;
+GRANT SELECT, UPDATE ON acct TO dj_mallory;
 SET ROLE dj_mallory;
 CREATE FUNCTION hard.evil_oideq(oid, oid) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN

@@ -52,8 +52,12 @@ SELECT delta_join.create_view('noisy', $$
 CREATE FUNCTION calm_add(s numeric, v numeric) RETURNS numeric LANGUAGE sql IMMUTABLE
   AS $$ SELECT coalesce(s, 0) + v $$;
 CREATE AGGREGATE calm_sum(numeric) (SFUNC = calm_add, STYPE = numeric);
+-- ... and, since nothing says whether its result depends on the order of
+-- its input, it needs an ORDER BY that leaves no ties: on its arguments,
+SELECT * FROM rule4($$ SELECT merchant_id, calm_sum(amount) AS s FROM orders GROUP BY merchant_id $$);
+SELECT * FROM rule4($$ SELECT merchant_id, calm_sum(amount ORDER BY note) AS s FROM orders GROUP BY merchant_id $$);
 SELECT delta_join.create_view('calm', $$
-  SELECT merchant_id, calm_sum(amount) AS s FROM orders GROUP BY merchant_id $$);
+  SELECT merchant_id, calm_sum(amount ORDER BY amount) AS s FROM orders GROUP BY merchant_id $$);
 
 -- order-sensitive aggregates need ORDER BY inside the call
 SELECT * FROM rule4($$ SELECT merchant_id, delta_join.first_value(note) AS f FROM orders GROUP BY merchant_id $$);
@@ -62,6 +66,31 @@ SELECT * FROM rule4($$ SELECT merchant_id, string_agg(note, ',') AS s, array_agg
 -- with it, or with DISTINCT (which sorts), they are accepted
 SELECT * FROM rule4($$ SELECT merchant_id, delta_join.first_value(note ORDER BY order_id) AS f,
   string_agg(DISTINCT note, ',') AS s FROM orders GROUP BY merchant_id $$);
+-- the ORDER BY must leave no ties: rows tied on it may come in any order
+SELECT * FROM rule4($$ SELECT merchant_id, string_agg(note, ',' ORDER BY placed_at) AS s FROM orders GROUP BY merchant_id $$);
+-- ... it does not if it sorts on the arguments, or covers with the GROUP BY
+-- a unique key of each table the rows come from
+SELECT * FROM rule4($$ SELECT merchant_id, string_agg(note, ',' ORDER BY note) AS s,
+  array_agg(amount ORDER BY order_id) AS a FROM orders GROUP BY merchant_id $$);
+CREATE TABLE lines (merchant_id bigint, order_id bigint, line int, sku text,
+  PRIMARY KEY (merchant_id, order_id, line));
+SELECT * FROM rule4($$ SELECT o.merchant_id, string_agg(l.sku, ',' ORDER BY o.order_id) AS skus
+  FROM orders o JOIN lines l ON l.merchant_id = o.merchant_id AND l.order_id = o.order_id
+  GROUP BY o.merchant_id $$);
+SELECT * FROM rule4($$ SELECT o.merchant_id, string_agg(l.sku, ',' ORDER BY o.order_id, l.line) AS skus
+  FROM orders o JOIN lines l ON l.merchant_id = o.merchant_id AND l.order_id = o.order_id
+  GROUP BY o.merchant_id $$);
+
+-- text input of dates and times reads 'now', 'today', 'tomorrow' ...
+SELECT * FROM rule4($$ SELECT merchant_id, order_id FROM orders WHERE placed_at < note::timestamptz $$);
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, note::date AS d FROM orders $$);
+-- the catalogs and the server: regclass input, pg_ functions
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, note::regclass AS r FROM orders $$);
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, pg_partition_root(order_id::oid) AS r,
+  pg_client_encoding() AS e FROM orders $$);
+-- pure ones pass
+SELECT * FROM rule4($$ SELECT merchant_id, order_id, pg_typeof(note) = 'text'::regtype AS t,
+  pg_column_size(note) AS s FROM orders $$);
 
 -- system columns and whole-row references: refused, and never a crash
 SELECT * FROM delta_join.explain($$ SELECT merchant_id, order_id FROM orders WHERE ctid <> '(0,0)' $$);

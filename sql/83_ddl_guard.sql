@@ -47,6 +47,25 @@ CREATE TABLE events_3 PARTITION OF events FOR VALUES IN (3);
 INSERT INTO events VALUES (3, 1, 7);
 SELECT delta_join.wait('guard.events_by_tenant');
 SELECT * FROM diff('events_by_tenant', :'agg');
+-- a partition dropped along with its schema, or by DROP OWNED, is a
+-- partition dropped: the views are refreshed
+CREATE SCHEMA guard_parts;
+CREATE TABLE guard_parts.events_9 PARTITION OF events FOR VALUES IN (9);
+INSERT INTO events VALUES (9, 1, 1), (9, 2, 2);
+SELECT delta_join.wait('guard.events_by_tenant');
+BEGIN;
+DROP SCHEMA guard_parts CASCADE;
+SELECT * FROM diff('events_by_tenant', :'agg');
+SELECT * FROM diff('event_names', :'wide');
+COMMIT;
+CREATE ROLE dj_part_owner;
+CREATE TABLE events_8 PARTITION OF events FOR VALUES IN (8);
+ALTER TABLE events_8 OWNER TO dj_part_owner;
+INSERT INTO events VALUES (8, 1, 1);
+SELECT delta_join.wait('guard.events_by_tenant');
+DROP OWNED BY dj_part_owner;
+DROP ROLE dj_part_owner;
+SELECT * FROM diff('events_by_tenant', :'agg');
 
 --
 -- 2. SET UNLOGGED: a source's changes would no longer be decoded, and a
@@ -54,6 +73,13 @@ SELECT * FROM diff('events_by_tenant', :'agg');
 --
 ALTER TABLE tenants SET UNLOGGED;
 ALTER TABLE events_by_tenant SET UNLOGGED;
+
+-- ... nor may a partition of a source be unlogged, or a foreign table
+CREATE UNLOGGED TABLE events_4 PARTITION OF events FOR VALUES IN (4);
+CREATE UNLOGGED TABLE events_5 (LIKE events);
+ALTER TABLE events ATTACH PARTITION events_5 FOR VALUES IN (5);
+ALTER TABLE events_3 SET UNLOGGED;
+DROP TABLE events_5;
 
 --
 -- 3. Inheritance: the rows of a child are read with its parent, but its
@@ -107,6 +133,11 @@ SELECT delta_join.create_view('user_domains', $$
   FROM users u JOIN domains d ON u.id = d.user_id $$);
 DROP INDEX domains_user_id_idx;
 ALTER TABLE user_domains DROP CONSTRAINT user_domains_pkey;
+-- DROP INDEX CONCURRENTLY commits before any check: refused on the tables
+-- of a view; the primary key of a source goes with its query view
+DROP INDEX CONCURRENTLY domains_user_id_idx;
+DROP INDEX domains_pkey;
+ALTER TABLE domains DROP CONSTRAINT domains_pkey;
 -- an index another can stand in for may go
 CREATE INDEX domains_user_id_name_idx ON domains (user_id, domain_name);
 DROP INDEX domains_user_id_idx;
@@ -136,6 +167,29 @@ COPY events_by_tenant FROM stdin;
 9	1	1
 \.
 SELECT * FROM diff('events_by_tenant', :'agg');
+-- ... nor by a way around the guard: a rule, the trigger disabled or
+-- dropped, a table inheriting the target's rows, the target attached as a
+-- partition
+CREATE RULE sneak AS ON INSERT TO tenants DO ALSO INSERT INTO events_by_tenant VALUES (9, 1, 1);
+INSERT INTO tenants VALUES (9, 'nine');
+DROP RULE sneak ON tenants;
+CREATE RULE sneak AS ON UPDATE TO events_by_tenant DO INSTEAD NOTHING;
+ALTER TABLE events_by_tenant DISABLE TRIGGER delta_join_guard;
+ALTER TABLE events_by_tenant DISABLE TRIGGER ALL;
+ALTER TABLE events_by_tenant ENABLE TRIGGER delta_join_guard;
+DROP TRIGGER delta_join_guard ON events_by_tenant;
+CREATE TABLE sneaky () INHERITS (events_by_tenant);
+CREATE TABLE all_sums (tenant_id int, n bigint, total bigint) PARTITION BY LIST (tenant_id);
+ALTER TABLE all_sums ATTACH PARTITION events_by_tenant FOR VALUES IN (1, 2, 3);
+DROP TABLE all_sums;
+SELECT * FROM diff('events_by_tenant', :'agg');
+-- the query view follows its target and nothing else
+ALTER VIEW delta_join."guard.events_by_tenant" RENAME TO mine;
+ALTER VIEW delta_join."guard.events_by_tenant" SET SCHEMA guard;
+CREATE OR REPLACE VIEW delta_join."guard.events_by_tenant" AS
+  SELECT tenant_id, 0::bigint AS n, 0::bigint AS total FROM events;
+-- and a target is never made in delta_join's own schema
+SELECT delta_join.create_view('delta_join.wide', :'wide');
 
 --
 -- 8. Targets (rule 8): a temporary target is refused; an existing target

@@ -23,16 +23,21 @@ INSERT INTO roles.items VALUES (1, 1, 'apple'), (1, 2, 'pear');
 INSERT INTO roles.orders VALUES (1, 1, 100, 10), (1, 2, 101, 20);
 GRANT SELECT ON roles.orders, roles.items TO dj_alice;
 CREATE FUNCTION roles.shout(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT upper(t) $$;
+\set alice_query 'SELECT o.merchant_id, o.order_id, o.item_id, shout(i.item_name) AS name FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id'
 
 --
 -- 1. An ordinary role creates a view over tables it may read: the target
---    and the query view are its own, and the view runs as it.
+--    and the query view are its own, and the view runs as it.  Filling the
+--    target locks the sources in SHARE mode, which keeps their writers
+--    waiting: that takes the right LOCK TABLE ... IN SHARE MODE takes.
 --
 SET ROLE dj_alice;
 SET search_path = public, roles;
-SELECT delta_join.create_view('roles.alice_wide', $$
-  SELECT o.merchant_id, o.order_id, o.item_id, shout(i.item_name) AS name
-  FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+SELECT delta_join.create_view('roles.alice_wide', :'alice_query');
+RESET ROLE;
+GRANT UPDATE ON roles.orders, roles.items TO dj_alice;
+SET ROLE dj_alice;
+SELECT delta_join.create_view('roles.alice_wide', :'alice_query');
 RESET search_path;
 RESET ROLE;
 SELECT target, runs_as FROM delta_join.views WHERE target = 'roles.alice_wide';
@@ -87,7 +92,37 @@ SELECT state, last_error FROM delta_join.status WHERE target = 'roles.admin_wide
 SELECT rolsuper FROM pg_roles WHERE rolname = 'dj_mallory';
 
 --
--- 4. REASSIGN OWNED and DROP OWNED follow the target: the query view goes
+-- 4. The owner of a source may change it even if that breaks another
+--    role's view: the view goes into error rather than vetoing the owner.
+--    The error may quote rows, so only the view's owner reads it.
+--
+CREATE TABLE roles.prices (item_id bigint PRIMARY KEY, price numeric);
+ALTER TABLE roles.prices OWNER TO dj_bob;
+INSERT INTO roles.prices VALUES (1, 9.5);
+SET ROLE dj_bob;
+GRANT SELECT, UPDATE ON roles.prices TO dj_alice;
+SET ROLE dj_alice;
+SELECT delta_join.create_view('roles.alice_prices', 'SELECT item_id, price FROM roles.prices');
+SET ROLE dj_bob;
+ALTER TABLE roles.prices SET UNLOGGED;
+SELECT target, state, last_error FROM delta_join.status WHERE target = 'roles.alice_prices';
+SELECT last_error FROM delta_join.view_catalog;
+SET ROLE dj_alice;
+SELECT target, state, last_error FROM delta_join.status WHERE target = 'roles.alice_prices';
+RESET ROLE;
+-- but the owner of the view's target is held back, as always
+ALTER TABLE roles.prices SET LOGGED;
+SET ROLE dj_alice;
+SELECT delta_join.refresh('roles.alice_prices');
+RESET ROLE;
+ALTER TABLE roles.prices OWNER TO dj_alice;
+SET ROLE dj_alice;
+ALTER TABLE roles.prices SET UNLOGGED;
+SELECT delta_join.drop_view('roles.alice_prices');
+RESET ROLE;
+
+--
+-- 5. REASSIGN OWNED and DROP OWNED follow the target: the query view goes
 --    with it, so the old owner can be dropped.
 --
 REASSIGN OWNED BY dj_mallory TO dj_bob;

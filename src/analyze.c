@@ -45,6 +45,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/catalog.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
@@ -252,6 +253,43 @@ read_indexes(Relation rel, Oid pk_index)
 }
 
 /*
+ * The partitions of a partitioned source must be logged tables, like the
+ * source itself: their rows are the source's rows.
+ */
+static bool
+partitions_are_decodable(Analysis *a, Oid relid, const char *label)
+{
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+	{
+		Oid			part = lfirst_oid(lc);
+		char		relkind = get_rel_relkind(part);
+		const char *problem = NULL;
+
+		if (relkind == RELKIND_FOREIGN_TABLE)
+			problem = "a foreign table";
+		else if (get_rel_persistence(part) != RELPERSISTENCE_PERMANENT)
+			problem = "unlogged";
+		if (problem)
+		{
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 1: partition %s of source %s is %s",
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(part)),
+													   get_rel_name(part)),
+							label, problem),
+				   pstrdup("Changes of the partition would not be in this server's WAL, so they could not be decoded."),
+				   relkind == RELKIND_FOREIGN_TABLE ? pstrdup("Use local partitions.") :
+				   psprintf("Make it logged: ALTER TABLE %s SET LOGGED;",
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(part)),
+													   get_rel_name(part))));
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
  * Check one relation range-table entry against rule 1 and describe it as a
  * source.  Returns NULL (after reject) when it cannot be one.
  */
@@ -322,6 +360,19 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		default:
 			break;
 	}
+
+	if (IsCatalogRelationOid(rte->relid))
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: source %s is a system catalog", label),
+			   pstrdup("Changes of system catalogs are not decoded as changes of a table."),
+			   pstrdup("Copy the data into an ordinary table."));
+		return NULL;
+	}
+
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE &&
+		!partitions_are_decodable(a, rte->relid, label))
+		return NULL;
 
 	if (check_enable_rls(rte->relid, InvalidOid, true) == RLS_ENABLED)
 	{

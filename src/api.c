@@ -32,6 +32,7 @@
 #include "access/xlog.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "commands/tablecmds.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
@@ -128,6 +129,14 @@ check_owner(Oid relid)
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 }
 
+/* RangeVarGetRelidExtended callback: no lock on another's table */
+static void
+check_owner_before_lock(const RangeVar *relation, Oid relid, Oid oldrelid, void *arg)
+{
+	if (OidIsValid(relid))
+		check_owner(relid);
+}
+
 /*
  * The view whose target is named by `target`, after checking the caller
  * owns it.  Raises an error if there is none.
@@ -136,14 +145,14 @@ static Oid
 lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
 {
 	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
-	Oid			relid = RangeVarGetRelid(rv, lockmode, true);
+	Oid			relid = RangeVarGetRelidExtended(rv, lockmode, RVR_MISSING_OK,
+												 check_owner_before_lock, NULL);
 
 	if (!OidIsValid(relid) || !catalog_find_view(relid, view))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("\"%s\" is not the target of a delta view", target),
 				 errhint("delta_join.views lists the delta views.")));
-	check_owner(relid);
 	return relid;
 }
 
@@ -220,6 +229,32 @@ check_owner_access(Oid target, DeltaPlan *plan, Jsonb *settings)
 }
 
 /*
+ * Filling a target holds a SHARE lock on its sources, which keeps writers
+ * waiting: a right LOCK TABLE ... IN SHARE MODE asks for too (UPDATE,
+ * DELETE or TRUNCATE on each source), so that a role that may only read a
+ * table cannot block its writers.
+ */
+static void
+check_lock_rights(DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (pg_class_aclmask(src->relid, GetUserId(),
+							 ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE, ACLMASK_ANY) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to lock source %s", src->relname),
+					 errdetail("Filling a view's target locks its sources in SHARE mode, which keeps their writers waiting."),
+					 errhint("The role needs UPDATE, DELETE or TRUNCATE on the table, as LOCK TABLE %s IN SHARE MODE would.",
+							 src->relname)));
+	}
+}
+
+/*
  * Take the new view's place in shared memory, where its progress is kept;
  * refuse the view when there is none.
  */
@@ -281,7 +316,15 @@ dj_create_view(PG_FUNCTION_ARGS)
 	plan = analyze_for_strategy(query, hints, &options);
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
-	relid = RangeVarGetRelid(rv, ExclusiveLock, true);
+	relid = RangeVarGetRelidExtended(rv, ExclusiveLock, RVR_MISSING_OK,
+									 check_owner_before_lock, NULL);
+	if ((OidIsValid(relid) ? get_rel_namespace(relid) : RangeVarGetCreationNamespace(rv)) ==
+		get_namespace_oid(DJ_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("a target cannot be in schema %s", DJ_SCHEMA),
+				 errdetail("That schema holds delta_join's catalog and the views' queries."),
+				 errhint("Name a table in another schema.")));
 	foreach(lc, plan->sources)
 	{
 		if (((DeltaSource *) lfirst(lc))->relid == relid)
@@ -293,13 +336,12 @@ dj_create_view(PG_FUNCTION_ARGS)
 	}
 	if (OidIsValid(relid))
 	{
-		check_owner(relid);
 		if (catalog_find_view(relid, &existing))
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("table \"%s\" is already the target of a delta view", target),
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
-		target_validate(relid, plan);
+		target_validate(relid, plan, false);
 		if (!relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -314,6 +356,7 @@ dj_create_view(PG_FUNCTION_ARGS)
 
 	settings = runas_capture_settings();
 	check_owner_access(relid, plan, settings);
+	check_lock_rights(plan);
 	target_lock_sources(plan);
 	query_view = query_bind(query, relid);
 	(void) target_fill(relid, query_view, settings, false);
@@ -357,23 +400,6 @@ dj_explain(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* Drop a view's query view, as its creator (the bootstrap superuser). */
-static void
-drop_query_view(Oid query_view)
-{
-	ObjectAddress object;
-	RunAs		runas;
-
-	if (!OidIsValid(query_view) || get_rel_relkind(query_view) != RELKIND_VIEW)
-		return;
-	object.classId = RelationRelationId;
-	object.objectId = query_view;
-	object.objectSubId = 0;
-	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
-	performDeletion(&object, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
-	runas_end(&runas);
-}
-
 /*
  * drop_view(target text, drop_table boolean) RETURNS void
  */
@@ -389,7 +415,7 @@ dj_drop_view(PG_FUNCTION_ARGS)
 	lock_views();
 	relid = lookup_view(target, &view, AccessExclusiveLock);
 	catalog_delete_view(view.view_id);
-	drop_query_view(view.query_view);
+	query_drop(view.query_view);
 	if (drop_table)
 	{
 		ObjectAddress object;
@@ -410,16 +436,21 @@ dj_drop_view(PG_FUNCTION_ARGS)
  * the checks the apply worker makes: residual rows disappear, and a view in
  * error becomes active again -- or the refresh fails, saying why the view
  * cannot be made correct.  Returns the rows written.  Also what the DDL
- * guard runs when a partition of a source was attached or detached.
+ * guard runs when a partition of a source was attached or detached: then
+ * the refresh is delta_join's doing, not the caller's, who need not have
+ * the right to lock the sources.
  */
 uint64
-api_refresh_view(ViewRecord *view)
+api_refresh_view(ViewRecord *view, bool by_caller)
 {
 	DeltaPlan  *plan;
 	uint64		rows;
 
 	plan = catalog_view_plan(view);
-	target_validate(view->target, plan);
+	if (by_caller)
+		check_lock_rights(plan);
+	target_guard(view->target);
+	target_validate(view->target, plan, true);
 	check_owner_access(view->target, plan, view->settings);
 	target_lock_sources(plan);
 	rows = target_fill(view->target, view->query_view, view->settings, true);
@@ -448,5 +479,5 @@ dj_refresh(PG_FUNCTION_ARGS)
 	worker_ensure_slot();
 	lock_views();
 	(void) lookup_view(target, &view, AccessShareLock);
-	PG_RETURN_INT64((int64) api_refresh_view(&view));
+	PG_RETURN_INT64((int64) api_refresh_view(&view, true));
 }

@@ -11,6 +11,6 @@
 #include "catalog.h"
 
 extern void api_check_primary(const char *function);
-extern uint64 api_refresh_view(ViewRecord *view);
+extern uint64 api_refresh_view(ViewRecord *view, bool by_caller);
 
 #endif							/* DJ_API_H */

@@ -161,7 +161,7 @@ view_plan(ViewRecord *view)
 
 	oldcxt = MemoryContextSwitchTo(entry->cxt);
 	entry->plan = catalog_view_plan(view);
-	target_validate(view->target, entry->plan);
+	target_validate(view->target, entry->plan, true);
 	entry->relids = palloc(sizeof(Oid) * (list_length(entry->plan->sources) + 2));
 	foreach(lc, entry->plan->sources)
 		entry->relids[n++] = ((DeltaSource *) lfirst(lc))->relid;

@@ -18,15 +18,19 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "analysis.h"
@@ -40,26 +44,23 @@
 static const char *const unpinned_names[] = {
 	"now", "transaction_timestamp", "statement_timestamp", "mxid_age",
 	"current_setting", "current_schema", "current_schemas", "current_user",
-	"session_user", "getpgusername", "pg_backend_pid", "pg_conf_load_time",
-	"pg_postmaster_start_time", "pg_trigger_depth", "pg_my_temp_schema",
-	"pg_is_other_temp_schema", "pg_listening_channels", "pg_has_role",
-	"row_security_active", "pg_describe_object", "pg_filenode_relation",
-	"pg_column_is_updatable", "pg_sequence_parameters",
-	"pg_settings_get_flags", "pg_show_all_settings",
-	"pg_extension_update_paths", "pg_config", "pg_cursor",
-	"pg_prepared_statement", "pg_replication_origin_oid", "version",
-	"format_type", "oidvectortypes", "pg_collation_for", "_pg_index_position",
-	"pg_tablespace_databases", "pg_tablespace_location", "enum_first",
-	"enum_last", "enum_range",
+	"session_user", "getpgusername", "row_security_active", "version",
+	"format_type", "oidvectortypes", "_pg_index_position", "enum_first",
+	"enum_last", "enum_range", "regclass",
+	/* text input of date and time types reads 'now', 'today', ... */
+	"date_in", "timestamp_in", "timestamptz_in", "time_in", "timetz_in",
 };
 static const char *const unpinned_prefixes[] = {
-	"pg_current_", "txid_", "inet_client_", "inet_server_", "has_", "to_reg",
-	"pg_get_", "pg_stat_", "pg_identify_object", "pg_available_",
-	"pg_event_trigger_", "pg_relation_", "pg_index", "database_to_xml",
-	"schema_to_xml", "table_to_xml", "pg_timezone_",
+	"txid_", "inet_client_", "inet_server_", "has_", "to_reg",
+	"database_to_xml", "schema_to_xml", "table_to_xml",
 };
 static const char *const unpinned_suffixes[] = {
 	"_description", "_is_visible",
+};
+
+/* the pg_ functions that only look at their arguments */
+static const char *const pure_pg_functions[] = {
+	"pg_typeof", "pg_column_size", "pg_column_compression",
 };
 
 static bool
@@ -75,6 +76,14 @@ builtin_is_unpinned(const char *name, int nargs)
 		((len > 2 && strcmp(name + len - 2, "in") == 0) ||
 		 (len > 3 && strcmp(name + len - 3, "out") == 0)))
 		return true;
+	/* the pg_ functions tell about the server, the session, the catalogs */
+	if (strncmp(name, "pg_", 3) == 0)
+	{
+		for (size_t i = 0; i < lengthof(pure_pg_functions); i++)
+			if (strcmp(name, pure_pg_functions[i]) == 0)
+				return false;
+		return true;
+	}
 	for (size_t i = 0; i < lengthof(unpinned_names); i++)
 		if (strcmp(name, unpinned_names[i]) == 0)
 			return true;
@@ -112,6 +121,17 @@ function_unfit(Oid funcid)
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 	if (proc->provolatile == PROVOLATILE_VOLATILE)
 		result = UNFIT_VOLATILE;
+	else if (proc->provolatile == PROVOLATILE_IMMUTABLE)
+	{
+		/* built-ins marked immutable that read the catalogs or the server */
+		static const char *const misnamed[] = {
+			"pg_partition_root", "pg_walfile_name", "pg_walfile_name_offset",
+		};
+
+		for (size_t i = 0; funcid < FirstNormalObjectId && i < lengthof(misnamed); i++)
+			if (strcmp(NameStr(proc->proname), misnamed[i]) == 0)
+				result = UNFIT_UNPINNED;
+	}
 	else if (proc->provolatile == PROVOLATILE_STABLE)
 	{
 		if (funcid >= FirstNormalObjectId)
@@ -158,7 +178,9 @@ reject_function(Analysis *a, Oid funcid, Unfit why, const char *context)
 
 /*
  * Aggregates whose result depends on the order of their input: without an
- * ORDER BY inside the call, a recompute may not reproduce their value.
+ * ORDER BY inside the call that orders rows totally, a recompute may not
+ * reproduce their value.  Nothing in the catalogs says whether a
+ * user-defined aggregate is one of them, so they all count as such.
  */
 static bool
 aggregate_is_order_sensitive(Oid aggfnoid)
@@ -176,11 +198,203 @@ aggregate_is_order_sensitive(Oid aggfnoid)
 	if (nspid == get_namespace_oid(DJ_SCHEMA, true))
 		return strcmp(name, "first_value") == 0 || strcmp(name, "last_value") == 0;
 	if (aggfnoid >= FirstNormalObjectId)
-		return false;
+		return true;
 	for (size_t i = 0; i < lengthof(names); i++)
 		if (strcmp(name, names[i]) == 0)
 			return true;
 	return false;
+}
+
+/* Note the plain columns of the query level among the expressions */
+static void
+collect_plain_columns(List *exprs, Bitmapset **columns)
+{
+	ListCell   *lc;
+
+	foreach(lc, exprs)
+	{
+		Node	   *expr = lfirst(lc);
+
+		while (expr && IsA(expr, RelabelType))
+			expr = (Node *) ((RelabelType *) expr)->arg;
+		if (expr && IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0 &&
+			((Var *) expr)->varattno > 0)
+		{
+			Var		   *var = (Var *) expr;
+
+			columns[var->varno - 1] = bms_add_member(columns[var->varno - 1],
+													 var->varattno);
+		}
+	}
+}
+
+/* Note the column pairs a qual of the join tree says are equal */
+static bool
+equalities_walker(Node *node, List **pairs)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, BoolExpr) && ((BoolExpr *) node)->boolop == AND_EXPR)
+		return expression_tree_walker(node, equalities_walker, pairs);
+	if (IsA(node, List))
+		return expression_tree_walker(node, equalities_walker, pairs);
+	if (IsA(node, FromExpr))
+	{
+		FromExpr   *from = (FromExpr *) node;
+
+		(void) equalities_walker((Node *) from->fromlist, pairs);
+		return equalities_walker(from->quals, pairs);
+	}
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) node;
+
+		(void) equalities_walker(join->larg, pairs);
+		(void) equalities_walker(join->rarg, pairs);
+		return equalities_walker(join->quals, pairs);
+	}
+	if (IsA(node, OpExpr) && list_length(((OpExpr *) node)->args) == 2 &&
+		op_mergejoinable(((OpExpr *) node)->opno, exprType(linitial(((OpExpr *) node)->args))))
+	{
+		Node	   *l = strip_implicit_coercions(linitial(((OpExpr *) node)->args));
+		Node	   *r = strip_implicit_coercions(lsecond(((OpExpr *) node)->args));
+
+		if (IsA(l, Var) && IsA(r, Var) &&
+			((Var *) l)->varlevelsup == 0 && ((Var *) r)->varlevelsup == 0)
+			*pairs = lappend(*pairs, list_make2(l, r));
+	}
+	return false;
+}
+
+/*
+ * Add the columns the join tree's equalities make equal to those noted:
+ * a row that joined has the same value in both (a null-extended one has no
+ * row of the nullable table at all).
+ */
+static void
+add_equal_columns(Query *level, Bitmapset **columns)
+{
+	List	   *pairs = NIL;
+	bool		changed = true;
+
+	(void) equalities_walker((Node *) level->jointree, &pairs);
+	while (changed)
+	{
+		ListCell   *lc;
+
+		changed = false;
+		foreach(lc, pairs)
+		{
+			Var		   *l = linitial(lfirst(lc));
+			Var		   *r = lsecond(lfirst(lc));
+			bool		has_l = bms_is_member(l->varattno, columns[l->varno - 1]);
+			bool		has_r = bms_is_member(r->varattno, columns[r->varno - 1]);
+
+			if (has_l != has_r)
+			{
+				if (has_l)
+					columns[r->varno - 1] = bms_add_member(columns[r->varno - 1], r->varattno);
+				else
+					columns[l->varno - 1] = bms_add_member(columns[l->varno - 1], l->varattno);
+				changed = true;
+			}
+		}
+	}
+}
+
+/* Does some unique index of the relation have all its columns among these? */
+static bool
+columns_cover_unique_index(Oid relid, Bitmapset *columns)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		covered = false;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index index;
+		bool		all = true;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		index = (Form_pg_index) GETSTRUCT(tuple);
+		if (index->indisunique && index->indimmediate && index->indisvalid &&
+			heap_attisnull(tuple, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(tuple, Anum_pg_index_indexprs, NULL))
+		{
+			for (int i = 0; i < index->indnkeyatts; i++)
+				if (!bms_is_member(index->indkey.values[i], columns))
+					all = false;
+			covered = all;
+		}
+		ReleaseSysCache(tuple);
+		if (covered)
+			break;
+	}
+	list_free(indexes);
+	table_close(rel, AccessShareLock);
+	return covered;
+}
+
+/*
+ * Does the aggregate's ORDER BY order its input rows so that rows tied on
+ * it pass the same arguments?  It does if it sorts on every argument, or
+ * if, with the GROUP BY columns, it covers a unique key of every table the
+ * rows come from (then no two rows tie).  A NULL key column does not break
+ * this: unique keys with NULLs belong to null-extended rows, at most one
+ * per combination of the other tables' rows.
+ */
+static bool
+aggregate_order_is_total(Aggref *agg, Query *level)
+{
+	List	   *sort_exprs = NIL;
+	List	   *group_exprs = NIL;
+	Bitmapset **columns;
+	ListCell   *lc;
+	int			rti;
+	bool		args_sorted = true;
+
+	foreach(lc, agg->aggorder)
+		sort_exprs = lappend(sort_exprs,
+							 get_sortgroupclause_expr(lfirst(lc), agg->args));
+	foreach(lc, agg->args)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		/* (constant arguments, such as string_agg's separator, tie anyway) */
+		if (!tle->resjunk && contain_var_clause((Node *) tle->expr) &&
+			!list_member(sort_exprs, tle->expr))
+			args_sorted = false;
+	}
+	if (args_sorted)
+		return true;
+
+	/* Aggrefs under the level are read from their own level only */
+	if (level == NULL || agg->agglevelsup != 0)
+		return false;
+	columns = palloc0(sizeof(Bitmapset *) * list_length(level->rtable));
+	collect_plain_columns((List *) flatten_join_alias_vars(level, (Node *) sort_exprs), columns);
+	foreach(lc, level->groupClause)
+		group_exprs = lappend(group_exprs,
+							  get_sortgroupclause_expr(lfirst(lc), level->targetList));
+	collect_plain_columns((List *) flatten_join_alias_vars(level, (Node *) group_exprs), columns);
+	add_equal_columns(level, columns);
+
+	rti = 0;
+	foreach(lc, level->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		rti++;
+		if (rte->rtekind == RTE_JOIN)
+			continue;
+		if (rte->rtekind != RTE_RELATION ||
+			!columns_cover_unique_index(rte->relid, columns[rti - 1]))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -189,7 +403,7 @@ aggregate_is_order_sensitive(Oid aggfnoid)
  * function rule, user-defined ones must be immutable.
  */
 static void
-check_aggregate(Analysis *a, Aggref *agg)
+check_aggregate(Analysis *a, Aggref *agg, Query *level)
 {
 	HeapTuple	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg->aggfnoid));
 	Form_pg_aggregate form;
@@ -227,13 +441,21 @@ check_aggregate(Analysis *a, Aggref *agg)
 		}
 	}
 
-	if (agg->aggorder == NIL && agg->aggdistinct == NIL &&
-		aggregate_is_order_sensitive(agg->aggfnoid))
+	if (agg->aggdistinct == NIL && aggregate_is_order_sensitive(agg->aggfnoid) &&
+		!aggregate_order_is_total(agg, level))
+	{
+		const char *name = get_func_name(agg->aggfnoid);
+
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-			   psprintf("delta view rule 4: aggregate %s() needs ORDER BY inside the call",
-						get_func_name(agg->aggfnoid)),
-			   pstrdup("Its result depends on the order of its input rows, which recomputing a group does not reproduce."),
-			   psprintf("Order its input, e.g. %s(x ORDER BY x).", get_func_name(agg->aggfnoid)));
+			   agg->aggorder == NIL ?
+			   psprintf("delta view rule 4: aggregate %s() needs ORDER BY inside the call", name) :
+			   psprintf("delta view rule 4: the ORDER BY inside aggregate %s() can leave ties", name),
+			   agg->aggfnoid >= FirstNormalObjectId ?
+			   pstrdup("The result of a user-defined aggregate may depend on the order of its input rows, which recomputing a group reproduces only if no two rows tie.") :
+			   pstrdup("Its result depends on the order of its input rows, which recomputing a group reproduces only if no two rows tie."),
+			   psprintf("Order by all its arguments, or add columns to the ORDER BY until it covers a unique key of each table, e.g. %s(x ORDER BY x) or %s(x ORDER BY t.id).",
+						name, name));
+	}
 }
 
 /* The name SQL gives a value function, for messages */
@@ -275,7 +497,7 @@ value_function_name(SQLValueFunction *svf)
 typedef struct DeterminismWalk
 {
 	Analysis   *a;
-	List	   *rtables;		/* range tables of the enclosing query levels */
+	List	   *levels;			/* the enclosing query levels, innermost first */
 	Oid			unfit_funcid;	/* set by the function checker */
 	Unfit		unfit;
 } DeterminismWalk;
@@ -297,8 +519,8 @@ unfit_function_checker(Oid funcid, void *context)
 static const char *
 var_label(DeterminismWalk *walk, Var *var)
 {
-	List	   *rtable = list_nth(walk->rtables, var->varlevelsup);
-	RangeTblEntry *rte = rt_fetch(var->varno, rtable);
+	Query	   *level = list_nth(walk->levels, var->varlevelsup);
+	RangeTblEntry *rte = rt_fetch(var->varno, level->rtable);
 
 	if (var->varattno == 0)
 		return quote_identifier(rte->eref->aliasname);
@@ -341,14 +563,18 @@ determinism_walker(Node *node, DeterminismWalk *walk)
 		return false;
 	}
 	if (IsA(node, Aggref))
-		check_aggregate(walk->a, (Aggref *) node);
+	{
+		Aggref	   *agg = (Aggref *) node;
+
+		check_aggregate(walk->a, agg, list_nth(walk->levels, agg->agglevelsup));
+	}
 	if (IsA(node, Query))
 	{
 		bool		result;
 
-		walk->rtables = lcons(((Query *) node)->rtable, walk->rtables);
+		walk->levels = lcons(node, walk->levels);
 		result = query_tree_walker((Query *) node, determinism_walker, walk, 0);
-		walk->rtables = list_delete_first(walk->rtables);
+		walk->levels = list_delete_first(walk->levels);
 		return result;
 	}
 	if (check_functions_in_node(node, unfit_function_checker, walk))
@@ -364,7 +590,7 @@ analysis_check_determinism(Analysis *a, Query *query)
 	ListCell   *lc;
 
 	walk.a = a;
-	walk.rtables = list_make1(query->rtable);
+	walk.levels = list_make1(query);
 	(void) query_tree_walker(query, determinism_walker, &walk, 0);
 
 	foreach(lc, query->rtable)

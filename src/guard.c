@@ -17,22 +17,35 @@
  *					key dropped or redefined, a replica identity that no
  *					longer logs an aggregate's group key (on any partition),
  *					a child table inheriting from a source, a partition
- *					created without the replica identity the view needs, a
- *					target column added or changed ...  A partition attached
+ *					created without the replica identity the view needs or
+ *					unlogged, a target column added or changed, a rule on a
+ *					target, its guard trigger disabled, a table inheriting
+ *					it or a table it becomes a partition of ...  (Triggers
+ *					and rules count as their table.)  A partition attached
  *					to or detached from a source brings rows in or out
  *					without decodable changes: the views over it are
  *					refreshed in the same transaction.  A target renamed or
  *					given to another owner takes its query view along.
  *	ddl_command_start
- *					DETACH PARTITION CONCURRENTLY of a source is refused (it
- *					commits in two steps, so no refresh can follow it in
- *					the same transaction); the parents of partitions about
- *					to be dropped are noted, so that ddl_command_end
- *					refreshes their views.
+ *					DETACH PARTITION CONCURRENTLY of a source, and DROP INDEX
+ *					CONCURRENTLY on a source or a target, are refused (they
+ *					commit in steps, so no check or refresh could follow in
+ *					the same transaction).  Before any DROP, what it might
+ *					take from the views without naming it is noted: the
+ *					partitions of sources (DROP SCHEMA ... CASCADE, DROP
+ *					OWNED ...), and the indexes, triggers and rules of
+ *					sources and targets.
  *	sql_drop		a dropped target unregisters its view; a dropped query
  *					view (DROP TABLE source CASCADE) puts its view in error;
- *					a dropped index or constraint has every view checked
- *					again.
+ *					the noted objects that went have ddl_command_end refresh
+ *					the views over a source that lost partitions, and check
+ *					again those whose tables lost an index, trigger or rule.
+ *
+ * A command is refused only when its runner may act as the owner of the
+ * view's target: another role's DDL on its own table puts the view in error
+ * instead (the owner of a source is not held back by a view reading it).
+ * The query view itself follows its target only: any other DDL on it is
+ * refused.
  *
  * The target guard (dj_guard_target) is the statement trigger target.c puts
  * on every target: it refuses INSERT, UPDATE, DELETE, TRUNCATE and COPY by
@@ -60,6 +73,8 @@
 #include "miscadmin.h"
 #include "replication/slot.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -68,6 +83,7 @@
 #include "catalog.h"
 #include "launcher.h"
 #include "query.h"
+#include "runas.h"
 #include "target.h"
 #include "worker.h"
 
@@ -77,12 +93,24 @@ PG_FUNCTION_INFO_V1(dj_on_sql_drop);
 PG_FUNCTION_INFO_V1(dj_guard_target);
 
 /*
- * Relations whose partitions the command in progress drops, noted at
- * ddl_command_start for ddl_command_end (TopTransactionContext, valid in
- * the transaction guard_lxid names).
+ * What a DROP may take away from the views without naming it: noted at
+ * ddl_command_start of every DROP (the objects may go by CASCADE, DROP
+ * SCHEMA, DROP OWNED ...), read at sql_drop, which only sees their OIDs,
+ * and acted on at ddl_command_end.  Kept in TopTransactionContext, valid in
+ * the transaction watch_lxid names.
  */
-static List *dropping_partitions_of = NIL;
-static LocalTransactionId guard_lxid = InvalidLocalTransactionId;
+typedef struct DropWatch
+{
+	List	   *partitions;		/* partitions of partitioned sources */
+	List	   *partition_sources;	/* ... the source each belongs to */
+	List	   *objects;		/* indexes, triggers, rules of sources and targets */
+	List	   *object_relations;	/* ... the relation each belongs to */
+	List	   *refresh;		/* sources that lost partitions (sql_drop) */
+	List	   *recheck;		/* relations that lost an object (sql_drop) */
+} DropWatch;
+
+static DropWatch *watch = NULL;
+static LocalTransactionId watch_lxid = InvalidLocalTransactionId;
 
 /* ----------------------------------------------------------------
  *		Helpers
@@ -143,6 +171,18 @@ self_and_ancestors(Oid relid)
 	return result;
 }
 
+static ArrayType *
+oid_array(List *oids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * (list_length(oids) + 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, oids)
+		elems[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+}
+
 static bool
 view_reads(ViewRecord *view, Oid relid)
 {
@@ -174,7 +214,9 @@ view_concerns(ViewRecord *view, List *relids)
 
 /*
  * Check a view as the worker would before applying it; refuse the command
- * that made it fail, naming the view.
+ * that made it fail, naming the view.  A command run by a role that has no
+ * say over the view (it cannot act as the target's owner) is not held back
+ * by it: the view goes into error instead, until its owner refreshes it.
  */
 static void
 guard_check_view(ViewRecord *view, const char *command)
@@ -185,7 +227,7 @@ guard_check_view(ViewRecord *view, const char *command)
 	{
 		DeltaPlan  *plan = catalog_view_plan(view);
 
-		target_validate(view->target, plan);
+		target_validate(view->target, plan, true);
 	}
 	PG_CATCH();
 	{
@@ -194,6 +236,17 @@ guard_check_view(ViewRecord *view, const char *command)
 		MemoryContextSwitchTo(oldcxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+		if (!has_privs_of_role(GetUserId(), runas_target_owner(view->target)))
+		{
+			catalog_set_error(view->view_id,
+							  psprintf("%s made the view incorrect: %s", command, edata->message));
+			ereport(NOTICE,
+					(errmsg("delta view \"%s\" is in error after %s", catalog_view_name(view), command),
+					 errdetail("%s", edata->message),
+					 errhint("Its owner can refresh it with delta_join.refresh() once the query can be maintained again.")));
+			worker_notify();
+			return;
+		}
 		ereport(ERROR,
 				(errcode(edata->sqlerrcode),
 				 errmsg("cannot run %s: delta view \"%s\" would no longer be correct",
@@ -219,7 +272,7 @@ guard_refresh_readers(List *views, Oid relid, const char *why)
 		ereport(NOTICE,
 				(errmsg("delta view \"%s\" is refreshed because %s",
 						catalog_view_name(view), why)));
-		(void) api_refresh_view(view);
+		(void) api_refresh_view(view, false);
 	}
 }
 
@@ -228,70 +281,179 @@ guard_refresh_readers(List *views, Oid relid, const char *why)
  * ----------------------------------------------------------------
  */
 
+/* The watch of this transaction, made empty by reset */
+static DropWatch *
+drop_watch(bool reset)
+{
+	if (MyProc->lxid != watch_lxid || watch == NULL)
+	{
+		watch = MemoryContextAllocZero(TopTransactionContext, sizeof(DropWatch));
+		watch_lxid = MyProc->lxid;
+	}
+	else if (reset)
+		memset(watch, 0, sizeof(DropWatch));
+	return watch;
+}
+
+/*
+ * Note what a DROP might take from the views: the partitions of their
+ * partitioned sources, and the indexes, triggers and rules of their sources
+ * (partitions included) and targets.
+ */
+static void
+watch_drop(List *views)
+{
+	DropWatch  *w = drop_watch(true);
+	List	   *sources = NIL;
+	List	   *relations = NIL;
+	MemoryContext caller = CurrentMemoryContext;
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+		ListCell   *lc2;
+
+		relations = lappend_oid(relations, view->target);
+		foreach(lc2, view->sources)
+			sources = list_append_unique_oid(sources, ((SourceRecord *) lfirst(lc2))->relid);
+	}
+	relations = list_concat(relations, sources);
+
+	SPI_connect();
+	catalog_exec("WITH RECURSIVE parts(part, source) AS ("
+				 "  SELECT s, s FROM pg_catalog.unnest($1) s"
+				 "  UNION SELECT i.inhrelid, p.source FROM pg_catalog.pg_inherits i, parts p"
+				 "  WHERE i.inhparent OPERATOR(pg_catalog.=) p.part), "
+				 "rels(rel) AS (SELECT part FROM parts UNION SELECT pg_catalog.unnest($2)) "
+				 "SELECT part, source, true FROM parts WHERE part OPERATOR(pg_catalog.<>) source "
+				 "UNION ALL SELECT indexrelid, indrelid, false FROM pg_catalog.pg_index, rels "
+				 "  WHERE indrelid OPERATOR(pg_catalog.=) rels.rel "
+				 "UNION ALL SELECT oid, tgrelid, false FROM pg_catalog.pg_trigger, rels "
+				 "  WHERE tgrelid OPERATOR(pg_catalog.=) rels.rel "
+				 "UNION ALL SELECT oid, ev_class, false FROM pg_catalog.pg_rewrite, rels "
+				 "  WHERE ev_class OPERATOR(pg_catalog.=) rels.rel",
+				 2, (Oid[]) {OIDARRAYOID, OIDARRAYOID},
+				 (Datum[]) {PointerGetDatum(oid_array(sources)), PointerGetDatum(oid_array(relations))},
+				 NULL);
+	MemoryContextSwitchTo(TopTransactionContext);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Oid			objid = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
+		Oid			relid = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
+
+		if (DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull)))
+		{
+			w->partitions = lappend_oid(w->partitions, objid);
+			w->partition_sources = lappend_oid(w->partition_sources, relid);
+		}
+		else
+		{
+			w->objects = lappend_oid(w->objects, objid);
+			w->object_relations = lappend_oid(w->object_relations, relid);
+		}
+	}
+	MemoryContextSwitchTo(caller);
+	SPI_finish();
+}
+
+/* The first of the views that concerns relid or a table it belongs to */
+static ViewRecord *
+first_view_concerning(List *views, Oid relid)
+{
+	List	   *relids;
+	ListCell   *lc;
+
+	if (!OidIsValid(relid))
+		return NULL;
+	relids = self_and_ancestors(relid);
+	foreach(lc, views)
+	{
+		if (view_concerns(lfirst(lc), relids))
+			return lfirst(lc);
+	}
+	return NULL;
+}
+
+/*
+ * DROP INDEX CONCURRENTLY commits in steps, so the check of sql_drop could
+ * not undo it: refuse it on the tables of views.
+ */
+static void
+refuse_concurrent_index_drop(DropStmt *stmt, List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->objects)
+	{
+		RangeVar   *rv = makeRangeVarFromNameList((List *) lfirst(lc));
+		Oid			index = RangeVarGetRelid(rv, NoLock, true);
+		Oid			relid = OidIsValid(index) ? IndexGetRelation(index, true) : InvalidOid;
+		ViewRecord *view = first_view_concerning(views, relid);
+
+		if (view)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot drop index \"%s\" concurrently: delta view \"%s\" uses its table",
+							get_rel_name(index), catalog_view_name(view)),
+					 errdetail("The view must be checked in the transaction that drops the index."),
+					 errhint("Use DROP INDEX without CONCURRENTLY.")));
+	}
+}
+
+static void
+refuse_concurrent_detach(AlterTableStmt *stmt, List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		Oid			relid;
+		ViewRecord *view;
+
+		if (cmd->subtype != AT_DetachPartition ||
+			!((PartitionCmd *) cmd->def)->concurrent)
+			continue;
+		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if ((view = first_view_concerning(views, relid)) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot detach a partition of \"%s\" concurrently: delta view \"%s\" reads it",
+							get_rel_name(relid), catalog_view_name(view)),
+					 errdetail("The rows of the partition leave the view's source without changes that can be decoded, so the view must be refreshed in the same transaction."),
+					 errhint("Use DETACH PARTITION without CONCURRENTLY.")));
+	}
+}
+
 Datum
 dj_on_ddl_start(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata;
+	Node	   *parsetree;
 	List	   *views;
-	ListCell   *lc;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		elog(ERROR, "dj_on_ddl_start: not fired by an event trigger");
 	trigdata = (EventTriggerData *) fcinfo->context;
+	parsetree = trigdata->parsetree;
 
-	if (IsA(trigdata->parsetree, AlterTableStmt))
+	if (!IsA(parsetree, AlterTableStmt) && !IsA(parsetree, DropStmt) &&
+		!IsA(parsetree, DropOwnedStmt))
+		PG_RETURN_VOID();
+	if ((views = guard_views()) == NIL || !guard_views_live())
+		PG_RETURN_VOID();
+
+	if (IsA(parsetree, AlterTableStmt))
+		refuse_concurrent_detach((AlterTableStmt *) parsetree, views);
+	else
 	{
-		AlterTableStmt *stmt = (AlterTableStmt *) trigdata->parsetree;
-
-		foreach(lc, stmt->cmds)
-		{
-			AlterTableCmd *cmd = lfirst(lc);
-			Oid			relid;
-			ListCell   *lc2;
-
-			if (cmd->subtype != AT_DetachPartition ||
-				!((PartitionCmd *) cmd->def)->concurrent)
-				continue;
-			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-			if (!OidIsValid(relid) || !guard_views_live() || (views = guard_views()) == NIL)
-				continue;
-			foreach(lc2, views)
-			{
-				ViewRecord *view = lfirst(lc2);
-
-				if (view_concerns(view, self_and_ancestors(relid)))
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot detach a partition of \"%s\" concurrently: delta view \"%s\" reads it",
-									get_rel_name(relid), catalog_view_name(view)),
-							 errdetail("The rows of the partition leave the view's source without changes that can be decoded, so the view must be refreshed in the same transaction."),
-							 errhint("Use DETACH PARTITION without CONCURRENTLY.")));
-			}
-		}
-	}
-	else if (IsA(trigdata->parsetree, DropStmt) &&
-			 ((DropStmt *) trigdata->parsetree)->removeType == OBJECT_TABLE)
-	{
-		DropStmt   *stmt = (DropStmt *) trigdata->parsetree;
-
-		if (MyProc->lxid != guard_lxid)
-		{
-			dropping_partitions_of = NIL;
-			guard_lxid = MyProc->lxid;
-		}
-		foreach(lc, stmt->objects)
-		{
-			RangeVar   *rv = makeRangeVarFromNameList((List *) lfirst(lc));
-			Oid			relid = RangeVarGetRelid(rv, NoLock, true);
-			MemoryContext oldcxt;
-
-			if (!OidIsValid(relid) || !get_rel_relispartition(relid))
-				continue;
-			oldcxt = MemoryContextSwitchTo(TopTransactionContext);
-			dropping_partitions_of = list_concat(dropping_partitions_of,
-												 get_partition_ancestors(relid));
-			MemoryContextSwitchTo(oldcxt);
-		}
+		if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->concurrent)
+			refuse_concurrent_index_drop((DropStmt *) parsetree, views);
+		watch_drop(views);
 	}
 	PG_RETURN_VOID();
 }
@@ -309,9 +471,16 @@ touched_relations(void)
 	MemoryContext caller = CurrentMemoryContext;
 
 	SPI_connect();
-	if (SPI_execute("SELECT objid FROM pg_catalog.pg_event_trigger_ddl_commands() "
-					"WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass",
-					true, 0) != SPI_OK_SELECT)
+	if (SPI_execute("SELECT CASE c.classid "
+					"  WHEN 'pg_catalog.pg_trigger'::pg_catalog.regclass THEN "
+					"    (SELECT tgrelid FROM pg_catalog.pg_trigger WHERE oid OPERATOR(pg_catalog.=) c.objid) "
+					"  WHEN 'pg_catalog.pg_rewrite'::pg_catalog.regclass THEN "
+					"    (SELECT ev_class FROM pg_catalog.pg_rewrite WHERE oid OPERATOR(pg_catalog.=) c.objid) "
+					"  ELSE c.objid END "
+					"FROM pg_catalog.pg_event_trigger_ddl_commands() c "
+					"WHERE c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_class', "
+					"  'pg_catalog.pg_trigger', 'pg_catalog.pg_rewrite']::pg_catalog.regclass[])",
+					false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the commands of the event");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -321,7 +490,9 @@ touched_relations(void)
 														   &isnull));
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
-		if (get_rel_relkind(relid) == RELKIND_INDEX ||
+		if (isnull)
+			relid = InvalidOid;
+		else if (get_rel_relkind(relid) == RELKIND_INDEX ||
 			get_rel_relkind(relid) == RELKIND_PARTITIONED_INDEX)
 			relid = IndexGetRelation(relid, true);
 		if (OidIsValid(relid))
@@ -369,12 +540,19 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 			if (OidIsValid(relid))
 				refresh = list_concat_unique_oid(refresh, self_and_ancestors(relid));
+			/* (the partition itself may be a target) */
+			relid = RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, true);
+			if (OidIsValid(relid))
+				relids = list_append_unique_oid(relids, relid);
 		}
 	}
-	if (MyProc->lxid == guard_lxid && dropping_partitions_of != NIL)
+	if (IsA(trigdata->parsetree, DropStmt) || IsA(trigdata->parsetree, DropOwnedStmt))
 	{
-		refresh = list_concat_unique_oid(refresh, dropping_partitions_of);
-		dropping_partitions_of = NIL;
+		DropWatch  *w = drop_watch(false);
+
+		refresh = list_concat_unique_oid(refresh, w->refresh);
+		relids = list_concat_unique_oid(relids, w->recheck);
+		drop_watch(true);
 	}
 
 	foreach(lc, touched_relations())
@@ -387,6 +565,15 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 
 		if (view->in_error || !OidIsValid(view->query_view) || !view_concerns(view, relids))
 			continue;
+		if (list_member_oid(relids, view->query_view) &&
+			trigdata->tag != CMDTAG_GRANT && trigdata->tag != CMDTAG_REVOKE &&
+			trigdata->tag != CMDTAG_COMMENT && trigdata->tag != CMDTAG_SECURITY_LABEL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot run %s on the query view of delta view \"%s\"",
+							command, catalog_view_name(view)),
+					 errdetail("The view's query is bound when the view is created and changes only with it; its name, schema and owner follow the target."),
+					 errhint("To change the query, drop the view with delta_join.drop_view() and create it again.")));
 		if (list_member_oid(relids, view->target))
 			query_follow_target(view->query_view, view->target);
 		if (live)
@@ -413,9 +600,10 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 	EventTriggerData *trigdata;
 	List	   *views;
 	List	   *dropped = NIL;
-	bool		recheck = false;
+	DropWatch  *w;
 	MemoryContext caller = CurrentMemoryContext;
 	ListCell   *lc;
+	ListCell   *lc2;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		elog(ERROR, "dj_on_sql_drop: not fired by an event trigger");
@@ -425,10 +613,10 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 
 	SPI_connect();
-	if (SPI_execute("SELECT objid, object_type FROM pg_catalog.pg_event_trigger_dropped_objects() "
-					"WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
-					"  AND objsubid OPERATOR(pg_catalog.=) 0 "
-					"   OR classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass",
+	if (SPI_execute("SELECT objid FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					"WHERE objsubid OPERATOR(pg_catalog.=) 0 AND classid OPERATOR(pg_catalog.=) "
+					"  ANY (ARRAY['pg_catalog.pg_class', 'pg_catalog.pg_trigger', "
+					"  'pg_catalog.pg_rewrite']::pg_catalog.regclass[])",
 					true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the objects dropped");
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -437,15 +625,27 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 		Oid			objid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
 														   SPI_tuptable->tupdesc, 1,
 														   &isnull));
-		char	   *type = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
 		dropped = lappend_oid(dropped, objid);
-		if (strcmp(type, "index") == 0 || strstr(type, "constraint") != NULL)
-			recheck = true;
 		MemoryContextSwitchTo(spi);
 	}
 	SPI_finish();
+
+	/* what ddl_command_start saw go: ddl_command_end refreshes or checks */
+	w = drop_watch(false);
+	MemoryContextSwitchTo(TopTransactionContext);
+	forboth(lc, w->partitions, lc2, w->partition_sources)
+	{
+		if (list_member_oid(dropped, lfirst_oid(lc)))
+			w->refresh = list_append_unique_oid(w->refresh, lfirst_oid(lc2));
+	}
+	forboth(lc, w->objects, lc2, w->object_relations)
+	{
+		if (list_member_oid(dropped, lfirst_oid(lc)))
+			w->recheck = list_append_unique_oid(w->recheck, lfirst_oid(lc2));
+	}
+	MemoryContextSwitchTo(caller);
 
 	foreach(lc, views)
 	{
@@ -455,14 +655,8 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 		{
 			/* the table is gone, and with it the view */
 			catalog_delete_view(view->view_id);
-			if (OidIsValid(view->query_view) && !list_member_oid(dropped, view->query_view) &&
-				get_rel_relkind(view->query_view) == RELKIND_VIEW)
-			{
-				ObjectAddress object;
-
-				ObjectAddressSet(object, RelationRelationId, view->query_view);
-				performDeletion(&object, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
-			}
+			if (OidIsValid(view->query_view) && !list_member_oid(dropped, view->query_view))
+				query_drop(view->query_view);
 			worker_notify();
 		}
 		else if (OidIsValid(view->query_view) && list_member_oid(dropped, view->query_view))
@@ -473,9 +667,6 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 									   GetCommandTagName(trigdata->tag)));
 			worker_notify();
 		}
-		else if (recheck && !view->in_error && OidIsValid(view->query_view) &&
-				 guard_views_live())
-			guard_check_view(view, GetCommandTagName(trigdata->tag));
 	}
 	PG_RETURN_VOID();
 }
@@ -500,10 +691,10 @@ dj_guard_target(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "dj_guard_target: not fired by a trigger");
 	trigdata = (TriggerData *) fcinfo->context;
-	if (target_filling())
+	relid = RelationGetRelid(trigdata->tg_relation);
+	if (target_filling(relid))
 		return PointerGetDatum(NULL);
 
-	relid = RelationGetRelid(trigdata->tg_relation);
 	if (!catalog_find_view(relid, &view) || view.options.manual_writes)
 		return PointerGetDatum(NULL);
 

@@ -222,6 +222,7 @@ worker_ensure_slot(void)
 	char		name[NAMEDATALEN];
 	Oid			catalog_relid = worker_catalog_relid("view_catalog");
 	bool		views_exist;
+	ReplicationSlot *slot;
 
 	worker_check_shmem();
 	worker_slot_name(name, MyDatabaseId);
@@ -237,9 +238,11 @@ worker_ensure_slot(void)
 		elog(ERROR, "delta_join.view_catalog does not exist");
 
 	LockRelationOid(catalog_relid, RowExclusiveLock);
-	if (SearchNamedReplicationSlot(name, true) != NULL)
+	slot = SearchNamedReplicationSlot(name, true);
+	if (slot != NULL && slot->data.persistency != RS_EPHEMERAL)
 		return;
 
+	/* (a slot still ephemeral is being created, and waits for us too) */
 	if (GetTopTransactionIdIfAny() != InvalidTransactionId)
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),

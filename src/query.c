@@ -38,6 +38,7 @@
 
 #include "access/relation.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
@@ -375,4 +376,22 @@ query_follow_target(Oid query_view, Oid target)
 	runas_end(&runas);
 
 	relation_close(rel, NoLock);
+}
+
+/*
+ * Drop a query view, as its creator, with whatever was built on it: the
+ * query goes with its delta view.
+ */
+void
+query_drop(Oid query_view)
+{
+	ObjectAddress object;
+	RunAs		runas;
+
+	if (!OidIsValid(query_view) || get_rel_relkind(query_view) != RELKIND_VIEW)
+		return;
+	ObjectAddressSet(object, RelationRelationId, query_view);
+	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
+	performDeletion(&object, DROP_CASCADE, PERFORM_DELETION_INTERNAL);
+	runas_end(&runas);
 }

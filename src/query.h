@@ -14,5 +14,6 @@ extern Query *query_parse(const char *text, List **hints);
 extern Oid	query_bind(Query *query, Oid target);
 extern Query *query_load(Oid query_view);
 extern void query_follow_target(Oid query_view, Oid target);
+extern void query_drop(Oid query_view);
 
 #endif							/* DJ_QUERY_H */

@@ -7,7 +7,8 @@
  * function returns for the same input: the time zone and date/interval
  * styles (timestamptz::text, ::date, to_char, ...), float output, the
  * lc_* categories that can be set per session, bytea output, the default
- * text search configuration and the XML options.  Rule 4 (analyze.c) lets
+ * text search configuration, the XML options, how array input reads NULL,
+ * and the time zone abbreviations timestamp input knows.  Rule 4 (analyze.c) lets
  * stable built-ins through because of this pinning.
  *
  * A runas_begin() is undone by runas_end(), or by the abort of the
@@ -40,6 +41,8 @@ static const char *const pinned_settings[] = {
 	"default_text_search_config",
 	"xmlbinary",
 	"xmloption",
+	"array_nulls",
+	"timezone_abbreviations",
 };
 
 /*

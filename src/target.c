@@ -42,11 +42,18 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
+#include "commands/event_trigger.h"
+#include "commands/tablecmds.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -59,7 +66,7 @@
 #include "target.h"
 
 /* Writes into targets that the guard trigger lets through (target_fill) */
-static int	target_fill_depth = 0;
+static Oid	target_filling_relid = InvalidOid;
 
 /* ----------------------------------------------------------------
  *		Key columns
@@ -347,8 +354,74 @@ target_add_region_indexes(Oid relid, DeltaPlan *plan)
  * exactly the result's key columns, each of the query's type and collation
  * (a key that compared otherwise would merge or split rows of the result).
  */
+#define GUARD_TRIGGER "delta_join_guard"
+
+static Oid
+guard_function(void)
+{
+	return LookupFuncName(list_make2(makeString(DJ_SCHEMA), makeString("_guard_target")),
+						  0, NULL, false);
+}
+
+/* Does the guard trigger fire on every write, in every replication role? */
+static bool
+target_is_guarded(Relation rel)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+	Oid			guard = guard_function();
+
+	for (int i = 0; triggers && i < triggers->numtriggers; i++)
+	{
+		Trigger    *trigger = &triggers->triggers[i];
+
+		if (strcmp(trigger->tgname, GUARD_TRIGGER) == 0)
+			return trigger->tgenabled == TRIGGER_FIRES_ALWAYS &&
+				trigger->tgfoid == guard &&
+				trigger->tgtype == (TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_INSERT |
+									TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+									TRIGGER_TYPE_TRUNCATE);
+	}
+	return false;
+}
+
+/*
+ * Nothing but delta_join may change a target's rows, so nothing may write
+ * them without its guard trigger seeing it: no rule rewriting statements
+ * on it, no parent or partitioned table whose statements reach its rows, no
+ * child whose rows its statements show.  Once guarded, the guard must stay
+ * enabled in every replication role.
+ */
+static void
+check_target_is_closed(Relation rel, const char *name, bool guarded)
+{
+	const char *problem = NULL;
+
+	if (rel->rd_rules != NULL)
+		problem = "has rules";
+	else if (rel->rd_rel->relispartition)
+		problem = "is a partition";
+	else if (has_superclass(RelationGetRelid(rel)))
+		problem = "inherits from another table";
+	else if (rel->rd_rel->relhassubclass &&
+			 find_inheritance_children(RelationGetRelid(rel), NoLock) != NIL)
+		problem = "has inheritance children";
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" %s", name, problem),
+				 errdetail("Statements on other tables or rules could change its rows without delta_join knowing."),
+				 errhint("Use a plain table that nothing else writes.")));
+
+	if (guarded && !target_is_guarded(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target \"%s\" lacks its enabled guard trigger %s", name, GUARD_TRIGGER),
+				 errdetail("The trigger keeps anyone but delta_join from writing the target."),
+				 errhint("Leave the trigger enabled (ENABLE ALWAYS); delta_join.refresh() puts it back.")));
+}
+
 void
-target_validate(Oid relid, DeltaPlan *plan)
+target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -360,6 +433,7 @@ target_validate(Oid relid, DeltaPlan *plan)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target \"%s\" is not an ordinary table", name),
 				 errhint("Name a new table, which delta_join.create_view creates, or an existing ordinary table.")));
+	check_target_is_closed(rel, name, guarded);
 	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -451,28 +525,54 @@ target_validate(Oid relid, DeltaPlan *plan)
 void
 target_guard(Oid relid)
 {
-	char	   *name = qualified_name(relid);
+	Relation	rel = table_open(relid, ShareRowExclusiveLock);
+	CreateTrigStmt *stmt;
+	RunAs		runas;
 
-	spi_run_once(psprintf("CREATE OR REPLACE TRIGGER delta_join_guard"
-						  " BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
-						  " FOR EACH STATEMENT EXECUTE FUNCTION delta_join._guard_target()",
-						  name));
-	spi_run_once(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER delta_join_guard", name));
+	if (target_is_guarded(rel))
+	{
+		table_close(rel, NoLock);
+		return;
+	}
+
+	/*
+	 * Created directly rather than by a statement: the DDL guard would check
+	 * the view with the trigger not yet there.  As the bootstrap superuser,
+	 * since the DDL guard also puts back the guard of a view whose target
+	 * the caller may not own.
+	 */
+	stmt = makeNode(CreateTrigStmt);
+	stmt->replace = true;
+	stmt->trigname = GUARD_TRIGGER;
+	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
+								  pstrdup(RelationGetRelationName(rel)), -1);
+	stmt->funcname = list_make2(makeString(DJ_SCHEMA), makeString("_guard_target"));
+	stmt->row = false;
+	stmt->timing = TRIGGER_TYPE_BEFORE;
+	stmt->events = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+		TRIGGER_TYPE_TRUNCATE;
+	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
+	(void) CreateTriggerFiringOn(stmt, "delta_join guard", relid, InvalidOid, InvalidOid,
+								 InvalidOid, guard_function(), InvalidOid, NULL,
+								 false, false, TRIGGER_FIRES_ALWAYS);
+	runas_end(&runas);
+	CommandCounterIncrement();
+	table_close(rel, NoLock);
 }
 
 /* Remove the guard of a table that is no longer a target. */
 void
 target_unguard(Oid relid)
 {
-	spi_run_once(psprintf("DROP TRIGGER IF EXISTS delta_join_guard ON %s",
+	spi_run_once(psprintf("DROP TRIGGER IF EXISTS " GUARD_TRIGGER " ON %s",
 						  qualified_name(relid)));
 }
 
-/* Is this backend filling a target (the guard lets that through)? */
+/* Is this backend filling this target (the guard lets that through)? */
 bool
-target_filling(void)
+target_filling(Oid relid)
 {
-	return target_fill_depth > 0;
+	return OidIsValid(relid) && relid == target_filling_relid;
 }
 
 /* ----------------------------------------------------------------
@@ -566,13 +666,15 @@ target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
 	char	   *name = qualified_name(relid);
 	uint64		rows;
 	RunAs		runas;
+	Oid			outer_filling;
 
 	/* refilling an existing target excludes the worker's writes to it */
 	if (clear)
 		LockRelationOid(relid, ExclusiveLock);
 
 	runas_begin(runas_target_owner(relid), settings, &runas);
-	target_fill_depth++;
+	outer_filling = target_filling_relid;
+	target_filling_relid = relid;
 	PG_TRY();
 	{
 		SPI_connect();
@@ -584,7 +686,7 @@ target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
 	}
 	PG_FINALLY();
 	{
-		target_fill_depth--;
+		target_filling_relid = outer_filling;
 	}
 	PG_END_TRY();
 	runas_end(&runas);

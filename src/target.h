@@ -15,11 +15,11 @@
 extern Oid	target_create(RangeVar *rv, DeltaPlan *plan);
 extern void target_add_key(Oid relid, DeltaPlan *plan);
 extern void target_add_region_indexes(Oid relid, DeltaPlan *plan);
-extern void target_validate(Oid relid, DeltaPlan *plan);
+extern void target_validate(Oid relid, DeltaPlan *plan, bool guarded);
 extern Oid	target_key_index(Relation rel, DeltaPlan *plan);
 extern void target_guard(Oid relid);
 extern void target_unguard(Oid relid);
-extern bool target_filling(void);
+extern bool target_filling(Oid relid);
 extern void target_lock_sources(DeltaPlan *plan);
 extern uint64 target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear);
 
