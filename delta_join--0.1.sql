@@ -138,7 +138,7 @@ AS $$ SELECT format('%I.%I', n.nspname, c.relname)
 CREATE VIEW delta_join.views AS
 SELECT delta_join._name(v.target) AS target,
 	   v.kind,
-	   CASE WHEN v.kind = 'join' AND (v.options ->> 'retract')::boolean
+	   CASE WHEN (v.options ->> 'retract')::boolean
 			THEN 'delta (retract)' ELSE 'delta' END AS mode,
 	   v.strategy,
 	   v.state,
@@ -146,6 +146,11 @@ SELECT delta_join._name(v.target) AS target,
 			 FROM delta_join.source_catalog s
 			 WHERE s.view_id = v.view_id
 			 ORDER BY s.ordinal) AS sources,
+	   -- sources read through their index whose changes trigger nothing
+	   ARRAY(SELECT s.relid::text
+			 FROM delta_join.source_catalog s
+			 WHERE s.view_id = v.view_id AND (s.options ->> 'lookup_only')::boolean
+			 ORDER BY s.ordinal) AS lookup_only,
 	   v.options,
 	   v.settings,
 	   pg_catalog.pg_get_userbyid(c.relowner) AS runs_as,

@@ -253,6 +253,39 @@ read_indexes(Relation rel, Oid pk_index)
 }
 
 /*
+ * A table without a primary key may still name its rows by a unique key
+ * whose NULLs are not distinct -- the key delta_join gives the target of a
+ * view with outer joins, so that views can read such targets.  Decoding
+ * needs the old row whole to find an updated or deleted row's key: the
+ * table must log it (REPLICA IDENTITY FULL, which such targets have).
+ */
+static Oid
+nulls_not_distinct_key(Relation rel)
+{
+	Oid			result = InvalidOid;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relreplident != REPLICA_IDENTITY_FULL)
+		return InvalidOid;
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+		bool		plain = true;
+
+		for (int i = 0; i < form->indnkeyatts; i++)
+			plain &= (form->indkey.values[i] != 0);
+		if (!OidIsValid(result) && idx->rd_rel->relam == BTREE_AM_OID &&
+			form->indisunique && form->indnullsnotdistinct && form->indimmediate &&
+			form->indisvalid && plain &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL))
+			result = RelationGetRelid(idx);
+		index_close(idx, AccessShareLock);
+	}
+	return result;
+}
+
+/*
  * The partitions of a partitioned source must be logged tables, like the
  * source itself: their rows are the source's rows.
  */
@@ -409,9 +442,15 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 	src->pk_index = RelationGetPrimaryKeyIndex(rel);
 	if (!OidIsValid(src->pk_index))
 	{
+		/* the target of an outer-join view: its key may hold NULLs */
+		src->pk_index = nulls_not_distinct_key(rel);
+		src->key_has_nulls = OidIsValid(src->pk_index);
+	}
+	if (!OidIsValid(src->pk_index))
+	{
 		analysis_reject(a, ERRCODE_INVALID_TABLE_DEFINITION,
 			   psprintf("delta view rule 1: source %s has no primary key", label),
-			   pstrdup("Changed rows are found again by their primary key."),
+			   pstrdup("Changed rows are found again by their primary key (or by a UNIQUE NULLS NOT DISTINCT key, with REPLICA IDENTITY FULL)."),
 			   psprintf("Add one: ALTER TABLE %s ADD PRIMARY KEY (...);", src->relname));
 		table_close(rel, AccessShareLock);
 		return NULL;

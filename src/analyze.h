@@ -27,9 +27,10 @@ typedef struct DeltaSource
 	char	   *alias;			/* the name the query uses for it */
 	bool		partitioned;
 	int			natts;			/* columns of the relation, dropped included */
-	Oid			pk_index;
+	Oid			pk_index;		/* the primary key, or see key_has_nulls */
 	int			pk_natts;
 	AttrNumber *pk_attnums;		/* primary key columns */
+	bool		key_has_nulls;	/* pk_index is a UNIQUE NULLS NOT DISTINCT key */
 
 	/* the columns whose changed values make a dirty key */
 	int			key_natts;

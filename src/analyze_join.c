@@ -427,6 +427,22 @@ analysis_join_tree(Analysis *a, Query *query)
 	w->query = query;
 	a->tree = w;
 	walk_tree(w, (Node *) query->jointree, NULL, NULL);
+
+	/*
+	 * A row of a source whose key may hold NULLs could not be told from its
+	 * null extension.
+	 */
+	for (int s = 0; s < list_length(a->plan->sources); s++)
+	{
+		DeltaSource *src = SOURCE(a, s);
+
+		if (src->key_has_nulls && !bms_is_empty(src->nulling))
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 5: %s, whose key may be NULL, is on the nullable side of an outer join",
+							analysis_source_label(src)),
+				   pstrdup("Its null-extended rows could not be told from its rows with a NULL key."),
+				   pstrdup("Put it on the preserved side, or join it with an inner join."));
+	}
 	return w->quals;
 }
 

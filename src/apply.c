@@ -527,17 +527,20 @@ target_lookup_begin(TargetWriter *writer, int ncols, const int *cols, bool missi
 		ScanKeyInit(&tl->keys[i], i + 1, BTEqualStrategyNumber, get_opcode(op), (Datum) 0);
 		tl->keys[i].sk_collation = idx->rd_indcollation[i];
 	}
+	tl->equal_keys = palloc(sizeof(ScanKeyData) * ncols);
+	memcpy(tl->equal_keys, tl->keys, sizeof(ScanKeyData) * ncols);
 	return tl;
 }
 
 /*
  * Call fn for each target row whose lookup columns have the values given
- * (values is indexed by output column), as our own writes so far left the
- * target.  The scan ends before fn may write.
+ * (values and isnull are indexed by output column; a NULL finds NULLs, as
+ * in a key whose NULLs are not distinct), as our own writes so far left
+ * the target.  The scan ends before fn may write.
  */
 void
 target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
-				   TargetRowFn fn, void *arg)
+				   const bool *isnull, TargetRowFn fn, void *arg)
 {
 	SnapshotData dirty;
 	IndexScanDesc scan;
@@ -545,7 +548,17 @@ target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
 	ListCell   *lc;
 
 	for (int i = 0; i < tl->ncols; i++)
-		tl->keys[i].sk_argument = values[tl->cols[i]];
+	{
+		if (isnull[tl->cols[i]])
+			ScanKeyEntryInitialize(&tl->keys[i], SK_ISNULL | SK_SEARCHNULL, i + 1,
+								   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid,
+								   (Datum) 0);
+		else
+		{
+			tl->keys[i] = tl->equal_keys[i];
+			tl->keys[i].sk_argument = values[tl->cols[i]];
+		}
+	}
 
 	InitDirtySnapshot(dirty);
 	scan = index_beginscan(writer->rel, tl->idx, &dirty, tl->ncols, 0);
@@ -690,7 +703,7 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 	writer = target_writer_begin(view->target, plan, counts);
 	if (plan->kind == DJ_KIND_AGGREGATE)
 		apply_aggregate(plan, batch, writer, counts);
-	else if (plan->has_outer)
+	else if (plan->has_outer || plan->options.retract)
 		apply_outer(plan, batch, writer, counts);
 	else
 		apply_join(plan, batch, writer, counts);

@@ -48,6 +48,7 @@ typedef struct TargetLookup
 	int			ncols;
 	int		   *cols;			/* output columns, in index column order */
 	ScanKeyData *keys;
+	ScanKeyData *equal_keys;	/* the equality keys, kept while keys search NULLs */
 } TargetLookup;
 
 /* called for each target row found; may not write the target */
@@ -63,7 +64,7 @@ extern void target_upsert(TargetWriter *writer, const Datum *values, const bool 
 extern TargetLookup *target_lookup_begin(TargetWriter *writer, int ncols, const int *cols,
 										 bool missing_ok);
 extern void target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
-							   TargetRowFn fn, void *arg);
+							   const bool *isnull, TargetRowFn fn, void *arg);
 extern void target_lookup_end(TargetLookup *tl);
 extern void target_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values,
 								 bool *isnull);

@@ -52,6 +52,7 @@ typedef struct GroupReceiver
 	TargetWriter *writer;
 	int			ncolumns;
 	bool		has_having;
+	bool		retract;		/* a group failing HAVING is deleted */
 	bool		found;
 	struct GroupSet *set;		/* recomputing a set of groups, or NULL */
 	int			key_column;		/* output column of the key (set mode) */
@@ -133,15 +134,27 @@ group_receive(TupleTableSlot *slot, DestReceiver *self)
 	GroupReceiver *receiver = (GroupReceiver *) self;
 
 	slot_getallattrs(slot);
-	receiver->found = true;
-	if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
-		group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
 
-	/* a group that fails HAVING keeps the row written earlier */
+	/*
+	 * A group that fails HAVING keeps the row written earlier; in retract
+	 * mode it is as if it had no rows: its row is deleted.
+	 */
 	if (receiver->has_having &&
 		(slot->tts_isnull[receiver->ncolumns] ||
 		 !DatumGetBool(slot->tts_values[receiver->ncolumns])))
+	{
+		if (!receiver->retract)
+		{
+			receiver->found = true;
+			if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
+				group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
+		}
 		return true;
+	}
+
+	receiver->found = true;
+	if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
+		group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
 
 	target_upsert(receiver->writer, slot->tts_values, slot->tts_isnull);
 	return true;
@@ -524,6 +537,7 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	receiver.writer = writer;
 	receiver.ncolumns = plan->ncolumns;
 	receiver.has_having = (plan->query->havingQual != NULL);
+	receiver.retract = plan->options.retract;
 
 	set = group_set_begin(plan, RelationGetRelid(writer->rel));
 	chunk = palloc(sizeof(DirtyKey *) * GROUP_SET_SIZE);

@@ -224,6 +224,7 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
 
 	ws->fetch = lookup_begin(driver->relid, driver->pk_index, driver->pk_natts, NULL, NULL,
 							 GetActiveSnapshot());
+	ws->fetch->match_nulls = driver->key_has_nulls;
 	ws->nlookups = list_length(walk->lookups);
 	ws->lookups = palloc(sizeof(DeltaLookup *) * Max(ws->nlookups, 1));
 	ws->scans = palloc(sizeof(LookupScan *) * Max(ws->nlookups, 1));

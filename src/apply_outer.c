@@ -91,12 +91,15 @@ source_present(OuterApply *oa, int s, const bool *isnull)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 
-	return src->key_in_output && !isnull[src->key_output[0]];
+	/* (a source outer joins cannot null-extend is in every row) */
+	return src->key_in_output &&
+		(bms_is_empty(src->nulling) || !isnull[src->key_output[0]]);
 }
 
-/* Does row a hold the same key as row b for source s? */
+/* Does row a hold the same key as row b for source s (NULLs equal)? */
 static bool
-same_key(OuterApply *oa, int s, const Datum *a, const Datum *b)
+same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
+		 const Datum *b, const bool *b_isnull)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 
@@ -104,7 +107,9 @@ same_key(OuterApply *oa, int s, const Datum *a, const Datum *b)
 	{
 		int			col = src->key_output[k];
 
-		if (!datum_image_eq(a[col], b[col], oa->typbyval[s][k], oa->typlen[s][k]))
+		if (a_isnull[col] != b_isnull[col] ||
+			(!a_isnull[col] &&
+			 !datum_image_eq(a[col], b[col], oa->typbyval[s][k], oa->typlen[s][k])))
 			return false;
 	}
 	return true;
@@ -126,7 +131,7 @@ is_sub_row(OuterApply *oa, const Datum *sub_values, const bool *sub_isnull,
 		bool		in_sub = source_present(oa, s, sub_isnull);
 		bool		in_row = source_present(oa, s, isnull);
 
-		if (in_sub && (!in_row || !same_key(oa, s, sub_values, values)))
+		if (in_sub && (!in_row || !same_key(oa, s, sub_values, sub_isnull, values, isnull)))
 			return false;
 		fewer |= (in_row && !in_sub);
 	}
@@ -150,12 +155,15 @@ row_key(OuterApply *oa, int s, const Datum *values)
 
 /* Row values with source s's key set from a DirtyKey (to look it up) */
 static void
-key_to_row(OuterApply *oa, int s, DirtyKey *key, Datum *values)
+key_to_row(OuterApply *oa, int s, DirtyKey *key, Datum *values, bool *isnull)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 
 	for (int k = 0; k < src->key_natts; k++)
+	{
 		values[src->key_output[k]] = key->values[k];
+		isnull[src->key_output[k]] = key->isnull[k];
+	}
 }
 
 static TargetLookup *
@@ -309,7 +317,8 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 			int			s = lfirst_int(lc);
 
 			if (source_present(oa, s, isnull))
-				target_lookup_rows(oa->writer, lookup_for(oa, s), values, match_row, &m);
+				target_lookup_rows(oa->writer, lookup_for(oa, s), values, isnull,
+								   match_row, &m);
 		}
 		if (m.found)
 			return;
@@ -400,8 +409,9 @@ replace_source_slices(OuterApply *oa, int s, List *keys)
 	target_region_begin(oa->writer);
 	foreach(lc, keys)
 	{
-		key_to_row(oa, s, lfirst(lc), oa->values);
-		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, add_region_row, NULL);
+		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+						   add_region_row, NULL);
 	}
 	run_region(oa, query_for_source(oa, s), keys, region_upsert);
 	target_region_end(oa->writer);
@@ -418,8 +428,9 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 	target_region_begin(oa->writer);
 	foreach(lc, keys)
 	{
-		key_to_row(oa, s, lfirst(lc), oa->values);
-		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, add_slice_row, &scan);
+		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+						   add_slice_row, &scan);
 	}
 	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
 	target_region_end(oa->writer);
@@ -553,8 +564,9 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		/* the slices of the rows it was in, and of those it is in now */
 		foreach(lc2, sb->keys)
 		{
-			key_to_row(&oa, s, lfirst(lc2), oa.values);
-			target_lookup_rows(writer, lookup_for(&oa, s), oa.values, note_target_row, &oa);
+			key_to_row(&oa, s, lfirst(lc2), oa.values, oa.isnull);
+			target_lookup_rows(writer, lookup_for(&oa, s), oa.values, oa.isnull,
+							   note_target_row, &oa);
 		}
 		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
 		for (int i = 0; i < list_length(plan->anchors); i++)

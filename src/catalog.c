@@ -481,7 +481,7 @@ catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 
-	/* columns 1-4: view_id, ordinal, relid, key_attnums (install script) */
+	/* columns 1-5: view_id, ordinal, relid, key_attnums, options (install script) */
 	ScanKeyInit(&skey, 3, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	scan = systable_beginscan(catrel, catindex, OidIsValid(catindex), NULL, 1, &skey);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
@@ -490,6 +490,7 @@ catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
 		Datum	   *elems;
 		int			nelems;
 		bool		isnull;
+		DeltaHint	hint;
 
 		keys->view_id = DatumGetInt32(heap_getattr(tuple, 1, desc, &isnull));
 		keys->ordinal = DatumGetInt32(heap_getattr(tuple, 2, desc, &isnull));
@@ -501,6 +502,8 @@ catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
 		keys->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
 		for (int k = 0; k < nelems; k++)
 			keys->key_attnums[k] = DatumGetInt16(elems[k]);
+		hint_from_jsonb(&hint, DatumGetJsonbP(heap_getattr(tuple, 5, desc, &isnull)));
+		keys->lookup_only = hint.lookup_only;
 		result = lappend(result, keys);
 	}
 	systable_endscan(scan);

@@ -45,6 +45,7 @@ typedef struct SourceKeys
 	Oid			relid;			/* the source as registered */
 	int			nkeys;
 	AttrNumber *key_attnums;	/* columns of relid */
+	bool		lookup_only;	/* its changes trigger nothing */
 } SourceKeys;
 
 extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,

@@ -181,6 +181,7 @@ static void decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 						  XLogRecPtr commit_lsn);
 static void decode_relcache_callback(Datum arg, Oid relid);
 static void decode_resolve_catalog(DecodeState *state);
+static void decode_follow_catalog(DecodeState *state);
 static RelEntry *decode_lookup_relation(DecodeState *state, DecodeCapture *cap,
 										Relation relation);
 static void decode_build_entry(DecodeState *state, DecodeCapture *cap,
@@ -285,8 +286,7 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 
 	if (cap == NULL)
 		return;
-	if (!state->catalog_resolved)
-		decode_resolve_catalog(state);
+	decode_follow_catalog(state);
 
 	/* A change of the catalog: later changes must be judged afresh. */
 	if (RelationGetRelid(relation) == state->catalog_relid)
@@ -363,8 +363,7 @@ decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 
 	if (cap == NULL)
 		return;
-	if (!state->catalog_resolved)
-		decode_resolve_catalog(state);
+	decode_follow_catalog(state);
 
 	for (r = 0; r < nrelations; r++)
 	{
@@ -427,6 +426,8 @@ decode_resolve_catalog(DecodeState *state)
 {
 	Oid			nspid = get_namespace_oid(DJ_SCHEMA, true);
 
+	state->catalog_relid = InvalidOid;
+	state->catalog_index = InvalidOid;
 	if (OidIsValid(nspid))
 	{
 		state->catalog_relid = get_relname_relid("source_catalog", nspid);
@@ -434,6 +435,30 @@ decode_resolve_catalog(DecodeState *state)
 												 nspid);
 	}
 	state->catalog_resolved = true;
+}
+
+/*
+ * Before each change: when the catalogs changed (a new historic snapshot),
+ * the relation map may be out of date, and the extension may even have
+ * been dropped and created again, with a new source_catalog.
+ */
+static void
+decode_follow_catalog(DecodeState *state)
+{
+	Snapshot	snapshot = GetCatalogSnapshot(InvalidOid);
+
+	if (snapshot->xmin != state->snap_xmin ||
+		snapshot->xmax != state->snap_xmax ||
+		snapshot->xcnt != state->snap_xcnt)
+	{
+		state->snap_xmin = snapshot->xmin;
+		state->snap_xmax = snapshot->xmax;
+		state->snap_xcnt = snapshot->xcnt;
+		state->relmap_stale = true;
+		state->catalog_resolved = false;
+	}
+	if (!state->catalog_resolved)
+		decode_resolve_catalog(state);
 }
 
 /*
@@ -445,19 +470,8 @@ decode_lookup_relation(DecodeState *state, DecodeCapture *cap,
 					   Relation relation)
 {
 	Oid			relid = RelationGetRelid(relation);
-	Snapshot	snapshot = GetCatalogSnapshot(InvalidOid);
 	RelEntry   *entry;
 	bool		found;
-
-	if (snapshot->xmin != state->snap_xmin ||
-		snapshot->xmax != state->snap_xmax ||
-		snapshot->xcnt != state->snap_xcnt)
-	{
-		state->snap_xmin = snapshot->xmin;
-		state->snap_xmax = snapshot->xmax;
-		state->snap_xcnt = snapshot->xcnt;
-		state->relmap_stale = true;
-	}
 
 	if (state->relmap_stale)
 	{
@@ -558,6 +572,10 @@ decode_build_entry(DecodeState *state, DecodeCapture *cap, Relation relation,
 			SourceTarget *target;
 			bool		complete = true;
 			int			k;
+
+			/* a lookup-only source is read, never driven by its changes */
+			if (keys->lookup_only)
+				continue;
 
 			if (ntargets == maxtargets)
 			{

@@ -128,6 +128,8 @@ lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, const Oid *su
 		}
 		index_close(idx, AccessShareLock);
 	}
+	scan->equal_keys = palloc(sizeof(ScanKeyData) * nkeys);
+	memcpy(scan->equal_keys, scan->keys, sizeof(ScanKeyData) * nkeys);
 
 	if (scan->nparts == 0 || scan->heaps[0] != root)
 		table_close(root, NoLock);
@@ -136,19 +138,29 @@ lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, const Oid *su
 
 /*
  * Start looking up the rows whose bound columns equal values.  Returns
- * false, and finds nothing, when a value is NULL (equality never holds).
+ * false, and finds nothing, when a value is NULL (equality never holds) --
+ * unless the scan matches NULLs, for a key whose NULLs are not distinct:
+ * then a NULL finds the rows whose column is NULL.
  */
 bool
 lookup_rescan(LookupScan *scan, const Datum *values, const bool *isnull)
 {
 	for (int k = 0; k < scan->nkeys; k++)
 	{
-		if (isnull[k])
+		if (isnull[k] && !scan->match_nulls)
 		{
 			scan->current = scan->nparts;
 			return false;
 		}
-		scan->keys[k].sk_argument = values[k];
+		if (isnull[k])
+			ScanKeyEntryInitialize(&scan->keys[k], SK_ISNULL | SK_SEARCHNULL, k + 1,
+								   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid,
+								   (Datum) 0);
+		else
+		{
+			scan->keys[k] = scan->equal_keys[k];
+			scan->keys[k].sk_argument = values[k];
+		}
 	}
 	for (int i = 0; i < scan->nparts; i++)
 		index_rescan(scan->scans[i], scan->keys, scan->nkeys, NULL, 0);

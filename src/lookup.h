@@ -25,6 +25,8 @@ typedef struct LookupScan
 	TupleTableSlot *rootslot;	/* rows in the source's (root) row type */
 	int			nkeys;
 	ScanKeyData *keys;			/* arguments filled by lookup_rescan */
+	ScanKeyData *equal_keys;	/* the equality keys, kept while keys search NULLs */
+	bool		match_nulls;	/* a NULL value finds NULLs (a NULLS NOT DISTINCT key) */
 	int			current;		/* part being scanned */
 	int64		count;			/* rescans done */
 } LookupScan;

@@ -62,6 +62,17 @@ column_var(Query *query, int rtindex, AttrNumber attno)
 	return makeVar(rtindex, attno, type, typmod, collation, 0);
 }
 
+static Expr *
+null_test(Expr *arg)
+{
+	NullTest   *test = makeNode(NullTest);
+
+	test->arg = arg;
+	test->nulltesttype = IS_NULL;
+	test->location = -1;
+	return (Expr *) test;
+}
+
 /*
  * Add "unnest($1, $2, ...) AS keys" to the query's FROM list, one column
  * per key column of src, and "src.key = keys.key" to its WHERE clause.
@@ -121,9 +132,15 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 		Var		   *key = makeVar(rtindex, k + 1, var->vartype, var->vartypmod,
 								  var->varcollid, 0);
 		Oid			eq = ordinary_equality_operator(var->vartype);
+		Expr	   *cond = make_opclause(eq, BOOLOID, false, (Expr *) var, (Expr *) key,
+										 InvalidOid, var->varcollid);
 
-		conds = lappend(conds, make_opclause(eq, BOOLOID, false, (Expr *) var, (Expr *) key,
-											 InvalidOid, var->varcollid));
+		/* a key whose NULLs are not distinct: a NULL finds NULLs */
+		if (src->key_has_nulls)
+			cond = make_orclause(list_make2(cond,
+											make_andclause(list_make2(null_test((Expr *) var),
+																	  null_test((Expr *) key)))));
+		conds = lappend(conds, cond);
 	}
 	return conds;
 }
@@ -163,16 +180,17 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 	rq->typalign = palloc(sizeof(char) * Max(rq->nkeys, 1));
 
 	conds = add_key_filter(rq, query, src);
+	rq->match_nulls = src->key_has_nulls;
 	while ((s = bms_next_member(null_sources, s)) >= 0)
 	{
 		DeltaSource *other = list_nth(plan->sources, s);
-		NullTest   *test = makeNode(NullTest);
 
-		/* a primary key column is NULL only when its source is null-extended */
-		test->arg = (Expr *) column_var(query, other->rtindex, other->pk_attnums[0]);
-		test->nulltesttype = IS_NULL;
-		test->location = -1;
-		conds = lappend(conds, test);
+		/*
+		 * A primary key column is NULL only when its source is null-extended
+		 * (sources whose key may hold NULLs are never null-extended).
+		 */
+		conds = lappend(conds, null_test((Expr *) column_var(query, other->rtindex,
+															 other->pk_attnums[0])));
 	}
 	if (query->jointree->quals)
 		conds = lappend(conds, query->jointree->quals);
@@ -228,11 +246,15 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 {
 	int			n = list_length(keys);
 	Datum	  **elems = palloc(sizeof(Datum *) * Max(rq->nkeys, 1));
+	bool	  **nulls = palloc(sizeof(bool *) * Max(rq->nkeys, 1));
 	ListCell   *lc;
 	int			i = 0;
 
 	for (int k = 0; k < rq->nkeys; k++)
+	{
 		elems[k] = palloc(sizeof(Datum) * Max(n, 1));
+		nulls[k] = palloc(sizeof(bool) * Max(n, 1));
+	}
 	foreach(lc, keys)
 	{
 		DirtyKey   *key = lfirst(lc);
@@ -240,10 +262,13 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 
 		for (int k = 0; k < rq->nkeys; k++)
 			has_null |= key->isnull[k];
-		if (has_null)
-			continue;
+		if (has_null && !rq->match_nulls)
+			continue;			/* a primary key is never NULL: no row has it */
 		for (int k = 0; k < rq->nkeys; k++)
+		{
 			elems[k][i] = key->values[k];
+			nulls[k][i] = key->isnull[k];
+		}
 		i++;
 	}
 
@@ -255,10 +280,13 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 
 		for (int k = 0; k < rq->nkeys; k++)
 		{
+			int			lbound = 1;
+
 			params->params[k].value =
-				PointerGetDatum(construct_array(elems[k] + start, count, rq->elemtypes[k],
-												rq->typlen[k], rq->typbyval[k],
-												rq->typalign[k]));
+				PointerGetDatum(construct_md_array(elems[k] + start, nulls[k] + start, 1,
+												   &count, &lbound, rq->elemtypes[k],
+												   rq->typlen[k], rq->typbyval[k],
+												   rq->typalign[k]));
 			params->params[k].isnull = false;
 			params->params[k].pflags = PARAM_FLAG_CONST;
 			params->params[k].ptype = rq->arraytypes[k];

@@ -25,6 +25,7 @@ typedef struct RegionQuery
 	int16	   *typlen;
 	bool	   *typbyval;
 	char	   *typalign;
+	bool		match_nulls;	/* the key's NULLs are not distinct: NULL finds NULL */
 	PlannedStmt *pstmt;			/* a generic plan */
 } RegionQuery;
 
