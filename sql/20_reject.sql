@@ -63,7 +63,8 @@ CREATE FOREIGN DATA WRAPPER dummy;
 CREATE SERVER dummy_server FOREIGN DATA WRAPPER dummy;
 CREATE FOREIGN TABLE foreign_items (merchant_id bigint, item_id bigint, item_name text)
   SERVER dummy_server;
-CREATE VIEW items_view AS SELECT * FROM items;
+CREATE VIEW items_view AS SELECT merchant_id, item_id, min(item_name) AS item_name
+  FROM items GROUP BY merchant_id, item_id;
 CREATE MATERIALIZED VIEW items_matview AS SELECT * FROM items;
 CREATE TABLE items_nopk (merchant_id bigint, item_id bigint, item_name text);
 CREATE INDEX ON items_nopk (merchant_id, item_id);
@@ -80,7 +81,8 @@ SELECT * FROM try_create('t', $$
 SELECT * FROM try_create('t', $$
   SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
   FROM orders o JOIN foreign_items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
--- view
+-- a view that is more than joins, projections and filters (simple views are
+-- inlined, see 91_flatten)
 SELECT * FROM try_create('t', $$
   SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
   FROM orders o JOIN items_view i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
@@ -195,13 +197,13 @@ SELECT * FROM try_create('t', $$
   SELECT o.merchant_id, o.order_id, o.item_id,
          (SELECT t.descr FROM tags t WHERE t.tag = i.item_name) AS descr
   FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
--- subquery in FROM
+-- subquery in FROM that is more than joins, projections and filters
 SELECT * FROM try_create('t', $$
   SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
-  FROM (SELECT * FROM orders) o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
--- CTE
+  FROM (SELECT * FROM orders LIMIT 10) o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+-- recursive CTE
 SELECT * FROM try_create('t', $$
-  WITH o AS (SELECT * FROM orders)
+  WITH RECURSIVE o AS (SELECT * FROM orders UNION ALL SELECT * FROM o WHERE false)
   SELECT o.merchant_id, o.order_id, o.item_id, i.item_name
   FROM o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
 -- DISTINCT and DISTINCT ON
@@ -515,7 +517,7 @@ SELECT * FROM delta_join.explain($$
 SELECT * FROM delta_join.explain($$
   SELECT o.merchant_id, o.order_id, o.item_id, v.item_name, u.item_name AS u_name
   FROM orders o
-  JOIN items_view v ON o.merchant_id = v.merchant_id AND o.item_id = v.item_id
+  JOIN items_matview v ON o.merchant_id = v.merchant_id AND o.item_id = v.item_id
   JOIN unlogged_items u ON o.merchant_id = u.merchant_id AND o.item_id = u.item_id $$);
 -- rules 8 and 6
 SELECT * FROM delta_join.explain($$

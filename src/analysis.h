@@ -58,9 +58,10 @@ typedef struct Analysis
 	bool		bad_columns;	/* a system column or whole row is read */
 	Bitmapset  *key_sources;	/* sources whose key is in the result's key */
 	struct TreeWalk *tree;		/* the join tree, as analyze_join.c walked it */
+	char	   *label;			/* "branch 2 of the UNION ALL", added to messages;
+								 * NULL but for a branch */
+	List	   *branch_analyses;	/* Analysis * of each branch of a UNION ALL */
 } Analysis;
-
-#define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
 
 #define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
 
@@ -71,6 +72,12 @@ extern char *analysis_source_label(DeltaSource *src);
 extern char *analysis_column_label(DeltaSource *src, AttrNumber attno);
 extern char *analysis_column_list(Oid relid, int n, const AttrNumber *attnums);
 extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **attnums);
+extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,
+								 const DeltaOptions *options);
+extern void analysis_output(Analysis *a);
+
+/* analyze_union.c */
+extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);
 
 /* determinism.c */
 extern void analysis_check_determinism(Analysis *a, Query *query);
@@ -89,5 +96,9 @@ extern void analysis_join(Analysis *a);
 
 /* explain.c */
 extern List *explain_lines(Analysis *a, const DeltaOptions *options);
+
+/* flatten.c */
+extern void analysis_flatten(Query *query);
+extern Bitmapset *analysis_referenced_rtes(Query *query);
 
 #endif							/* DJ_ANALYSIS_H */

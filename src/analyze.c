@@ -87,6 +87,8 @@ analysis_reject(Analysis *a, int code, char *message, char *detail, char *hint)
 {
 	Failure    *f;
 
+	if (a->label)
+		message = psprintf("%s (%s)", message, a->label);
 	if (!a->collect)
 		ereport(ERROR,
 				(errcode(code),
@@ -351,8 +353,8 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		case RELKIND_PARTITIONED_TABLE:
 			break;
 		case RELKIND_VIEW:
-			kind = "a view";
-			kind_hint = "Use the view's underlying tables in the query.";
+			kind = "a view of more than joins, projections and filters";
+			kind_hint = "A view is read as its query when that query is made of joins, projections and filters only; otherwise use its tables in the query.";
 			break;
 		case RELKIND_MATVIEW:
 			kind = "a materialized view";
@@ -693,8 +695,8 @@ analyze_aggregate(Analysis *a)
  * ----------------------------------------------------------------
  */
 
-static void
-analyze_output(Analysis *a)
+void
+analysis_output(Analysis *a)
 {
 	DeltaPlan  *plan = a->plan;
 	int			n = 0;
@@ -711,12 +713,13 @@ analyze_output(Analysis *a)
 
 		if (tle->resjunk)
 			continue;
-		if (tle->resname == NULL || strcmp(tle->resname, "?column?") == 0)
+		/* (a UNION ALL's columns take their names from its first branch) */
+		if (a->label == NULL && (tle->resname == NULL || strcmp(tle->resname, "?column?") == 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
 					 errmsg("output column %d of the query has no name", n + 1),
 					 errhint("Give it a name with AS; it becomes a column of the target.")));
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n && a->label == NULL; i++)
 			if (strcmp(plan->colnames[i], tle->resname) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_DUPLICATE_COLUMN),
@@ -724,7 +727,7 @@ analyze_output(Analysis *a)
 						 errhint("Give each output column its own name with AS; they become the columns of the target.")));
 		if (exprType((Node *) tle->expr) == UNKNOWNOID)
 			elog(ERROR, "output column \"%s\" has type unknown", tle->resname);
-		plan->colnames[n] = pstrdup(tle->resname);
+		plan->colnames[n] = pstrdup(tle->resname ? tle->resname : "?column?");
 		plan->coltypes[n] = exprType((Node *) tle->expr);
 		plan->coltypmods[n] = exprTypmod((Node *) tle->expr);
 		plan->colcollations[n] = exprCollation((Node *) tle->expr);
@@ -738,21 +741,32 @@ analyze_output(Analysis *a)
  * ----------------------------------------------------------------
  */
 
-static DeltaPlan *
-analyze_query(Analysis *a, Query *query, List *hints, const DeltaOptions *options)
+DeltaPlan *
+analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *options)
 {
 	DeltaPlan  *plan = palloc0(sizeof(DeltaPlan));
 	int			nrtes;
 	int			rtindex;
 	int			ncolumns = 0;
 	bool		rte_rejected = false;
+	Bitmapset  *referenced;
 	ListCell   *lc;
 
-	/* the analysis flattens join aliases in place: work on a copy */
+	/* the analysis flattens the query in place: work on a copy */
 	query = copyObject(query);
+	analysis_flatten(query);
+	referenced = analysis_referenced_rtes(query);
 	a->plan = plan;
 	plan->options = *options;
 	plan->query = query;
+	plan->tag_column = -1;
+
+	if (query->setOperations)
+	{
+		plan->kind = DJ_KIND_JOIN;
+		analysis_union(a, query, hints, options);
+		return plan;
+	}
 
 	check_query_shape(a, query);
 	analysis_check_determinism(a, query);
@@ -766,6 +780,9 @@ analyze_query(Analysis *a, Query *query, List *hints, const DeltaOptions *option
 		RangeTblEntry *rte = lfirst(lc);
 
 		a->rt_source[++rtindex] = -1;
+		/* (a view's placeholders, a subquery pulled up: see flatten.c) */
+		if (!bms_is_member(rtindex, referenced))
+			continue;
 		if (rte->lateral)
 			reject_shape(a, "LATERAL is");
 		rte_rejected |= (rte->rtekind != RTE_RELATION && rte->rtekind != RTE_JOIN);
@@ -782,6 +799,7 @@ analyze_query(Analysis *a, Query *query, List *hints, const DeltaOptions *option
 						break;
 					}
 					a->rt_source[rtindex] = list_length(plan->sources);
+					src->ordinal = rtindex;
 					plan->sources = lappend(plan->sources, src);
 					a->source_indexes = lappend(a->source_indexes, indexes);
 				}
@@ -843,7 +861,7 @@ analyze_query(Analysis *a, Query *query, List *hints, const DeltaOptions *option
 		query->havingQual = flatten_join_alias_vars(query, query->havingQual);
 	plan->quals = analysis_join_tree(a, query);
 
-	analyze_output(a);
+	analysis_output(a);
 
 	if (query->hasAggs || query->groupClause != NIL)
 	{
@@ -866,7 +884,7 @@ analyze_plan(Query *query, List *hints, const DeltaOptions *options)
 {
 	Analysis	a = {0};
 
-	return analyze_query(&a, query, hints, options);
+	return analysis_query(&a, query, hints, options);
 }
 
 
@@ -881,6 +899,6 @@ explain_plan(Query *query, List *hints, const DeltaOptions *options)
 	Analysis	a = {0};
 
 	a.collect = true;
-	(void) analyze_query(&a, query, hints, options);
+	(void) analysis_query(&a, query, hints, options);
 	return explain_lines(&a, options);
 }

@@ -22,6 +22,7 @@ typedef enum DeltaKind
 typedef struct DeltaSource
 {
 	int			rtindex;		/* position in query->rtable */
+	int			ordinal;		/* its number in source_catalog and in batches */
 	Oid			relid;
 	char	   *relname;		/* qualified name, for messages */
 	char	   *alias;			/* the name the query uses for it */
@@ -137,7 +138,22 @@ typedef struct DeltaPlan
 	bool		has_outer;
 	List	   *anchors;		/* int */
 	List	   *outer_joins;	/* OuterJoin *, for explain */
+
+	/*
+	 * UNION ALL (analyze_union.c): the plan of each branch, whose sources
+	 * are also this plan's; the output column that tells the branches'
+	 * rows apart, in the union and in each branch, and in a branch its
+	 * value there (as text), or -1.
+	 */
+	List	   *branches;		/* DeltaPlan * */
+	int			tag_column;
+	char	   *tag_value;
 } DeltaPlan;
+
+/* The ordinal of source rtindex of UNION ALL branch b (0-based) */
+#define DJ_BRANCH_ORDINAL(b, rtindex)	(1000 * ((b) + 1) + (rtindex))
+#define DJ_ORDINAL_BRANCH(ordinal)		((ordinal) / 1000 - 1)
+#define DJ_ORDINAL_RTINDEX(ordinal)		((ordinal) % 1000)
 
 /* One outer join of a plan, as explain shows it. */
 typedef struct OuterJoin

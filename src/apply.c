@@ -162,9 +162,15 @@ view_plan(ViewRecord *view)
 	oldcxt = MemoryContextSwitchTo(entry->cxt);
 	entry->plan = catalog_view_plan(view);
 	target_validate(view->target, entry->plan, true);
-	entry->relids = palloc(sizeof(Oid) * (list_length(entry->plan->sources) + 2));
-	foreach(lc, entry->plan->sources)
-		entry->relids[n++] = ((DeltaSource *) lfirst(lc))->relid;
+	/* the sources, and the views the query reads (their placeholders) */
+	entry->relids = palloc(sizeof(Oid) * (list_length(entry->plan->query->rtable) + 2));
+	foreach(lc, entry->plan->query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			entry->relids[n++] = rte->relid;
+	}
 	entry->relids[n++] = view->target;
 	entry->relids[n++] = view->query_view;
 	entry->nrelids = n;
@@ -190,6 +196,8 @@ apply_check_access(DeltaPlan *plan)
 #else
 	(void) ExecCheckRTPerms(plan->query->rtable, true);
 #endif
+	foreach(lc, plan->branches)
+		apply_check_access(lfirst(lc));
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);
@@ -688,6 +696,18 @@ target_writer_end(TargetWriter *writer)
  * ----------------------------------------------------------------
  */
 
+/* Apply a batch by the way the plan says */
+static void
+apply_plan(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts *counts)
+{
+	if (plan->kind == DJ_KIND_AGGREGATE)
+		apply_aggregate(plan, batch, writer, counts);
+	else if (plan->has_outer || plan->options.retract)
+		apply_outer(plan, batch, writer, counts);
+	else
+		apply_join(plan, batch, writer, counts);
+}
+
 /*
  * Apply one view's batch.  Runs as the target's owner, with the view's
  * pinned settings; raises an error (the worker rolls back the view's
@@ -701,11 +721,29 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 
 	apply_check_access(plan);
 	writer = target_writer_begin(view->target, plan, counts);
-	if (plan->kind == DJ_KIND_AGGREGATE)
-		apply_aggregate(plan, batch, writer, counts);
-	else if (plan->has_outer || plan->options.retract)
-		apply_outer(plan, batch, writer, counts);
+	if (plan->branches != NIL)
+	{
+		/* UNION ALL: each branch its own changes, in the one target */
+		ListCell   *lc;
+
+		foreach(lc, plan->branches)
+		{
+			ViewBatch	branch_batch = *batch;
+			ListCell   *lc2;
+
+			branch_batch.sources = NIL;
+			foreach(lc2, batch->sources)
+			{
+				SourceBatch *sb = lfirst(lc2);
+
+				if (DJ_ORDINAL_BRANCH(sb->ordinal) == foreach_current_index(lc))
+					branch_batch.sources = lappend(branch_batch.sources, sb);
+			}
+			if (branch_batch.sources != NIL)
+				apply_plan(lfirst(lc), &branch_batch, writer, counts);
+		}
+	}
 	else
-		apply_join(plan, batch, writer, counts);
+		apply_plan(plan, batch, writer, counts);
 	target_writer_end(writer);
 }

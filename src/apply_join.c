@@ -282,7 +282,7 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 			DeltaWalk  *w = lfirst(lc2);
 			DeltaSource *driver = list_nth(plan->sources, w->driver);
 
-			if (driver->rtindex == sb->ordinal)
+			if (driver->ordinal == sb->ordinal)
 				walk = w;
 		}
 		if (walk == NULL)

@@ -46,6 +46,7 @@
 
 #include "access/tableam.h"
 #include "executor/executor.h"
+#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -54,6 +55,7 @@
 
 #include "apply.h"
 #include "recompute.h"
+#include "target.h"
 
 typedef struct OuterApply
 {
@@ -63,6 +65,9 @@ typedef struct OuterApply
 	TargetWriter *writer;
 	int			nsources;
 	bool		twins_differ;	/* a null-extended source's key is in the target key */
+	Datum		tag;			/* a UNION ALL branch's tag, in the target's type */
+	int16		tag_len;
+	bool		tag_byval;
 	RegionQuery **by_source;	/* rows a source row is in, built on first use */
 	RegionQuery **by_anchor;	/* slice queries, per anchor position */
 	TargetLookup **lookups;		/* target rows by a source's key */
@@ -164,6 +169,21 @@ key_to_row(OuterApply *oa, int s, DirtyKey *key, Datum *values, bool *isnull)
 		values[src->key_output[k]] = key->values[k];
 		isnull[src->key_output[k]] = key->isnull[k];
 	}
+	if (oa->plan->tag_column >= 0)
+	{
+		values[oa->plan->tag_column] = oa->tag;
+		isnull[oa->plan->tag_column] = false;
+	}
+}
+
+/* Is a target row one of this plan's (not another UNION ALL branch's)? */
+static bool
+row_is_ours(OuterApply *oa, const Datum *values, const bool *isnull)
+{
+	int			col = oa->plan->tag_column;
+
+	return col < 0 ||
+		(!isnull[col] && datum_image_eq(values[col], oa->tag, oa->tag_byval, oa->tag_len));
 }
 
 static TargetLookup *
@@ -174,9 +194,10 @@ lookup_for(OuterApply *oa, int s)
 	if (oa->lookups[s] == NULL)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+		int			cols[INDEX_MAX_KEYS];
+		int			ncols = target_region_columns(oa->plan, src, cols);
 
-		oa->lookups[s] = target_lookup_begin(oa->writer, src->key_natts, src->key_output,
-											 false);
+		oa->lookups[s] = target_lookup_begin(oa->writer, ncols, cols, false);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	return oa->lookups[s];
@@ -448,7 +469,11 @@ replace_all(OuterApply *oa)
 	target_region_begin(oa->writer);
 	scan = table_beginscan(oa->writer->rel, GetActiveSnapshot(), 0, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-		target_region_add(oa->writer, &slot->tts_tid);
+	{
+		target_output_values(oa->writer, slot, oa->values, oa->isnull);
+		if (row_is_ours(oa, oa->values, oa->isnull))
+			target_region_add(oa->writer, &slot->tts_tid);
+	}
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 
@@ -497,6 +522,19 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
 
+	if (plan->tag_column >= 0)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(writer->rel),
+											  writer->attnums[plan->tag_column] - 1);
+		Oid			input;
+		Oid			ioparam;
+
+		getTypeInputInfo(att->atttypid, &input, &ioparam);
+		oa->tag = OidInputFunctionCall(input, plan->tag_value, ioparam, att->atttypmod);
+		oa->tag_len = att->attlen;
+		oa->tag_byval = att->attbyval;
+	}
+
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);
@@ -534,7 +572,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 
 		foreach(lc2, plan->sources)
 		{
-			if (((DeltaSource *) lfirst(lc2))->rtindex == sb->ordinal)
+			if (((DeltaSource *) lfirst(lc2))->ordinal == sb->ordinal)
 				s = foreach_current_index(lc2);
 		}
 		if (s < 0)

@@ -97,7 +97,7 @@ insert_sources(int view_id, DeltaPlan *plan)
 		hint.lookup_only = src->lookup_only;
 
 		values[0] = Int32GetDatum(view_id);
-		values[1] = Int32GetDatum(src->rtindex);
+		values[1] = Int32GetDatum(src->ordinal);
 		values[2] = ObjectIdGetDatum(src->relid);
 		values[3] = int2_array(src->key_natts, src->key_attnums);
 		values[4] = JsonbPGetDatum(hint_to_jsonb(&hint));
@@ -449,7 +449,7 @@ catalog_view_plan(ViewRecord *view)
 
 		foreach(lc2, view->sources)
 		{
-			if (((SourceRecord *) lfirst(lc2))->ordinal == src->rtindex)
+			if (((SourceRecord *) lfirst(lc2))->ordinal == src->ordinal)
 				rec = lfirst(lc2);
 		}
 		if (rec == NULL || rec->relid != src->relid || rec->nkeys != src->key_natts ||

@@ -144,7 +144,33 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 		return lines;
 	}
 
-	if (plan->kind == DJ_KIND_AGGREGATE)
+	if (plan->branches != NIL)
+	{
+		lines = lappend(lines, psprintf("Union All of %d delta branches -> key %s, told apart by %s",
+										list_length(plan->branches), key_list(plan),
+										quote_identifier(plan->colnames[plan->tag_column])));
+		foreach(lc, a->branch_analyses)
+		{
+			Analysis   *ba = lfirst(lc);
+			List	   *branch_lines = explain_lines(ba, options);
+			ListCell   *lc2;
+
+			/* each branch's plan, indented, without the strategy line */
+			foreach(lc2, branch_lines)
+			{
+				if (lnext(branch_lines, lc2) == NULL)
+					break;
+				if (foreach_current_index(lc2) == 0)
+					lines = lappend(lines, psprintf("  branch %d (%s = %s): %s",
+													foreach_current_index(lc) + 1,
+													quote_identifier(plan->colnames[plan->tag_column]),
+													ba->plan->tag_value, (char *) lfirst(lc2)));
+				else
+					lines = lappend(lines, psprintf("  %s", (char *) lfirst(lc2)));
+			}
+		}
+	}
+	else if (plan->kind == DJ_KIND_AGGREGATE)
 	{
 		DeltaSource *src = linitial(plan->sources);
 

@@ -218,10 +218,11 @@ view_concerns(ViewRecord *view, List *relids)
  * say over the view (it cannot act as the target's owner) is not held back
  * by it: the view goes into error instead, until its owner refreshes it.
  */
-static void
+static bool
 guard_check_view(ViewRecord *view, const char *command)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
+	ErrorData  *volatile failure = NULL;
 
 	PG_TRY();
 	{
@@ -231,30 +232,76 @@ guard_check_view(ViewRecord *view, const char *command)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
 		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
+		failure = CopyErrorData();
 		FlushErrorState();
-		if (!has_privs_of_role(GetUserId(), runas_target_owner(view->target)))
-		{
-			catalog_set_error(view->view_id,
-							  psprintf("%s made the view incorrect: %s", command, edata->message));
-			ereport(NOTICE,
-					(errmsg("delta view \"%s\" is in error after %s", catalog_view_name(view), command),
-					 errdetail("%s", edata->message),
-					 errhint("Its owner can refresh it with delta_join.refresh() once the query can be maintained again.")));
-			worker_notify();
-			return;
-		}
-		ereport(ERROR,
-				(errcode(edata->sqlerrcode),
-				 errmsg("cannot run %s: delta view \"%s\" would no longer be correct",
-						command, catalog_view_name(view)),
-				 errdetail("%s", edata->message),
-				 errhint("Drop the view with delta_join.drop_view() first, or leave the table as it is.")));
 	}
 	PG_END_TRY();
+
+	if (failure == NULL)
+		return true;
+	if (has_privs_of_role(GetUserId(), runas_target_owner(view->target)))
+		ereport(ERROR,
+				(errcode(failure->sqlerrcode),
+				 errmsg("cannot run %s: delta view \"%s\" would no longer be correct",
+						command, catalog_view_name(view)),
+				 errdetail("%s", failure->message),
+				 errhint("Drop the view with delta_join.drop_view() first, or leave the table as it is.")));
+	catalog_set_error(view->view_id,
+					  psprintf("%s made the view incorrect: %s", command, failure->message));
+	ereport(NOTICE,
+			(errmsg("delta view \"%s\" is in error after %s", catalog_view_name(view), command),
+			 errdetail("%s", failure->message),
+			 errhint("Its owner can refresh it with delta_join.refresh() once the query can be maintained again.")));
+	worker_notify();
+	return false;
+}
+
+/*
+ * The query views that read, directly or through other views, one of the
+ * Postgres views among relids (a query reads a view as its query, see
+ * flatten.c).
+ */
+static List *
+query_views_reading_views(List *relids)
+{
+	List	   *views = NIL;
+	List	   *result = NIL;
+	MemoryContext caller = CurrentMemoryContext;
+	ListCell   *lc;
+
+	foreach(lc, relids)
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_VIEW)
+			views = lappend_oid(views, lfirst_oid(lc));
+	}
+	if (views == NIL)
+		return NIL;
+
+	SPI_connect();
+	catalog_exec("WITH RECURSIVE readers(v) AS ("
+				 "  SELECT pg_catalog.unnest($1) "
+				 "  UNION SELECT r.ev_class FROM pg_catalog.pg_depend d, pg_catalog.pg_rewrite r, readers "
+				 "  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
+				 "    AND d.objid OPERATOR(pg_catalog.=) r.oid "
+				 "    AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+				 "    AND d.refobjid OPERATOR(pg_catalog.=) readers.v "
+				 "    AND r.ev_class OPERATOR(pg_catalog.<>) readers.v) "
+				 "SELECT v FROM readers",
+				 1, (Oid[]) {OIDARRAYOID}, (Datum[]) {PointerGetDatum(oid_array(views))}, NULL);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1,
+														   &isnull));
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		result = lappend_oid(result, relid);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return result;
 }
 
 /* Refresh the views reading relid, after rows came or went without changes. */
@@ -511,6 +558,7 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 	List	   *views;
 	List	   *relids = NIL;
 	List	   *refresh = NIL;
+	List	   *rebound;
 	bool		live;
 	ListCell   *lc;
 
@@ -577,11 +625,27 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 		if (list_member_oid(relids, view->target))
 			query_follow_target(view->query_view, view->target);
 		if (live)
-			guard_check_view(view, command);
+			(void) guard_check_view(view, command);
 	}
 
 	if (!live)
 		PG_RETURN_VOID();
+
+	/* a view a query reads, replaced or altered: the query is not the same */
+	rebound = query_views_reading_views(relids);
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		if (view->in_error || !list_member_oid(rebound, view->query_view) ||
+			!guard_check_view(view, command))
+			continue;
+		ereport(NOTICE,
+				(errmsg("delta view \"%s\" is refreshed because a view its query reads changed (%s)",
+						catalog_view_name(view), command)));
+		(void) api_refresh_view(view, false);
+	}
+
 	foreach(lc, refresh)
 		guard_refresh_readers(views, lfirst_oid(lc),
 							  psprintf("the partitions of \"%s\" changed (%s)",

@@ -295,65 +295,108 @@ target_add_key(Oid relid, DeltaPlan *plan)
  * drives changes; with outer joins, by the key of each anchor.  Those the
  * target lacks are created.
  */
+static bool target_has_index_on(Oid relid, int ncols, const int *cols);
+
 void
 target_add_region_indexes(Oid relid, DeltaPlan *plan)
 {
+	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
 	List	   *done = NIL;
 	ListCell   *lc;
 
-	foreach(lc, plan->sources)
+	foreach(lc, plans)
 	{
-		DeltaSource *src = lfirst(lc);
-		int			s = foreach_current_index(lc);
-		StringInfoData cols;
-		Relation	rel;
-		bool		covered = false;
+		DeltaPlan  *p = lfirst(lc);
 		ListCell   *lc2;
 
-		if (!((plan->options.retract && !src->lookup_only) ||
-			  list_member_int(plan->anchors, s)) || !src->key_in_output)
-			continue;
-
-		/* an index whose leading columns are these already does */
-		rel = table_open(relid, AccessShareLock);
-		foreach(lc2, RelationGetIndexList(rel))
+		foreach(lc2, p->sources)
 		{
-			Relation	idx = index_open(lfirst_oid(lc2), AccessShareLock);
-			bool		match = idx->rd_index->indnkeyatts >= src->key_natts &&
-				heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+			DeltaSource *src = lfirst(lc2);
+			int			s = foreach_current_index(lc2);
+			int			cols[INDEX_MAX_KEYS];
+			int			ncols;
+			StringInfoData names;
 
-			for (int i = 0; match && i < src->key_natts; i++)
-			{
-				bool		found = false;
+			if (!((p->options.retract && !src->lookup_only) ||
+				  list_member_int(p->anchors, s)) || !src->key_in_output)
+				continue;
 
-				for (int k = 0; k < src->key_natts; k++)
-					found |= (idx->rd_index->indkey.values[i] == src->key_output[k] + 1);
-				match = found;
-			}
-			covered |= match;
-			index_close(idx, AccessShareLock);
+			ncols = target_region_columns(p, src, cols);
+			if (target_has_index_on(relid, ncols, cols))
+				continue;
+			initStringInfo(&names);
+			for (int k = 0; k < ncols; k++)
+				appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
+								 quote_identifier(plan->colnames[cols[k]]));
+			if (list_member(done, makeString(names.data)))
+				continue;
+			done = lappend(done, makeString(names.data));
+			spi_run_once(psprintf("CREATE INDEX ON %s (%s)", qualified_name(relid), names.data));
+			CommandCounterIncrement();
 		}
-		table_close(rel, AccessShareLock);
-
-		initStringInfo(&cols);
-		for (int k = 0; k < src->key_natts; k++)
-			appendStringInfo(&cols, "%s%s", k > 0 ? ", " : "",
-							 quote_identifier(plan->colnames[src->key_output[k]]));
-		if (covered || list_member(done, makeString(cols.data)))
-			continue;
-		done = lappend(done, makeString(cols.data));
-		spi_run_once(psprintf("CREATE INDEX ON %s (%s)", qualified_name(relid), cols.data));
-		CommandCounterIncrement();
 	}
 }
 
 /*
- * Check that an existing target can hold the view's result: an ordinary,
- * permanent table whose columns are the query's output columns, same names
- * and order, each taking the query's value by assignment; a unique key on
- * exactly the result's key columns, each of the query's type and collation
- * (a key that compared otherwise would merge or split rows of the result).
+ * The output columns by which apply finds the rows of a source's key (its
+ * slice): its key columns, after the tag of a UNION ALL branch.  Returns
+ * how many.
  */
+int
+target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
+{
+	int			n = 0;
+
+	if (plan->tag_column >= 0)
+		cols[n++] = plan->tag_column;
+	for (int k = 0; k < src->key_natts; k++)
+		cols[n++] = src->key_output[k];
+	return n;
+}
+
+/* Does some index of the target have these output columns leading? */
+static bool
+target_has_index_on(Oid relid, int ncols, const int *cols)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	bool		covered = false;
+	int			col = 0;
+	ListCell   *lc;
+
+	/* output column i -> target attribute */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		for (int k = 0; k < ncols; k++)
+			if (cols[k] == col)
+				attnums[k] = i + 1;
+		col++;
+	}
+
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		match = idx->rd_index->indnkeyatts >= ncols &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+
+		for (int i = 0; match && i < ncols; i++)
+		{
+			bool		found = false;
+
+			for (int k = 0; k < ncols; k++)
+				found |= (idx->rd_index->indkey.values[i] == attnums[k]);
+			match = found;
+		}
+		covered |= match;
+		index_close(idx, AccessShareLock);
+	}
+	table_close(rel, AccessShareLock);
+	return covered;
+}
+
 #define GUARD_TRIGGER "delta_join_guard"
 
 static Oid
@@ -420,6 +463,13 @@ check_target_is_closed(Relation rel, const char *name, bool guarded)
 				 errhint("Leave the trigger enabled (ENABLE ALWAYS); delta_join.refresh() puts it back.")));
 }
 
+/*
+ * Check that an existing target can hold the view's result: an ordinary,
+ * permanent table whose columns are the query's output columns, same names
+ * and order, each taking the query's value by assignment; a unique key on
+ * exactly the result's key columns, each of the query's type and collation
+ * (a key that compared otherwise would merge or split rows of the result).
+ */
 void
 target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 {
