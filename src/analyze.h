@@ -59,6 +59,14 @@ typedef struct DeltaSource
 	 */
 	int		   *key_output;
 	bool		key_in_output;	/* every key column has one */
+
+	/*
+	 * Per key column, an output column equal to it in every row the source
+	 * is joined in (its own, or one of a partner's the join equates it
+	 * with), or -1: the rows a source row was joined in are found by them.
+	 */
+	int		   *partner_output;
+	bool		partners_in_output; /* every key column has one */
 } DeltaSource;
 
 /* One plain-column equality between two sources: left.col = right.col */

@@ -760,6 +760,29 @@ output_of_class(Analysis *a, int cls, int source)
 	return -1;
 }
 
+/* Output column (0-based) that is a plain Var of column class cls, or -1 */
+static int
+output_of_class_anywhere(Analysis *a, int cls)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, a->plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		int			s;
+		AttrNumber	att;
+
+		if (tle->resjunk)
+			continue;
+		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
+			analysis_class_of(a, analysis_column_id(a, s, att)) == cls)
+			return i;
+		i++;
+	}
+	return -1;
+}
+
 /* The source a column id belongs to */
 static int
 source_of_id(Analysis *a, int id)
@@ -908,12 +931,17 @@ map_source_keys(Analysis *a)
 
 		initStringInfo(&missing);
 		src->key_output = palloc(sizeof(int) * Max(src->key_natts, 1));
+		src->partner_output = palloc(sizeof(int) * Max(src->key_natts, 1));
 		src->key_in_output = true;
+		src->partners_in_output = true;
 		for (int k = 0; k < src->key_natts; k++)
 		{
 			int			id = analysis_column_id(a, s, src->key_attnums[k]);
 
 			src->key_output[k] = output_of_class(a, analysis_class_of(a, id), s);
+			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
+				output_of_class_anywhere(a, analysis_class_of(a, id));
+			src->partners_in_output &= (src->partner_output[k] >= 0);
 			if (src->key_output[k] < 0)
 			{
 				src->key_in_output = false;

@@ -22,10 +22,12 @@
  *					rows the change can have made wrong.
  *
  * Upsert mode: for each dirty key of a source, the rows that source row is
- * in now are upserted; a null-extended row is not written when the target
- * holds a row it is a sub-row of (a residual joined row), and writing a row
- * deletes the target's sub-rows of it, so a user never sees "order 7, no
- * item" beside "order 7, item 3".
+ * in now are upserted, and writing a row deletes the target's sub-rows and
+ * super-rows of it, so a user never sees "order 7, no item" beside "order
+ * 7, item 3": when item 3 arrives the null-extended row goes, and when the
+ * last item of order 7 goes, the null-extended row that the query now
+ * returns replaces the joined one (which upsert mode would otherwise have
+ * kept as a residual row).  Other residual rows stay.
  *
  * Retract mode: for each dirty key of a source that is in every row, the
  * slice "rows with that key" is replaced by what the query gives for it:
@@ -71,6 +73,7 @@ typedef struct OuterApply
 	RegionQuery **by_source;	/* rows a source row is in, built on first use */
 	RegionQuery **by_anchor;	/* slice queries, per anchor position */
 	TargetLookup **lookups;		/* target rows by a source's key */
+	TargetLookup **partner_lookups; /* target rows a source row was joined in */
 	int16	  **typlen;			/* per source, per key column */
 	bool	  **typbyval;
 	Datum	   *values;			/* scratch: one output row */
@@ -203,6 +206,48 @@ lookup_for(OuterApply *oa, int s)
 	return oa->lookups[s];
 }
 
+static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
+
+/*
+ * Note the anchors of the target rows a row of source s, with one of keys,
+ * was joined in (found by the columns equal to its key there).
+ */
+static void
+note_partners(OuterApply *oa, int s, List *keys)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	int			cols[INDEX_MAX_KEYS];
+	int			ncols = target_partner_columns(oa->plan, src, cols);
+	ListCell   *lc;
+
+	if (ncols == 0)
+		return;
+	if (oa->partner_lookups[s] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+		oa->partner_lookups[s] = target_lookup_begin(oa->writer, ncols, cols, false);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	foreach(lc, keys)
+	{
+		DirtyKey   *key = lfirst(lc);
+
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			oa->values[src->partner_output[k]] = key->values[k];
+			oa->isnull[src->partner_output[k]] = key->isnull[k];
+		}
+		if (oa->plan->tag_column >= 0)
+		{
+			oa->values[oa->plan->tag_column] = oa->tag;
+			oa->isnull[oa->plan->tag_column] = false;
+		}
+		target_lookup_rows(oa->writer, oa->partner_lookups[s], oa->values, oa->isnull,
+						   note_target_row, oa);
+	}
+}
+
 static RegionQuery *
 query_for_source(OuterApply *oa, int s)
 {
@@ -297,8 +342,7 @@ typedef struct RowMatch
 	OuterApply *oa;
 	Datum	   *values;			/* the row being written */
 	bool	   *isnull;
-	bool		found;			/* a super-row was found */
-	List	   *subrows;		/* ItemPointer *: sub-rows to delete */
+	List	   *twins;			/* ItemPointer *: its sub- and super-rows */
 } RowMatch;
 
 static void
@@ -309,25 +353,27 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	bool	   *isnull = palloc(sizeof(bool) * writer->ncolumns);
 
 	target_output_values(writer, row, values, isnull);
-	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
-		m->found = true;
-	else if (is_sub_row(m->oa, values, isnull, m->values, m->isnull))
+	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull) ||
+		is_sub_row(m->oa, values, isnull, m->values, m->isnull))
 	{
 		ItemPointer tid = palloc(sizeof(ItemPointerData));
 
 		*tid = row->tts_tid;
-		m->subrows = lappend(m->subrows, tid);
+		m->twins = lappend(m->twins, tid);
 	}
 }
 
 /*
- * Write one row of upsert mode: unless a row of the target already extends
- * it, upsert it and delete the target's sub-rows of it.
+ * Write one row of upsert mode, and delete the target's rows that are its
+ * sub-rows or super-rows: an outer join's result never holds a row and
+ * its null extension together, so those are left from before -- "order 7,
+ * no item" written before item 3 arrived, or "order 7, item 3" written
+ * before the item went, which the null-extended row now replaces.
  */
 static void
 upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 {
-	RowMatch	m = {oa, values, isnull, false, NIL};
+	RowMatch	m = {oa, values, isnull, NIL};
 	ListCell   *lc;
 
 	if (oa->twins_differ)
@@ -341,11 +387,9 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 				target_lookup_rows(oa->writer, lookup_for(oa, s), values, isnull,
 								   match_row, &m);
 		}
-		if (m.found)
-			return;
 	}
 	target_upsert(oa->writer, values, isnull);
-	foreach(lc, m.subrows)
+	foreach(lc, m.twins)
 		target_delete_row(oa->writer, lfirst(lc));
 }
 
@@ -516,6 +560,7 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->by_source = palloc0(sizeof(RegionQuery *) * oa->nsources);
 	oa->by_anchor = palloc0(sizeof(RegionQuery *) * Max(list_length(plan->anchors), 1));
 	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
+	oa->partner_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->typlen = palloc(sizeof(int16 *) * oa->nsources);
 	oa->typbyval = palloc(sizeof(bool *) * oa->nsources);
 	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
@@ -583,8 +628,23 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		if (!plan->options.retract)
 		{
 			/* a truncated source leaves residual rows, as deletes do */
-			if (sb->keys != NIL)
-				run_region(&oa, query_for_source(&oa, s), sb->keys, upsert_row);
+			if (sb->keys == NIL)
+				continue;
+
+			/*
+			 * The rows a nullable source's row was joined in: their preserved
+			 * rows may have lost their last partner, and their null-extended
+			 * row must replace the joined one.
+			 */
+			note_partners(&oa, s, sb->keys);
+			run_region(&oa, query_for_source(&oa, s), sb->keys, upsert_row);
+			for (int i = 0; i < list_length(plan->anchors); i++)
+			{
+				if (oa.anchor_keys[i] != NIL)
+					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
+							   oa.anchor_keys[i], upsert_row);
+				oa.anchor_keys[i] = NIL;
+			}
 			continue;
 		}
 
@@ -616,6 +676,10 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 	}
 
 	for (int s = 0; s < oa.nsources; s++)
+	{
 		if (oa.lookups[s] != NULL)
 			target_lookup_end(oa.lookups[s]);
+		if (oa.partner_lookups[s] != NULL)
+			target_lookup_end(oa.partner_lookups[s]);
+	}
 }

@@ -297,6 +297,25 @@ target_add_key(Oid relid, DeltaPlan *plan)
  */
 static bool target_has_index_on(Oid relid, int ncols, const int *cols);
 
+/* Create an index on these output columns unless one (or one in done) is there */
+static List *
+add_index_on(Oid relid, DeltaPlan *plan, int ncols, const int *cols, List *done)
+{
+	StringInfoData names;
+
+	if (target_has_index_on(relid, ncols, cols))
+		return done;
+	initStringInfo(&names);
+	for (int k = 0; k < ncols; k++)
+		appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
+						 quote_identifier(plan->colnames[cols[k]]));
+	if (list_member(done, makeString(names.data)))
+		return done;
+	spi_run_once(psprintf("CREATE INDEX ON %s (%s)", qualified_name(relid), names.data));
+	CommandCounterIncrement();
+	return lappend(done, makeString(names.data));
+}
+
 void
 target_add_region_indexes(Oid relid, DeltaPlan *plan)
 {
@@ -315,24 +334,15 @@ target_add_region_indexes(Oid relid, DeltaPlan *plan)
 			int			s = foreach_current_index(lc2);
 			int			cols[INDEX_MAX_KEYS];
 			int			ncols;
-			StringInfoData names;
 
-			if (!((p->options.retract && !src->lookup_only) ||
-				  list_member_int(p->anchors, s)) || !src->key_in_output)
-				continue;
-
-			ncols = target_region_columns(p, src, cols);
-			if (target_has_index_on(relid, ncols, cols))
-				continue;
-			initStringInfo(&names);
-			for (int k = 0; k < ncols; k++)
-				appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
-								 quote_identifier(plan->colnames[cols[k]]));
-			if (list_member(done, makeString(names.data)))
-				continue;
-			done = lappend(done, makeString(names.data));
-			spi_run_once(psprintf("CREATE INDEX ON %s (%s)", qualified_name(relid), names.data));
-			CommandCounterIncrement();
+			if (((p->options.retract && !src->lookup_only) ||
+				 list_member_int(p->anchors, s)) && src->key_in_output)
+			{
+				ncols = target_region_columns(p, src, cols);
+				done = add_index_on(relid, plan, ncols, cols, done);
+			}
+			if (!src->lookup_only && (ncols = target_partner_columns(p, src, cols)) > 0)
+				done = add_index_on(relid, plan, ncols, cols, done);
 		}
 	}
 }
@@ -351,6 +361,25 @@ target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
 		cols[n++] = plan->tag_column;
 	for (int k = 0; k < src->key_natts; k++)
 		cols[n++] = src->key_output[k];
+	return n;
+}
+
+/*
+ * The output columns by which apply finds the rows a row of a source that
+ * outer joins can null-extend was joined in (DeltaSource.partner_output),
+ * after the tag of a UNION ALL branch; 0 if the output lacks them.
+ */
+int
+target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
+{
+	int			n = 0;
+
+	if (bms_is_empty(src->nulling) || !src->partners_in_output || plan->options.retract)
+		return 0;
+	if (plan->tag_column >= 0)
+		cols[n++] = plan->tag_column;
+	for (int k = 0; k < src->key_natts; k++)
+		cols[n++] = src->partner_output[k];
 	return n;
 }
 

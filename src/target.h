@@ -16,6 +16,7 @@ extern Oid	target_create(RangeVar *rv, DeltaPlan *plan);
 extern void target_add_key(Oid relid, DeltaPlan *plan);
 extern void target_add_region_indexes(Oid relid, DeltaPlan *plan);
 extern int	target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
+extern int	target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
 extern void target_validate(Oid relid, DeltaPlan *plan, bool guarded);
 extern Oid	target_key_index(Relation rel, DeltaPlan *plan);
 extern void target_guard(Oid relid);

@@ -1,0 +1,139 @@
+--
+-- Outer delta joins (DESIGN.md §2): LEFT, RIGHT and FULL, 2 or more tables,
+-- mixed with inner joins.  A preserved-side row without partners has exactly
+-- one null-extended row, which disappears when its first partner appears;
+-- a null-extended row never sits beside a joined row of the same
+-- preserved-side row.  The target's key holds every source's key, UNIQUE
+-- NULLS NOT DISTINCT where a side can be null-extended.
+--
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
+CREATE SCHEMA outer_j;
+SET search_path = outer_j, public;
+
+-- seed 003's users and domains
+CREATE TABLE users (id bigint PRIMARY KEY, firstname text, lastname text);
+CREATE TABLE domains (id bigint PRIMARY KEY, user_id bigint, domain_name text);
+CREATE INDEX ON domains (user_id);
+INSERT INTO users VALUES (1, 'Ada', 'Lovelace'), (2, 'Alan', 'Turing'), (3, 'Grace', 'Hopper');
+INSERT INTO domains VALUES (10, 1, 'ada.example'), (11, 1, 'analytical.example'), (12, 2, 'enigma.example');
+
+--
+-- 1. LEFT JOIN, 1:N: Grace has no domain and appears once, with NULLs.
+--
+\set ud 'SELECT u.id AS user_id, u.firstname, u.lastname, d.id AS domain_id, d.domain_name FROM users u LEFT JOIN domains d ON d.user_id = u.id'
+SELECT * FROM delta_join.explain(:'ud');
+SELECT delta_join.create_view('user_domains', :'ud');
+\d user_domains
+SELECT * FROM user_domains ORDER BY user_id, domain_id;
+
+-- her first domain replaces the null-extended row; a new user gets one
+INSERT INTO domains VALUES (13, 3, 'cobol.example');
+INSERT INTO users VALUES (4, 'Edsger', 'Dijkstra');
+SELECT delta_join.wait('outer_j.user_domains');
+SELECT * FROM user_domains ORDER BY user_id, domain_id;
+SELECT * FROM diff('user_domains', :'ud');
+
+-- the last domain of a user deleted: the user's null-extended row comes
+-- back in place of the joined one (a user never has both)
+DELETE FROM domains WHERE id = 13;
+SELECT delta_join.wait('outer_j.user_domains');
+SELECT * FROM user_domains WHERE user_id = 3 ORDER BY domain_id;
+-- a domain moved to another user: the same for its old user, and the new
+-- one's null-extended row goes
+UPDATE domains SET user_id = 4 WHERE id = 12;
+SELECT delta_join.wait('outer_j.user_domains');
+SELECT * FROM user_domains WHERE user_id IN (2, 4) ORDER BY user_id, domain_id;
+SELECT * FROM diff('user_domains', :'ud');
+-- upsert semantics: a domain deleted while its user has others leaves its
+-- row behind (a residual row, as for an inner join)
+DELETE FROM domains WHERE id = 10;
+SELECT delta_join.wait('outer_j.user_domains');
+SELECT * FROM user_domains WHERE user_id = 1 ORDER BY domain_id;
+SELECT * FROM diff('user_domains', :'ud');
+-- no user has a null-extended row beside a joined one
+SELECT user_id FROM user_domains GROUP BY user_id
+HAVING count(*) FILTER (WHERE domain_id IS NULL) > 0 AND count(*) FILTER (WHERE domain_id IS NOT NULL) > 0;
+
+--
+-- 2. LEFT JOIN, N:1, and RIGHT JOIN: an order whose item is missing or late
+--    still appears.
+--
+CREATE TABLE orders (merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
+  PRIMARY KEY (merchant_id, item_id, order_id));
+CREATE TABLE items (merchant_id bigint, item_id bigint, item_name text, PRIMARY KEY (merchant_id, item_id));
+INSERT INTO items VALUES (1, 1, 'mug');
+INSERT INTO orders VALUES (1, 1, 100, 5), (1, 2, 101, 7);
+\set oi 'SELECT o.merchant_id, o.item_id, o.order_id, i.item_name, o.amount FROM orders o LEFT JOIN items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id'
+SELECT delta_join.create_view('order_items', :'oi');
+\d order_items
+SELECT * FROM order_items ORDER BY order_id;
+INSERT INTO items VALUES (1, 2, 'cup');
+SELECT delta_join.wait('outer_j.order_items');
+SELECT * FROM order_items ORDER BY order_id;
+SELECT * FROM diff('order_items', :'oi');
+-- the item deleted: its orders are null-extended again (found by their
+-- item columns, which the join equates with the item's key)
+DELETE FROM items WHERE item_id = 2;
+SELECT delta_join.wait('outer_j.order_items');
+SELECT * FROM order_items ORDER BY order_id;
+INSERT INTO items VALUES (1, 2, 'cup');
+SELECT delta_join.wait('outer_j.order_items');
+SELECT * FROM diff('order_items', :'oi');
+
+\set io 'SELECT o.merchant_id, o.item_id, o.order_id, i.item_name FROM items i RIGHT JOIN orders o ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id'
+SELECT delta_join.create_view('order_items_right', :'io');
+INSERT INTO orders VALUES (2, 9, 102, 1);
+SELECT delta_join.wait('outer_j.order_items_right');
+SELECT * FROM diff('order_items_right', :'io');
+
+--
+-- 3. FULL JOIN: both sides preserved; the key is both sides' keys.
+--
+CREATE TABLE stock (merchant_id bigint, item_id bigint, qty int, PRIMARY KEY (merchant_id, item_id));
+INSERT INTO stock VALUES (1, 1, 3), (5, 5, 1);
+\set full 'SELECT i.merchant_id, i.item_id, i.item_name, s.merchant_id AS s_merchant_id, s.item_id AS s_item_id, s.qty FROM items i FULL JOIN stock s ON s.merchant_id = i.merchant_id AND s.item_id = i.item_id'
+SELECT * FROM delta_join.explain(:'full');
+SELECT delta_join.create_view('item_stock', :'full');
+SELECT * FROM item_stock ORDER BY 1, 2, 4, 5;
+INSERT INTO stock VALUES (1, 2, 8);
+INSERT INTO items VALUES (5, 5, 'pot');
+SELECT delta_join.wait('outer_j.item_stock');
+SELECT * FROM item_stock ORDER BY 1, 2, 4, 5;
+SELECT * FROM diff('item_stock', :'full');
+-- a FULL JOIN whose key cannot be derived: one side's key is not selected
+SELECT * FROM delta_join.explain('SELECT i.merchant_id, i.item_id, i.item_name, s.qty FROM items i FULL JOIN stock s ON s.merchant_id = i.merchant_id AND s.item_id = i.item_id');
+
+--
+-- 4. Three tables, inner and outer: orders of known merchants, with their
+--    item if there is one.  A change of any source reaches the target.
+--
+CREATE TABLE merchants (merchant_id bigint PRIMARY KEY, merchant_name text);
+INSERT INTO merchants VALUES (1, 'Acme'), (2, 'Bolt');
+\set mix 'SELECT m.merchant_id, m.merchant_name, o.item_id, o.order_id, i.item_name FROM merchants m JOIN orders o ON o.merchant_id = m.merchant_id LEFT JOIN items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id'
+SELECT * FROM delta_join.explain(:'mix');
+SELECT delta_join.create_view('merchant_orders', :'mix');
+INSERT INTO items VALUES (2, 9, 'lamp');
+UPDATE merchants SET merchant_name = 'Acme Inc' WHERE merchant_id = 1;
+INSERT INTO orders VALUES (1, 3, 103, 2);
+SELECT delta_join.wait('outer_j.merchant_orders');
+SELECT * FROM merchant_orders ORDER BY order_id;
+SELECT * FROM diff('merchant_orders', :'mix');
+
+--
+-- 5. The index prefix rule applies in each direction: without an index on
+--    domains (user_id), a change of users cannot find its domains.
+--
+CREATE TABLE notes (id bigint PRIMARY KEY, user_id bigint, body text);
+SELECT * FROM delta_join.explain('SELECT u.id AS user_id, n.id AS note_id, n.body FROM users u LEFT JOIN notes n ON n.user_id = u.id');
+-- a WHERE condition that rejects NULLs makes a LEFT JOIN an inner join
+SELECT * FROM delta_join.explain($$
+  SELECT u.id AS user_id, d.id AS domain_id, d.domain_name FROM users u LEFT JOIN domains d ON d.user_id = u.id
+  WHERE d.domain_name <> 'x' $$);
+
+SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
+SET client_min_messages = warning;
+DROP SCHEMA outer_j CASCADE;
+RESET client_min_messages;
+RESET search_path;
