@@ -53,11 +53,14 @@ CREATE FUNCTION calm_add(s numeric, v numeric) RETURNS numeric LANGUAGE sql IMMU
   AS $$ SELECT coalesce(s, 0) + v $$;
 CREATE AGGREGATE calm_sum(numeric) (SFUNC = calm_add, STYPE = numeric);
 -- ... and, since nothing says whether its result depends on the order of
--- its input, it needs an ORDER BY that leaves no ties: on its arguments,
+-- its input, it needs an ORDER BY that leaves no ties: on its arguments
+-- (whose equal values must be the same: not numeric, where 1.0 = 1.00),
+-- or on a unique key with the GROUP BY
 SELECT * FROM rule4($$ SELECT merchant_id, calm_sum(amount) AS s FROM orders GROUP BY merchant_id $$);
 SELECT * FROM rule4($$ SELECT merchant_id, calm_sum(amount ORDER BY note) AS s FROM orders GROUP BY merchant_id $$);
+SELECT * FROM rule4($$ SELECT merchant_id, calm_sum(amount ORDER BY amount) AS s FROM orders GROUP BY merchant_id $$);
 SELECT delta_join.create_view('calm', $$
-  SELECT merchant_id, calm_sum(amount ORDER BY amount) AS s FROM orders GROUP BY merchant_id $$);
+  SELECT merchant_id, calm_sum(amount ORDER BY order_id) AS s FROM orders GROUP BY merchant_id $$);
 
 -- order-sensitive aggregates need ORDER BY inside the call
 SELECT * FROM rule4($$ SELECT merchant_id, delta_join.first_value(note) AS f FROM orders GROUP BY merchant_id $$);

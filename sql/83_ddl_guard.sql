@@ -151,6 +151,9 @@ SELECT line FROM delta_join.explain($$
 --
 CREATE ROLE dj_guard_owner;
 ALTER TABLE user_domains RENAME TO user_domain_names;
+-- (a new owner that could not read the sources is refused)
+ALTER TABLE user_domain_names OWNER TO dj_guard_owner;
+GRANT SELECT ON users, domains TO dj_guard_owner;
 ALTER TABLE user_domain_names OWNER TO dj_guard_owner;
 SELECT target, query_view, runs_as FROM delta_join.views WHERE target = 'guard.user_domain_names';
 SELECT relowner::regrole FROM pg_class WHERE oid = 'delta_join."guard.user_domain_names"'::regclass;

@@ -84,7 +84,7 @@ BEGIN
   ALTER ROLE dj_mallory SUPERUSER;
   RETURN NEW;
 END $$;
-CREATE TRIGGER escalate BEFORE INSERT ON roles.admin_wide FOR EACH ROW EXECUTE FUNCTION roles.escalate();
+CREATE TRIGGER escalate AFTER INSERT ON roles.admin_wide FOR EACH ROW EXECUTE FUNCTION roles.escalate();
 RESET ROLE;
 INSERT INTO roles.orders VALUES (1, 1, 103, 1);
 SELECT delta_join.wait('roles.admin_wide', '10s');

@@ -75,6 +75,7 @@ extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **at
 extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,
 								 const DeltaOptions *options);
 extern void analysis_output(Analysis *a);
+extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
 
 /* analyze_union.c */
 extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);

@@ -405,6 +405,14 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		return NULL;
 	}
 
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE && !rte->inh)
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: source %s is read with ONLY", label),
+			   pstrdup("ONLY reads the rows of a partitioned table itself, which has none, while its partitions' changes are decoded as its own."),
+			   pstrdup("Remove ONLY."));
+		return NULL;
+	}
 	if (rte->relkind == RELKIND_PARTITIONED_TABLE &&
 		!partitions_are_decodable(a, rte->relid, label))
 		return NULL;
@@ -531,8 +539,8 @@ relation_logs_column(Relation rel, AttrNumber att)
  * partitions, each with its own replica identity: every leaf must log it.
  * *culprit is set to the relation that does not.
  */
-static bool
-logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit)
+bool
+analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit)
 {
 	List	   *relids = list_make1_oid(src->relid);
 	char	   *attname = get_attname(src->relid, att, false);
@@ -642,7 +650,7 @@ analyze_aggregate(Analysis *a)
 		col->from_attno = n;	/* the n-th group key value */
 		bindable = lappend(bindable, col);
 
-		if (!logged_in_old_row(src, att, &culprit))
+		if (!analysis_logged_in_old_row(src, att, &culprit))
 		{
 			char	   *culprit_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),
 																  get_rel_name(culprit));

@@ -725,6 +725,11 @@ plan_walks(Analysis *a)
 		}
 		a->plan->walks = lappend(a->plan->walks, walk);
 	}
+	if (a->plan->walks == NIL)
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   pstrdup("delta view rule 2: every source is lookup-only"),
+			   pstrdup("A lookup-only source's changes trigger nothing, so the view would never change."),
+			   pstrdup("Remove the lookup_only hint from the table whose changes should drive the view."));
 }
 
 /* ----------------------------------------------------------------
@@ -1013,6 +1018,42 @@ check_join_filters(Analysis *a)
 
 
 /*
+ * In retract mode, and with outer joins, a decoded DELETE must name the
+ * deleted row's key: the rows it was in are found by it.  The default
+ * replica identity logs the primary key; NOTHING, or an index without the
+ * key, does not.
+ */
+static void
+check_old_keys_logged(Analysis *a)
+{
+	ListCell   *lc;
+
+	foreach(lc, a->plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		Oid			culprit;
+
+		if (src->lookup_only)
+			continue;
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			if (analysis_logged_in_old_row(src, src->key_attnums[k], &culprit))
+				continue;
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 1: the replica identity of %s does not log key column %s of deleted rows",
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),
+													   get_rel_name(culprit)),
+							analysis_column_label(src, src->key_attnums[k])),
+				   pstrdup("In retract mode and with outer joins, the rows a deleted source row was in are found by its key, which a decoded DELETE carries only in its replica identity."),
+				   psprintf("Log the primary key again: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),
+													   get_rel_name(culprit))));
+			break;
+		}
+	}
+}
+
+/*
  * Analyze the join of a join view (plan->quals collected): conditions,
  * lookups for every pair of joined sources (rule 2), the walk of each
  * source, the result's key (rule 8) and its filters (rule 6).
@@ -1046,4 +1087,6 @@ analysis_join(Analysis *a)
 		(void) tree_anchors(a->tree, (Node *) plan->query->jointree, &plan->anchors);
 	map_source_keys(a);
 	check_join_filters(a);
+	if (plan->options.retract || plan->has_outer)
+		check_old_keys_logged(a);
 }

@@ -601,6 +601,18 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	}
 }
 
+static void
+outer_apply_end(OuterApply *oa)
+{
+	for (int s = 0; s < oa->nsources; s++)
+	{
+		if (oa->lookups[s] != NULL)
+			target_lookup_end(oa->lookups[s]);
+		if (oa->partner_lookups[s] != NULL)
+			target_lookup_end(oa->partner_lookups[s]);
+	}
+}
+
 void
 apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts *counts)
 {
@@ -608,6 +620,23 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 	ListCell   *lc;
 
 	outer_apply_init(&oa, plan, writer);
+
+	/* a source truncated: in retract mode the whole result is recomputed, once */
+	if (plan->options.retract)
+	{
+		foreach(lc, batch->sources)
+		{
+			SourceBatch *sb = lfirst(lc);
+
+			if (sb->truncated)
+			{
+				replace_all(&oa);
+				outer_apply_end(&oa);
+				return;
+			}
+		}
+	}
+
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = lfirst(lc);
@@ -648,11 +677,6 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 			continue;
 		}
 
-		if (sb->truncated)
-		{
-			replace_all(&oa);
-			continue;
-		}
 		if (bms_is_empty(src->nulling))
 		{
 			replace_source_slices(&oa, s, sb->keys);
@@ -675,11 +699,5 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		}
 	}
 
-	for (int s = 0; s < oa.nsources; s++)
-	{
-		if (oa.lookups[s] != NULL)
-			target_lookup_end(oa.lookups[s]);
-		if (oa.partner_lookups[s] != NULL)
-			target_lookup_end(oa.partner_lookups[s]);
-	}
+	outer_apply_end(&oa);
 }

@@ -21,7 +21,10 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "catalog/namespace.h"
+#include "access/nbtree.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_am.h"
+#include "commands/defrem.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "nodes/nodeFuncs.h"
@@ -49,6 +52,11 @@ static const char *const unpinned_names[] = {
 	"enum_last", "enum_range", "regclass",
 	/* text input of date and time types reads 'now', 'today', ... */
 	"date_in", "timestamp_in", "timestamptz_in", "time_in", "timetz_in",
+	/* ... and so may the input of arrays, records and ranges of them */
+	"array_in", "record_in", "range_in", "multirange_in",
+	"json_populate_record", "json_populate_recordset", "jsonb_populate_record",
+	"jsonb_populate_recordset", "json_to_record", "json_to_recordset",
+	"jsonb_to_record", "jsonb_to_recordset",
 };
 static const char *const unpinned_prefixes[] = {
 	"txid_", "inet_client_", "inet_server_", "has_", "to_reg",
@@ -339,6 +347,32 @@ columns_cover_unique_index(Oid relid, Bitmapset *columns)
 }
 
 /*
+ * Are two values of the expression's type that are equal the same value?
+ * Not for numeric (1.0 = 1.00), float (-0 = 0), a nondeterministic
+ * collation (case-insensitive ...): the btree "equalimage" support function
+ * of the type's default operator class says.
+ */
+static bool
+equal_means_same(Node *expr)
+{
+	Oid			type = exprType(expr);
+	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+	Oid			opfamily;
+	Oid			opcintype;
+	Oid			proc;
+
+	if (!OidIsValid(opclass))
+		return false;
+	opfamily = get_opclass_family(opclass);
+	opcintype = get_opclass_input_type(opclass);
+	proc = get_opfamily_proc(opfamily, opcintype, opcintype, BTEQUALIMAGE_PROC);
+	if (!OidIsValid(proc))
+		return false;
+	return DatumGetBool(OidFunctionCall1Coll(proc, exprCollation(expr),
+											 ObjectIdGetDatum(opcintype)));
+}
+
+/*
  * Does the aggregate's ORDER BY order its input rows so that rows tied on
  * it pass the same arguments?  It does if it sorts on every argument, or
  * if, with the GROUP BY columns, it covers a unique key of every table the
@@ -365,7 +399,7 @@ aggregate_order_is_total(Aggref *agg, Query *level)
 
 		/* (constant arguments, such as string_agg's separator, tie anyway) */
 		if (!tle->resjunk && contain_var_clause((Node *) tle->expr) &&
-			!list_member(sort_exprs, tle->expr))
+			(!list_member(sort_exprs, tle->expr) || !equal_means_same((Node *) tle->expr)))
 			args_sorted = false;
 	}
 	if (args_sorted)

@@ -80,6 +80,7 @@
 #include "utils/memutils.h"
 
 #include "api.h"
+#include "apply.h"
 #include "catalog.h"
 #include "launcher.h"
 #include "query.h"
@@ -212,35 +213,65 @@ view_concerns(ViewRecord *view, List *relids)
 	return false;
 }
 
+/* Can the role running the command act as the view's owner? */
+static bool
+runner_owns(ViewRecord *view)
+{
+	return has_privs_of_role(GetUserId(), runas_target_owner(view->target));
+}
+
+/* Put a view in error because of a command, saying so */
+static void
+guard_set_error(ViewRecord *view, const char *command, const char *why)
+{
+	catalog_set_error(view->view_id, psprintf("%s: %s", command, why));
+	ereport(NOTICE,
+			(errmsg("delta view \"%s\" is in error because %s", catalog_view_name(view), why),
+			 errhint("Its owner can refresh it with delta_join.refresh().")));
+	worker_notify();
+	view->in_error = true;
+}
+
 /*
- * Check a view as the worker would before applying it; refuse the command
- * that made it fail, naming the view.  A command run by a role that has no
- * say over the view (it cannot act as the target's owner) is not held back
- * by it: the view goes into error instead, until its owner refreshes it.
+ * Check a view as the worker would before applying it, its owner's rights
+ * on the sources included; refuse the command that made it fail, naming
+ * the view.  A command run by a role that has no say over the view (it
+ * cannot act as the target's owner), and GRANT and REVOKE (the rights of
+ * others are never held back), are not refused: the view goes into error
+ * instead, until its owner refreshes it.
  */
 static bool
-guard_check_view(ViewRecord *view, const char *command)
+guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ErrorData  *volatile failure = NULL;
+	RunAs		runas;
+	volatile bool running_as_owner = false;
 
 	PG_TRY();
 	{
 		DeltaPlan  *plan = catalog_view_plan(view);
 
 		target_validate(view->target, plan, true);
+		runas_begin(runas_target_owner(view->target), view->settings, &runas);
+		running_as_owner = true;
+		apply_check_access(plan);
+		runas_end(&runas);
+		running_as_owner = false;
 	}
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(oldcxt);
 		failure = CopyErrorData();
 		FlushErrorState();
+		if (running_as_owner)
+			runas_end(&runas);
 	}
 	PG_END_TRY();
 
 	if (failure == NULL)
 		return true;
-	if (has_privs_of_role(GetUserId(), runas_target_owner(view->target)))
+	if (may_refuse && runner_owns(view))
 		ereport(ERROR,
 				(errcode(failure->sqlerrcode),
 				 errmsg("cannot run %s: delta view \"%s\" would no longer be correct",
@@ -254,41 +285,52 @@ guard_check_view(ViewRecord *view, const char *command)
 			 errdetail("%s", failure->message),
 			 errhint("Its owner can refresh it with delta_join.refresh() once the query can be maintained again.")));
 	worker_notify();
+	view->in_error = true;
 	return false;
 }
 
 /*
- * The query views that read, directly or through other views, one of the
- * Postgres views among relids (a query reads a view as its query, see
- * flatten.c).
+ * What the views' queries are made of, changed by the command: the query
+ * views that use one of the objects (classids[i], objids[i]) -- a view, a
+ * function, an operator, a type, a text search configuration, a collation
+ * -- directly or through the views they read (flatten.c), and the tables
+ * with a column of one of the types (an enum whose labels changed).  A
+ * table changed itself does not count: its columns and their types are
+ * bound, and the DDL guard checks the views over it.
  */
 static List *
-query_views_reading_views(List *relids)
+relations_using_objects(List *classids, List *objids)
 {
-	List	   *views = NIL;
 	List	   *result = NIL;
 	MemoryContext caller = CurrentMemoryContext;
-	ListCell   *lc;
 
-	foreach(lc, relids)
-	{
-		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_VIEW)
-			views = lappend_oid(views, lfirst_oid(lc));
-	}
-	if (views == NIL)
+	if (objids == NIL)
 		return NIL;
-
 	SPI_connect();
-	catalog_exec("WITH RECURSIVE readers(v) AS ("
-				 "  SELECT pg_catalog.unnest($1) "
+	catalog_exec("WITH RECURSIVE touched(classid, objid) AS ("
+				 "  SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) t(classid, objid) "
+				 "  WHERE t.classid OPERATOR(pg_catalog.<>) 'pg_catalog.pg_class'::pg_catalog.regclass "
+				 "     OR (SELECT relkind FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) t.objid) "
+				 "        OPERATOR(pg_catalog.=) 'v'), "
+				 "readers(v) AS ("
+				 "  SELECT r.ev_class FROM pg_catalog.pg_depend d, pg_catalog.pg_rewrite r, touched t "
+				 "  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
+				 "    AND d.objid OPERATOR(pg_catalog.=) r.oid "
+				 "    AND d.refclassid OPERATOR(pg_catalog.=) t.classid "
+				 "    AND d.refobjid OPERATOR(pg_catalog.=) t.objid "
 				 "  UNION SELECT r.ev_class FROM pg_catalog.pg_depend d, pg_catalog.pg_rewrite r, readers "
 				 "  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
 				 "    AND d.objid OPERATOR(pg_catalog.=) r.oid "
 				 "    AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
 				 "    AND d.refobjid OPERATOR(pg_catalog.=) readers.v "
 				 "    AND r.ev_class OPERATOR(pg_catalog.<>) readers.v) "
-				 "SELECT v FROM readers",
-				 1, (Oid[]) {OIDARRAYOID}, (Datum[]) {PointerGetDatum(oid_array(views))}, NULL);
+				 "SELECT v FROM readers "
+				 "UNION SELECT a.attrelid FROM pg_catalog.pg_attribute a, touched t "
+				 "WHERE t.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass "
+				 "  AND a.atttypid OPERATOR(pg_catalog.=) t.objid AND NOT a.attisdropped",
+				 2, (Oid[]) {OIDARRAYOID, OIDARRAYOID},
+				 (Datum[]) {PointerGetDatum(oid_array(classids)), PointerGetDatum(oid_array(objids))},
+				 NULL);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -304,9 +346,34 @@ query_views_reading_views(List *relids)
 	return result;
 }
 
-/* Refresh the views reading relid, after rows came or went without changes. */
+/*
+ * A view whose sources gained or lost rows without decodable changes, or
+ * whose query's parts changed: refresh it now -- after checking it, which
+ * refuses the command if the view can no longer be maintained -- when the
+ * command's runner can act as the view's owner; otherwise put the view in
+ * error, to be refreshed by its owner (the runner may not have the rights
+ * the refresh needs, nor see the rows it would write).
+ */
 static void
-guard_refresh_readers(List *views, Oid relid, const char *why)
+guard_repair(ViewRecord *view, const char *command, const char *why)
+{
+	if (view->in_error)
+		return;
+	if (!runner_owns(view))
+	{
+		guard_set_error(view, command, why);
+		return;
+	}
+	if (!guard_check_view(view, command, true))
+		return;
+	ereport(NOTICE,
+			(errmsg("delta view \"%s\" is refreshed because %s", catalog_view_name(view), why)));
+	(void) api_refresh_view(view, false);
+}
+
+/* Repair the views reading relid, after rows came or went without changes. */
+static void
+guard_refresh_readers(List *views, Oid relid, const char *command)
 {
 	ListCell   *lc;
 
@@ -314,12 +381,10 @@ guard_refresh_readers(List *views, Oid relid, const char *why)
 	{
 		ViewRecord *view = lfirst(lc);
 
-		if (view->in_error || !view_reads(view, relid))
-			continue;
-		ereport(NOTICE,
-				(errmsg("delta view \"%s\" is refreshed because %s",
-						catalog_view_name(view), why)));
-		(void) api_refresh_view(view, false);
+		if (view_reads(view, relid))
+			guard_repair(view, command,
+						 psprintf("the partitions of \"%s\" changed (%s)",
+								  get_rel_name(relid), command));
 	}
 }
 
@@ -441,7 +506,9 @@ refuse_concurrent_index_drop(DropStmt *stmt, List *views)
 		Oid			relid = OidIsValid(index) ? IndexGetRelation(index, true) : InvalidOid;
 		ViewRecord *view = first_view_concerning(views, relid);
 
-		if (view)
+		if (view && !runner_owns(view))
+			guard_set_error(view, "DROP INDEX", "an index of its tables was dropped concurrently");
+		else if (view)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot drop index \"%s\" concurrently: delta view \"%s\" uses its table",
@@ -466,7 +533,9 @@ refuse_concurrent_detach(AlterTableStmt *stmt, List *views)
 			!((PartitionCmd *) cmd->def)->concurrent)
 			continue;
 		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-		if ((view = first_view_concerning(views, relid)) != NULL)
+		if ((view = first_view_concerning(views, relid)) != NULL && !runner_owns(view))
+			guard_set_error(view, "ALTER TABLE", "a partition of its source was detached concurrently");
+		else if (view != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot detach a partition of \"%s\" concurrently: delta view \"%s\" reads it",
@@ -510,9 +579,12 @@ dj_on_ddl_start(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
-/* The tables the command's collected commands touched (indexes: their table) */
+/*
+ * What the command's collected commands touched: the tables (for an index,
+ * a trigger or a rule, its table), and every object as (classid, objid).
+ */
 static List *
-touched_relations(void)
+touched_relations(List **classids, List **objids)
 {
 	List	   *relids = NIL;
 	MemoryContext caller = CurrentMemoryContext;
@@ -523,24 +595,28 @@ touched_relations(void)
 					"    (SELECT tgrelid FROM pg_catalog.pg_trigger WHERE oid OPERATOR(pg_catalog.=) c.objid) "
 					"  WHEN 'pg_catalog.pg_rewrite'::pg_catalog.regclass THEN "
 					"    (SELECT ev_class FROM pg_catalog.pg_rewrite WHERE oid OPERATOR(pg_catalog.=) c.objid) "
-					"  ELSE c.objid END "
-					"FROM pg_catalog.pg_event_trigger_ddl_commands() c "
-					"WHERE c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_class', "
-					"  'pg_catalog.pg_trigger', 'pg_catalog.pg_rewrite']::pg_catalog.regclass[])",
+					"  WHEN 'pg_catalog.pg_class'::pg_catalog.regclass THEN c.objid END, "
+					"  c.classid, c.objid "
+					"FROM pg_catalog.pg_event_trigger_ddl_commands() c",
 					false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the commands of the event");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		no_relation;
 		bool		isnull;
-		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1,
-														   &isnull));
+		Oid			relid = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &no_relation));
+		Oid			classid = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
+		Oid			objid = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
-		if (isnull)
+		*classids = lappend_oid(*classids, classid);
+		*objids = lappend_oid(*objids, objid);
+		if (no_relation)
 			relid = InvalidOid;
 		else if (get_rel_relkind(relid) == RELKIND_INDEX ||
-			get_rel_relkind(relid) == RELKIND_PARTITIONED_INDEX)
+				 get_rel_relkind(relid) == RELKIND_PARTITIONED_INDEX)
 			relid = IndexGetRelation(relid, true);
 		if (OidIsValid(relid))
 			relids = list_append_unique_oid(relids, relid);
@@ -558,7 +634,8 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 	List	   *views;
 	List	   *relids = NIL;
 	List	   *refresh = NIL;
-	List	   *rebound;
+	List	   *classids = NIL;
+	List	   *objids = NIL;
 	bool		live;
 	ListCell   *lc;
 
@@ -603,8 +680,25 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 		drop_watch(true);
 	}
 
-	foreach(lc, touched_relations())
+	foreach(lc, touched_relations(&classids, &objids))
 		relids = list_concat_unique_oid(relids, self_and_ancestors(lfirst_oid(lc)));
+
+	/* (GRANT and REVOKE on tables name them only in the statement) */
+	if (IsA(trigdata->parsetree, GrantStmt))
+	{
+		GrantStmt  *stmt = (GrantStmt *) trigdata->parsetree;
+
+		if (stmt->objtype == OBJECT_TABLE && stmt->targtype == ACL_TARGET_OBJECT)
+		{
+			foreach(lc, stmt->objects)
+			{
+				Oid			relid = RangeVarGetRelid(lfirst(lc), NoLock, true);
+
+				if (OidIsValid(relid))
+					relids = list_append_unique_oid(relids, relid);
+			}
+		}
+	}
 	relids = list_concat_unique_oid(relids, refresh);
 
 	foreach(lc, views)
@@ -625,31 +719,35 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 		if (list_member_oid(relids, view->target))
 			query_follow_target(view->query_view, view->target);
 		if (live)
-			(void) guard_check_view(view, command);
+			(void) guard_check_view(view, command,
+									trigdata->tag != CMDTAG_GRANT &&
+									trigdata->tag != CMDTAG_REVOKE);
 	}
 
 	if (!live)
 		PG_RETURN_VOID();
 
-	/* a view a query reads, replaced or altered: the query is not the same */
-	rebound = query_views_reading_views(relids);
-	foreach(lc, views)
+	/*
+	 * A view, function, operator, type ... a query uses, replaced or
+	 * altered: its results may not be the same.
+	 */
+	if (trigdata->tag != CMDTAG_GRANT && trigdata->tag != CMDTAG_REVOKE &&
+		trigdata->tag != CMDTAG_COMMENT && trigdata->tag != CMDTAG_SECURITY_LABEL)
 	{
-		ViewRecord *view = lfirst(lc);
+		List	   *users = relations_using_objects(classids, objids);
 
-		if (view->in_error || !list_member_oid(rebound, view->query_view) ||
-			!guard_check_view(view, command))
-			continue;
-		ereport(NOTICE,
-				(errmsg("delta view \"%s\" is refreshed because a view its query reads changed (%s)",
-						catalog_view_name(view), command)));
-		(void) api_refresh_view(view, false);
+		foreach(lc, views)
+		{
+			ViewRecord *view = lfirst(lc);
+
+			if (view_concerns(view, users))
+				guard_repair(view, command,
+							 psprintf("something its query uses changed (%s)", command));
+		}
 	}
 
 	foreach(lc, refresh)
-		guard_refresh_readers(views, lfirst_oid(lc),
-							  psprintf("the partitions of \"%s\" changed (%s)",
-									   get_rel_name(lfirst_oid(lc)), command));
+		guard_refresh_readers(views, lfirst_oid(lc), command);
 	PG_RETURN_VOID();
 }
 

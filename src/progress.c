@@ -105,6 +105,15 @@ progress_reserve(int view_id, List *live_view_ids)
 	ViewStat   *found = NULL;
 
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+
+	/* an entry left by a view of the same number (the extension created again) */
+	for (int i = 0; i < worker_shared->max_views && found == NULL; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == MyDatabaseId && stat->view_id == view_id)
+			found = stat;
+	}
 	for (int i = 0; i < worker_shared->max_views && found == NULL; i++)
 	{
 		ViewStat   *stat = &worker_shared->views[i];

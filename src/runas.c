@@ -46,6 +46,16 @@ static const char *const pinned_settings[] = {
 };
 
 /*
+ * Settings that change what a query returns, held at their defaults while
+ * a view is evaluated: a GIN search that returns a random part of its
+ * matches, identifiers quoted by quote_ident() and the like.
+ */
+static const char *const fixed_settings[][2] = {
+	{"gin_fuzzy_search_limit", "0"},
+	{"quote_all_identifiers", "off"},
+};
+
+/*
  * The current values of the pinned settings, as a jsonb object
  * {"TimeZone": "Europe/Paris", ...}.
  */
@@ -102,6 +112,10 @@ runas_begin(Oid role, Jsonb *settings, RunAs *runas)
 		JsonbIteratorToken tok;
 		char	   *name = NULL;
 
+		/* settings that change results and are not the view's to choose */
+		for (size_t i = 0; i < lengthof(fixed_settings); i++)
+			set_one(fixed_settings[i][0], fixed_settings[i][1]);
+
 		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 		{
 			if (tok == WJB_KEY)
@@ -116,11 +130,17 @@ runas_begin(Oid role, Jsonb *settings, RunAs *runas)
 						   SECURITY_RESTRICTED_OPERATION);
 }
 
+/*
+ * Back to the caller's role and settings.  Every setting changed since
+ * runas_begin() is undone, those the evaluated code changed with
+ * set_config() included (as REFRESH MATERIALIZED VIEW does): the query's
+ * functions never change the session that ran them.
+ */
 void
 runas_end(RunAs *runas)
 {
 	SetUserIdAndSecContext(runas->save_userid, runas->save_sec_context);
-	AtEOXact_GUC(true, runas->nestlevel);
+	AtEOXact_GUC(false, runas->nestlevel);
 }
 
 /* The owner of a target table, read now. */

@@ -466,7 +466,7 @@ target_is_guarded(Relation rel)
 static void
 check_target_is_closed(Relation rel, const char *name, bool guarded)
 {
-	const char *problem = NULL;
+	char	   *problem = NULL;
 
 	if (rel->rd_rules != NULL)
 		problem = "has rules";
@@ -477,12 +477,21 @@ check_target_is_closed(Relation rel, const char *name, bool guarded)
 	else if (rel->rd_rel->relhassubclass &&
 			 find_inheritance_children(RelationGetRelid(rel), NoLock) != NIL)
 		problem = "has inheritance children";
+	for (int i = 0; !problem && rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		/* a BEFORE ROW trigger could change or skip the rows delta_join writes */
+		if (TRIGGER_FOR_ROW(trigger->tgtype) && TRIGGER_FOR_BEFORE(trigger->tgtype) &&
+			trigger->tgenabled != TRIGGER_DISABLED)
+			problem = psprintf("has BEFORE ROW trigger \"%s\"", trigger->tgname);
+	}
 	if (problem)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target \"%s\" %s", name, problem),
-				 errdetail("Statements on other tables or rules could change its rows without delta_join knowing."),
-				 errhint("Use a plain table that nothing else writes.")));
+				 errdetail("Statements on other tables, rules or row triggers could change its rows without delta_join knowing."),
+				 errhint("Use a plain table that nothing else writes (AFTER triggers are fine).")));
 
 	if (guarded && !target_is_guarded(rel))
 		ereport(ERROR,

@@ -283,6 +283,125 @@ sub is_view_superset
 
 =pod
 
+=item outer_counts($node, $target, $query, combo => [ ... ], sides => [ [ [ ... ], $col ], ... ])
+
+Compares the target of an outer-join view with its query (DESIGN.md §2,
+"Outer delta joins").  C<combo> names the select-list columns that carry
+the key of every source: a row's combination of source rows.  Each entry
+of C<sides> is C<[ [ preserved columns ], partner column ]>: a row is
+null-extended on that side when the partner column is NULL and the first
+preserved column is not (a FULL JOIN has two sides, one each way).
+Returns a hash reference of counts:
+
+=over
+
+=item C<missing>: rows of the query the target lacks (EXCEPT ALL);
+
+=item C<shadowed>: those of them that are null-extended rows whose
+preserved key has a joined row in the target (a residual joined row left
+in place of the null-extended row: a likely cause when C<missing> is not 0);
+
+=item C<extra>: rows of the target the query does not return;
+
+=item C<live_extra>: those of them whose combination of source rows the
+query still returns -- not residual rows: the query has that row with other
+values;
+
+=item C<beside>: null-extended rows of the target beside a joined row of
+the same preserved key ("order 7, no item" next to "order 7, item 3");
+
+=item C<trows>, C<qrows>: rows of the target and of the query.
+
+=back
+
+=cut
+
+# (x.a, x.b) IS NOT DISTINCT FROM (y.a, y.b), for a list of columns
+sub _same_cols
+{
+	my ($l, $r, $cols) = @_;
+	return '(' . join(', ', map { "$l.$_" } @$cols) . ') IS NOT DISTINCT FROM ('
+	  . join(', ', map { "$r.$_" } @$cols) . ')';
+}
+
+# the SQL of outer_counts
+sub _outer_counts_sql
+{
+	my ($target, $query, %spec) = @_;
+	my @null_beside_joined;
+	foreach my $side (@{ $spec{sides} })
+	{
+		my ($preserved, $partner) = @$side;
+		push @null_beside_joined,
+		  "(r.$partner IS NULL AND r.$preserved->[0] IS NOT NULL AND EXISTS ("
+		  . 'SELECT FROM t j WHERE '
+		  . _same_cols('j', 'r', $preserved)
+		  . " AND j.$partner IS NOT NULL))";
+	}
+	my $beside = join(' OR ', @null_beside_joined);
+	my $combo = _same_cols('q', 'r', $spec{combo});
+	return qq{
+		WITH q AS MATERIALIZED ($query),
+		     t AS MATERIALIZED (TABLE $target),
+		     missing AS MATERIALIZED (TABLE q EXCEPT ALL TABLE t),
+		     extra AS MATERIALIZED (TABLE t EXCEPT ALL TABLE q)
+		SELECT (SELECT count(*) FROM missing),
+		       (SELECT count(*) FROM missing r WHERE $beside),
+		       (SELECT count(*) FROM extra),
+		       (SELECT count(*) FROM extra r WHERE EXISTS (SELECT FROM q WHERE $combo)),
+		       (SELECT count(*) FROM t r WHERE $beside),
+		       (SELECT count(*) FROM t),
+		       (SELECT count(*) FROM q)};
+}
+
+sub outer_counts
+{
+	my ($node, $target, $query, %spec) = @_;
+	my %c;
+	@c{qw(missing shadowed extra live_extra beside trows qrows)} = split /\|/,
+	  $node->safe_psql('postgres', _outer_counts_sql($target, $query, %spec));
+	return \%c;
+}
+
+=pod
+
+=item is_outer_upsert($node, $target, $query, $name, combo => [ ... ], sides => [ ... ])
+
+Asserts what an outer-join view in upsert mode guarantees after
+C<wait()> (see C<outer_counts>): every row of the query is in the target
+(query EXCEPT ALL target is empty, as C<is_view_superset>); every extra row
+of the target is residual (the combination of source rows it carries is no
+longer in the query); no null-extended row sits beside a joined row of the
+same preserved key.  Returns the counts.
+
+=cut
+
+sub is_outer_upsert
+{
+	my ($node, $target, $query, $name, %spec) = @_;
+	my $c = outer_counts($node, $target, $query, %spec);
+	my $diag = sub {
+		diag("target $c->{trows} rows, query $c->{qrows} rows; $c->{missing} missing "
+			  . "($c->{shadowed} of them null-extended rows with a joined row of "
+			  . "their preserved key in the target), $c->{extra} extra ($c->{live_extra} "
+			  . "of them not residual), $c->{beside} null-extended beside joined\n"
+			  . _diff_sample($node, $target, $query) . "\n"
+			  . status_text($node));
+	};
+	ok($c->{missing} == 0,
+		"$name: every row of the query is in $target ($c->{qrows} rows)")
+	  or $diag->();
+	ok($c->{live_extra} == 0,
+		"$name: every extra row of $target is residual ($c->{extra})")
+	  or $diag->();
+	ok($c->{beside} == 0,
+		"$name: no null-extended row of $target beside a joined row of its preserved key")
+	  or $diag->();
+	return $c;
+}
+
+=pod
+
 =item status_text($node)
 
 C<delta_join.status> as text, for diagnostics.

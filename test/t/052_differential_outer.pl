@@ -1,0 +1,232 @@
+# Differential test of outer delta joins and of retract mode (DESIGN.md §2
+# "Option retract", "Outer delta joins", "UNION ALL of delta branches";
+# §6.1).
+#
+# For each seed of a fixed list, in a schema of its own, eleven views over
+# seven tables, loaded before the views are created (backfill):
+#
+#   a  orders LEFT JOIN items on (merchant_id, item_id)          N:1
+#   b  users LEFT JOIN domains ON d.user_id = u.id               1:N
+#   c  fa FULL JOIN fb ON fa.k = fb.k (both sides' keys listed)  M:N
+#   d  orders JOIN merchants LEFT JOIN items                     inner + outer
+#   u  'web' orders JOIN items UNION ALL 'store' store_orders LEFT JOIN items
+#
+# each in upsert mode (the default, *_up) and in retract mode (*_rt), and
+# i_rt: orders JOIN items with a filter on a column outside the key, in
+# retract mode (rule 6 does not apply there).
+#
+# Then thousands of seeded random writes from concurrent pgbench clients
+# (at a bounded rate, so that the worker applies while they go on) on
+# EVERY source: inserts (upserts), updates, deletes and join-key moves --
+# updates of a join column outside the primary key (an order's item, a
+# domain's user, fa.k / fb.k) and updates of a primary key that is also a
+# join key (an item's item_id, a user's id, a merchant's id, an order's
+# merchant_id) --, multi-statement transactions and rolled-back ones.
+# Inserts and primary-key moves only create keys of the client's own class
+# (key mod clients = client_id), so no write fails on a unique violation.
+# The tables, views and scripts are in DeltaJoinOuter.pm (062_crash_outer
+# uses them too).  The query results are checked to hold both joined and
+# null-extended rows, so that both kinds are exercised.
+#
+# After delta_join.wait():
+#  - retract mode: the target equals its query (EXCEPT ALL both ways empty);
+#  - upsert mode (DeltaJoinWorkload::is_outer_upsert): every row of the
+#    query is in the target (query EXCEPT ALL target empty: a preserved row
+#    whose last partner went has its null-extended row back, in place of
+#    the joined one); every extra row is residual (the combination of
+#    source keys it carries is no longer in the query); and no
+#    null-extended row sits beside a joined row of the same preserved-side
+#    key (for b: no row with domain_id IS NULL for a user_id that also has
+#    a row with domain_id IS NOT NULL; for c, both ways);
+#  - refresh() of an upsert view leaves it equal to its query.
+#
+# Finally the comparisons themselves are checked: targets tampered with
+# after drop_view(target, false) are reported.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+use DeltaJoinWorkload;
+use DeltaJoinOuter;
+
+my @seeds = (17, 4242, 90001);
+my $clients = 4;
+my $transactions = 2000;    # per client
+my $rate = 1500;            # transactions per second, all clients
+
+my $node = DeltaJoinTest::new_node('main');
+
+# ---- the views and the checks ----
+
+# every view of schema $s: target => [ query, spec (undef: retract) ]
+sub views_of
+{
+	my ($s) = @_;
+	my %views;
+	foreach my $name (sort keys %DeltaJoinOuter::views)
+	{
+		my ($query, $spec) = @{ $DeltaJoinOuter::views{$name} };
+		$views{"$s.${name}_up"} = [ DeltaJoinOuter::in_schema($query, $s), $spec ];
+		$views{"$s.${name}_rt"} = [ DeltaJoinOuter::in_schema($query, $s), undef ];
+	}
+	$views{"$s.i_rt"} = [ DeltaJoinOuter::in_schema($DeltaJoinOuter::inner_query, $s), undef ];
+	return \%views;
+}
+
+sub check_views
+{
+	my ($views, $name) = @_;
+	ok(DeltaJoinWorkload::wait_views($node, undef, '180s'),
+		"$name: wait() returns true");
+	foreach my $t (sort keys %$views)
+	{
+		my ($q, $spec) = @{ $views->{$t} };
+		if (defined $spec)
+		{
+			DeltaJoinWorkload::is_outer_upsert($node, $t, $q, $name, %$spec);
+		}
+		else
+		{
+			DeltaJoinWorkload::is_view_equal($node, $t, $q, "$name (retract)");
+		}
+	}
+}
+
+# the query's null-extended and joined rows, for each side of each outer
+# view: both kinds must be there for the test to mean something
+sub has_both_kinds
+{
+	my ($views, $name) = @_;
+	foreach my $t (grep { defined $views->{$_}[1] } sort keys %$views)
+	{
+		my ($q, $spec) = @{ $views->{$t} };
+		foreach my $side (@{ $spec->{sides} })
+		{
+			my ($preserved, $partner) = @$side;
+			my $counts = $node->safe_psql(
+				'postgres', qq{
+				SELECT count(*) FILTER (WHERE $partner IS NULL),
+				       count(*) FILTER (WHERE $partner IS NOT NULL)
+				FROM ($q) q WHERE $preserved->[0] IS NOT NULL});
+			my ($null_extended, $joined) = split /\|/, $counts;
+			ok($null_extended > 0 && $joined > 0,
+				"$name: the query of $t has null-extended ($null_extended) "
+				  . "and joined ($joined) rows of $preserved->[0]");
+		}
+	}
+}
+
+foreach my $seed (@seeds)
+{
+	my $s = "s$seed";
+	DeltaJoinOuter::create_schema($node, $s, $seed);
+	my $views = views_of($s);
+	foreach my $t (sort keys %$views)
+	{
+		my ($q, $spec) = @{ $views->{$t} };
+		my $options = defined $spec ? '{}' : '{"retract": true}';
+		$node->safe_psql('postgres',
+			"SELECT delta_join.create_view('$t', \$q\$ $q \$q\$, options => '$options')");
+	}
+	foreach my $t (sort keys %$views)
+	{
+		DeltaJoinWorkload::is_view_equal($node, $t, $views->{$t}[0],
+			"seed $seed: after backfill");
+	}
+
+	# ---- concurrent inserts, updates, deletes and key moves everywhere ----
+	DeltaJoinWorkload::pgbench_ok(
+		$node, DeltaJoinOuter::scripts($s, $clients), "seed $seed: random writes",
+		seed => $seed,
+		clients => $clients,
+		rate => $rate,
+		transactions => $transactions);
+	check_views($views, "seed $seed");
+	has_both_kinds($views, "seed $seed");
+	DeltaJoinWorkload::status_ok($node, $_, "seed $seed") foreach sort keys %$views;
+
+	# ---- refresh() clears the residual rows of upsert views ----
+	foreach my $t (grep { defined $views->{$_}[1] } sort keys %$views)
+	{
+		$node->safe_psql('postgres', "SELECT delta_join.refresh('$t')");
+		DeltaJoinWorkload::is_view_equal($node, $t, $views->{$t}[0],
+			"seed $seed: after refresh()");
+	}
+
+	# ---- a second burst after the refresh ----
+	DeltaJoinWorkload::pgbench_ok(
+		$node, DeltaJoinOuter::scripts($s, $clients), "seed $seed: more random writes",
+		seed => $seed + 1,
+		clients => $clients,
+		transactions => $transactions / 5);
+	check_views($views, "seed $seed, second burst");
+
+	# the views of this seed stop here (the worker has less to decode)
+	$node->safe_psql('postgres', "SELECT delta_join.drop_view('$_')")
+	  foreach sort keys %$views;
+}
+
+# ---- the comparisons can fail ----
+
+{
+	my $s = 'selfcheck';
+	my $q = DeltaJoinOuter::in_schema($DeltaJoinOuter::views{b}[0], $s);
+	$node->safe_psql(
+		'postgres', qq{
+		CREATE SCHEMA $s;
+		CREATE TABLE $s.users (id bigint PRIMARY KEY, firstname text, lastname text);
+		CREATE TABLE $s.domains (id bigint PRIMARY KEY, user_id bigint, domain_name text);
+		CREATE INDEX ON $s.domains (user_id);
+		INSERT INTO $s.users VALUES (1, 'ann', 'a'), (2, 'bob', 'b'), (3, 'cy', 'c');
+		INSERT INTO $s.domains VALUES (10, 1, 'x.example'), (11, 1, 'y.example'),
+		                              (12, 2, 'z.example');
+		SELECT delta_join.create_view('$s.b_up', \$q\$ $q \$q\$);
+		SELECT delta_join.create_view('$s.b_rt', \$q\$ $q \$q\$,
+		                              options => '{"retract": true}');
+		-- user 2 loses its only domain: its null-extended row replaces the
+		-- joined one; user 3 gets its first; user 1 loses one of two: a
+		-- residual row in upsert mode
+		DELETE FROM $s.domains WHERE id = 12;
+		INSERT INTO $s.domains VALUES (13, 3, 'w.example');
+		DELETE FROM $s.domains WHERE id = 11;});
+	ok(DeltaJoinWorkload::wait_views($node), 'self-check: wait() returns true');
+	my $c = DeltaJoinWorkload::outer_counts($node, "$s.b_up", $q,
+		%{ $DeltaJoinOuter::views{b}[1] });
+	is( "$c->{missing}|$c->{shadowed}|$c->{extra}|$c->{live_extra}|$c->{beside}",
+		'0|0|1|0|0',
+		'self-check: the untouched upsert target has one residual row and nothing else');
+	DeltaJoinWorkload::is_view_equal($node, "$s.b_rt", $q,
+		'self-check: the untouched retract target');
+
+	$node->safe_psql(
+		'postgres', qq{
+		SELECT delta_join.drop_view('$s.b_up', false);
+		SELECT delta_join.drop_view('$s.b_rt', false);
+		-- a joined row lost, a value changed, a null-extended row lost, a
+		-- null-extended row beside a joined one (the residual (1, 11))
+		DELETE FROM $s.b_up WHERE domain_id = 10;
+		UPDATE $s.b_up SET domain_name = 'tampered' WHERE domain_id = 13;
+		DELETE FROM $s.b_up WHERE user_id = 2;
+		INSERT INTO $s.b_up VALUES (1, 'ann', 'a', NULL, NULL);
+		-- a change no view applies
+		INSERT INTO $s.users VALUES (4, 'dee', 'd');
+		-- and in the exact target, a value changed
+		UPDATE $s.b_rt SET firstname = 'tampered' WHERE domain_id = 13;});
+	$c = DeltaJoinWorkload::outer_counts($node, "$s.b_up", $q,
+		%{ $DeltaJoinOuter::views{b}[1] });
+	# missing: (1, 10), (3, 13), (2, NULL), (4, NULL); extra: (1, 11)
+	# residual, (3, 13 tampered) not residual, (1, NULL) beside (1, 11)
+	is( "$c->{missing}|$c->{shadowed}|$c->{extra}|$c->{live_extra}|$c->{beside}",
+		'4|0|3|1|1',
+		'self-check: lost, changed and null-extended-beside-joined rows are all reported');
+	my ($missing, $extra) =
+	  DeltaJoinWorkload::diff_counts($node, "$s.b_rt", $q);
+	is("$missing|$extra", '2|1',
+		'self-check: a changed row and a new user are reported in the exact target');
+}
+
+$node->stop;
+done_testing();
