@@ -1,0 +1,70 @@
+--
+-- UNION ALL of delta branches: each branch is its own delta plan writing
+-- into one target; the target's key tells the branches apart by a column
+-- that is a different constant in each (the tag), or the error names the
+-- column to add.
+--
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
+CREATE SCHEMA uni;
+SET search_path = uni, public;
+
+CREATE TABLE customers (id bigint PRIMARY KEY, name text);
+CREATE TABLE web_orders (id bigint PRIMARY KEY, customer_id bigint, amount int);
+CREATE TABLE store_orders (id bigint PRIMARY KEY, customer_id bigint, amount int);
+CREATE INDEX ON web_orders (customer_id);
+CREATE INDEX ON store_orders (customer_id);
+INSERT INTO customers VALUES (1, 'ann'), (2, 'bob');
+INSERT INTO web_orders VALUES (1, 1, 10), (2, 2, 20);
+INSERT INTO store_orders VALUES (1, 2, 5), (2, 9, 7);
+
+\set all_orders 'SELECT ''web'' AS channel, w.id AS order_id, c.id AS customer_id, c.name, w.amount FROM web_orders w JOIN customers c ON c.id = w.customer_id UNION ALL SELECT ''store'', s.id, c.id, c.name, s.amount FROM store_orders s LEFT JOIN customers c ON c.id = s.customer_id'
+SELECT * FROM delta_join.explain(:'all_orders');
+SELECT delta_join.create_view('all_orders', :'all_orders');
+\d all_orders
+SELECT * FROM all_orders ORDER BY channel, order_id;
+
+-- order 1 of each channel: the same order_id, told apart by the channel
+UPDATE customers SET name = 'Bob' WHERE id = 2;
+INSERT INTO customers VALUES (9, 'zed');
+INSERT INTO web_orders VALUES (3, 9, 30);
+SELECT delta_join.wait('uni.all_orders');
+SELECT * FROM all_orders ORDER BY channel, order_id;
+SELECT * FROM diff('all_orders', :'all_orders');
+
+-- retract mode: each branch replaces only its own rows
+SELECT delta_join.create_view('all_orders_exact', :'all_orders', options => '{"retract": true}');
+DELETE FROM web_orders WHERE id = 1;
+DELETE FROM customers WHERE id = 9;
+UPDATE store_orders SET customer_id = 1 WHERE id = 1;
+SELECT delta_join.wait('uni.all_orders_exact');
+SELECT * FROM all_orders_exact ORDER BY channel, order_id;
+SELECT * FROM diff('all_orders_exact', :'all_orders');
+
+-- branches that cannot be told apart: the error names the column to add
+SELECT * FROM delta_join.explain($$
+  SELECT w.id AS order_id, w.amount FROM web_orders w
+  UNION ALL SELECT s.id, s.amount FROM store_orders s $$);
+-- the same constant in both branches does not tell them apart either
+SELECT * FROM delta_join.explain($$
+  SELECT 'shop' AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 'shop', s.id FROM store_orders s $$);
+-- UNION (without ALL) compares rows across branches
+SELECT * FROM delta_join.explain($$
+  SELECT 'web' AS channel, w.id AS order_id FROM web_orders w
+  UNION SELECT 'store', s.id FROM store_orders s $$);
+-- each branch follows the rules (the message names the branch)
+SELECT * FROM delta_join.explain($$
+  SELECT 'web' AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 'store', s.id FROM store_orders s WHERE s.amount > 1 $$);
+-- an aggregate branch
+SELECT * FROM delta_join.explain($$
+  SELECT 'web' AS channel, w.customer_id AS id, count(*) AS n FROM web_orders w GROUP BY w.customer_id
+  UNION ALL SELECT 'store', s.id, 1 FROM store_orders s $$);
+
+SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
+SET client_min_messages = warning;
+DROP SCHEMA uni CASCADE;
+RESET client_min_messages;
+RESET search_path;

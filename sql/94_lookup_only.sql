@@ -1,0 +1,63 @@
+--
+-- Lookup-only sources: a table marked /*+ OPTIONS('lookup_only'='true') */
+-- is read through its index when another source changes, but its own
+-- changes trigger nothing (an enrichment with the value as of the time the
+-- row was applied, e.g. exchange rates).  Rule 2 still applies to it.
+--
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
+CREATE SCHEMA lk;
+SET search_path = lk, public;
+
+CREATE TABLE payments (id bigint PRIMARY KEY, currency text, amount numeric);
+CREATE INDEX ON payments (currency);
+CREATE TABLE rates (currency text PRIMARY KEY, usd numeric);
+INSERT INTO rates VALUES ('EUR', 1.10), ('GBP', 1.25);
+INSERT INTO payments VALUES (1, 'EUR', 100), (2, 'GBP', 10), (3, 'JPY', 500);
+
+\set inner_q 'SELECT p.id, p.currency, p.amount * r.usd AS usd FROM payments p JOIN rates /*+ OPTIONS(''lookup_only''=''true'') */ r ON r.currency = p.currency'
+SELECT * FROM delta_join.explain(:'inner_q');
+SELECT delta_join.create_view('payments_usd', :'inner_q');
+SELECT target, sources, lookup_only FROM delta_join.views;
+SELECT * FROM payments_usd ORDER BY id;
+
+-- a new rate is not applied to existing payments, only to those that change
+UPDATE rates SET usd = 2 WHERE currency = 'EUR';
+INSERT INTO rates VALUES ('JPY', 0.01);
+INSERT INTO payments VALUES (4, 'EUR', 1);
+UPDATE payments SET amount = 20 WHERE id = 2;
+SELECT delta_join.wait('lk.payments_usd');
+SELECT * FROM payments_usd ORDER BY id;
+-- (the changes of rates are not even captured)
+SELECT changes_seen FROM delta_join.status WHERE target = 'lk.payments_usd';
+
+-- in an outer join, in retract mode: a payment without a rate is
+-- null-extended, and stays so when the rate arrives, until it changes
+\set outer_q 'SELECT p.id, p.currency, r.currency AS rate_currency, p.amount * r.usd AS usd FROM payments p LEFT JOIN rates /*+ OPTIONS(''lookup_only''=''true'') */ r ON r.currency = p.currency'
+SELECT delta_join.create_view('payments_usd_exact', :'outer_q', options => '{"retract": true}');
+INSERT INTO payments VALUES (5, 'CHF', 3);
+DELETE FROM payments WHERE id = 1;
+SELECT delta_join.wait('lk.payments_usd_exact');
+INSERT INTO rates VALUES ('CHF', 1.2);
+SELECT delta_join.wait('lk.payments_usd_exact');
+SELECT * FROM payments_usd_exact ORDER BY id;
+UPDATE payments SET amount = 4 WHERE id = 5;
+SELECT delta_join.wait('lk.payments_usd_exact');
+SELECT * FROM payments_usd_exact WHERE id = 5;
+
+-- rule 2 still applies to it; and a join of lookup-only sources only
+-- never changes
+CREATE TABLE regions (currency text, region text);
+SELECT * FROM delta_join.explain($$
+  SELECT p.id, g.region FROM payments p
+  JOIN regions /*+ OPTIONS('lookup_only'='true') */ g ON g.currency = p.currency $$);
+SELECT * FROM delta_join.explain($$
+  SELECT p.id, r.usd FROM payments /*+ OPTIONS('lookup_only'='true') */ p
+  JOIN rates /*+ OPTIONS('lookup_only'='true') */ r ON r.currency = p.currency $$);
+
+SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
+SET client_min_messages = warning;
+DROP SCHEMA lk CASCADE;
+RESET client_min_messages;
+RESET search_path;
