@@ -79,6 +79,40 @@ SELECT delta_join.wait();
 SELECT * FROM order_item_wide ORDER BY merchant_id, order_id;
 SELECT * FROM merchant_summary ORDER BY merchant_id;
 
+-- Seed 003's users and domains, as a LEFT JOIN: every user appears, a
+-- user with no domain once, with NULLs (Pavel, below).
+CREATE TABLE users (
+	id			bigint PRIMARY KEY,
+	firstname	text,
+	lastname	text);
+
+CREATE TABLE domains (
+	id			bigint PRIMARY KEY,
+	user_id		bigint,
+	domain_name	text);
+-- the join key of domains must lead an index, for changes of users
+CREATE INDEX ON domains (user_id);
+
+INSERT INTO users VALUES (1, 'Egor', 'Myasnik'), (2, 'Pavel', 'Hvastun'), (3, 'Mitya', 'Volk');
+INSERT INTO domains VALUES
+	(1, 1, 'Approval'), (2, 1, 'Rejection'), (3, 1, 'Stoppage'), (4, 3, 'Cancellation');
+
+SELECT delta_join.create_view('user_domains', $$
+	SELECT u.id AS user_id, u.firstname, u.lastname, d.id AS domain_id, d.domain_name
+	FROM users AS u
+	LEFT JOIN domains AS d ON d.user_id = u.id $$);
+
+-- The target's key is (user_id, domain_id), UNIQUE NULLS NOT DISTINCT:
+-- domain_id is NULL in a user's null-extended row.
+\d user_domains
+SELECT * FROM user_domains ORDER BY user_id, domain_id;
+
+-- Pavel's first domain arrives: his null-extended row is replaced by the
+-- joined one -- never both.
+INSERT INTO domains VALUES (5, 2, 'Escalation');
+SELECT delta_join.wait('user_domains');
+SELECT * FROM user_domains ORDER BY user_id, domain_id;
+
 -- What the worker did, and how far behind it is now.
 SELECT target, state, changes_seen, keys_applied, rows_upserted, rows_deleted,
 	   lookups, lag_bytes, lag
