@@ -17,9 +17,14 @@
 #   6. RSS of the apply worker before and after the burst
 #   7. the aggregate view merchant_summary alone: apply throughput and lag
 #      for uniform updates and for one hot merchant
+#   8. the join view in each mode, alone (issue 8): apply throughput of a
+#      backlog of orders updates for the inner join in upsert mode (the
+#      baseline), the LEFT JOIN in upsert mode, the inner join and the LEFT
+#      JOIN in retract mode, each as a ratio to the baseline
 #
 # Environment:
 #   SCALE=small    everything 10x smaller, 5 s runs: a quick smoke run
+#   STEPS=modes    load, then step 8 only
 #   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
 #   RATE=n         writes/s of the lag runs (default 2000)
 #   SEED=n         pgbench --random-seed (default 42)
@@ -61,6 +66,10 @@ SAMPLE_EVERY=0.05				# seconds between two samples of delta_join.status
 JOIN_QUERY='SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
   FROM orders AS o
   JOIN items  AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id'
+# step 8: the same select list in every mode (retract needs both keys)
+MODES_COLS='o.merchant_id, o.order_id, o.item_id, i.merchant_id AS i_merchant_id, i.item_id AS i_item_id, i.item_name, o.amount'
+MODES_ON='ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id'
+STEPS=${STEPS:-all}
 AGG_QUERY='SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount
   FROM orders GROUP BY merchant_id'
 
@@ -309,6 +318,56 @@ lag_run() {
 		WHERE tag = '$tag' AND extract(epoch FROM t) BETWEEN $t0 + 1 AND $t1")
 }
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.2f", a / b }'; }
+# verdict VALUE OP LIMIT
+verdict() { awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
+	if (v == "" || v == "n/a") { print "n/a"; exit }
+	ok = (op == ">=") ? (v + 0 >= l + 0) : (v + 0 < l + 0)
+	print ok ? "ok" : "MISSED" }'; }
+mb() { awk -v k="$1" 'BEGIN { if (k == "") print "n/a"; else printf "%.0f MB", k / 1024 }'; }
+
+row() { printf '%-44s %16s  %-26s %7s  %-10s %s\n' "$@"; }
+line() { printf '%.0s-' $(seq 1 118); echo; }
+
+# Step 8: one mode of the join view, alone: its backlog apply throughput
+# (burst backlog), then a check that the target holds the query's rows
+# (equal in retract mode; a superset in upsert mode, residual rows allowed).
+# Sets M_RATE and M_CHECK.
+mode_run() {	# tag join options
+	local tag=$1 join=$2 options=$3
+	local query="SELECT $MODES_COLS FROM orders o $join items i $MODES_ON"
+	q -c "SELECT delta_join.create_view('modes_view', \$q\$ $query \$q\$, options => '$options')" >/dev/null ||
+		die "create_view(modes_view, $tag) failed"
+	burst backlog "mode_$tag" modes_view update_uniform.pgbench
+	M_RATE=$B_RATE
+	M_CHECK=$(q -c "SELECT (SELECT count(*) FROM (($query) EXCEPT ALL TABLE modes_view) m)
+	                || ' missing, ' ||
+	                (SELECT count(*) FROM (TABLE modes_view EXCEPT ALL ($query)) e) || ' extra'") ||
+		die "comparing modes_view ($tag) failed"
+	q -c "SELECT delta_join.drop_view('modes_view')" >/dev/null || die "drop_view(modes_view) failed"
+}
+
+modes_step() {
+	dj_say "8. the join view alone, in each mode: backlog of $BURST orders updates"
+	mode_run inner_upsert JOIN '{}'
+	MI_RATE=$M_RATE MI_CHECK=$M_CHECK
+	mode_run left_upsert "LEFT JOIN" '{}'
+	ML_RATE=$M_RATE ML_CHECK=$M_CHECK
+	mode_run inner_retract JOIN '{"retract": true}'
+	MR_RATE=$M_RATE MR_CHECK=$M_CHECK
+	mode_run left_retract "LEFT JOIN" '{"retract": true}'
+	MLR_RATE=$M_RATE MLR_CHECK=$M_CHECK
+}
+
+modes_report() {
+	row "8. inner join, upsert (baseline)" "$(fmt "$MI_RATE") /s" "" "" "" ""
+	row "   LEFT JOIN, upsert" "$(fmt "$ML_RATE") /s" "inner upsert" "$(ratio "$ML_RATE" "$MI_RATE")" "" ""
+	row "   inner join, retract" "$(fmt "$MR_RATE") /s" "inner upsert" "$(ratio "$MR_RATE" "$MI_RATE")" ">= 0.67" "$(verdict "$(ratio "$MR_RATE" "$MI_RATE")" ">=" 0.67)"
+	row "   LEFT JOIN, retract" "$(fmt "$MLR_RATE") /s" "inner upsert" "$(ratio "$MLR_RATE" "$MI_RATE")" "" ""
+	echo "checks, mode views against their query: inner upsert $MI_CHECK; LEFT upsert $ML_CHECK;" \
+		"inner retract $MR_CHECK; LEFT retract $MLR_CHECK (retract: 0 and 0; upsert: 0 missing)"
+}
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- 1. load ----
@@ -317,6 +376,18 @@ dj_say "1. loading orders $NORDERS / items $NITEMS ($NMERCHANTS merchants)"
 t0=$(now)
 q "${sizes[@]}" -f "$base/schema.sql" >/dev/null || die "loading failed"
 LOAD_S=$(calc "$(now) - $t0")
+
+if [ "$STEPS" = modes ]; then
+	modes_step
+	echo
+	echo "delta_join benchmark, step 8  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE"
+	echo "orders $NORDERS, items $NITEMS; bursts $BURST updates x $BURST_CLIENTS clients, worker held, then released"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	modes_report
+	exit 0
+fi
 
 # ---- 3a. writes without a view ----
 
@@ -445,6 +516,12 @@ ADIFF=$(q -c "SELECT (SELECT count(*) FROM (SELECT $ACOLS FROM merchant_summary 
                        SELECT $ACOLS FROM merchant_summary) b)") ||
 	die "comparing merchant_summary failed"
 
+# ---- 8. the join view in each mode, alone ----
+
+q -c "SELECT delta_join.drop_view('merchant_summary', false)" >/dev/null ||
+	die "drop_view(merchant_summary) failed"
+modes_step
+
 # ---- the report ----
 
 if [ "$ADIFF" != 0 ]; then
@@ -459,16 +536,7 @@ fi
 ERRORS=$(grep -cE ' (ERROR|FATAL|PANIC|WARNING): ' "$base/server.log")
 VERSION=$(q -c "SHOW server_version")
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.2f", a / b }'; }
-# verdict VALUE OP LIMIT
-verdict() { awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
-	if (v == "" || v == "n/a") { print "n/a"; exit }
-	ok = (op == ">=") ? (v + 0 >= l + 0) : (v + 0 < l + 0)
-	print ok ? "ok" : "MISSED" }'; }
-mb() { awk -v k="$1" 'BEGIN { if (k == "") print "n/a"; else printf "%.0f MB", k / 1024 }'; }
 
-row() { printf '%-44s %16s  %-26s %7s  %-10s %s\n' "$@"; }
-line() { printf '%.0s-' $(seq 1 118); echo; }
 
 read -r m0_rss m0_anon m0_hwm <<<"$MEM_BEFORE"
 read -r m1_rss m1_anon m1_hwm <<<"$MEM_AFTER"
@@ -520,6 +588,7 @@ row "   agg uniform / hot, concurrent" "$R_HOT_C" "" "" "" ""
 row "   agg lag uniform p50 / p99 @ $RATE/s" "$(fmt "$AU_P50" 1) / $(fmt "$AU_P99" 1) ms" "achieved $(fmt "$AU_LRATE") /s" "" "p99 < 500" "$(verdict "$AU_P99" "<" 500)"
 row "   agg lag hot p50 / p99 @ $RATE/s" "$(fmt "$AH_P50" 1) / $(fmt "$AH_P99" 1) ms" "achieved $(fmt "$AH_LRATE") /s" "" "p99 < 500" "$(verdict "$AH_P99" "<" 500)"
 row "   agg worker RSS before / after bursts" "$(mb "$a1_rss")" "before $(mb "$a0_rss"), private $(mb "$a0_anon") -> $(mb "$a1_anon")" "" "" ""
+modes_report
 line
 echo "checks: order_item_wide vs its query after the runs: $DIFF differing rows;" \
 	"merchant_summary: $ADIFF; server log: $ERRORS ERROR/FATAL/PANIC/WARNING lines"

@@ -148,7 +148,7 @@ sub in_schema
 Creates the schema and its tables in database postgres and fills them
 with rows drawn from C<setseed(1 / $seed)>.  Key ranges: merchants 0..7,
 items (0..7, 0..39), orders and store_orders (0..7, 0..199), users 0..59,
-domains 0..199, fa and fb 0..79 with k 0..29.
+domains 0..199 (user_id 0..89), fa and fb 0..79 with k 0..29.
 
 =cut
 
@@ -196,7 +196,7 @@ sub create_schema
 		  SELECT u, 'first ' || u, CASE WHEN random() < 0.2 THEN NULL ELSE 'last ' || u END
 		  FROM generate_series(0, 49) u;
 		INSERT INTO $s.domains
-		  SELECT d, (random() * 59)::int, 'd' || d || '.example'
+		  SELECT d, (random() * 89)::int, 'd' || d || '.example'
 		  FROM generate_series(0, 149) d;
 		INSERT INTO $s.fa SELECT x, (random() * 29)::int, 'a' || x
 		  FROM generate_series(0, 79) x WHERE random() < 0.7;
@@ -222,6 +222,7 @@ sub scripts
 \\set i random(0, 39)
 \\set o random(0, 199)
 \\set u random(0, 59)
+\\set du random(0, 89)
 \\set d random(0, 199)
 \\set x random(0, 79)
 \\set k random(0, 29)
@@ -313,14 +314,14 @@ UPDATE $s.users SET id = :own_u
 \\endif
 },
 		domains => qq{\\if :op < 4
-INSERT INTO $s.domains VALUES (:own_d, :u, 'd' || :own_d || '.v' || :a)
+INSERT INTO $s.domains VALUES (:own_d, :du, 'd' || :own_d || '.v' || :a)
   ON CONFLICT (id) DO UPDATE SET domain_name = excluded.domain_name;
 \\elif :op < 5
 UPDATE $s.domains SET domain_name = 'renamed' || :a || '.example' WHERE id = :d;
 \\elif :op < 7
 DELETE FROM $s.domains WHERE id = :d;
 \\else
-UPDATE $s.domains SET user_id = :u WHERE id = :d;
+UPDATE $s.domains SET user_id = :du WHERE id = :d;
 \\endif
 },
 		fa => qq{\\if :op < 4
@@ -359,8 +360,17 @@ UPDATE $s.items SET item_id = :own_i
     AND NOT EXISTS (SELECT FROM $s.items WHERE merchant_id = :m AND item_id = :own_i);
 UPDATE $s.orders SET item_id = :own_i WHERE merchant_id = :m AND item_id = :i;
 INSERT INTO $s.fb VALUES (:own_x, :k, 'tx' || :a) ON CONFLICT (id) DO UPDATE SET k = excluded.k;
-DELETE FROM $s.fa WHERE k = :k;
+UPDATE $s.fa SET k = :k WHERE id = :x;
 COMMIT;
+}
+	];
+	# every partner of a row at once
+	$scripts{partners_gone} = [
+		1, $pick . qq{\\if :op < 5
+DELETE FROM $s.fa WHERE k = :k;
+\\else
+DELETE FROM $s.domains WHERE user_id = :u;
+\\endif
 }
 	];
 	$scripts{rolled_back} = [
