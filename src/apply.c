@@ -700,9 +700,22 @@ target_writer_end(TargetWriter *writer)
 static void
 apply_plan(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts *counts)
 {
+	bool		truncated = false;
+	ListCell   *lc;
+
+	foreach(lc, batch->sources)
+		truncated |= ((SourceBatch *) lfirst(lc))->truncated;
+
+	/*
+	 * Inner joins walk the join graph, in retract mode too (replacing the
+	 * slices of the keys they walk from); outer joins, the branches of a
+	 * UNION ALL in retract mode and a TRUNCATE in retract mode recompute
+	 * with region queries.
+	 */
 	if (plan->kind == DJ_KIND_AGGREGATE)
 		apply_aggregate(plan, batch, writer, counts);
-	else if (plan->has_outer || plan->options.retract)
+	else if (plan->has_outer ||
+			 (plan->options.retract && (truncated || plan->tag_column >= 0)))
 		apply_outer(plan, batch, writer, counts);
 	else
 		apply_join(plan, batch, writer, counts);

@@ -8,7 +8,9 @@
  * No join state is kept: every result row is recomputed from the current
  * source rows, so applying a key twice, or out of order, gives the same
  * target (DESIGN.md §2).  A dirty key whose row is gone produces nothing;
- * its earlier result rows stay (residual rows of the upsert semantics).
+ * its earlier result rows stay (residual rows of the upsert semantics) --
+ * unless the view is in retract mode: then the target rows holding the
+ * key (its slice) that the walk does not produce again are deleted.
  *
  * The rows of all sources of one join are laid side by side in one "wide"
  * virtual slot: source s occupies attributes offset[s] + 1 ... offset[s] +
@@ -262,6 +264,34 @@ walk_scans_end(WalkScans *ws)
 	return lookups;
 }
 
+static void
+add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	target_region_add(writer, &row->tts_tid);
+}
+
+/* Begin replacing the slices of keys of a source: note their target rows */
+static void
+note_slices(JoinApply *ja, DeltaSource *src, List *keys)
+{
+	TargetLookup *tl = target_lookup_begin(ja->writer, src->key_natts, src->key_output, false);
+	ListCell   *lc;
+
+	target_region_begin(ja->writer);
+	foreach(lc, keys)
+	{
+		DirtyKey   *key = lfirst(lc);
+
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			ja->values[src->key_output[k]] = key->values[k];
+			ja->isnull[src->key_output[k]] = key->isnull[k];
+		}
+		target_lookup_rows(ja->writer, tl, ja->values, ja->isnull, add_region_row, NULL);
+	}
+	target_lookup_end(tl);
+}
+
 void
 apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts *counts)
 {
@@ -295,6 +325,13 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 		if (sb->keys == NIL)
 			continue;
 
+		/*
+		 * Retract mode: the rows of the target that hold one of the keys (the
+		 * keys' slices) are replaced by those the walks produce.
+		 */
+		if (plan->options.retract)
+			note_slices(&ja, list_nth(plan->sources, walk->driver), sb->keys);
+
 		ws = walk_scans_begin(plan, walk);
 		foreach(lc2, sb->keys)
 		{
@@ -311,6 +348,8 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 			}
 		}
 		counts->lookups += walk_scans_end(ws);
+		if (plan->options.retract)
+			target_region_end(writer);
 	}
 
 	FreeExprContext(ja.econtext, true);
