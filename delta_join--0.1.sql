@@ -27,8 +27,10 @@ CREATE TABLE delta_join.view_catalog (
 	view_id			serial PRIMARY KEY,
 	target			regclass NOT NULL UNIQUE,	-- dumped and restored by name
 	query_view		regclass UNIQUE,		-- the bound query; NULL once dropped
-	kind			text NOT NULL CHECK (kind IN ('join', 'aggregate')),
+	kind			text NOT NULL CHECK (kind IN ('join', 'aggregate', 'query')),
 	strategy		text NOT NULL,
+	path			text NOT NULL DEFAULT 'delta'	-- how it is maintained
+					CHECK (path IN ('delta', 'keyed', 'full')),
 	options			jsonb NOT NULL,			-- effective options of the view
 	settings		jsonb NOT NULL,			-- settings pinned at creation
 	state			text NOT NULL DEFAULT 'active'
@@ -63,7 +65,7 @@ GRANT USAGE ON SCHEMA delta_join TO PUBLIC;
 -- A view's last error may quote the data of its tables: only its owner
 -- reads it (in delta_join.status).
 REVOKE ALL ON delta_join.view_catalog, delta_join.source_catalog FROM PUBLIC;
-GRANT SELECT (view_id, target, query_view, kind, strategy, options, settings, state,
+GRANT SELECT (view_id, target, query_view, kind, strategy, path, options, settings, state,
 			  created_lsn, applied_lsn, last_error_time, stale_since_lsn)
 	ON delta_join.view_catalog TO PUBLIC;
 GRANT SELECT ON delta_join.source_catalog TO PUBLIC;
@@ -114,7 +116,8 @@ CREATE FUNCTION delta_join._stat(
 	OUT rows_unchanged bigint,
 	OUT lookups bigint,
 	OUT cache_hits bigint,
-	OUT retry_reason text)
+	OUT retry_reason text,
+	OUT last_recompute timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dj_stat'
 LANGUAGE C STRICT VOLATILE;
@@ -138,8 +141,10 @@ AS $$ SELECT format('%I.%I', n.nspname, c.relname)
 CREATE VIEW delta_join.views AS
 SELECT delta_join._name(v.target) AS target,
 	   v.kind,
-	   CASE WHEN (v.options ->> 'retract')::boolean
-			THEN 'delta (retract)' ELSE 'delta' END AS mode,
+	   CASE WHEN v.path = 'keyed' THEN 'keyed recompute'
+			WHEN v.path = 'full' THEN 'full recompute'
+			WHEN (v.options ->> 'retract')::boolean THEN 'delta (retract)'
+			ELSE 'delta' END AS mode,
 	   v.strategy,
 	   v.state,
 	   ARRAY(SELECT s.relid::text
@@ -187,7 +192,8 @@ SELECT delta_join._name(v.target) AS target,
 	   CASE WHEN o.owner_sees THEN v.last_error
 			WHEN v.last_error IS NOT NULL THEN '(shown to the owner of the target only)' END AS last_error,
 	   v.last_error_time,
-	   v.stale_since_lsn
+	   v.stale_since_lsn,
+	   s.last_recompute			-- keyed and full recompute: when it last ran
 FROM delta_join.view_catalog v
 LEFT JOIN delta_join._stat() s USING (view_id)
 CROSS JOIN delta_join._database_state() d

@@ -435,11 +435,12 @@ SELECT * FROM try_create('t', :'ok', options => '{"strategy": "sometimes"}');
 SELECT * FROM try_create('t', :'ok', options => '[1, 2]');
 -- bad strategy
 SELECT * FROM try_create('t', :'ok', strategy => 'sometimes');
--- strategies none and auto need the fallback, which does not exist yet
-SELECT * FROM try_create('t', :'ok', strategy => 'none');
-SELECT * FROM try_create('t', :'not_ok', strategy => 'none');
-SELECT * FROM try_create('t', :'not_ok', strategy => 'auto');
-SELECT * FROM try_create('t', :'not_ok', options => '{"strategy": "auto"}');
+-- strategies none and auto fall back to a recompute (96_fallback), but rule
+-- 4 holds on every path: a query that cannot be reproduced is refused
+SELECT * FROM try_create('t', $$ SELECT o.merchant_id, o.order_id, o.item_id, now() AS seen
+  FROM orders o $$, strategy => 'none');
+SELECT * FROM try_create('t', $$ SELECT DISTINCT o.merchant_id, random() AS r FROM orders o $$,
+  options => '{"strategy": "auto"}');
 -- auto on an eligible query is a delta view; force means eventual
 SELECT delta_join.create_view('t_auto', :'ok', strategy => 'auto');
 SELECT delta_join.create_view('t_force', :'ok', strategy => 'FORCE',

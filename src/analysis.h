@@ -58,6 +58,7 @@ typedef struct Analysis
 	bool		bad_columns;	/* a system column or whole row is read */
 	Bitmapset  *key_sources;	/* sources whose key is in the result's key */
 	struct TreeWalk *tree;		/* the join tree, as analyze_join.c walked it */
+	DeltaPath	path;			/* the path analyzed for (keyed relaxes rules) */
 	char	   *label;			/* "branch 2 of the UNION ALL", added to messages;
 								 * NULL but for a branch */
 	List	   *branch_analyses;	/* Analysis * of each branch of a UNION ALL */
@@ -76,6 +77,7 @@ extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,
 								 const DeltaOptions *options);
 extern void analysis_output(Analysis *a);
 extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
+extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
 
 /* analyze_union.c */
 extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);
@@ -97,6 +99,9 @@ extern void analysis_join(Analysis *a);
 
 /* explain.c */
 extern List *explain_lines(Analysis *a, const DeltaOptions *options);
+
+/* analyze_full.c */
+extern void analysis_full(Analysis *a, Query *query);
 
 /* flatten.c */
 extern void analysis_flatten(Query *query);

@@ -167,6 +167,9 @@ apply_hints(Analysis *a, List *hints)
 			if (hint->cache_enabled_set)
 				src->cache_enabled = hint->cache_enabled;
 			src->lookup_only = hint->lookup_only;
+			src->seed_queue_size = hint->seed_queue_size;
+			src->seed_max_inflight = hint->seed_max_inflight;
+			src->seed_buffer_capacity = hint->seed_buffer_capacity;
 		}
 	}
 }
@@ -291,8 +294,8 @@ nulls_not_distinct_key(Relation rel)
  * The partitions of a partitioned source must be logged tables, like the
  * source itself: their rows are the source's rows.
  */
-static bool
-partitions_are_decodable(Analysis *a, Oid relid, const char *label)
+bool
+analysis_partitions_decodable(Analysis *a, Oid relid, const char *label)
 {
 	ListCell   *lc;
 
@@ -344,6 +347,7 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 	src->alias = pstrdup(rte->eref->aliasname);
 	src->cache_size = -1;
 	src->cache_enabled = a->plan->options.cache_enabled;
+	src->seed_queue_size = src->seed_max_inflight = src->seed_buffer_capacity = -1;
 	label = analysis_source_name(src);
 	*indexes = NIL;
 
@@ -414,7 +418,7 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		return NULL;
 	}
 	if (rte->relkind == RELKIND_PARTITIONED_TABLE &&
-		!partitions_are_decodable(a, rte->relid, label))
+		!analysis_partitions_decodable(a, rte->relid, label))
 		return NULL;
 
 	if (check_enable_rls(rte->relid, InvalidOid, true) == RLS_ENABLED)
@@ -610,6 +614,16 @@ analyze_aggregate(Analysis *a)
 		return;
 	}
 	src = SOURCE(a, 0);
+	if (query->groupClause == NIL && a->path == DJ_PATH_KEYED)
+	{
+		/* one group, recomputed whole when any of its rows changes */
+		plan->whole = true;
+		src->key_natts = 0;
+		src->key_attnums = palloc(sizeof(AttrNumber));
+		plan->key_ncolumns = 0;
+		plan->key_columns = palloc(sizeof(int));
+		return;
+	}
 	if (query->groupClause == NIL)
 	{
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -674,8 +688,14 @@ analyze_aggregate(Analysis *a)
 	if (n < list_length(query->groupClause))
 		return;
 
+	/* keyed recompute: the planner finds the group's rows its own way */
 	lookup = analysis_choose_lookup(a, 0, bindable);
-	if (lookup == NULL)
+	if (a->path == DJ_PATH_KEYED)
+	{
+		if (lookup != NULL)
+			plan->group_index = src->lookup_index = lookup->index;
+	}
+	else if (lookup == NULL)
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 			   psprintf("delta view rule 7: group key %s of %s does not cover the leading column of any btree index",
 						analysis_column_list(src->relid, n, src->key_attnums), analysis_source_label(src)),
@@ -688,7 +708,8 @@ analyze_aggregate(Analysis *a)
 		src->lookup_nkeys = lookup->nkeys;
 		plan->group_index = lookup->index;
 	}
-	analysis_check_partition_key(a, 0, bindable, "group key");
+	if (a->path != DJ_PATH_KEYED)
+		analysis_check_partition_key(a, 0, bindable, "group key");
 
 	analysis_map_key(a, key_ids);
 
@@ -762,12 +783,29 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 
 	/* the analysis flattens the query in place: work on a copy */
 	query = copyObject(query);
-	analysis_flatten(query);
-	referenced = analysis_referenced_rtes(query);
 	a->plan = plan;
 	plan->options = *options;
-	plan->query = query;
+	plan->path = a->path;
 	plan->tag_column = -1;
+	if (a->path == DJ_PATH_FULL)
+	{
+		plan->query = query;
+		analysis_full(a, query);
+		return plan;
+	}
+
+	/*
+	 * Keyed recompute is exact: the rows of a key are replaced, as in
+	 * retract mode, so no filter leaves a row behind.
+	 */
+	if (a->path == DJ_PATH_KEYED)
+	{
+		plan->options.retract = true;
+		plan->options.ignore_non_unique_key_filter = true;
+	}
+	analysis_flatten(query);
+	referenced = analysis_referenced_rtes(query);
+	plan->query = query;
 
 	if (query->setOperations)
 	{
@@ -890,9 +928,106 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 DeltaPlan *
 analyze_plan(Query *query, List *hints, const DeltaOptions *options)
 {
+	return analyze_plan_path(query, hints, options, DJ_PATH_DELTA);
+}
+
+/* Analyze a query for one path; raise the first failed rule as an error. */
+DeltaPlan *
+analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaPath path)
+{
 	Analysis	a = {0};
 
+	a.path = path;
 	return analysis_query(&a, query, hints, options);
+}
+
+/* Is the error being handled the failure of a rule (not a bug, a syntax error ...)? */
+static bool
+error_is_rule_failure(ErrorData *edata)
+{
+	return strncmp(edata->message, "delta view rule", 15) == 0;
+}
+
+/*
+ * Try one path; NULL, with the rule it failed in *why, if the query does
+ * not follow its rules.
+ */
+static DeltaPlan *
+try_path(Query *query, List *hints, const DeltaOptions *options, DeltaPath path,
+		 char **why)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	DeltaPlan  *volatile plan = NULL;
+
+	PG_TRY();
+	{
+		plan = analyze_plan_path(query, hints, options, path);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (!error_is_rule_failure(edata))
+			PG_RE_THROW();
+		FlushErrorState();
+		*why = edata->message;
+	}
+	PG_END_TRY();
+	return plan;
+}
+
+/*
+ * The path of a view under its strategy (DESIGN.md §2): eventual, the
+ * delta rewrite or an error; auto, the delta rewrite if the query is
+ * eligible, else keyed recompute if it has a delta view's shape, else full
+ * recompute; none, keyed recompute or full recompute.  Rule 4 applies on
+ * every path: a query no path accepts raises the error of the last one.
+ */
+DeltaPlan *
+analyze_choose_path(Query *query, List *hints, const DeltaOptions *options)
+{
+	DeltaPlan  *plan;
+	char	   *why = NULL;
+
+	if (options->strategy == DJ_STRATEGY_EVENTUAL)
+		return analyze_plan_path(query, hints, options, DJ_PATH_DELTA);
+	if (options->strategy == DJ_STRATEGY_AUTO &&
+		(plan = try_path(query, hints, options, DJ_PATH_DELTA, &why)) != NULL)
+		return plan;
+	if ((plan = try_path(query, hints, options, DJ_PATH_KEYED, &why)) != NULL)
+		return plan;
+	return analyze_plan_path(query, hints, options, DJ_PATH_FULL);
+}
+
+const char *
+analyze_path_name(DeltaPath path)
+{
+	switch (path)
+	{
+		case DJ_PATH_DELTA:
+			return "delta";
+		case DJ_PATH_KEYED:
+			return "keyed";
+		case DJ_PATH_FULL:
+			return "full";
+	}
+	return "delta";
+}
+
+bool
+analyze_parse_path(const char *name, DeltaPath *path)
+{
+	for (int p = DJ_PATH_DELTA; p <= DJ_PATH_FULL; p++)
+	{
+		if (strcmp(name, analyze_path_name((DeltaPath) p)) == 0)
+		{
+			*path = (DeltaPath) p;
+			return true;
+		}
+	}
+	return false;
 }
 
 
@@ -904,9 +1039,21 @@ analyze_plan(Query *query, List *hints, const DeltaOptions *options)
 List *
 explain_plan(Query *query, List *hints, const DeltaOptions *options)
 {
-	Analysis	a = {0};
+	List	   *lines = NIL;
+	DeltaPath	first = (options->strategy == DJ_STRATEGY_NONE) ? DJ_PATH_KEYED : DJ_PATH_DELTA;
+	DeltaPath	last = (options->strategy == DJ_STRATEGY_EVENTUAL) ? DJ_PATH_DELTA : DJ_PATH_FULL;
 
-	a.collect = true;
-	(void) analysis_query(&a, query, hints, options);
-	return explain_lines(&a, options);
+	/* each path the strategy allows, until one takes the query */
+	for (int path = first; path <= (int) last; path++)
+	{
+		Analysis	a = {0};
+
+		a.collect = true;
+		a.path = (DeltaPath) path;
+		(void) analysis_query(&a, query, hints, options);
+		lines = list_concat(lines, explain_lines(&a, options));
+		if (a.failures == NIL)
+			break;
+	}
+	return lines;
 }

@@ -15,8 +15,23 @@
 typedef enum DeltaKind
 {
 	DJ_KIND_JOIN,
-	DJ_KIND_AGGREGATE
+	DJ_KIND_AGGREGATE,
+	DJ_KIND_QUERY				/* any other query (full recompute) */
 } DeltaKind;
+
+/*
+ * How a view is maintained (DESIGN.md §2): the delta rewrite; keyed
+ * recompute (a delta view's shape, but an index, partition or filter rule
+ * failed: the rows of each dirty key recomputed by plans the planner
+ * chooses, exactly); full recompute (any other deterministic query:
+ * recomputed at most once per refresh_interval, the difference written).
+ */
+typedef enum DeltaPath
+{
+	DJ_PATH_DELTA,
+	DJ_PATH_KEYED,
+	DJ_PATH_FULL
+} DeltaPath;
 
 /* One source of a view: a range-table entry of the query. */
 typedef struct DeltaSource
@@ -44,6 +59,9 @@ typedef struct DeltaSource
 	int			cache_size;		/* from a hint, or -1 */
 	bool		cache_enabled;	/* from a hint, or the view's option */
 	bool		lookup_only;	/* from a hint: its changes trigger nothing */
+	int			seed_queue_size;	/* from a hint: the seeds' client parameters */
+	int			seed_max_inflight;
+	int			seed_buffer_capacity;
 
 	/*
 	 * Outer joins: the sides of outer joins that can null-extend this source
@@ -115,6 +133,8 @@ typedef struct DeltaWalk
 typedef struct DeltaPlan
 {
 	DeltaKind	kind;
+	DeltaPath	path;
+	bool		whole;			/* an aggregate without GROUP BY: one group */
 	Query	   *query;			/* analyzed query; join alias vars flattened */
 	DeltaOptions options;
 	List	   *sources;		/* DeltaSource * */
@@ -172,7 +192,12 @@ typedef struct OuterJoin
 } OuterJoin;
 
 extern DeltaPlan *analyze_plan(Query *query, List *hints, const DeltaOptions *options);
+extern DeltaPlan *analyze_plan_path(Query *query, List *hints, const DeltaOptions *options,
+									DeltaPath path);
+extern DeltaPlan *analyze_choose_path(Query *query, List *hints, const DeltaOptions *options);
 extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options);
+extern const char *analyze_path_name(DeltaPath path);
+extern bool analyze_parse_path(const char *name, DeltaPath *path);
 extern void analyze_check_determinism(Query *query);
 
 #endif							/* DJ_ANALYZE_H */

@@ -1072,7 +1072,10 @@ analysis_join(Analysis *a)
 		src->key_natts = src->pk_natts;
 		src->key_attnums = src->pk_attnums;
 	}
-	if (list_length(plan->sources) > 1)
+	/* (keyed recompute lets the planner find the rows its own way) */
+	if (a->path == DJ_PATH_KEYED)
+		plan->walks = NIL;
+	else if (list_length(plan->sources) > 1)
 	{
 		check_join_edges(a);
 		if (a->failures != NIL)

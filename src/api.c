@@ -156,49 +156,6 @@ lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
 	return relid;
 }
 
-/*
- * Analyze a query for create_view under its strategy.  Until the fallback of
- * strategies auto and none exists, a query that needs it is refused with an
- * error saying so.
- */
-static DeltaPlan *
-analyze_for_strategy(Query *query, List *hints, DeltaOptions *options)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-	DeltaPlan  *plan = NULL;
-
-	if (options->strategy == DJ_STRATEGY_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("strategy \"none\" is not supported yet"),
-				 errdetail("Strategy none maintains the view without the delta rewrite, by a fallback that does not exist yet."),
-				 errhint("Use strategy eventual for a query that delta_join.explain shows eligible.")));
-	if (options->strategy == DJ_STRATEGY_EVENTUAL)
-		return analyze_plan(query, hints, options);
-
-	PG_TRY();
-	{
-		plan = analyze_plan(query, hints, options);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		if (strncmp(edata->message, "delta view rule", 15) != 0)
-			PG_RE_THROW();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(edata->sqlerrcode),
-				 errmsg("%s", edata->message),
-				 errdetail("Strategy auto would maintain this query by a fallback that is not supported yet."),
-				 edata->hint ? errhint("%s", edata->hint) : 0));
-	}
-	PG_END_TRY();
-	return plan;
-}
-
 static bool
 relation_is_empty(Oid relid)
 {
@@ -313,7 +270,7 @@ dj_create_view(PG_FUNCTION_ARGS)
 	lock_views();
 
 	query = query_parse(text, &hints);
-	plan = analyze_for_strategy(query, hints, &options);
+	plan = analyze_choose_path(query, hints, &options);
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
 	relid = RangeVarGetRelidExtended(rv, ExclusiveLock, RVR_MISSING_OK,

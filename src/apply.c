@@ -708,13 +708,13 @@ apply_plan(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 
 	/*
 	 * Inner joins walk the join graph, in retract mode too (replacing the
-	 * slices of the keys they walk from); outer joins, the branches of a
-	 * UNION ALL in retract mode and a TRUNCATE in retract mode recompute
-	 * with region queries.
+	 * slices of the keys they walk from); outer joins, keyed recompute, the
+	 * branches of a UNION ALL in retract mode and a TRUNCATE in retract mode
+	 * recompute with region queries.
 	 */
 	if (plan->kind == DJ_KIND_AGGREGATE)
 		apply_aggregate(plan, batch, writer, counts);
-	else if (plan->has_outer ||
+	else if (plan->has_outer || plan->path == DJ_PATH_KEYED ||
 			 (plan->options.retract && (truncated || plan->tag_column >= 0)))
 		apply_outer(plan, batch, writer, counts);
 	else
@@ -731,6 +731,17 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 {
 	DeltaPlan  *plan = view_plan(view);
 	TargetWriter *writer;
+
+	if (plan->path != DJ_PATH_DELTA)
+		counts->recomputed_at = GetCurrentTimestamp();
+
+	/* full recompute, or an aggregate's one group: the query, the difference */
+	if (plan->path == DJ_PATH_FULL || plan->whole)
+	{
+		counts->keys_applied++;
+		counts->rows_upserted += target_recompute(view->target, view->query_view, plan);
+		return;
+	}
 
 	apply_check_access(plan);
 	writer = target_writer_begin(view->target, plan, counts);

@@ -56,6 +56,7 @@ typedef struct ApplyCounts
 	int64		rows_unchanged;
 	int64		lookups;
 	int64		cache_hits;
+	TimestampTz recomputed_at;	/* the last full recompute (not a count) */
 } ApplyCounts;
 
 #endif							/* DJ_BATCH_H */

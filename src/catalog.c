@@ -95,6 +95,9 @@ insert_sources(int view_id, DeltaPlan *plan)
 		hint.cache_enabled = src->cache_enabled;
 		hint.cache_enabled_set = (src->cache_enabled != plan->options.cache_enabled);
 		hint.lookup_only = src->lookup_only;
+		hint.seed_queue_size = src->seed_queue_size;
+		hint.seed_max_inflight = src->seed_max_inflight;
+		hint.seed_buffer_capacity = src->seed_buffer_capacity;
 
 		values[0] = Int32GetDatum(view_id);
 		values[1] = Int32GetDatum(src->ordinal);
@@ -115,8 +118,9 @@ int
 catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings,
 					XLogRecPtr lsn)
 {
-	Oid			types[] = {OIDOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, PG_LSNOID};
-	Datum		values[7];
+	Oid			types[] = {OIDOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, PG_LSNOID,
+		TEXTOID};
+	Datum		values[8];
 	int			view_id;
 	bool		isnull;
 
@@ -124,16 +128,18 @@ catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings
 
 	values[0] = ObjectIdGetDatum(target);
 	values[1] = ObjectIdGetDatum(query_view);
-	values[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" : "aggregate");
+	values[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" :
+									plan->kind == DJ_KIND_AGGREGATE ? "aggregate" : "query");
 	values[3] = CStringGetTextDatum(dj_strategy_name(plan->options.strategy));
 	values[4] = JsonbPGetDatum(options_to_jsonb(&plan->options));
 	values[5] = JsonbPGetDatum(settings);
 	values[6] = LSNGetDatum(lsn);
+	values[7] = CStringGetTextDatum(analyze_path_name(plan->path));
 	catalog_exec("INSERT INTO delta_join.view_catalog "
 				 "(target, query_view, kind, strategy, options, settings, "
-				 " created_lsn, applied_lsn) "
-				 "VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING view_id",
-				 7, types, values, NULL);
+				 " created_lsn, applied_lsn, path) "
+				 "VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8) RETURNING view_id",
+				 8, types, values, NULL);
 	view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 										  1, &isnull));
 
@@ -144,7 +150,7 @@ catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings
 }
 
 #define VIEW_COLUMNS "view_id, target, query_view, kind, options, settings, " \
-	"state, applied_lsn"
+	"state, applied_lsn, path"
 
 /* Fill *view from row i of the current SPI result (sources not read). */
 static void
@@ -160,13 +166,16 @@ read_view_row(uint64 i, ViewRecord *view)
 	view->target = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
 	value = SPI_getbinval(tuple, desc, 3, &isnull);
 	view->query_view = isnull ? InvalidOid : DatumGetObjectId(value);
-	view->kind = strcmp(SPI_getvalue(tuple, desc, 4), "join") == 0 ?
-		DJ_KIND_JOIN : DJ_KIND_AGGREGATE;
+	view->kind = strcmp(SPI_getvalue(tuple, desc, 4), "join") == 0 ? DJ_KIND_JOIN :
+		strcmp(SPI_getvalue(tuple, desc, 4), "aggregate") == 0 ? DJ_KIND_AGGREGATE :
+		DJ_KIND_QUERY;
 	options_resolve(&view->options, NULL,
 					DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
 	view->settings = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 6, &isnull));
 	view->in_error = strcmp(SPI_getvalue(tuple, desc, 7), "error") == 0;
 	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
+	if (!analyze_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
+		elog(ERROR, "delta view %d has an unknown path", view->view_id);
 }
 
 /* A SourceRecord from row i of the current SPI result */
@@ -440,7 +449,8 @@ catalog_view_plan(ViewRecord *view)
 				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
 				 errhint("Drop the view with delta_join.drop_view and create it again.")));
 
-	plan = analyze_plan(query_load(view->query_view), catalog_hints(view), &view->options);
+	plan = analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
+							 view->path);
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);

@@ -30,6 +30,7 @@ typedef struct ViewRecord
 	Oid			target;
 	Oid			query_view;		/* InvalidOid once dropped with a source */
 	DeltaKind	kind;
+	DeltaPath	path;
 	DeltaOptions options;
 	Jsonb	   *settings;		/* pinned at creation (runas.c) */
 	bool		in_error;

@@ -32,6 +32,9 @@
 #define DJ_SCHEMA			"delta_join"
 #define DJ_PLUGIN_NAME		"delta_join"
 
+/* A full recompute runs at most this often by default (option refresh_interval) */
+#define DJ_DEFAULT_REFRESH_INTERVAL_MS	1000
+
 /* Strategies, mirroring table.optimizer.delta-join.strategy */
 typedef enum DeltaStrategy
 {
@@ -58,6 +61,17 @@ typedef struct DeltaOptions
 	bool		manual_writes;	/* roles other than delta_join may write the
 								 * target (e.g. to purge logically deleted
 								 * rows) */
+	int			refresh_interval_ms;	/* full recompute: shortest period */
+
+	/*
+	 * The seeds' client parameters of asynchronous lookups, accepted under
+	 * their names so that the seeds' SQL runs unchanged; -1 when not given.
+	 * They have no meaning for a synchronous in-database lookup (explain
+	 * says which knob plays their part).
+	 */
+	int			seed_queue_size;
+	int			seed_max_inflight;
+	int			seed_buffer_capacity;
 } DeltaOptions;
 
 /*
@@ -72,6 +86,9 @@ typedef struct DeltaHint
 	bool		cache_enabled;
 	bool		cache_enabled_set;
 	bool		lookup_only;
+	int			seed_queue_size;	/* the seeds' client parameters, -1: not given */
+	int			seed_max_inflight;
+	int			seed_buffer_capacity;
 } DeltaHint;
 
 /*

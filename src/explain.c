@@ -97,6 +97,59 @@ source_titles(Analysis *a, Bitmapset *sources)
 	return buf.data;
 }
 
+/* Every source of a plan, by title */
+static char *
+source_titles_all(DeltaPlan *plan)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, plan->sources)
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", source_title(lfirst(lc)));
+	return buf.data;
+}
+
+/*
+ * The seeds' client parameters of asynchronous lookups, given as options or
+ * table hints: accepted, and reported as not applicable, with the knob that
+ * plays their part.
+ */
+static List *
+seed_parameter_lines(DeltaPlan *plan, const DeltaOptions *options)
+{
+	static const char *const names[] = {
+		"client.lookup.queue-size", "client.lookup.max-inflight-requests",
+		"table.exec.async-lookup.buffer-capacity",
+	};
+	static const char *const instead[] = {
+		"max_batch_size (the most distinct keys one apply transaction takes)",
+		"max_batch_size (lookups run one at a time in the apply worker, a batch of keys per transaction)",
+		"max_batch_size and batch_timeout (how many changed keys wait, and how long, before they are applied)",
+	};
+	List	   *lines = NIL;
+
+	for (int i = 0; i < (int) lengthof(names); i++)
+	{
+		bool		given = (i == 0 ? options->seed_queue_size :
+							 i == 1 ? options->seed_max_inflight :
+							 options->seed_buffer_capacity) >= 0;
+		ListCell   *lc;
+
+		foreach(lc, plan->sources)
+		{
+			DeltaSource *src = lfirst(lc);
+
+			given |= (i == 0 ? src->seed_queue_size : i == 1 ? src->seed_max_inflight :
+					  src->seed_buffer_capacity) >= 0;
+		}
+		if (given)
+			lines = lappend(lines, psprintf("  %s: not applicable, lookups are synchronous index scans; %s plays its part",
+											names[i], instead[i]));
+	}
+	return lines;
+}
+
 /* What an outer join null-extends, as a line of explain */
 static char *
 outer_join_line(Analysis *a, OuterJoin *oj)
@@ -131,7 +184,10 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 
 	if (a->failures != NIL)
 	{
-		lines = lappend(lines, psprintf("Not eligible for a delta view (strategy %s):",
+		lines = lappend(lines, psprintf("Not eligible for %s (strategy %s):",
+										a->path == DJ_PATH_DELTA ? "a delta view" :
+										a->path == DJ_PATH_KEYED ? "keyed recompute" :
+										"full recompute",
 										dj_strategy_name(options->strategy)));
 		foreach(lc, a->failures)
 		{
@@ -144,7 +200,32 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 		return lines;
 	}
 
-	if (plan->branches != NIL)
+	if (plan->path == DJ_PATH_FULL)
+	{
+		lines = lappend(lines, plan->key_ncolumns > 0 ?
+						psprintf("Full Recompute -> key %s", key_list(plan)) :
+						pstrdup("Full Recompute -> no key: the difference is a multiset difference"));
+		lines = lappend(lines, psprintf("  when a source changed, at most once per refresh_interval (%d ms): the query recomputed, only the difference written",
+										options->refresh_interval_ms));
+		lines = lappend(lines, psprintf("  sources (any change): %s", source_titles_all(plan)));
+	}
+	else if (plan->path == DJ_PATH_KEYED)
+	{
+		lines = lappend(lines, psprintf("Keyed Recompute (%s) -> key %s",
+										plan->kind == DJ_KIND_AGGREGATE ? "aggregate" : join_types(plan),
+										plan->whole ? "(none: one group)" : key_list(plan)));
+		foreach(lc, plan->sources)
+		{
+			DeltaSource *src = lfirst(lc);
+
+			lines = lappend(lines, psprintf("  on change of %s: %s", source_title(src),
+											plan->whole ? "the one group recomputed" :
+											plan->kind == DJ_KIND_AGGREGATE ?
+											"its groups recomputed, with plans the planner chooses" :
+											"the rows of its key recomputed and replaced, with plans the planner chooses"));
+		}
+	}
+	else if (plan->branches != NIL)
 	{
 		lines = lappend(lines, psprintf("Union All of %d delta branches -> key %s, told apart by %s",
 										list_length(plan->branches), key_list(plan),
@@ -222,10 +303,14 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 		foreach(lc, plan->outer_joins)
 			lines = lappend(lines, outer_join_line(a, lfirst(lc)));
 	}
-	if (plan->has_filter)
+	if (plan->has_filter && plan->path == DJ_PATH_DELTA && !options->retract)
 		lines = lappend(lines, pstrdup("  filter: rows that stop passing it leave residual rows (ignore_non_unique_key_filter)"));
+	lines = list_concat(lines, seed_parameter_lines(plan, options));
 	lines = lappend(lines, psprintf("  strategy: %s, mode: %s",
 									dj_strategy_name(options->strategy),
-									options->retract ? "retract" : "upsert"));
+									plan->path == DJ_PATH_DELTA ?
+									(options->retract ? "retract" : "upsert") :
+									plan->path == DJ_PATH_KEYED ? "keyed recompute" :
+									"full recompute"));
 	return lines;
 }

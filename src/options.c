@@ -58,19 +58,30 @@ static const OptionSpec option_specs[] = {
 	{"lookup_timeout", OPT_MS, offsetof(DeltaOptions, lookup_timeout_ms), 0, INT_MAX},
 	{"retract", OPT_BOOL, offsetof(DeltaOptions, retract), 0, 0},
 	{"manual_writes", OPT_BOOL, offsetof(DeltaOptions, manual_writes), 0, 0},
+	{"refresh_interval", OPT_MS, offsetof(DeltaOptions, refresh_interval_ms), 0, INT_MAX},
+	{"client.lookup.queue-size", OPT_INT, offsetof(DeltaOptions, seed_queue_size), 0, INT_MAX},
+	{"client.lookup.max-inflight-requests", OPT_INT, offsetof(DeltaOptions, seed_max_inflight), 0, INT_MAX},
+	{"table.exec.async-lookup.buffer-capacity", OPT_INT, offsetof(DeltaOptions, seed_buffer_capacity), 0, INT_MAX},
 };
 
 #define OPTION_NAMES "strategy, ignore_non_unique_key_filter, cache_enabled, " \
 	"left_cache_size, right_cache_size, max_batch_size, batch_timeout, " \
-	"lookup_timeout, retract, manual_writes"
+	"lookup_timeout, retract, manual_writes, refresh_interval (and the seeds' " \
+	"client.lookup.queue-size, client.lookup.max-inflight-requests, " \
+	"table.exec.async-lookup.buffer-capacity)"
 
 static const OptionSpec hint_specs[] = {
 	{"cache_size", OPT_INT, offsetof(DeltaHint, cache_size), 0, INT_MAX},
 	{"cache_enabled", OPT_BOOL, offsetof(DeltaHint, cache_enabled), 0, 0},
 	{"lookup_only", OPT_BOOL, offsetof(DeltaHint, lookup_only), 0, 0},
+	{"client.lookup.queue-size", OPT_INT, offsetof(DeltaHint, seed_queue_size), 0, INT_MAX},
+	{"client.lookup.max-inflight-requests", OPT_INT, offsetof(DeltaHint, seed_max_inflight), 0, INT_MAX},
+	{"table.exec.async-lookup.buffer-capacity", OPT_INT, offsetof(DeltaHint, seed_buffer_capacity), 0, INT_MAX},
 };
 
-#define HINT_NAMES "cache_size, cache_enabled, lookup_only"
+#define HINT_NAMES "cache_size, cache_enabled, lookup_only (and the seeds' " \
+	"client.lookup.queue-size, client.lookup.max-inflight-requests, " \
+	"table.exec.async-lookup.buffer-capacity)"
 
 /* ----------------------------------------------------------------
  *		Setting one option from text
@@ -160,6 +171,10 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
 	options->lookup_timeout_ms = dj_lookup_timeout_ms;
 	options->retract = false;
 	options->manual_writes = false;
+	options->refresh_interval_ms = DJ_DEFAULT_REFRESH_INTERVAL_MS;
+	options->seed_queue_size = -1;
+	options->seed_max_inflight = -1;
+	options->seed_buffer_capacity = -1;
 
 	if (json != NULL)
 	{
@@ -222,6 +237,22 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
 	}
 }
 
+/* ', "client.lookup.queue-size": 10, ...' for the seeds' parameters given */
+static char *
+seed_parameters_json(int queue_size, int max_inflight, int buffer_capacity)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	if (queue_size >= 0)
+		appendStringInfo(&buf, ", \"client.lookup.queue-size\": %d", queue_size);
+	if (max_inflight >= 0)
+		appendStringInfo(&buf, ", \"client.lookup.max-inflight-requests\": %d", max_inflight);
+	if (buffer_capacity >= 0)
+		appendStringInfo(&buf, ", \"table.exec.async-lookup.buffer-capacity\": %d", buffer_capacity);
+	return buf.data;
+}
+
 /* The complete options of a view, as stored in view_catalog.options. */
 Jsonb *
 options_to_jsonb(const DeltaOptions *options)
@@ -234,7 +265,8 @@ options_to_jsonb(const DeltaOptions *options)
 					"\"left_cache_size\": %d, \"right_cache_size\": %d, "
 					"\"max_batch_size\": %d, "
 					"\"batch_timeout\": %d, \"lookup_timeout\": %d, "
-					"\"retract\": %s, \"manual_writes\": %s}",
+					"\"retract\": %s, \"manual_writes\": %s, "
+					"\"refresh_interval\": %d%s}",
 					dj_strategy_name(options->strategy),
 					options->ignore_non_unique_key_filter ? "true" : "false",
 					options->cache_enabled ? "true" : "false",
@@ -242,7 +274,11 @@ options_to_jsonb(const DeltaOptions *options)
 					options->max_batch_size,
 					options->batch_timeout_ms, options->lookup_timeout_ms,
 					options->retract ? "true" : "false",
-					options->manual_writes ? "true" : "false");
+					options->manual_writes ? "true" : "false",
+					options->refresh_interval_ms,
+					seed_parameters_json(options->seed_queue_size,
+										 options->seed_max_inflight,
+										 options->seed_buffer_capacity));
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 }
 
@@ -393,6 +429,9 @@ hint_init(DeltaHint *hint)
 {
 	memset(hint, 0, sizeof(DeltaHint));
 	hint->cache_size = -1;
+	hint->seed_queue_size = -1;
+	hint->seed_max_inflight = -1;
+	hint->seed_buffer_capacity = -1;
 }
 
 /* The options a hint sets, as source_catalog.options keeps them */
@@ -401,17 +440,20 @@ hint_to_jsonb(const DeltaHint *hint)
 {
 	StringInfoData buf;
 
+	/* each member with a leading ", ", the first one's cut below */
 	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
 	if (hint->cache_size >= 0)
-		appendStringInfo(&buf, "\"cache_size\": %d", hint->cache_size);
+		appendStringInfo(&buf, ", \"cache_size\": %d", hint->cache_size);
 	if (hint->cache_enabled_set)
-		appendStringInfo(&buf, "%s\"cache_enabled\": %s", buf.len > 1 ? ", " : "",
-						 hint->cache_enabled ? "true" : "false");
+		appendStringInfo(&buf, ", \"cache_enabled\": %s", hint->cache_enabled ? "true" : "false");
 	if (hint->lookup_only)
-		appendStringInfo(&buf, "%s\"lookup_only\": true", buf.len > 1 ? ", " : "");
-	appendStringInfoChar(&buf, '}');
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+		appendStringInfoString(&buf, ", \"lookup_only\": true");
+	appendStringInfoString(&buf, seed_parameters_json(hint->seed_queue_size,
+													   hint->seed_max_inflight,
+													   hint->seed_buffer_capacity));
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+											  CStringGetDatum(psprintf("{%s}",
+																	   buf.len > 0 ? buf.data + 2 : ""))));
 }
 
 /* The hint source_catalog.options keeps (see hint_to_jsonb) */
@@ -440,6 +482,18 @@ hint_from_jsonb(DeltaHint *hint, Jsonb *json)
 			}
 			else if (strcmp(name, "lookup_only") == 0 && v.type == jbvBool)
 				hint->lookup_only = v.val.boolean;
+			else if (v.type == jbvNumeric)
+			{
+				int			n = DatumGetInt32(DirectFunctionCall1(numeric_int4,
+																  NumericGetDatum(v.val.numeric)));
+
+				if (strcmp(name, "client.lookup.queue-size") == 0)
+					hint->seed_queue_size = n;
+				else if (strcmp(name, "client.lookup.max-inflight-requests") == 0)
+					hint->seed_max_inflight = n;
+				else if (strcmp(name, "table.exec.async-lookup.buffer-capacity") == 0)
+					hint->seed_buffer_capacity = n;
+			}
 		}
 	}
 }

@@ -193,6 +193,8 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 			stat->counts.rows_unchanged += vp->counts.rows_unchanged;
 			stat->counts.lookups += vp->counts.lookups;
 			stat->counts.cache_hits += vp->counts.cache_hits;
+			if (stat->counts.recomputed_at < vp->counts.recomputed_at)
+				stat->counts.recomputed_at = vp->counts.recomputed_at;
 			if (stat->applied_commit_time < vp->commit_time)
 				stat->applied_commit_time = vp->commit_time;
 		}
@@ -525,8 +527,8 @@ dj_stat(PG_FUNCTION_ARGS)
 	for (int i = 0; i < worker_shared->max_views; i++)
 	{
 		ViewStat   *stat = &worker_shared->views[i];
-		Datum		values[11];
-		bool		nulls[11];
+		Datum		values[12];
+		bool		nulls[12];
 
 		if (stat->dboid != MyDatabaseId)
 			continue;
@@ -546,6 +548,8 @@ dj_stat(PG_FUNCTION_ARGS)
 		values[9] = Int64GetDatum(stat->counts.cache_hits);
 		values[10] = CStringGetTextDatum(stat->retry_reason);
 		nulls[10] = (stat->retry_reason[0] == '\0');
+		values[11] = TimestampTzGetDatum(stat->counts.recomputed_at);
+		nulls[11] = (stat->counts.recomputed_at == 0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(worker_shared->lock);

@@ -275,6 +275,9 @@ target_add_key(Oid relid, DeltaPlan *plan)
 {
 	bool		nullable_key = false;
 
+	/* a result without a key (full recompute): a multiset */
+	if (plan->key_ncolumns == 0)
+		return;
 	for (int k = 0; k < plan->key_ncolumns; k++)
 		nullable_key |= output_nullable(plan, plan->key_columns[k]);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", qualified_name(relid),
@@ -587,7 +590,7 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 						plan->colnames[col]),
 				 errhint("The target's columns must be the query's output columns, in order.")));
 
-	if (!OidIsValid(target_key_index(rel, plan)))
+	if (plan->key_ncolumns > 0 && !OidIsValid(target_key_index(rel, plan)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("target \"%s\" has no primary key or unique index on the result's unique key (%s)",
@@ -778,5 +781,89 @@ target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
 	}
 	PG_END_TRY();
 	runas_end(&runas);
+	return rows;
+}
+
+/* ----------------------------------------------------------------
+ *		Full recompute
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Recompute the view's result and write only the difference into its
+ * target, in one statement (one snapshot, so readers see a whole result
+ * before or after): the target rows the result no longer has are deleted,
+ * the result rows the target lacks are inserted, and the rows they share
+ * are left alone.  Rows are compared by their text image in the target's
+ * column types (so a value that only prints otherwise, 1.0 against 1.00,
+ * is rewritten); a result without a key is a multiset, its equal rows
+ * numbered so that each copy is matched once.  A row whose key stays and
+ * whose values change is deleted and inserted again: the delete runs
+ * first.  Runs as the current user (the apply worker's target owner);
+ * returns the rows written (deleted plus inserted).
+ */
+uint64
+target_recompute(Oid relid, Oid query_view, DeltaPlan *plan)
+{
+	Relation	rel = table_open(relid, RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData image;
+	StringInfoData cols;
+	const char *number = plan->key_ncolumns > 0 ? "" :
+		", pg_catalog.row_number() OVER (PARTITION BY dj_image) AS dj_n";
+	const char *same_n = plan->key_ncolumns > 0 ? "" : " AND q.dj_n OPERATOR(pg_catalog.=) t.dj_n";
+	char	   *name = qualified_name(relid);
+	char	   *sql;
+	uint64		rows;
+	Oid			outer_filling;
+	int			col = 0;
+
+	/* the row's image in the target's types, and its columns */
+	initStringInfo(&image);
+	initStringInfo(&cols);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&image, "%s%s::%s", col > 0 ? ", " : "",
+						 quote_identifier(NameStr(att->attname)),
+						 format_type_with_typemod(att->atttypid, att->atttypmod));
+		appendStringInfo(&cols, "%s%s", col > 0 ? ", " : "",
+						 quote_identifier(NameStr(att->attname)));
+		col++;
+	}
+	table_close(rel, NoLock);
+
+	sql = psprintf("WITH q AS MATERIALIZED ("
+				   "  SELECT *%s FROM (SELECT ROW(%s)::pg_catalog.text AS dj_image, %s FROM %s) x), "
+				   "t AS MATERIALIZED ("
+				   "  SELECT *%s FROM (SELECT ctid AS dj_tid, ROW(%s)::pg_catalog.text AS dj_image FROM %s) y), "
+				   "gone AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+				   "  SELECT t.dj_tid FROM t WHERE NOT EXISTS (SELECT FROM q "
+				   "  WHERE q.dj_image OPERATOR(pg_catalog.=) t.dj_image%s))) RETURNING 1) "
+				   "INSERT INTO %s (%s) SELECT %s FROM q "
+				   "WHERE NOT EXISTS (SELECT FROM t WHERE t.dj_image OPERATOR(pg_catalog.=) q.dj_image%s) "
+				   "  AND (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.>=) 0",
+				   number, image.data, cols.data, qualified_name(query_view),
+				   number, image.data, name,
+				   name, same_n,
+				   name, cols.data, cols.data, same_n);
+
+	outer_filling = target_filling_relid;
+	target_filling_relid = relid;
+	PG_TRY();
+	{
+		SPI_connect();
+		spi_run(sql);
+		rows = SPI_processed;
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		target_filling_relid = outer_filling;
+	}
+	PG_END_TRY();
 	return rows;
 }

@@ -151,6 +151,14 @@ static DecodeCapture capture;
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
 static List *deferred_views = NIL;	/* DeferredView *, in worker_cxt */
 
+/* When each full-recompute view last recomputed (in worker_cxt) */
+typedef struct Recompute
+{
+	int			view_id;
+	TimestampTz at;
+} Recompute;
+static List *recomputes = NIL;
+
 /*
  * When a batch is full or due: the settings, lowered by the options of the
  * active views as last read from the catalog (worker_batch_limits).
@@ -184,6 +192,8 @@ static void worker_defer(ViewRecord *view, ViewBatch *batch, const char *message
 static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
 							 TimestampTz now, char **message);
 static void worker_forget_deferred(DeferredView *dv);
+static TimestampTz worker_recomputed_at(int view_id);
+static void worker_note_recompute(int view_id, TimestampTz at);
 static DeferredView *worker_find_deferred(int view_id);
 static ViewProgress *worker_progress_rows(List *views);
 
@@ -697,6 +707,25 @@ worker_apply_batch(void)
 		if (work == NIL)
 			continue;
 
+		/* a full recompute runs at most once per refresh_interval */
+		if (view->path == DJ_PATH_FULL)
+		{
+			TimestampTz due = TimestampTzPlusMilliseconds(worker_recomputed_at(view->view_id),
+														  view->options.refresh_interval_ms);
+
+			if (due > now)
+			{
+				worker_defer(view, batch, NULL, 0, now);
+				dv = worker_find_deferred(view->view_id);
+				dv->next_try = due;
+				if (dv->reason == NULL)
+					dv->reason = MemoryContextStrdup(worker_cxt, "waiting for its refresh_interval");
+				vp->deferred = true;
+				vp->retry_reason = dv->reason;
+				continue;
+			}
+		}
+
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(view));
 		result = worker_apply_view(view, work, end_lsn, &vp->counts, &message, &sqlerrcode);
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -730,6 +759,8 @@ worker_apply_batch(void)
 		}
 		vp->applied = true;
 		applied_ids[napplied++] = view->view_id;
+		if (view->path == DJ_PATH_FULL)
+			worker_note_recompute(view->view_id, now);
 	}
 
 	/* views whose changes could not be captured (decode.c) */
@@ -849,8 +880,10 @@ worker_apply_view(ViewRecord *view, List *batches, XLogRecPtr end_lsn,
 		{
 			ViewBatch  *batch = lfirst(lc);
 
+			/* (one full recompute covers every batch) */
 			batch->end_lsn = end_lsn;
-			apply_view_batch(view, batch, counts);
+			if (view->path != DJ_PATH_FULL || lnext(batches, lc) == NULL)
+				apply_view_batch(view, batch, counts);
 		}
 		PopActiveSnapshot();
 
@@ -886,6 +919,43 @@ worker_apply_view(ViewRecord *view, List *batches, XLogRecPtr end_lsn,
 	PG_END_TRY();
 
 	return result;
+}
+
+/* When a full-recompute view last recomputed (0: not since the worker started) */
+static TimestampTz
+worker_recomputed_at(int view_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, recomputes)
+	{
+		if (((Recompute *) lfirst(lc))->view_id == view_id)
+			return ((Recompute *) lfirst(lc))->at;
+	}
+	return 0;
+}
+
+static void
+worker_note_recompute(int view_id, TimestampTz at)
+{
+	Recompute  *r = NULL;
+	ListCell   *lc;
+
+	foreach(lc, recomputes)
+	{
+		if (((Recompute *) lfirst(lc))->view_id == view_id)
+			r = lfirst(lc);
+	}
+	if (r == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
+
+		r = palloc0(sizeof(Recompute));
+		r->view_id = view_id;
+		recomputes = lappend(recomputes, r);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	r->at = at;
 }
 
 /* The deferred view of that id, or NULL */

@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze_full.c
+ *	  The full-recompute path (DESIGN.md §2, "Fallback maintenance"): any
+ *	  deterministic query whose tables' changes can be decoded.
+ *
+ * Its sources are every table the query reads, anywhere -- subqueries,
+ * CTEs, the views it reads and the views they read: a change of any of
+ * them makes the view dirty (no key is captured, source_catalog's
+ * key_attnums is empty).  Rule 4 applies to all of it.
+ *
+ * The result's key, when the query says what it is: all its columns for
+ * DISTINCT and UNION / INTERSECT / EXCEPT, the grouped columns for a GROUP
+ * BY whose columns are all in the select list.  Otherwise the result has
+ * none, and a recompute writes the multiset difference.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "analysis.h"
+
+typedef struct TableWalk
+{
+	Analysis   *a;
+	List	   *relids;			/* the tables read, each once */
+	List	   *views;			/* the views expanded, against cycles */
+} TableWalk;
+
+static bool tables_walker(Node *node, TableWalk *walk);
+
+/* A relation the query reads: a table to watch, or a view to read through */
+static void
+note_relation(TableWalk *walk, RangeTblEntry *rte)
+{
+	Analysis   *a = walk->a;
+	char	   *label = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+												   get_rel_name(rte->relid));
+	const char *problem = NULL;
+
+	switch (rte->relkind)
+	{
+		case RELKIND_VIEW:
+			if (!list_member_oid(walk->views, rte->relid))
+			{
+				Relation	rel = table_open(rte->relid, AccessShareLock);
+				Query	   *view_query = copyObject(get_view_query(rel));
+
+				table_close(rel, AccessShareLock);
+				walk->views = lappend_oid(walk->views, rte->relid);
+				analysis_check_determinism(a, view_query);
+				(void) tables_walker((Node *) view_query, walk);
+			}
+			return;
+		case RELKIND_RELATION:
+		case RELKIND_PARTITIONED_TABLE:
+			break;
+		case RELKIND_MATVIEW:
+			problem = "a materialized view (its refresh is not decoded as changes)";
+			break;
+		case RELKIND_FOREIGN_TABLE:
+			problem = "a foreign table (its changes are not in this server's WAL)";
+			break;
+		default:
+			problem = "not a table";
+			break;
+	}
+	if (problem == NULL && IsCatalogRelationOid(rte->relid))
+		problem = "a system catalog";
+	if (problem == NULL && get_rel_persistence(rte->relid) != RELPERSISTENCE_PERMANENT)
+		problem = "not a permanent, WAL-logged table";
+	if (problem == NULL && get_rel_namespace(rte->relid) == get_namespace_oid(DJ_SCHEMA, true))
+		problem = "a table of delta_join itself";
+	if (problem != NULL)
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: %s, read by the query, is %s", label, problem),
+			   pstrdup("A view is recomputed when a table it reads changes, which only decoding the WAL tells."),
+			   pstrdup("Read ordinary, logged tables."));
+		return;
+	}
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE &&
+		!analysis_partitions_decodable(a, rte->relid, label))
+		return;
+	walk->relids = list_append_unique_oid(walk->relids, rte->relid);
+}
+
+static bool
+tables_walker(Node *node, TableWalk *walk)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+			note_relation(walk, rte);
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, tables_walker, walk, QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, tables_walker, walk);
+}
+
+/* Can output column col be a column of a unique index (a btree opclass)? */
+static bool
+indexable(DeltaPlan *plan, int col)
+{
+	return OidIsValid(GetDefaultOpClass(plan->coltypes[col], BTREE_AM_OID));
+}
+
+/* The output position (0-based) of a non-junk target entry */
+static int
+output_position(Query *query, TargetEntry *target)
+{
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle == target)
+			return tle->resjunk ? -1 : n;
+		if (!tle->resjunk)
+			n++;
+	}
+	return -1;
+}
+
+/* The result's key as the query states it, or none (see the banner) */
+static void
+derive_key(DeltaPlan *plan, Query *query)
+{
+	List	   *cols = NIL;
+	bool		all = false;
+	ListCell   *lc;
+
+	if (query->setOperations &&
+		!((SetOperationStmt *) query->setOperations)->all)
+		all = true;
+	else if (query->distinctClause && !query->hasDistinctOn)
+		all = true;
+	else if (query->groupClause && !query->groupingSets)
+	{
+		foreach(lc, query->groupClause)
+		{
+			TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), query->targetList);
+			int			col = output_position(query, tle);
+
+			if (col < 0)
+				return;			/* grouped by a column the result does not show */
+			cols = list_append_unique_int(cols, col);
+		}
+	}
+	if (all)
+	{
+		for (int c = 0; c < plan->ncolumns; c++)
+			cols = lappend_int(cols, c);
+	}
+	foreach(lc, cols)
+	{
+		if (!indexable(plan, lfirst_int(lc)))
+			return;
+	}
+	plan->key_ncolumns = list_length(cols);
+	plan->key_columns = palloc(sizeof(int) * Max(plan->key_ncolumns, 1));
+	foreach(lc, cols)
+		plan->key_columns[foreach_current_index(lc)] = lfirst_int(lc);
+}
+
+void
+analysis_full(Analysis *a, Query *query)
+{
+	DeltaPlan  *plan = a->plan;
+	TableWalk	walk = {a, NIL, NIL};
+	ListCell   *lc;
+
+	plan->kind = DJ_KIND_QUERY;
+	analysis_check_determinism(a, query);
+	(void) tables_walker((Node *) query, &walk);
+	if (walk.relids == NIL && a->failures == NIL)
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   pstrdup("delta view rule 1: the query reads no table"),
+			   NULL, pstrdup("Select from one or more tables."));
+	if (query->rowMarks)
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   pstrdup("delta view rule 5: FOR UPDATE and FOR SHARE are not supported"),
+			   NULL, pstrdup("Remove the locking clause."));
+
+	analysis_output(a);
+	plan->key_ncolumns = 0;
+	plan->key_columns = palloc(sizeof(int));
+	derive_key(plan, query);
+
+	foreach(lc, walk.relids)
+	{
+		DeltaSource *src = palloc0(sizeof(DeltaSource));
+
+		src->relid = lfirst_oid(lc);
+		src->ordinal = foreach_current_index(lc) + 1;
+		src->relname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(src->relid)),
+												  get_rel_name(src->relid));
+		src->alias = get_rel_name(src->relid);
+		src->partitioned = (get_rel_relkind(src->relid) == RELKIND_PARTITIONED_TABLE);
+		src->key_natts = 0;
+		src->key_attnums = palloc(sizeof(AttrNumber));
+		src->cache_size = -1;
+		src->seed_queue_size = src->seed_max_inflight = src->seed_buffer_capacity = -1;
+		plan->sources = lappend(plan->sources, src);
+	}
+}
