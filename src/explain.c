@@ -123,9 +123,9 @@ seed_parameter_lines(DeltaPlan *plan, const DeltaOptions *options)
 		"table.exec.async-lookup.buffer-capacity",
 	};
 	static const char *const instead[] = {
-		"max_batch_size (the most distinct keys one apply transaction takes)",
-		"max_batch_size (lookups run one at a time in the apply worker, a batch of keys per transaction)",
-		"max_batch_size and batch_timeout (how many changed keys wait, and how long, before they are applied)",
+		"max_batch_size (the most distinct keys one apply transaction takes) plays its part",
+		"max_batch_size (lookups run one at a time in the apply worker, a batch of keys per transaction) plays its part",
+		"max_batch_size and batch_timeout (how many changed keys wait, and how long, before they are applied) play their part",
 	};
 	List	   *lines = NIL;
 
@@ -144,7 +144,7 @@ seed_parameter_lines(DeltaPlan *plan, const DeltaOptions *options)
 					  src->seed_buffer_capacity) >= 0;
 		}
 		if (given)
-			lines = lappend(lines, psprintf("  %s: not applicable, lookups are synchronous index scans; %s plays its part",
+			lines = lappend(lines, psprintf("  %s: not applicable, lookups are synchronous index scans; %s",
 											names[i], instead[i]));
 	}
 	return lines;

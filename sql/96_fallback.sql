@@ -1,0 +1,112 @@
+--
+-- Fallback maintenance (DESIGN.md §2): strategy auto uses the delta rewrite
+-- when the query is eligible, else keyed recompute when it has a delta
+-- view's shape, else full recompute; strategy none never uses the delta
+-- rewrite.  Every path is exact after wait(); rule 4 holds on all of them.
+--
+\set ECHO none
+\i sql/include/setup.sql
+\set ECHO all
+CREATE SCHEMA fall;
+SET search_path = fall, public;
+
+CREATE TABLE customers (id int PRIMARY KEY, name text, region text);
+CREATE TABLE orders (id int PRIMARY KEY, customer_id int, amount int);
+ALTER TABLE orders REPLICA IDENTITY FULL;
+INSERT INTO customers SELECT g, 'c' || g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END
+  FROM generate_series(1, 10) g;
+INSERT INTO orders SELECT g, g % 10 + 1, g FROM generate_series(1, 50) g;
+
+--
+-- 1. Keyed recompute: a join on a column no index leads (rule 2), with
+--    both keys in the select list; a filter is fine (nothing is left
+--    behind).  A GROUP BY without an index; an aggregate without GROUP BY.
+--
+\set kjoin 'SELECT o.id, c.id AS customer_id, c.name, o.amount FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.amount > 5'
+SELECT * FROM delta_join.explain(:'kjoin', strategy => 'auto');
+SELECT delta_join.create_view('keyed_join', :'kjoin', strategy => 'auto');
+\set kagg 'SELECT customer_id, count(*) AS n, sum(amount) AS total FROM orders GROUP BY customer_id'
+SELECT * FROM delta_join.explain(:'kagg', strategy => 'auto');
+SELECT delta_join.create_view('keyed_agg', :'kagg', strategy => 'auto');
+\set kwhole 'SELECT count(*) AS n, sum(amount) AS total FROM orders'
+SELECT * FROM delta_join.explain(:'kwhole', strategy => 'auto');
+SELECT delta_join.create_view('keyed_whole', :'kwhole', strategy => 'auto');
+
+--
+-- 2. Full recompute: DISTINCT, a subquery, a window function, UNION, an
+--    aggregate over a join, ORDER BY ... LIMIT.
+--
+\set distinct_q 'SELECT DISTINCT c.region FROM orders o JOIN customers c ON c.id = o.customer_id'
+SELECT * FROM delta_join.explain(:'distinct_q', strategy => 'auto');
+SELECT delta_join.create_view('regions', :'distinct_q', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
+\set exists_q 'SELECT c.id, c.name FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.amount > 40)'
+SELECT delta_join.create_view('big_buyers', :'exists_q', strategy => 'none', options => '{"refresh_interval": "50ms"}');
+\set window_q 'SELECT id, customer_id, rank() OVER (PARTITION BY customer_id ORDER BY amount DESC, id) AS rnk FROM orders'
+SELECT delta_join.create_view('ranked', :'window_q', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
+\set union_q 'SELECT region AS label FROM customers UNION SELECT name FROM customers WHERE id < 3'
+SELECT delta_join.create_view('labels', :'union_q', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
+\set join_agg 'SELECT c.region, count(*) AS n, sum(o.amount) AS total FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY c.region'
+SELECT delta_join.create_view('region_totals', :'join_agg', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
+\set top_q 'SELECT id, amount FROM orders ORDER BY amount DESC, id LIMIT 3'
+SELECT delta_join.create_view('top_orders', :'top_q', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
+SELECT target, kind, mode, strategy FROM delta_join.views ORDER BY target;
+\d regions
+\d ranked
+
+-- changes on both sources, a delete, a move between groups
+INSERT INTO customers VALUES (11, 'new', 'apac');
+INSERT INTO orders VALUES (51, 11, 500), (52, 3, 1);
+UPDATE customers SET name = 'C1' WHERE id = 1;
+UPDATE orders SET customer_id = 2 WHERE id = 10;
+DELETE FROM orders WHERE id IN (7, 50);
+SELECT delta_join.wait();
+SELECT * FROM diff('keyed_join', :'kjoin');
+SELECT * FROM diff('keyed_agg', :'kagg');
+SELECT * FROM diff('keyed_whole', :'kwhole');
+SELECT * FROM diff('regions', :'distinct_q');
+SELECT * FROM diff('big_buyers', :'exists_q');
+SELECT * FROM diff('ranked', :'window_q');
+SELECT * FROM diff('labels', :'union_q');
+SELECT * FROM diff('region_totals', :'join_agg');
+SELECT * FROM diff('top_orders', :'top_q');
+SELECT * FROM top_orders ORDER BY amount DESC;
+SELECT target FROM delta_join.status WHERE last_recompute IS NULL OR state <> 'active';
+
+-- a recompute writes only what changed: an update no result sees writes nothing
+SELECT sum(rows_upserted) AS written_before FROM delta_join.status WHERE target = 'fall.regions' \gset
+UPDATE orders SET amount = amount WHERE id = 1;
+SELECT delta_join.wait();
+SELECT sum(rows_upserted) - :written_before AS written FROM delta_join.status WHERE target = 'fall.regions';
+
+-- a source truncated
+TRUNCATE orders;
+INSERT INTO orders VALUES (1, 1, 10);
+SELECT delta_join.wait();
+SELECT * FROM diff('keyed_join', :'kjoin');
+SELECT * FROM diff('keyed_whole', :'kwhole');
+SELECT * FROM diff('regions', :'distinct_q');
+SELECT * FROM diff('region_totals', :'join_agg');
+
+--
+-- 3. What no path takes: rule 4 on every path, unlogged tables.
+--
+SELECT * FROM delta_join.explain('SELECT DISTINCT region, now() AS t FROM customers', strategy => 'auto');
+CREATE UNLOGGED TABLE scratch (id int PRIMARY KEY);
+SELECT * FROM delta_join.explain('SELECT DISTINCT id FROM scratch', strategy => 'none');
+-- strategy eventual does not fall back
+SELECT * FROM delta_join.explain(:'distinct_q');
+
+--
+-- 4. The seeds' client parameters of asynchronous lookups: accepted as
+--    options and table hints, reported as not applicable.
+--
+SELECT * FROM delta_join.explain($$
+  SELECT o.id, c.id AS customer_id, c.name FROM orders o
+  JOIN customers /*+ OPTIONS('client.lookup.max-inflight-requests'='64') */ c ON c.id = o.id $$,
+  options => '{"client.lookup.queue-size": 1000, "table.exec.async-lookup.buffer-capacity": 100}');
+
+SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
+SET client_min_messages = warning;
+DROP SCHEMA fall CASCADE;
+RESET client_min_messages;
+RESET search_path;
