@@ -55,6 +55,7 @@ typedef struct JoinApply
 	Datum	   *values;
 	bool	   *isnull;
 	TargetWriter *writer;
+	int64		emitted;		/* rows written so far */
 } JoinApply;
 
 typedef struct RemapContext
@@ -179,6 +180,7 @@ emit_row(JoinApply *ja)
 			ja->values[i] = ExecEvalExprSwitchContext(ja->columns[i], econtext,
 													  &ja->isnull[i]);
 		target_upsert(ja->writer, ja->values, ja->isnull);
+		ja->emitted++;
 	}
 	ResetExprContext(econtext);
 }
@@ -264,6 +266,24 @@ walk_scans_end(WalkScans *ws)
 	return lookups;
 }
 
+/* Are the output columns of the source's key exactly the target's key? */
+static bool
+key_is_target_key(DeltaPlan *plan, DeltaSource *src)
+{
+	if (!src->key_in_output || src->key_natts != plan->key_ncolumns)
+		return false;
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		bool		found = false;
+
+		for (int c = 0; c < plan->key_ncolumns; c++)
+			found |= (plan->key_columns[c] == src->key_output[k]);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 static void
 add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
@@ -304,6 +324,8 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 	{
 		SourceBatch *sb = lfirst(lc);
 		DeltaWalk  *walk = NULL;
+		DeltaSource *driver;
+		bool		key_slice;
 		WalkScans  *ws;
 		ListCell   *lc2;
 
@@ -327,28 +349,44 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 
 		/*
 		 * Retract mode: the rows of the target that hold one of the keys (the
-		 * keys' slices) are replaced by those the walks produce.
+		 * keys' slices) are replaced by those the walks produce.  When the
+		 * driver's key is the target's key, a slice is at most the one row
+		 * of that key: it is deleted if the walk writes nothing for it.
 		 */
-		if (plan->options.retract)
-			note_slices(&ja, list_nth(plan->sources, walk->driver), sb->keys);
+		driver = list_nth(plan->sources, walk->driver);
+		key_slice = plan->options.retract && key_is_target_key(plan, driver);
+		if (plan->options.retract && !key_slice)
+			note_slices(&ja, driver, sb->keys);
 
 		ws = walk_scans_begin(plan, walk);
 		foreach(lc2, sb->keys)
 		{
 			DirtyKey   *key = lfirst(lc2);
 			TupleTableSlot *slot;
+			int64		emitted = ja.emitted;
 
 			counts->keys_applied++;
-			if (!lookup_rescan(ws->fetch, key->values, key->isnull))
-				continue;
-			while ((slot = lookup_next(ws->fetch)) != NULL)
+			if (lookup_rescan(ws->fetch, key->values, key->isnull))
 			{
-				store_source(&ja, walk->driver, slot);
-				walk_from(&ja, ws, 0);
+				while ((slot = lookup_next(ws->fetch)) != NULL)
+				{
+					store_source(&ja, walk->driver, slot);
+					walk_from(&ja, ws, 0);
+				}
+			}
+			if (key_slice && ja.emitted == emitted)
+			{
+				memset(ja.isnull, true, sizeof(bool) * plan->ncolumns);
+				for (int k = 0; k < driver->key_natts; k++)
+				{
+					ja.values[driver->key_output[k]] = key->values[k];
+					ja.isnull[driver->key_output[k]] = key->isnull[k];
+				}
+				target_delete(writer, ja.values, ja.isnull);
 			}
 		}
 		counts->lookups += walk_scans_end(ws);
-		if (plan->options.retract)
+		if (plan->options.retract && !key_slice)
 			target_region_end(writer);
 	}
 

@@ -21,10 +21,15 @@
 #      backlog of orders updates for the inner join in upsert mode (the
 #      baseline), the LEFT JOIN in upsert mode, the inner join and the LEFT
 #      JOIN in retract mode, each as a ratio to the baseline
+#   9. the fallback paths (issue 9), against REFRESH MATERIALIZED VIEW of
+#      the same query: one full recompute of the join when nothing changed
+#      (and the rows it wrote), and keyed recompute of the join (strategy
+#      none) until fresh after 0.1 %, 1 % and 10 % of the orders changed
 #
 # Environment:
 #   SCALE=small    everything 10x smaller, 5 s runs: a quick smoke run
 #   STEPS=modes    load, then step 8 only
+#   STEPS=fallback load, then step 9 only
 #   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
 #   RATE=n         writes/s of the lag runs (default 2000)
 #   SEED=n         pgbench --random-seed (default 42)
@@ -359,6 +364,65 @@ modes_step() {
 	MLR_RATE=$M_RATE MLR_CHECK=$M_CHECK
 }
 
+# Step 9.  The join as DISTINCT has the same rows, and takes the
+# full-recompute path (a result keyed by all its columns).
+fallback_step() {
+	local t0 w0 n pct
+	dj_say "9. fallback paths: REFRESH MATERIALIZED VIEW of the join, then the same by delta_join"
+	settle
+	q -c "CREATE MATERIALIZED VIEW order_item_mv AS $JOIN_QUERY" >/dev/null || die "CREATE MATERIALIZED VIEW failed"
+	settle
+	t0=$(now)
+	q -c "REFRESH MATERIALIZED VIEW order_item_mv" >/dev/null || die "REFRESH failed"
+	F_REFRESH_S=$(calc "$(now) - $t0")
+	q -c "DROP MATERIALIZED VIEW order_item_mv" >/dev/null
+
+	# full recompute, nothing changed: a no-op update makes the view dirty
+	q -c "SELECT delta_join.create_view('full_view', \$q\$ SELECT DISTINCT $MODES_COLS FROM orders o JOIN items i $MODES_ON \$q\$,
+	        strategy => 'none', options => '{\"refresh_interval\": 0, \"batch_timeout\": 0}')" >/dev/null ||
+		die "create_view(full_view) failed"
+	F_MODE=$(q -c "SELECT mode FROM delta_join.views WHERE target = 'public.full_view'")
+	wait_view full_view
+	settle
+	w0=$(q -c "SELECT rows_upserted FROM delta_join.status WHERE target = 'public.full_view'")
+	t0=$(now)
+	q -c "UPDATE items SET item_name = item_name WHERE merchant_id = 1 AND item_id = 1" >/dev/null
+	wait_view full_view
+	F_FULL_S=$(calc "$(now) - $t0")
+	F_WRITTEN=$(q -c "SELECT rows_upserted - $w0 FROM delta_join.status WHERE target = 'public.full_view'")
+	q -c "SELECT delta_join.drop_view('full_view')" >/dev/null || die "drop_view(full_view) failed"
+
+	# keyed recompute: the join with strategy none
+	q -c "SELECT delta_join.create_view('keyed_view', \$q\$ SELECT $MODES_COLS FROM orders o JOIN items i $MODES_ON \$q\$,
+	        strategy => 'none', options => '{\"batch_timeout\": 0}')" >/dev/null ||
+		die "create_view(keyed_view) failed"
+	K_MODE=$(q -c "SELECT mode FROM delta_join.views WHERE target = 'public.keyed_view'")
+	for pct in 0.1 1 10; do
+		n=$(awk -v p="$pct" 'BEGIN { printf "%d", 100 / p }')
+		wait_view keyed_view
+		settle
+		t0=$(now)
+		q -c "UPDATE orders SET amount = amount + 1 WHERE order_id % $n = 0" >/dev/null || die "update ($pct %) failed"
+		wait_view keyed_view
+		eval "K_S_${pct/./_}=$(calc "$(now) - $t0")"
+	done
+	K_CHECK=$(q -c "SELECT (SELECT count(*) FROM ((SELECT $MODES_COLS FROM orders o JOIN items i $MODES_ON)
+	                        EXCEPT ALL TABLE keyed_view) m) + (SELECT count(*) FROM (TABLE keyed_view
+	                        EXCEPT ALL (SELECT $MODES_COLS FROM orders o JOIN items i $MODES_ON)) e)")
+	q -c "SELECT delta_join.drop_view('keyed_view')" >/dev/null || die "drop_view(keyed_view) failed"
+}
+
+fallback_report() {
+	row "9. REFRESH MATERIALIZED VIEW of the join" "$(fmt "$F_REFRESH_S" 2) s" "" "" "" ""
+	row "   full recompute, nothing changed" "$(fmt "$F_FULL_S" 2) s" "REFRESH" "$(ratio "$F_FULL_S" "$F_REFRESH_S")" "<= 1.3" "$(verdict "$(ratio "$F_FULL_S" "$F_REFRESH_S")" "<" 1.300001)"
+	row "   ... rows it wrote" "$F_WRITTEN" "" "" "0" "$(verdict "$F_WRITTEN" "<" 0.5)"
+	row "   keyed, 0.1 % of orders changed" "$(fmt "$K_S_0_1" 2) s" "REFRESH" "$(ratio "$K_S_0_1" "$F_REFRESH_S")" "" ""
+	row "   keyed, 1 % of orders changed" "$(fmt "$K_S_1" 2) s" "REFRESH" "$(ratio "$K_S_1" "$F_REFRESH_S")" "< 1" "$(verdict "$(ratio "$K_S_1" "$F_REFRESH_S")" "<" 1)"
+	row "   keyed, 10 % of orders changed" "$(fmt "$K_S_10" 2) s" "REFRESH" "$(ratio "$K_S_10" "$F_REFRESH_S")" "" ""
+	echo "checks: the paths were '$F_MODE' and '$K_MODE'; the keyed view against its query: $K_CHECK differing rows" \
+		"(times are from the update to wait(), the batch and the commit included)"
+}
+
 modes_report() {
 	row "8. inner join, upsert (baseline)" "$(fmt "$MI_RATE") /s" "" "" "" ""
 	row "   LEFT JOIN, upsert" "$(fmt "$ML_RATE") /s" "inner upsert" "$(ratio "$ML_RATE" "$MI_RATE")" "" ""
@@ -377,6 +441,17 @@ t0=$(now)
 q "${sizes[@]}" -f "$base/schema.sql" >/dev/null || die "loading failed"
 LOAD_S=$(calc "$(now) - $t0")
 
+if [ "$STEPS" = fallback ]; then
+	fallback_step
+	echo
+	echo "delta_join benchmark, step 9  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE"
+	echo "orders $NORDERS, items $NITEMS"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	fallback_report
+	exit 0
+fi
 if [ "$STEPS" = modes ]; then
 	modes_step
 	echo
@@ -522,6 +597,10 @@ q -c "SELECT delta_join.drop_view('merchant_summary', false)" >/dev/null ||
 	die "drop_view(merchant_summary) failed"
 modes_step
 
+# ---- 9. the fallback paths ----
+
+fallback_step
+
 # ---- the report ----
 
 if [ "$ADIFF" != 0 ]; then
@@ -589,6 +668,7 @@ row "   agg lag uniform p50 / p99 @ $RATE/s" "$(fmt "$AU_P50" 1) / $(fmt "$AU_P9
 row "   agg lag hot p50 / p99 @ $RATE/s" "$(fmt "$AH_P50" 1) / $(fmt "$AH_P99" 1) ms" "achieved $(fmt "$AH_LRATE") /s" "" "p99 < 500" "$(verdict "$AH_P99" "<" 500)"
 row "   agg worker RSS before / after bursts" "$(mb "$a1_rss")" "before $(mb "$a0_rss"), private $(mb "$a0_anon") -> $(mb "$a1_anon")" "" "" ""
 modes_report
+fallback_report
 line
 echo "checks: order_item_wide vs its query after the runs: $DIFF differing rows;" \
 	"merchant_summary: $ADIFF; server log: $ERRORS ERROR/FATAL/PANIC/WARNING lines"
