@@ -31,7 +31,9 @@ The invariant these tests check (DESIGN.md §6.1): after
 C<delta_join.wait()>, a view's target equals the result of its query as a
 multiset: C<query EXCEPT ALL target> and C<target EXCEPT ALL query> are both
 empty.  With deletes on a join source, residual rows are allowed, so only
-C<query EXCEPT ALL target> must be empty (C<is_view_superset>).
+C<query EXCEPT ALL target> must be empty (C<is_view_superset>).  Outer-join
+views in upsert mode have one more rule: no null-extended row beside a
+joined row of the same preserved-side row (C<is_outer_upsert>).
 
 Writes come from pgbench custom scripts run by several clients at once;
 C<--random-seed> makes each client's sequence of random values repeat from

@@ -40,6 +40,9 @@
 #    a row with domain_id IS NOT NULL; for c, both ways);
 #  - refresh() of an upsert view leaves it equal to its query.
 #
+# Then a race made to happen: a partner row that an apply sees before the
+# apply of its own change, gone again by then (see below).
+#
 # Finally the comparisons themselves are checked: targets tampered with
 # after drop_view(target, false) are reported.
 
@@ -167,6 +170,74 @@ foreach my $seed (@seeds)
 	# the views of this seed stop here (the worker has less to decode)
 	$node->safe_psql('postgres', "SELECT delta_join.drop_view('$_')")
 	  foreach sort keys %$views;
+}
+
+# ---- a partner that an apply sees before its own change is applied ----
+#
+# Each view's apply reads the sources as they are when it runs, which may
+# be ahead of its batch.  Here fa 34, the only partner of fb 30 (k = 12),
+# is deleted (batch 1); fa 78 joins k = 12 while batch 1 waits (so batch 1
+# sees fb 30 joined to fa 78, which batch 2 brings); and fa 78 is deleted
+# while batch 2 waits (so batch 2 sees nothing of fa 78 to write).  fb 30
+# is then left without partner: its null-extended row must be in both
+# targets.  The batches are held up by row locks on the target of view v0,
+# created first and so applied first in each batch.
+
+{
+	my $s = 'race';
+	my $q = DeltaJoinOuter::in_schema($DeltaJoinOuter::views{c}[0], $s);
+	$node->safe_psql(
+		'postgres', qq{
+		CREATE SCHEMA $s;
+		CREATE TABLE $s.blocker (id bigint PRIMARY KEY, v bigint);
+		CREATE TABLE $s.fa (id bigint PRIMARY KEY, k bigint, av text);
+		CREATE INDEX ON $s.fa (k);
+		CREATE TABLE $s.fb (id bigint PRIMARY KEY, k bigint, bv text);
+		CREATE INDEX ON $s.fb (k);
+		INSERT INTO $s.blocker VALUES (1, 0), (2, 0);
+		INSERT INTO $s.fa VALUES (34, 12, 'a34');
+		INSERT INTO $s.fb VALUES (30, 12, 'b30');
+		SELECT delta_join.create_view('$s.v0',
+		  'SELECT id, count(*) AS n, sum(v) AS v FROM $s.blocker GROUP BY id');
+		SELECT delta_join.create_view('$s.c_rt', \$q\$ $q \$q\$,
+		                              options => '{"retract": true}');
+		SELECT delta_join.create_view('$s.c_up', \$q\$ $q \$q\$);});
+	ok(DeltaJoinWorkload::wait_views($node), 'race: wait() returns true');
+
+	# a session holding a row of v0's target, and its pid
+	my @locker;
+	foreach my $id (1, 2)
+	{
+		my $l = $node->background_psql('postgres');
+		$l->query_safe("BEGIN; SELECT FROM $s.v0 WHERE id = $id FOR UPDATE");
+		push @locker, [ $l, $l->query_safe('SELECT pg_backend_pid()') ];
+	}
+	my $held_by = sub {
+		my ($pid) = @_;
+		return DeltaJoinWorkload::poll_until(
+			$node, qq{
+			SELECT coalesce(bool_or(pg_blocking_pids(pid) \@> ARRAY[$pid]), false)
+			FROM pg_stat_activity WHERE backend_type = 'delta_join worker'}, 20);
+	};
+
+	$node->safe_psql('postgres',
+		"BEGIN; UPDATE $s.blocker SET v = v + 1 WHERE id = 1; DELETE FROM $s.fa WHERE id = 34; COMMIT;"
+	);
+	ok($held_by->($locker[0][1]), 'race: batch 1 waits');
+	$node->safe_psql('postgres',
+		"BEGIN; UPDATE $s.blocker SET v = v + 1 WHERE id = 2; INSERT INTO $s.fa VALUES (78, 12, 'a78'); COMMIT;"
+	);
+	$locker[0][0]->query_safe('COMMIT');
+	ok($held_by->($locker[1][1]), 'race: batch 2 waits');
+	$node->safe_psql('postgres', "DELETE FROM $s.fa WHERE id = 78");
+	$locker[1][0]->query_safe('COMMIT');
+	$_->[0]->quit foreach @locker;
+
+	ok(DeltaJoinWorkload::wait_views($node), 'race: wait() returns true after the batches');
+	DeltaJoinWorkload::is_view_equal($node, "$s.c_rt", $q,
+		'race: fb 30 alone again (retract)');
+	DeltaJoinWorkload::is_outer_upsert($node, "$s.c_up", $q,
+		'race: fb 30 alone again', %{ $DeltaJoinOuter::views{c}[1] });
 }
 
 # ---- the comparisons can fail ----
