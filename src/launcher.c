@@ -81,6 +81,7 @@ static bool xact_callback_registered = false;
 static void worker_shmem_request(void);
 static void worker_shmem_startup(void);
 static void worker_xact_callback(XactEvent event, void *arg);
+static void worker_commit_wakeup(XactEvent event, void *arg);
 static void worker_wake(Oid dboid);
 static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
@@ -104,6 +105,9 @@ worker_init(void)
 	shmem_request_hook = worker_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = worker_shmem_startup;
+
+	/* every process forked from here wakes its database's worker on commit */
+	RegisterXactCallback(worker_commit_wakeup, NULL);
 
 	if (IsBinaryUpgrade)
 		return;
@@ -329,6 +333,34 @@ worker_notify(void)
 		xact_callback_registered = true;
 	}
 	notify_pending = true;
+}
+
+/*
+ * A transaction that wrote committed: wake the apply worker of its
+ * database, if there is one, so that the change is applied now rather than
+ * at its next poll.  Costs a scan of a small array without a lock: a latch
+ * read while its worker exits is still a process latch, and setting it is
+ * harmless.
+ */
+static void
+worker_commit_wakeup(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_COMMIT || worker_shared == NULL ||
+		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+	for (int i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		DbWorker   *db = &worker_shared->dbs[i];
+
+		if (db->dboid == MyDatabaseId)
+		{
+			Latch	   *latch = db->latch;
+
+			if (db->pid != 0 && latch != NULL && latch != MyLatch)
+				SetLatch(latch);
+			return;
+		}
+	}
 }
 
 static void

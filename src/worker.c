@@ -95,7 +95,7 @@
 #include "runas.h"
 #include "worker.h"
 
-#define WORKER_POLL_MS			10	/* idle check of the flush pointer */
+#define WORKER_IDLE_MS			1000	/* idle wake-up: commits set the latch */
 #define WORKER_CATALOG_CHECK_MS 10000	/* re-read the views at least this often */
 #define WORKER_BUSY_RETRY_MS	50	/* retry of a catalog check that found it
 									 * locked */
@@ -339,9 +339,14 @@ worker_loop(void)
 		caught_up = worker_decode();
 		retry = worker_next_retry();
 
+		/*
+		 * A batch is applied as soon as decoding has caught up with the WAL
+		 * there is; max_batch_size and batch_timeout only bound it while WAL
+		 * keeps coming.
+		 */
 		if (!decode_capture_is_empty(&capture) || (retry != 0 && retry <= now))
 		{
-			if (worker_batch_due() || (retry != 0 && retry <= now))
+			if (caught_up || worker_batch_due() || (retry != 0 && retry <= now))
 			{
 				worker_apply_batch();
 				continue;
@@ -354,7 +359,7 @@ worker_loop(void)
 			continue;
 
 		{
-			long		timeout = WORKER_POLL_MS;
+			long		timeout = WORKER_IDLE_MS;
 
 			if (!decode_capture_is_empty(&capture))
 			{
@@ -505,6 +510,21 @@ worker_progress_rows(List *views)
  * Acquire the slot and set up decoding from its restart point; the context
  * stays open across batches.
  */
+/*
+ * Read a page of WAL for decoding, but only what is flushed: where
+ * read_local_xlog_page would wait for the rest of a record (sleeping in
+ * 1 ms steps), return "not there yet", so that the worker applies what it
+ * has and is woken when more is committed.
+ */
+static int
+worker_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
+				 XLogRecPtr targetRecPtr, char *cur_page)
+{
+	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
+		return -1;
+	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+}
+
 static void
 worker_start_decoding(void)
 {
@@ -534,7 +554,7 @@ worker_start_decoding(void)
 	}
 
 	decoding = CreateDecodingContext(InvalidXLogRecPtr, NIL, false,
-									 XL_ROUTINE(.page_read = read_local_xlog_page,
+									 XL_ROUTINE(.page_read = worker_read_page,
 												.segment_open = wal_segment_open,
 												.segment_close = wal_segment_close),
 									 NULL, NULL, NULL);
@@ -554,11 +574,19 @@ static bool
 worker_decode(void)
 {
 	XLogReaderState *reader = decoding->reader;
-	XLogRecPtr	flush = GetFlushRecPtr(NULL);
+	XLogRecPtr	flush;
+	XLogRecPtr	insert = GetXLogInsertRecPtr();
 	int			nrecords = 0;
-	bool		caught_up;
+	bool		caught_up = false;
 	MemoryContext oldcxt;
 
+	/*
+	 * Changes of asynchronous commits would wait for the WAL writer:
+	 * flush what was written, so that it can be decoded now.
+	 */
+	if (insert > GetFlushRecPtr(NULL))
+		XLogFlush(insert);
+	flush = GetFlushRecPtr(NULL);
 	if (reader->EndRecPtr >= flush)
 		return true;
 
@@ -578,8 +606,13 @@ worker_decode(void)
 		record = XLogReadRecord(reader, &errm);
 		if (errm)
 			elog(ERROR, "could not read WAL for logical decoding: %s", errm);
-		if (record != NULL)
-			LogicalDecodingProcessRecord(decoding, reader);
+		if (record == NULL)
+		{
+			/* a record that runs past the flushed WAL: read it next time */
+			caught_up = true;
+			break;
+		}
+		LogicalDecodingProcessRecord(decoding, reader);
 
 		if (capture.nkeys >= batch_max_keys)
 			break;
@@ -587,7 +620,7 @@ worker_decode(void)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
-	caught_up = (reader->EndRecPtr >= flush);
+	caught_up |= (reader->EndRecPtr >= flush);
 	MemoryContextSwitchTo(oldcxt);
 
 	InvalidateSystemCaches();
@@ -779,6 +812,7 @@ worker_apply_batch(void)
 	catalog_set_applied(napplied, applied_ids, end_lsn);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
 	MemoryContextSwitchTo(batch_memory->cxt);
 
 	progress_publish(worker_dboid, progress, list_length(views), end_lsn);
