@@ -691,6 +691,25 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 							   note_target_row, &oa);
 		}
 		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
+
+		/*
+		 * ... and of the rows those anchors are in now: a row of a later
+		 * slice may now be joined in an earlier one, which the target may
+		 * not have (its partner came and went between two batches).
+		 */
+		{
+			int			nanchors = list_length(plan->anchors);
+			List	  **noted = palloc(sizeof(List *) * Max(nanchors, 1));
+
+			for (int i = 0; i < nanchors; i++)
+				noted[i] = list_copy(oa.anchor_keys[i]);
+			for (int i = 0; i < nanchors; i++)
+			{
+				if (noted[i] != NIL)
+					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
+							   noted[i], note_anchors);
+			}
+		}
 		for (int i = 0; i < list_length(plan->anchors); i++)
 		{
 			if (oa.anchor_keys[i] != NIL)

@@ -115,6 +115,7 @@ typedef struct DecodeState
 	Oid			catalog_relid;	/* delta_join.source_catalog */
 	Oid			catalog_index;	/* source_catalog_relid_idx */
 	bool		catalog_resolved;
+	Oid			live_catalog;	/* the capture's, when catalog_relid was resolved */
 
 	/* scratch space for the key being captured, in context */
 	StringInfoData image;
@@ -181,7 +182,7 @@ static void decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 						  XLogRecPtr commit_lsn);
 static void decode_relcache_callback(Datum arg, Oid relid);
 static void decode_resolve_catalog(DecodeState *state);
-static void decode_follow_catalog(DecodeState *state);
+static void decode_follow_catalog(DecodeState *state, DecodeCapture *cap);
 static RelEntry *decode_lookup_relation(DecodeState *state, DecodeCapture *cap,
 										Relation relation);
 static void decode_build_entry(DecodeState *state, DecodeCapture *cap,
@@ -245,8 +246,6 @@ decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt,
 	opt->output_type = OUTPUT_PLUGIN_BINARY_OUTPUT;
 	opt->receive_rewrites = false;
 
-	if (IsTransactionState())
-		decode_resolve_catalog(state);
 
 	if (!relcache_callback_registered)
 	{
@@ -286,7 +285,7 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 
 	if (cap == NULL)
 		return;
-	decode_follow_catalog(state);
+	decode_follow_catalog(state, cap);
 
 	/* A change of the catalog: later changes must be judged afresh. */
 	if (RelationGetRelid(relation) == state->catalog_relid)
@@ -363,7 +362,7 @@ decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 
 	if (cap == NULL)
 		return;
-	decode_follow_catalog(state);
+	decode_follow_catalog(state, cap);
 
 	for (r = 0; r < nrelations; r++)
 	{
@@ -434,6 +433,16 @@ decode_resolve_catalog(DecodeState *state)
 		state->catalog_index = get_relname_relid("source_catalog_relid_idx",
 												 nspid);
 	}
+
+	/*
+	 * A catalog dropped since (with its extension) cannot be opened, and
+	 * its views are gone: nothing of that time is captured.
+	 */
+	if (state->catalog_relid != state->live_catalog)
+	{
+		state->catalog_relid = InvalidOid;
+		state->catalog_index = InvalidOid;
+	}
 	state->catalog_resolved = true;
 }
 
@@ -443,9 +452,16 @@ decode_resolve_catalog(DecodeState *state)
  * been dropped and created again, with a new source_catalog.
  */
 static void
-decode_follow_catalog(DecodeState *state)
+decode_follow_catalog(DecodeState *state, DecodeCapture *cap)
 {
 	Snapshot	snapshot = GetCatalogSnapshot(InvalidOid);
+
+	if (cap->live_catalog != state->live_catalog)
+	{
+		state->live_catalog = cap->live_catalog;
+		state->relmap_stale = true;
+		state->catalog_resolved = false;
+	}
 
 	if (snapshot->xmin != state->snap_xmin ||
 		snapshot->xmax != state->snap_xmax ||

@@ -51,6 +51,14 @@ typedef struct DecodeCapture
 	int			maxxids;
 	XLogRecPtr	last_commit_lsn;	/* newest commit decoded, source or not */
 	TimestampTz last_commit_time;
+
+	/*
+	 * source_catalog as it is now (set by the worker before each decoding
+	 * pass, outside any historic snapshot): a source_catalog that decoding
+	 * finds in the past but that is not this one was dropped with its
+	 * extension, and its views with it.
+	 */
+	Oid			live_catalog;
 } DecodeCapture;
 
 extern void decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt);

@@ -234,8 +234,8 @@ progress_advance(Oid dboid, XLogRecPtr end_lsn)
  * position, moved back over a page header if it sits just past one (no
  * record ends there: the reader stops at the page boundary).
  */
-static XLogRecPtr
-wal_position_now(void)
+XLogRecPtr
+progress_wal_position_now(void)
 {
 	XLogRecPtr	lsn = GetXLogInsertRecPtr();
 
@@ -489,7 +489,7 @@ dj_wait(PG_FUNCTION_ARGS)
 	for (int round = 0; round < rounds && done; round++)
 	{
 		/* what we wait for must be flushed for the worker to read it */
-		XLogRecPtr	target_lsn = wal_position_now();
+		XLogRecPtr	target_lsn = progress_wal_position_now();
 
 		XLogFlush(target_lsn);
 		done = wait_round(waited, target_lsn, deadline);
@@ -518,7 +518,7 @@ Datum
 dj_stat(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	XLogRecPtr	now_lsn = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : wal_position_now();
+	XLogRecPtr	now_lsn = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : progress_wal_position_now();
 
 	worker_check_shmem();
 	InitMaterializedSRF(fcinfo, 0);

@@ -57,5 +57,6 @@ extern void progress_publish(Oid dboid, ViewProgress *views, int nviews,
 extern void progress_advance(Oid dboid, XLogRecPtr end_lsn);
 extern bool progress_room(void);
 extern bool progress_reserve(int view_id, List *live_view_ids);
+extern XLogRecPtr progress_wal_position_now(void);
 
 #endif							/* DJ_PROGRESS_H */

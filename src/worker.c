@@ -575,7 +575,7 @@ worker_decode(void)
 {
 	XLogReaderState *reader = decoding->reader;
 	XLogRecPtr	flush;
-	XLogRecPtr	insert = GetXLogInsertRecPtr();
+	XLogRecPtr	insert = progress_wal_position_now();
 	int			nrecords = 0;
 	bool		caught_up = false;
 	MemoryContext oldcxt;
@@ -592,6 +592,7 @@ worker_decode(void)
 
 	StartTransactionCommand();
 	InvalidateSystemCaches();
+	capture.live_catalog = worker_catalog_relid("source_catalog");
 
 	/*
 	 * The reader allocates its decode buffer and long records in the
