@@ -40,8 +40,8 @@
 #    a row with domain_id IS NOT NULL; for c, both ways);
 #  - refresh() of an upsert view leaves it equal to its query.
 #
-# Then a race made to happen: a partner row that an apply sees before the
-# apply of its own change, gone again by then (see below).
+# Then two races made to happen in FULL JOINs: applies that see the sources
+# ahead of their batch (see below).
 #
 # Finally the comparisons themselves are checked: targets tampered with
 # after drop_view(target, false) are reported.
@@ -172,19 +172,29 @@ foreach my $seed (@seeds)
 	  foreach sort keys %$views;
 }
 
-# ---- a partner that an apply sees before its own change is applied ----
+# ---- races: applies that see the sources ahead of their batch ----
 #
 # Each view's apply reads the sources as they are when it runs, which may
-# be ahead of its batch.  Here fa 34, the only partner of fb 30 (k = 12),
-# is deleted (batch 1); fa 78 joins k = 12 while batch 1 waits (so batch 1
-# sees fb 30 joined to fa 78, which batch 2 brings); and fa 78 is deleted
-# while batch 2 waits (so batch 2 sees nothing of fa 78 to write).  fb 30
-# is then left without partner: its null-extended row must be in both
-# targets.  The batches are held up by row locks on the target of view v0,
-# created first and so applied first in each batch.
+# be ahead of its batch.  Two such races are made to happen in FULL JOINs
+# (fa FULL JOIN fb ON fa.k = fb.k), holding batches up with row locks on
+# the target of view v0, created first and so applied first in each batch:
+#
+#  1. fa 34, the only partner of fb 30, is deleted (batch 1); fa 78 joins
+#     k = 12 while batch 1 waits (so batch 1 sees fb 30 joined to fa 78,
+#     which batch 2 brings); fa 78 is deleted while batch 2 waits (so
+#     batch 2 sees nothing of fa 78 to write);
+#  2. fb 34 changes (batch 1), and fa 37, the only partner of fb 34 and
+#     fb 35, is deleted while batch 1 waits (batch 2): batch 1 replaces
+#     the rows of fa 37 while it handles fb 34.
+#
+# Each time fb 30 (fb 35) is left without partner: its null-extended row
+# must be in both targets.
 
+# $setup: rows of fa and fb; $steps: code run with a sub that holds up
+# the worker's next batch on a row of v0 (returns a release sub)
+sub race
 {
-	my $s = 'race';
+	my ($s, $setup, $steps) = @_;
 	my $q = DeltaJoinOuter::in_schema($DeltaJoinOuter::views{c}[0], $s);
 	$node->safe_psql(
 		'postgres', qq{
@@ -195,50 +205,77 @@ foreach my $seed (@seeds)
 		CREATE TABLE $s.fb (id bigint PRIMARY KEY, k bigint, bv text);
 		CREATE INDEX ON $s.fb (k);
 		INSERT INTO $s.blocker VALUES (1, 0), (2, 0);
-		INSERT INTO $s.fa VALUES (34, 12, 'a34');
-		INSERT INTO $s.fb VALUES (30, 12, 'b30');
+		$setup
 		SELECT delta_join.create_view('$s.v0',
 		  'SELECT id, count(*) AS n, sum(v) AS v FROM $s.blocker GROUP BY id');
 		SELECT delta_join.create_view('$s.c_rt', \$q\$ $q \$q\$,
 		                              options => '{"retract": true}');
 		SELECT delta_join.create_view('$s.c_up', \$q\$ $q \$q\$);});
-	ok(DeltaJoinWorkload::wait_views($node), 'race: wait() returns true');
+	ok(DeltaJoinWorkload::wait_views($node), "$s: wait() returns true");
 
-	# a session holding a row of v0's target, and its pid
-	my @locker;
-	foreach my $id (1, 2)
-	{
+	# hold($id): a session locks row $id of v0's target; the batch that
+	# changes group $id waits for it; returns (wait for the worker to
+	# wait, release)
+	my @sessions;
+	my $hold = sub {
+		my ($id) = @_;
 		my $l = $node->background_psql('postgres');
+		push @sessions, $l;
 		$l->query_safe("BEGIN; SELECT FROM $s.v0 WHERE id = $id FOR UPDATE");
-		push @locker, [ $l, $l->query_safe('SELECT pg_backend_pid()') ];
-	}
-	my $held_by = sub {
-		my ($pid) = @_;
-		return DeltaJoinWorkload::poll_until(
-			$node, qq{
-			SELECT coalesce(bool_or(pg_blocking_pids(pid) \@> ARRAY[$pid]), false)
-			FROM pg_stat_activity WHERE backend_type = 'delta_join worker'}, 20);
+		my $pid = $l->query_safe('SELECT pg_backend_pid()');
+		my $waits = sub {
+			return DeltaJoinWorkload::poll_until(
+				$node, qq{
+				SELECT coalesce(bool_or(pg_blocking_pids(pid) \@> ARRAY[$pid]), false)
+				FROM pg_stat_activity WHERE backend_type = 'delta_join worker'}, 20);
+		};
+		return ($waits, sub { $l->query_safe('COMMIT') });
 	};
+	$steps->($hold);
+	$_->quit foreach @sessions;
 
-	$node->safe_psql('postgres',
-		"BEGIN; UPDATE $s.blocker SET v = v + 1 WHERE id = 1; DELETE FROM $s.fa WHERE id = 34; COMMIT;"
-	);
-	ok($held_by->($locker[0][1]), 'race: batch 1 waits');
-	$node->safe_psql('postgres',
-		"BEGIN; UPDATE $s.blocker SET v = v + 1 WHERE id = 2; INSERT INTO $s.fa VALUES (78, 12, 'a78'); COMMIT;"
-	);
-	$locker[0][0]->query_safe('COMMIT');
-	ok($held_by->($locker[1][1]), 'race: batch 2 waits');
-	$node->safe_psql('postgres', "DELETE FROM $s.fa WHERE id = 78");
-	$locker[1][0]->query_safe('COMMIT');
-	$_->[0]->quit foreach @locker;
-
-	ok(DeltaJoinWorkload::wait_views($node), 'race: wait() returns true after the batches');
+	ok(DeltaJoinWorkload::wait_views($node), "$s: wait() returns true after the batches");
 	DeltaJoinWorkload::is_view_equal($node, "$s.c_rt", $q,
-		'race: fb 30 alone again (retract)');
+		"$s: the partnerless fb row (retract)");
 	DeltaJoinWorkload::is_outer_upsert($node, "$s.c_up", $q,
-		'race: fb 30 alone again', %{ $DeltaJoinOuter::views{c}[1] });
+		"$s: the partnerless fb row", %{ $DeltaJoinOuter::views{c}[1] });
 }
+
+race(
+	'race1', q{
+	INSERT INTO race1.fa VALUES (34, 12, 'a34');
+	INSERT INTO race1.fb VALUES (30, 12, 'b30');},
+	sub {
+		my ($hold) = @_;
+		my ($waits1, $release1) = $hold->(1);
+		my ($waits2, $release2) = $hold->(2);
+		$node->safe_psql('postgres',
+			'BEGIN; UPDATE race1.blocker SET v = v + 1 WHERE id = 1; DELETE FROM race1.fa WHERE id = 34; COMMIT;'
+		);
+		ok($waits1->(), 'race1: batch 1 waits');
+		$node->safe_psql('postgres',
+			"BEGIN; UPDATE race1.blocker SET v = v + 1 WHERE id = 2; INSERT INTO race1.fa VALUES (78, 12, 'a78'); COMMIT;"
+		);
+		$release1->();
+		ok($waits2->(), 'race1: batch 2 waits');
+		$node->safe_psql('postgres', 'DELETE FROM race1.fa WHERE id = 78');
+		$release2->();
+	});
+
+race(
+	'race2', q{
+	INSERT INTO race2.fa VALUES (37, 3, 'a37');
+	INSERT INTO race2.fb VALUES (34, 3, 'b34'), (35, 3, 'b35');},
+	sub {
+		my ($hold) = @_;
+		my ($waits1, $release1) = $hold->(1);
+		$node->safe_psql('postgres',
+			"BEGIN; UPDATE race2.blocker SET v = v + 1 WHERE id = 1; UPDATE race2.fb SET bv = 'b34 v2' WHERE id = 34; COMMIT;"
+		);
+		ok($waits1->(), 'race2: batch 1 waits');
+		$node->safe_psql('postgres', 'DELETE FROM race2.fa WHERE id = 37');
+		$release1->();
+	});
 
 # ---- the comparisons can fail ----
 
