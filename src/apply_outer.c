@@ -57,6 +57,9 @@
 
 #include "apply.h"
 #include "recompute.h"
+
+/* rounds of widening the noted slices (close_anchors) */
+#define CLOSE_ANCHOR_ROUNDS		4
 #include "target.h"
 
 typedef struct OuterApply
@@ -398,6 +401,33 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
  * ----------------------------------------------------------------
  */
 
+/* Is the key of anchor position i in this row noted already? */
+static bool
+key_noted(OuterApply *oa, int i, const Datum *values, const bool *isnull)
+{
+	int			s = list_nth_int(oa->plan->anchors, i);
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	ListCell   *lc;
+
+	foreach(lc, oa->anchor_keys[i])
+	{
+		DirtyKey   *key = lfirst(lc);
+		bool		same = true;
+
+		for (int k = 0; k < src->key_natts && same; k++)
+		{
+			int			col = src->key_output[k];
+
+			same = (key->isnull[k] == isnull[col]) &&
+				(isnull[col] || datum_image_eq(key->values[k], values[col],
+											   oa->typbyval[s][k], oa->typlen[s][k]));
+		}
+		if (same)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Note the slices of the anchors present in a row, to be replaced.  A slice
  * noted twice is replaced once all the same: its rows are found once each
@@ -414,10 +444,10 @@ note_anchors(OuterApply *oa, Datum *values, bool *isnull)
 	foreach(lc, oa->plan->anchors)
 	{
 		int			s = lfirst_int(lc);
+		int			i = foreach_current_index(lc);
 
-		if (source_present(oa, s, isnull))
-			oa->anchor_keys[foreach_current_index(lc)] =
-				lappend(oa->anchor_keys[foreach_current_index(lc)], row_key(oa, s, values));
+		if (source_present(oa, s, isnull) && !key_noted(oa, i, values, isnull))
+			oa->anchor_keys[i] = lappend(oa->anchor_keys[i], row_key(oa, s, values));
 	}
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -429,6 +459,47 @@ note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 
 	target_output_values(writer, row, oa->values, oa->isnull);
 	note_anchors(oa, oa->values, oa->isnull);
+}
+
+/*
+ * Widen the noted slices to all the rows their anchors' rows are in, in
+ * the target and in the query, until no new anchor comes (or a few
+ * rounds): replacing a slice deletes target rows whose partners may then
+ * need their null-extended row back, and the query may hold rows of an
+ * earlier slice the target lacks (a partner that came and went between two
+ * batches).  Each of those rows' slices is replaced along.
+ */
+static void
+close_anchors(OuterApply *oa)
+{
+	int			nanchors = list_length(oa->plan->anchors);
+	int		   *done = palloc0(sizeof(int) * Max(nanchors, 1));
+
+	for (int round = 0; round < CLOSE_ANCHOR_ROUNDS; round++)
+	{
+		bool		grew = false;
+
+		for (int i = 0; i < nanchors; i++)
+		{
+			int			s = list_nth_int(oa->plan->anchors, i);
+			List	   *fresh = list_copy_tail(oa->anchor_keys[i], done[i]);
+			ListCell   *lc;
+
+			if (fresh == NIL)
+				continue;
+			grew = true;
+			done[i] = list_length(oa->anchor_keys[i]);
+			foreach(lc, fresh)
+			{
+				key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+				target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+								   note_target_row, oa);
+			}
+			run_region(oa, query_for_source(oa, s), fresh, note_anchors);
+		}
+		if (!grew)
+			break;
+	}
 }
 
 /* The target rows of a slice: its anchor's key, earlier anchors NULL */
@@ -691,25 +762,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 							   note_target_row, &oa);
 		}
 		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
-
-		/*
-		 * ... and of the rows those anchors are in now: a row of a later
-		 * slice may now be joined in an earlier one, which the target may
-		 * not have (its partner came and went between two batches).
-		 */
-		{
-			int			nanchors = list_length(plan->anchors);
-			List	  **noted = palloc(sizeof(List *) * Max(nanchors, 1));
-
-			for (int i = 0; i < nanchors; i++)
-				noted[i] = list_copy(oa.anchor_keys[i]);
-			for (int i = 0; i < nanchors; i++)
-			{
-				if (noted[i] != NIL)
-					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
-							   noted[i], note_anchors);
-			}
-		}
+		close_anchors(&oa);
 		for (int i = 0; i < list_length(plan->anchors); i++)
 		{
 			if (oa.anchor_keys[i] != NIL)
