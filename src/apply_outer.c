@@ -210,6 +210,7 @@ lookup_for(OuterApply *oa, int s)
 }
 
 static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
+static bool key_noted(OuterApply *oa, int i, const Datum *values, const bool *isnull);
 
 /*
  * Note the anchors of the target rows a row of source s, with one of keys,
@@ -346,6 +347,7 @@ typedef struct RowMatch
 	Datum	   *values;			/* the row being written */
 	bool	   *isnull;
 	List	   *twins;			/* ItemPointer *: its sub- and super-rows */
+	List	   *supers;			/* Datum * then bool *: the super-rows' values */
 } RowMatch;
 
 static void
@@ -356,8 +358,11 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	bool	   *isnull = palloc(sizeof(bool) * writer->ncolumns);
 
 	target_output_values(writer, row, values, isnull);
-	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull) ||
-		is_sub_row(m->oa, values, isnull, m->values, m->isnull))
+	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
+		m->supers = lappend(lappend(m->supers, values), isnull);
+	else if (!is_sub_row(m->oa, values, isnull, m->values, m->isnull))
+		return;
+
 	{
 		ItemPointer tid = palloc(sizeof(ItemPointerData));
 
@@ -376,7 +381,7 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 static void
 upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 {
-	RowMatch	m = {oa, values, isnull, NIL};
+	RowMatch	m = {oa, values, isnull, NIL, NIL};
 	ListCell   *lc;
 
 	if (oa->twins_differ)
@@ -394,6 +399,29 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 	target_upsert(oa->writer, values, isnull);
 	foreach(lc, m.twins)
 		target_delete_row(oa->writer, lfirst(lc));
+
+	/*
+	 * A super-row deleted ("order 7, item 3" when item 3 left order 7) may
+	 * leave the other rows it joined without partner: their anchors' rows
+	 * are recomputed next (apply_outer).
+	 */
+	for (lc = list_head(m.supers); lc != NULL; lc = lnext(m.supers, lnext(m.supers, lc)))
+	{
+		Datum	   *super_values = lfirst(lc);
+		bool	   *super_isnull = lfirst(lnext(m.supers, lc));
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+		for (int i = 0; i < list_length(oa->plan->anchors); i++)
+		{
+			int			a = list_nth_int(oa->plan->anchors, i);
+
+			if (source_present(oa, a, super_isnull) && !source_present(oa, a, isnull) &&
+				!key_noted(oa, i, super_values, super_isnull))
+				oa->anchor_keys[i] = lappend(oa->anchor_keys[i],
+											 row_key(oa, a, super_values));
+		}
+		MemoryContextSwitchTo(oldcxt);
+	}
 }
 
 /* ----------------------------------------------------------------
@@ -738,13 +766,26 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 			 */
 			note_partners(&oa, s, sb->keys);
 			run_region(&oa, query_for_source(&oa, s), sb->keys, upsert_row);
-			for (int i = 0; i < list_length(plan->anchors); i++)
+			for (int round = 0; round < CLOSE_ANCHOR_ROUNDS; round++)
 			{
-				if (oa.anchor_keys[i] != NIL)
+				bool		any = false;
+
+				for (int i = 0; i < list_length(plan->anchors); i++)
+				{
+					List	   *keys = oa.anchor_keys[i];
+
+					if (keys == NIL)
+						continue;
+					oa.anchor_keys[i] = NIL;
 					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
-							   oa.anchor_keys[i], upsert_row);
-				oa.anchor_keys[i] = NIL;
+							   keys, upsert_row);
+					any = true;
+				}
+				if (!any)
+					break;
 			}
+			for (int i = 0; i < list_length(plan->anchors); i++)
+				oa.anchor_keys[i] = NIL;
 			continue;
 		}
 
