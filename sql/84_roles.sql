@@ -122,7 +122,21 @@ SELECT delta_join.drop_view('roles.alice_prices');
 RESET ROLE;
 
 --
--- 5. REASSIGN OWNED and DROP OWNED follow the target: the query view goes
+-- 5. Another role's function is refused in a view's query: it would run
+--    with the view owner's rights at every change, whatever its owner made
+--    of it since.  Functions of superusers (extensions, built-ins) are fine.
+--
+SET ROLE dj_bob;
+CREATE FUNCTION roles.bobs_norm(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT lower(t) $$;
+RESET ROLE;
+SET ROLE dj_alice;
+SELECT delta_join.create_view('roles.alice_norm', $$
+  SELECT o.merchant_id, o.order_id, o.item_id, roles.bobs_norm(i.item_name) AS name
+  FROM roles.orders o JOIN roles.items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
+RESET ROLE;
+
+--
+-- 6. REASSIGN OWNED and DROP OWNED follow the target: the query view goes
 --    with it, so the old owner can be dropped.
 --
 REASSIGN OWNED BY dj_mallory TO dj_bob;

@@ -38,16 +38,21 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/regproc.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -186,10 +191,93 @@ view_plan(ViewRecord *view)
  * rights the query needs, and that no row security applies to a source (a
  * revoked privilege, or a policy enabled later, puts the view in error).
  */
+/* check_functions_in_node callback: a user-defined function the role does not act for */
+static bool
+foreign_function(Oid funcid, void *context)
+{
+	HeapTuple	tuple;
+	Oid			owner;
+
+	if (funcid < FirstNormalObjectId)
+		return false;
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	owner = ((Form_pg_proc) GETSTRUCT(tuple))->proowner;
+	ReleaseSysCache(tuple);
+	if (has_privs_of_role(GetUserId(), owner) || superuser_arg(owner))
+		return false;
+	*(Oid *) context = funcid;
+	return true;
+}
+
+static bool
+foreign_function_walker(Node *node, Oid *funcid)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, foreign_function_walker, funcid, 0);
+	if (IsA(node, Aggref))
+	{
+		HeapTuple	tuple = SearchSysCache1(AGGFNOID,
+											ObjectIdGetDatum(((Aggref *) node)->aggfnoid));
+
+		if (HeapTupleIsValid(tuple))
+		{
+			Form_pg_aggregate agg = (Form_pg_aggregate) GETSTRUCT(tuple);
+			Oid			support[] = {agg->aggtransfn, agg->aggfinalfn, agg->aggcombinefn};
+			bool		found = false;
+
+			for (int i = 0; i < (int) lengthof(support) && !found; i++)
+				found = OidIsValid(support[i]) && foreign_function(support[i], funcid);
+			ReleaseSysCache(tuple);
+			if (found)
+				return true;
+		}
+	}
+	if (check_functions_in_node(node, foreign_function, funcid))
+		return true;
+	return expression_tree_walker(node, foreign_function_walker, funcid);
+}
+
+/*
+ * The code a view runs must be its owner's, or trusted: a user-defined
+ * function (an operator's, an aggregate's, a cast's) of another role would
+ * run with the target owner's rights at every apply, whatever its owner
+ * made of it since (CREATE OR REPLACE FUNCTION).  Functions of roles the
+ * owner acts for, and of superusers (extensions), are fine.
+ */
+static void
+check_function_owners(DeltaPlan *plan)
+{
+	Oid			funcid = InvalidOid;
+	HeapTuple	tuple;
+	Oid			owner;
+
+	if (!foreign_function_walker((Node *) plan->query, &funcid))
+		return;
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", funcid);
+	owner = ((Form_pg_proc) GETSTRUCT(tuple))->proowner;
+	ReleaseSysCache(tuple);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("function %s of the view's query belongs to role \"%s\", which role \"%s\" does not act for",
+					format_procedure(funcid),
+					GetUserNameFromId(owner, false),
+					GetUserNameFromId(GetUserId(), false)),
+			 errdetail("The view's query runs as the owner of its target, at every change: another role's function would run with those rights, and may be replaced at any time."),
+			 errhint("Use functions owned by the target's owner (ALTER FUNCTION ... OWNER TO), or by a role it is a member of.")));
+}
+
 void
 apply_check_access(DeltaPlan *plan)
 {
 	ListCell   *lc;
+
+	check_function_owners(plan);
 
 #if PG_VERSION_NUM >= 160000
 	(void) ExecCheckPermissions(plan->query->rtable, plan->query->rteperminfos, true);
