@@ -176,6 +176,9 @@ typedef struct DeltaPlan
 	List	   *branches;		/* DeltaPlan * */
 	int			tag_column;
 	char	   *tag_value;
+
+	/* apply_join.c: the lookup caches, kept with the plan (PlanCache *) */
+	List	   *caches;
 } DeltaPlan;
 
 /* The ordinal of source rtindex of UNION ALL branch b (0-based) */

@@ -29,11 +29,14 @@
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "apply.h"
 #include "lookup.h"
+#include "lookup_cache.h"
 
 /* The walk of one driving source, with its scans opened. */
 typedef struct WalkScans
@@ -42,7 +45,18 @@ typedef struct WalkScans
 	int			nlookups;
 	DeltaLookup **lookups;
 	LookupScan **scans;
+	LookupCache **caches;		/* per lookup, or NULL: not cached */
+	TupleTableSlot **cache_slots;	/* per cached lookup: its rows stored in */
 } WalkScans;
+
+/* The lookup cache of a source, index and bound columns (DeltaPlan.caches) */
+typedef struct PlanCache
+{
+	int			source;
+	Oid			index;
+	int			nkeys;
+	LookupCache *cache;
+} PlanCache;
 
 typedef struct JoinApply
 {
@@ -55,6 +69,7 @@ typedef struct JoinApply
 	Datum	   *values;
 	bool	   *isnull;
 	TargetWriter *writer;
+	ApplyCounts *counts;
 	int64		emitted;		/* rows written so far */
 } JoinApply;
 
@@ -194,6 +209,7 @@ walk_from(JoinApply *ja, WalkScans *ws, int level)
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	TupleTableSlot *slot;
+	List	   *rows = NIL;
 
 	if (level == ws->nlookups)
 	{
@@ -210,12 +226,98 @@ walk_from(JoinApply *ja, WalkScans *ws, int level)
 		values[k] = ja->wide->tts_values[att];
 		isnull[k] = ja->wide->tts_isnull[att];
 	}
+	if (ws->caches[level] != NULL)
+	{
+		ListCell   *lc;
+
+		for (int k = 0; k < lookup->nkeys; k++)
+		{
+			if (isnull[k])
+				return;			/* equality never holds */
+		}
+		if (lookup_cache_get(ws->caches[level], values, &rows))
+		{
+			ja->counts->cache_hits++;
+			foreach(lc, rows)
+			{
+				ExecStoreHeapTuple(lfirst(lc), ws->cache_slots[level], false);
+				store_source(ja, lookup->source, ws->cache_slots[level]);
+				walk_from(ja, ws, level + 1);
+			}
+			return;
+		}
+	}
 	if (!lookup_rescan(scan, values, isnull))
 		return;
 	while ((slot = lookup_next(scan)) != NULL)
 	{
+		if (ws->caches[level] != NULL)
+			rows = lappend(rows, lookup_cache_copy_row(ws->caches[level], slot));
 		store_source(ja, lookup->source, slot);
 		walk_from(ja, ws, level + 1);
+	}
+	if (ws->caches[level] != NULL)
+		lookup_cache_put(ws->caches[level], values, rows);
+}
+
+/*
+ * The lookup cache of a lookup, kept with the plan (in its memory), or
+ * NULL when its source is not cached: the cache is off for it, or it is
+ * lookup-only (its changes are not captured, so nothing would empty it).
+ */
+static LookupCache *
+plan_cache(DeltaPlan *plan, DeltaLookup *lookup)
+{
+	DeltaSource *src = list_nth(plan->sources, lookup->source);
+	int			capacity;
+	int16		typlen[INDEX_MAX_KEYS];
+	bool		typbyval[INDEX_MAX_KEYS];
+	PlanCache  *pc;
+	MemoryContext plan_cxt = GetMemoryChunkContext(plan);
+	MemoryContext oldcxt;
+	ListCell   *lc;
+
+	capacity = src->cache_size >= 0 ? src->cache_size :
+		lookup->source == 0 ? plan->options.left_cache_size : plan->options.right_cache_size;
+	if (!src->cache_enabled || src->lookup_only || capacity <= 0)
+		return NULL;
+	foreach(lc, plan->caches)
+	{
+		pc = lfirst(lc);
+		if (pc->source == lookup->source && pc->index == lookup->index &&
+			pc->nkeys == lookup->nkeys)
+			return pc->cache;
+	}
+	for (int k = 0; k < lookup->nkeys; k++)
+		get_typlenbyval(lookup->keys[k].from_type, &typlen[k], &typbyval[k]);
+	oldcxt = MemoryContextSwitchTo(plan_cxt);
+	pc = palloc(sizeof(PlanCache));
+	pc->source = lookup->source;
+	pc->index = lookup->index;
+	pc->nkeys = lookup->nkeys;
+	pc->cache = lookup_cache_create(plan_cxt, capacity, lookup->nkeys, typlen, typbyval);
+	plan->caches = lappend(plan->caches, pc);
+	MemoryContextSwitchTo(oldcxt);
+	return pc->cache;
+}
+
+/* Empty the caches of the sources that changed in the batch. */
+static void
+reset_changed_caches(DeltaPlan *plan, ViewBatch *batch)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->caches)
+	{
+		PlanCache  *pc = lfirst(lc);
+		DeltaSource *src = list_nth(plan->sources, pc->source);
+		ListCell   *lc2;
+
+		foreach(lc2, batch->sources)
+		{
+			if (((SourceBatch *) lfirst(lc2))->ordinal == src->ordinal)
+				lookup_cache_reset(pc->cache);
+		}
 	}
 }
 
@@ -232,6 +334,8 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
 	ws->nlookups = list_length(walk->lookups);
 	ws->lookups = palloc(sizeof(DeltaLookup *) * Max(ws->nlookups, 1));
 	ws->scans = palloc(sizeof(LookupScan *) * Max(ws->nlookups, 1));
+	ws->caches = palloc0(sizeof(LookupCache *) * Max(ws->nlookups, 1));
+	ws->cache_slots = palloc0(sizeof(TupleTableSlot *) * Max(ws->nlookups, 1));
 	foreach(lc, walk->lookups)
 	{
 		DeltaLookup *lookup = lfirst(lc);
@@ -248,6 +352,10 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
 		ws->lookups[i] = lookup;
 		ws->scans[i] = lookup_begin(src->relid, lookup->index, lookup->nkeys, procs,
 									subtypes, GetActiveSnapshot());
+		ws->caches[i] = plan_cache(plan, lookup);
+		if (ws->caches[i] != NULL)
+			ws->cache_slots[i] = MakeSingleTupleTableSlot(ws->scans[i]->rootslot->tts_tupleDescriptor,
+														  &TTSOpsHeapTuple);
 	}
 	return ws;
 }
@@ -262,6 +370,8 @@ walk_scans_end(WalkScans *ws)
 	{
 		lookups += ws->scans[i]->count;
 		lookup_end(ws->scans[i]);
+		if (ws->cache_slots[i] != NULL)
+			ExecDropSingleTupleTableSlot(ws->cache_slots[i]);
 	}
 	return lookups;
 }
@@ -319,6 +429,8 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 	ListCell   *lc;
 
 	join_apply_init(&ja, plan, writer);
+	ja.counts = counts;
+	reset_changed_caches(plan, batch);
 
 	foreach(lc, batch->sources)
 	{

@@ -469,18 +469,30 @@ worker_check_views(void)
 static void
 worker_batch_limits(List *views)
 {
+	bool		any = false;
 	ListCell   *lc;
 
-	batch_max_keys = dj_max_batch_size;
-	batch_timeout_ms = dj_batch_timeout_ms;
+	/*
+	 * Each view's options took the settings as defaults when it was
+	 * created: a view's own larger batch_timeout is honoured, not capped by
+	 * today's setting.
+	 */
+	batch_max_keys = INT_MAX;
+	batch_timeout_ms = INT_MAX;
 	foreach(lc, views)
 	{
 		ViewRecord *view = lfirst(lc);
 
 		if (view->in_error)
 			continue;
+		any = true;
 		batch_max_keys = Min(batch_max_keys, view->options.max_batch_size);
 		batch_timeout_ms = Min(batch_timeout_ms, view->options.batch_timeout_ms);
+	}
+	if (!any)
+	{
+		batch_max_keys = dj_max_batch_size;
+		batch_timeout_ms = dj_batch_timeout_ms;
 	}
 }
 

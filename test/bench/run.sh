@@ -21,6 +21,9 @@
 #      backlog of orders updates for the inner join in upsert mode (the
 #      baseline), the LEFT JOIN in upsert mode, the inner join and the LEFT
 #      JOIN in retract mode, each as a ratio to the baseline
+#  10. the lookup cache (issue 10): backlog apply of the join view with the
+#      cache off and on, for updates of the hot merchant's orders (its ten
+#      items looked up again and again), with the hit rate
 #   9. the fallback paths (issue 9), against REFRESH MATERIALIZED VIEW of
 #      the same query: one full recompute of the join when nothing changed
 #      (and the rows it wrote), and keyed recompute of the join (strategy
@@ -30,6 +33,7 @@
 #   SCALE=small    everything 10x smaller, 5 s runs: a quick smoke run
 #   STEPS=modes    load, then step 8 only
 #   STEPS=fallback load, then step 9 only
+#   STEPS=cache    load, the hot merchant, then step 10 only
 #   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
 #   RATE=n         writes/s of the lag runs (default 2000)
 #   SEED=n         pgbench --random-seed (default 42)
@@ -412,6 +416,36 @@ fallback_step() {
 	q -c "SELECT delta_join.drop_view('keyed_view')" >/dev/null || die "drop_view(keyed_view) failed"
 }
 
+# Step 10.  Needs the hot merchant (hot_merchant.sql).
+cache_step() {
+	local opts
+	dj_say "10. the lookup cache: backlog of $BURST updates of the hot merchant's orders, cache off then on"
+	for opts in off on; do
+		if [ $opts = on ]; then
+			opts='{"cache_enabled": true, "left_cache_size": 10000, "right_cache_size": 10000}'
+		else
+			opts='{}'
+		fi
+		q -c "SELECT delta_join.create_view('cache_view', \$q\$ $JOIN_QUERY \$q\$, options => '$opts')" >/dev/null ||
+			die "create_view(cache_view) failed"
+		burst backlog "cache_$([ "$opts" = '{}' ] && echo off || echo on)" cache_view update_hot.pgbench
+		if [ "$opts" = '{}' ]; then
+			C_OFF=$B_RATE
+		else
+			C_ON=$B_RATE
+			C_HITS=$(q -c "SELECT round(100.0 * cache_hits / nullif(cache_hits + lookups, 0), 1)
+			               FROM delta_join.status WHERE target = 'public.cache_view'")
+		fi
+		q -c "SELECT delta_join.drop_view('cache_view')" >/dev/null || die "drop_view(cache_view) failed"
+	done
+}
+
+cache_report() {
+	row "10. join apply, hot merchant, cache off" "$(fmt "$C_OFF") /s" "" "" "" ""
+	row "    join apply, hot merchant, cache on" "$(fmt "$C_ON") /s" "cache off" "$(ratio "$C_ON" "$C_OFF")" ">= 1.3" "$(verdict "$(ratio "$C_ON" "$C_OFF")" ">=" 1.3)"
+	row "    cache hit rate (hits / lookups)" "${C_HITS:-n/a} %" "" "" "" ""
+}
+
 fallback_report() {
 	row "9. REFRESH MATERIALIZED VIEW of the join" "$(fmt "$F_REFRESH_S" 2) s" "" "" "" ""
 	row "   full recompute, nothing changed" "$(fmt "$F_FULL_S" 2) s" "REFRESH" "$(ratio "$F_FULL_S" "$F_REFRESH_S")" "<= 1.3" "$(verdict "$(ratio "$F_FULL_S" "$F_REFRESH_S")" "<" 1.300001)"
@@ -441,6 +475,17 @@ t0=$(now)
 q "${sizes[@]}" -f "$base/schema.sql" >/dev/null || die "loading failed"
 LOAD_S=$(calc "$(now) - $t0")
 
+if [ "$STEPS" = cache ]; then
+	q "${sizes[@]}" -f "$base/hot_merchant.sql" >/dev/null || die "loading the hot merchant failed"
+	cache_step
+	echo
+	echo "delta_join benchmark, step 10  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	cache_report
+	exit 0
+fi
 if [ "$STEPS" = fallback ]; then
 	fallback_step
 	echo
@@ -601,6 +646,10 @@ modes_step
 
 fallback_step
 
+# ---- 10. the lookup cache ----
+
+cache_step
+
 # ---- the report ----
 
 if [ "$ADIFF" != 0 ]; then
@@ -669,6 +718,7 @@ row "   agg lag hot p50 / p99 @ $RATE/s" "$(fmt "$AH_P50" 1) / $(fmt "$AH_P99" 1
 row "   agg worker RSS before / after bursts" "$(mb "$a1_rss")" "before $(mb "$a0_rss"), private $(mb "$a0_anon") -> $(mb "$a1_anon")" "" "" ""
 modes_report
 fallback_report
+cache_report
 line
 echo "checks: order_item_wide vs its query after the runs: $DIFF differing rows;" \
 	"merchant_summary: $ADIFF; server log: $ERRORS ERROR/FATAL/PANIC/WARNING lines"

@@ -11,7 +11,9 @@
 # deletes.  After delta_join.wait() the target must equal the query's
 # result as a multiset (EXCEPT ALL both ways empty).  Then every missing item
 # is inserted (orders written long before their item now join), and the
-# check is repeated.
+# check is repeated.  The same view is kept twice more with the lookup
+# cache on, with tiny (2 entries) and large sizes: both must be exact too,
+# and the large one must serve lookups from the cache.
 #
 # Deletes leave residual rows by design (DESIGN.md §2): after deleting
 # orders and items, the query's result must still be contained in the
@@ -130,7 +132,11 @@ foreach my $seed (@seeds)
 		  FROM generate_series(1, $merchants) m, generate_series(1, $items) i,
 		       generate_series(1, 3) o
 		  WHERE random() < 0.5;
-		SELECT delta_join.create_view('$t', \$q\$ $q \$q\$);});
+		SELECT delta_join.create_view('$t', \$q\$ $q \$q\$);
+		SELECT delta_join.create_view('$s.wide_cache_tiny', \$q\$ $q \$q\$,
+		  options => '{"cache_enabled": true, "left_cache_size": 2, "right_cache_size": 2}');
+		SELECT delta_join.create_view('$s.wide_cache_big', \$q\$ $q \$q\$,
+		  options => '{"cache_enabled": true, "left_cache_size": 100000, "right_cache_size": 100000}');});
 	DeltaJoinWorkload::is_view_equal($node, $t, $q,
 		"seed $seed: after backfill");
 
@@ -146,6 +152,20 @@ foreach my $seed (@seeds)
 	DeltaJoinWorkload::is_view_equal($node, $t, $q,
 		"seed $seed: after concurrent inserts and updates");
 	DeltaJoinWorkload::status_ok($node, $t, "seed $seed");
+
+	# the same view with the lookup cache on, tiny and large
+	foreach my $cached ("$s.wide_cache_tiny", "$s.wide_cache_big")
+	{
+		ok(DeltaJoinWorkload::wait_views($node, $cached),
+			"seed $seed: wait() returns true for $cached");
+		DeltaJoinWorkload::is_view_equal($node, $cached, $q,
+			"seed $seed: $cached, after concurrent inserts and updates");
+	}
+	cmp_ok(
+		$node->safe_psql(
+			'postgres',
+			"SELECT cache_hits FROM delta_join.status WHERE target = '$s.wide_cache_big'"),
+		'>', 0, "seed $seed: the large cache serves lookups");
 
 	# ---- every item orders refer to now exists; then more updates ----
 	$node->safe_psql(
@@ -163,6 +183,13 @@ foreach my $seed (@seeds)
 		"seed $seed: wait() returns true after the late items");
 	DeltaJoinWorkload::is_view_equal($node, $t, $q,
 		"seed $seed: after inserting the missing items");
+	foreach my $cached ("$s.wide_cache_tiny", "$s.wide_cache_big")
+	{
+		ok(DeltaJoinWorkload::wait_views($node, $cached),
+			"seed $seed: wait() returns true for $cached after the late items");
+		DeltaJoinWorkload::is_view_equal($node, $cached, $q,
+			"seed $seed: $cached, after inserting the missing items");
+	}
 	is( $node->safe_psql(
 			'postgres', qq{
 		SELECT count(*) FROM $s.orders o
