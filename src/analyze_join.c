@@ -740,7 +740,8 @@ plan_walks(Analysis *a)
 /*
  * Output column (0-based) that is a plain Var of column class `cls` and
  * of a source null-extended exactly when `source` is, or -1: in the rows
- * where `source` is null-extended, it must be NULL too.
+ * where `source` is null-extended, it must be NULL too.  With source -1,
+ * of any source.
  */
 static int
 output_of_class(Analysis *a, int cls, int source)
@@ -758,30 +759,7 @@ output_of_class(Analysis *a, int cls, int source)
 			continue;
 		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
 			analysis_class_of(a, analysis_column_id(a, s, att)) == cls &&
-			bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling))
-			return i;
-		i++;
-	}
-	return -1;
-}
-
-/* Output column (0-based) that is a plain Var of column class cls, or -1 */
-static int
-output_of_class_anywhere(Analysis *a, int cls)
-{
-	int			i = 0;
-	ListCell   *lc;
-
-	foreach(lc, a->plan->query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-		int			s;
-		AttrNumber	att;
-
-		if (tle->resjunk)
-			continue;
-		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
-			analysis_class_of(a, analysis_column_id(a, s, att)) == cls)
+			(source < 0 || bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling)))
 			return i;
 		i++;
 	}
@@ -945,7 +923,7 @@ map_source_keys(Analysis *a)
 
 			src->key_output[k] = output_of_class(a, analysis_class_of(a, id), s);
 			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
-				output_of_class_anywhere(a, analysis_class_of(a, id));
+				output_of_class(a, analysis_class_of(a, id), -1);
 			src->partners_in_output &= (src->partner_output[k] >= 0);
 			if (src->key_output[k] < 0)
 			{

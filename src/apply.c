@@ -373,6 +373,31 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
  * (a numeric sum into a DECIMAL(38,2) column is rounded to 2 places).
  * Key columns have the query's types already (target_validate).
  */
+/* A query's select list (its non-junk entries) in the target's column types */
+void
+apply_coerce_query_output(Query *query, DeltaPlan *plan, Oid target)
+{
+	List	   *outputs = NIL;
+	int			col = 0;
+	ListCell   *lc;
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			outputs = lappend(outputs, tle->expr);
+	}
+	outputs = apply_coerce_to_target(target, plan, outputs);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			tle->expr = list_nth(outputs, col++);
+	}
+}
+
 List *
 apply_coerce_to_target(Oid target, DeltaPlan *plan, List *exprs)
 {
@@ -535,19 +560,25 @@ target_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
 	next_command(writer);
 }
 
+/* Delete the target row in writer->oldslot. */
+static void
+delete_old_row(TargetWriter *writer)
+{
+	EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
+	ExecSimpleRelationDelete(writer->rri, writer->estate, &writer->epqstate,
+							 writer->oldslot);
+	writer->counts->rows_deleted++;
+	next_command(writer);
+}
+
 /* Delete the result row whose key columns are given (others are ignored). */
 void
 target_delete(TargetWriter *writer, const Datum *values, const bool *isnull)
 {
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
 	fill_new_slot(writer, values, isnull);
-	if (!find_target_row(writer))
-		return;
-	EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
-	ExecSimpleRelationDelete(writer->rri, writer->estate, &writer->epqstate,
-							 writer->oldslot);
-	writer->counts->rows_deleted++;
-	next_command(writer);
+	if (find_target_row(writer))
+		delete_old_row(writer);
 }
 
 /* ----------------------------------------------------------------
@@ -700,13 +731,8 @@ void
 target_delete_row(TargetWriter *writer, ItemPointer tid)
 {
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
-	if (!table_tuple_fetch_row_version(writer->rel, tid, SnapshotAny, writer->oldslot))
-		return;
-	EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
-	ExecSimpleRelationDelete(writer->rri, writer->estate, &writer->epqstate,
-							 writer->oldslot);
-	writer->counts->rows_deleted++;
-	next_command(writer);
+	if (table_tuple_fetch_row_version(writer->rel, tid, SnapshotAny, writer->oldslot))
+		delete_old_row(writer);
 }
 
 /* ----------------------------------------------------------------

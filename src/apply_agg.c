@@ -203,10 +203,8 @@ plan_group_query(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode,
 	Query	   *query = copyObject(plan->query);
 	DeltaSource *src = linitial(plan->sources);
 	List	   *conds = NIL;
-	List	   *outputs = NIL;
 	ListCell   *lc;
 	int			k = 0;
-	int			col = 0;
 
 	*paramtypes = palloc(sizeof(Oid) * src->key_natts);
 	foreach(lc, query->groupClause)
@@ -261,21 +259,7 @@ plan_group_query(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode,
 	query->jointree->quals = (Node *) make_ands_explicit(conds);
 
 	/* the output in the target's column types */
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			outputs = lappend(outputs, tle->expr);
-	}
-	outputs = apply_coerce_to_target(target, plan, outputs);
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			tle->expr = list_nth(outputs, col++);
-	}
+	apply_coerce_query_output(query, plan, target);
 
 	if (query->havingQual)
 	{

@@ -318,6 +318,21 @@ row_destroy(DestReceiver *self)
 {
 }
 
+/* A receiver handing each row to fn */
+static void
+receiver_init(RowReceiver *receiver, OuterApply *oa,
+			  void (*fn) (OuterApply *oa, Datum *values, bool *isnull))
+{
+	memset(receiver, 0, sizeof(RowReceiver));
+	receiver->pub.receiveSlot = row_receive;
+	receiver->pub.rStartup = row_startup;
+	receiver->pub.rShutdown = row_shutdown;
+	receiver->pub.rDestroy = row_destroy;
+	receiver->pub.mydest = DestNone;
+	receiver->oa = oa;
+	receiver->fn = fn;
+}
+
 /* Run a region query for keys, each row going to fn */
 static void
 run_region(OuterApply *oa, RegionQuery *rq, List *keys,
@@ -325,14 +340,7 @@ run_region(OuterApply *oa, RegionQuery *rq, List *keys,
 {
 	RowReceiver receiver;
 
-	memset(&receiver, 0, sizeof(receiver));
-	receiver.pub.receiveSlot = row_receive;
-	receiver.pub.rStartup = row_startup;
-	receiver.pub.rShutdown = row_shutdown;
-	receiver.pub.rDestroy = row_destroy;
-	receiver.pub.mydest = DestNone;
-	receiver.oa = oa;
-	receiver.fn = fn;
+	receiver_init(&receiver, oa, fn);
 	recompute_run(rq, keys, (DestReceiver *) &receiver);
 }
 
@@ -620,14 +628,7 @@ replace_all(OuterApply *oa)
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 
-	memset(&receiver, 0, sizeof(receiver));
-	receiver.pub.receiveSlot = row_receive;
-	receiver.pub.rStartup = row_startup;
-	receiver.pub.rShutdown = row_shutdown;
-	receiver.pub.rDestroy = row_destroy;
-	receiver.pub.mydest = DestNone;
-	receiver.oa = oa;
-	receiver.fn = region_upsert;
+	receiver_init(&receiver, oa, region_upsert);
 	qd = CreateQueryDesc(recompute_prepare_all(oa->plan, RelationGetRelid(oa->writer->rel)),
 						 "delta_join: recompute a view", GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) &receiver, NULL, NULL, 0);

@@ -142,6 +142,25 @@ guard_views_live(void)
 	return SearchNamedReplicationSlot(slot, true) != NULL;
 }
 
+/* The OIDs of the first column of the SPI result, as a list in cxt */
+static List *
+spi_oids(MemoryContext cxt)
+{
+	List	   *result = NIL;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			oid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		result = lappend_oid(result, oid);
+		MemoryContextSwitchTo(spi);
+	}
+	return result;
+}
+
 /* relid, and the tables it is a partition or an inheritance child of */
 static List *
 self_and_ancestors(Oid relid)
@@ -157,17 +176,7 @@ self_and_ancestors(Oid relid)
 				 "  WHERE i.inhrelid OPERATOR(pg_catalog.=) up.r) "
 				 "SELECT r FROM up WHERE r OPERATOR(pg_catalog.<>) $1",
 				 1, argtypes, values, NULL);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			parent = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															SPI_tuptable->tupdesc, 1,
-															&isnull));
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-
-		result = lappend_oid(result, parent);
-		MemoryContextSwitchTo(spi);
-	}
+	result = list_concat(result, spi_oids(caller));
 	SPI_finish();
 	return result;
 }
@@ -331,17 +340,7 @@ relations_using_objects(List *classids, List *objids)
 				 2, (Oid[]) {OIDARRAYOID, OIDARRAYOID},
 				 (Datum[]) {PointerGetDatum(oid_array(classids)), PointerGetDatum(oid_array(objids))},
 				 NULL);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1,
-														   &isnull));
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-
-		result = lappend_oid(result, relid);
-		MemoryContextSwitchTo(spi);
-	}
+	result = spi_oids(caller);
 	SPI_finish();
 	return result;
 }

@@ -145,7 +145,6 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 	return conds;
 }
 
-static void coerce_output(Query *query, DeltaPlan *plan, Oid target);
 
 /* The type's default equality operator, or an error */
 Oid
@@ -196,35 +195,12 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 		conds = lappend(conds, query->jointree->quals);
 	query->jointree->quals = (Node *) make_ands_explicit(conds);
 
-	coerce_output(query, plan, target);
+	apply_coerce_query_output(query, plan, target);
 	rq->pstmt = pg_plan_query(query, RECOMPUTE_QUERY_NAME, CURSOR_OPT_GENERIC_PLAN, NULL);
 	return rq;
 }
 
 /* Set the output of a region query to the target's column types. */
-static void
-coerce_output(Query *query, DeltaPlan *plan, Oid target)
-{
-	List	   *outputs = NIL;
-	int			col = 0;
-	ListCell   *lc;
-
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			outputs = lappend(outputs, tle->expr);
-	}
-	outputs = apply_coerce_to_target(target, plan, outputs);
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			tle->expr = list_nth(outputs, col++);
-	}
-}
 
 /* The whole view's query, its output in the target's column types */
 PlannedStmt *
@@ -232,7 +208,7 @@ recompute_prepare_all(DeltaPlan *plan, Oid target)
 {
 	Query	   *query = copyObject(plan->query);
 
-	coerce_output(query, plan, target);
+	apply_coerce_query_output(query, plan, target);
 	return pg_plan_query(query, RECOMPUTE_QUERY_NAME, 0, NULL);
 }
 
