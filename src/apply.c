@@ -315,12 +315,15 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 
 	writer->rel = table_open(target, RowExclusiveLock);
 	writer->counts = counts;
-	writer->key_index = target_key_index(writer->rel, plan);
-	if (!OidIsValid(writer->key_index))
+
+	/* (a full recompute writes rows whole, found by their place) */
+	writer->key_index = (plan->key_ncolumns > 0) ? target_key_index(writer->rel, plan) : InvalidOid;
+	if (!OidIsValid(writer->key_index) && plan->path != DJ_PATH_FULL && !plan->whole)
 		elog(ERROR, "target \"%s\" has no key index", RelationGetRelationName(writer->rel));
 
-	writer->key_rel = index_open(writer->key_index, RowExclusiveLock);
-	for (int i = 0; i < writer->key_rel->rd_index->indnkeyatts; i++)
+	writer->key_rel = OidIsValid(writer->key_index) ?
+		index_open(writer->key_index, RowExclusiveLock) : NULL;
+	for (int i = 0; writer->key_rel && i < writer->key_rel->rd_index->indnkeyatts; i++)
 	{
 		Relation	idx = writer->key_rel;
 		Oid			op = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
@@ -426,6 +429,30 @@ apply_coerce_to_target(Oid target, DeltaPlan *plan, List *exprs)
 	}
 	table_close(rel, AccessShareLock);
 	return result;
+}
+
+static void
+receiver_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+receiver_shutdown(DestReceiver *self)
+{
+}
+
+/*
+ * A DestReceiver of the apply's own, whose rows go to receive; it lives on
+ * the caller's stack, so there is nothing to destroy.
+ */
+void
+apply_receiver_init(DestReceiver *dest, bool (*receive) (TupleTableSlot *slot, DestReceiver *self))
+{
+	dest->receiveSlot = receive;
+	dest->rStartup = receiver_startup;
+	dest->rShutdown = receiver_shutdown;
+	dest->rDestroy = receiver_shutdown;
+	dest->mydest = DestNone;
 }
 
 /* Put an output row into newslot, in the target's row type. */
@@ -726,6 +753,16 @@ target_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values, b
 	}
 }
 
+/* Insert a row given in the target's row type (a full recompute's). */
+void
+target_insert_slot(TargetWriter *writer, TupleTableSlot *slot)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	ExecSimpleRelationInsert(writer->rri, writer->estate, slot);
+	writer->counts->rows_upserted++;
+	next_command(writer);
+}
+
 /* Delete the target row at tid. */
 void
 target_delete_row(TargetWriter *writer, ItemPointer tid)
@@ -801,7 +838,8 @@ target_writer_end(TargetWriter *writer)
 	EvalPlanQualEnd(&writer->epqstate);
 	ExecResetTupleTable(writer->estate->es_tupleTable, false);
 	FreeExecutorState(writer->estate);
-	index_close(writer->key_rel, NoLock);
+	if (writer->key_rel)
+		index_close(writer->key_rel, NoLock);
 	table_close(writer->rel, NoLock);
 }
 
@@ -849,16 +887,18 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 	if (plan->path != DJ_PATH_DELTA)
 		counts->recomputed_at = GetCurrentTimestamp();
 
+	apply_check_access(plan);
+	writer = target_writer_begin(view->target, plan, counts);
+
 	/* full recompute, or an aggregate's one group: the query, the difference */
 	if (plan->path == DJ_PATH_FULL || plan->whole)
 	{
 		counts->keys_applied++;
-		counts->rows_upserted += target_recompute(view->target, view->query_view, plan);
+		apply_full(plan, writer);
+		target_writer_end(writer);
 		return;
 	}
 
-	apply_check_access(plan);
-	writer = target_writer_begin(view->target, plan, counts);
 	if (plan->branches != NIL)
 	{
 		/* UNION ALL: each branch its own changes, in the one target */

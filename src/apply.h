@@ -70,6 +70,7 @@ extern void target_lookup_end(TargetLookup *tl);
 extern void target_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values,
 								 bool *isnull);
 extern void target_delete_row(TargetWriter *writer, ItemPointer tid);
+extern void target_insert_slot(TargetWriter *writer, TupleTableSlot *slot);
 extern void target_region_begin(TargetWriter *writer);
 extern void target_region_add(TargetWriter *writer, ItemPointer tid);
 extern void target_region_end(TargetWriter *writer);
@@ -80,6 +81,9 @@ extern void apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 					   ApplyCounts *counts);
 extern void apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 							ApplyCounts *counts);
+extern void apply_receiver_init(DestReceiver *dest,
+								bool (*receive) (TupleTableSlot *slot, DestReceiver *self));
+extern void apply_full(DeltaPlan *plan, TargetWriter *writer);
 extern void apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 						ApplyCounts *counts);
 

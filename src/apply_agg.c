@@ -160,21 +160,6 @@ group_receive(TupleTableSlot *slot, DestReceiver *self)
 	return true;
 }
 
-static void
-group_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
-{
-}
-
-static void
-group_shutdown(DestReceiver *self)
-{
-}
-
-static void
-group_destroy(DestReceiver *self)
-{
-}
-
 /* Forget the groups noted so far: a new, empty found table. */
 static void
 group_set_forget(GroupSet *set)
@@ -513,11 +498,7 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	}
 
 	memset(&receiver, 0, sizeof(receiver));
-	receiver.pub.receiveSlot = group_receive;
-	receiver.pub.rStartup = group_startup;
-	receiver.pub.rShutdown = group_shutdown;
-	receiver.pub.rDestroy = group_destroy;
-	receiver.pub.mydest = DestNone;
+	apply_receiver_init(&receiver.pub, group_receive);
 	receiver.writer = writer;
 	receiver.ncolumns = plan->ncolumns;
 	receiver.has_having = (plan->query->havingQual != NULL);

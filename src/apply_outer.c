@@ -303,32 +303,13 @@ row_receive(TupleTableSlot *slot, DestReceiver *self)
 	return true;
 }
 
-static void
-row_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
-{
-}
-
-static void
-row_shutdown(DestReceiver *self)
-{
-}
-
-static void
-row_destroy(DestReceiver *self)
-{
-}
-
 /* A receiver handing each row to fn */
 static void
 receiver_init(RowReceiver *receiver, OuterApply *oa,
 			  void (*fn) (OuterApply *oa, Datum *values, bool *isnull))
 {
 	memset(receiver, 0, sizeof(RowReceiver));
-	receiver->pub.receiveSlot = row_receive;
-	receiver->pub.rStartup = row_startup;
-	receiver->pub.rShutdown = row_shutdown;
-	receiver->pub.rDestroy = row_destroy;
-	receiver->pub.mydest = DestNone;
+	apply_receiver_init(&receiver->pub, row_receive);
 	receiver->oa = oa;
 	receiver->fn = fn;
 }
@@ -615,7 +596,6 @@ replace_all(OuterApply *oa)
 	RowReceiver receiver;
 	TableScanDesc scan;
 	TupleTableSlot *slot = table_slot_create(oa->writer->rel, NULL);
-	QueryDesc  *qd;
 
 	target_region_begin(oa->writer);
 	scan = table_beginscan(oa->writer->rel, GetActiveSnapshot(), 0, NULL);
@@ -629,14 +609,7 @@ replace_all(OuterApply *oa)
 	ExecDropSingleTupleTableSlot(slot);
 
 	receiver_init(&receiver, oa, region_upsert);
-	qd = CreateQueryDesc(recompute_prepare_all(oa->plan, RelationGetRelid(oa->writer->rel)),
-						 "delta_join: recompute a view", GetActiveSnapshot(), InvalidSnapshot,
-						 (DestReceiver *) &receiver, NULL, NULL, 0);
-	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
-	ExecutorFinish(qd);
-	ExecutorEnd(qd);
-	FreeQueryDesc(qd);
+	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver);
 	target_region_end(oa->writer);
 }
 

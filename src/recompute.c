@@ -36,6 +36,7 @@
 #include "nodes/nodeFuncs.h"
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -200,16 +201,44 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 	return rq;
 }
 
-/* Set the output of a region query to the target's column types. */
-
-/* The whole view's query, its output in the target's column types */
-PlannedStmt *
-recompute_prepare_all(DeltaPlan *plan, Oid target)
+/*
+ * The whole view's query, its output in the target's column types.  A
+ * query of the full path is as the parser left it: the views it reads are
+ * expanded here, as for any stored query (plancache.c).
+ */
+static PlannedStmt *
+prepare_all(DeltaPlan *plan, Oid target)
 {
 	Query	   *query = copyObject(plan->query);
 
+	if (plan->path == DJ_PATH_FULL)
+	{
+		List	   *rewritten;
+
+		AcquireRewriteLocks(query, true, false);
+		rewritten = QueryRewrite(query);
+		if (list_length(rewritten) != 1)
+			elog(ERROR, "the query of a delta view rewrote to %d queries",
+				 list_length(rewritten));
+		query = linitial_node(Query, rewritten);
+	}
+
 	apply_coerce_query_output(query, plan, target);
 	return pg_plan_query(query, RECOMPUTE_QUERY_NAME, 0, NULL);
+}
+
+/* Run the whole view's query (prepare_all), its rows going to dest. */
+void
+recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
+{
+	QueryDesc  *qd = CreateQueryDesc(prepare_all(plan, target), "delta_join: recompute a view",
+									 GetActiveSnapshot(), InvalidSnapshot, dest, NULL, NULL, 0);
+
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
 }
 
 /*

@@ -31,7 +31,7 @@ typedef struct RegionQuery
 
 extern RegionQuery *recompute_prepare(DeltaPlan *plan, Oid target, int source,
 									  Bitmapset *null_sources);
-extern PlannedStmt *recompute_prepare_all(DeltaPlan *plan, Oid target);
+extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
 extern void recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest);
 extern Oid	ordinary_equality_operator(Oid type);
 

@@ -22,7 +22,6 @@ extern Oid	target_key_index(Relation rel, DeltaPlan *plan);
 extern void target_guard(Oid relid);
 extern void target_unguard(Oid relid);
 extern bool target_filling(Oid relid);
-extern uint64 target_recompute(Oid relid, Oid query_view, DeltaPlan *plan);
 extern void target_lock_sources(DeltaPlan *plan);
 extern uint64 target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear);
 
