@@ -20,9 +20,9 @@
  * Values are compared by image, so a value that only prints otherwise
  * (1.0 against 1.00) is rewritten, and equal rows never are.
  *
- * Memory: one entry per target row (its hash, its place, matched or not),
- * and the rows to insert in a tuplestore, which spills to disk beyond
- * work_mem.
+ * Memory: about 30 bytes per target row (its place, matched or not, and
+ * its hash's entry), and the rows to insert in a tuplestore, which spills
+ * to disk beyond work_mem.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,7 +34,6 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -44,15 +43,32 @@
 #include "apply.h"
 #include "recompute.h"
 
-/* The target rows of one hash value */
-typedef struct ImageBucket
+/* A target row: its place, whether a query row found it, the next of its hash */
+typedef struct TargetRow
 {
-	uint32		hash;			/* hash key */
-	int			nrows;
-	int			maxrows;
-	ItemPointerData *tids;
-	bool	   *matched;
-} ImageBucket;
+	ItemPointerData tid;
+	bool		matched;
+	int32		next;			/* index in rows, or -1 */
+} TargetRow;
+
+/* The target rows of one image hash: a list through rows */
+typedef struct ImageEntry
+{
+	uint32		hash;
+	char		status;			/* simplehash's */
+	int32		head;			/* the first row, in rows */
+} ImageEntry;
+
+#define SH_PREFIX		images
+#define SH_ELEMENT_TYPE	ImageEntry
+#define SH_KEY_TYPE		uint32
+#define SH_KEY			hash
+#define SH_HASH_KEY(tb, key)	(key)	/* (already a hash) */
+#define SH_EQUAL(tb, a, b)	((a) == (b))
+#define SH_SCOPE		static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
 
 typedef struct FullApply
 {
@@ -60,7 +76,10 @@ typedef struct FullApply
 	TupleDesc	desc;			/* the target's */
 	int			ncolumns;		/* its columns, dropped ones left out */
 	AttrNumber *attnums;
-	HTAB	   *buckets;
+	images_hash *images;
+	TargetRow  *rows;
+	int32		nrows;
+	int32		maxrows;
 	TupleTableSlot *found;		/* a target row, fetched to compare */
 	MemoryContext row_cxt;		/* reset after each row (detoasted values) */
 } FullApply;
@@ -121,30 +140,26 @@ file_target_rows(FullApply *fa)
 
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
-		uint32		hash;
-		ImageBucket *bucket;
+		ImageEntry *entry;
 		bool		found;
 
 		CHECK_FOR_INTERRUPTS();
 		slot_getallattrs(slot);
-		hash = row_hash_in(fa, slot);
-		bucket = hash_search(fa->buckets, &hash, HASH_ENTER, &found);
-		if (!found)
+		entry = images_insert(fa->images, row_hash_in(fa, slot), &found);
+		if (fa->nrows == fa->maxrows)
 		{
-			bucket->nrows = 0;
-			bucket->maxrows = 1;
-			bucket->tids = palloc(sizeof(ItemPointerData));
-			bucket->matched = palloc(sizeof(bool));
+			if (fa->maxrows > PG_INT32_MAX / 2)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("target \"%s\" has too many rows for a full recompute",
+								RelationGetRelationName(rel))));
+			fa->maxrows *= 2;
+			fa->rows = repalloc_huge(fa->rows, sizeof(TargetRow) * fa->maxrows);
 		}
-		else if (bucket->nrows == bucket->maxrows)
-		{
-			bucket->maxrows *= 2;
-			bucket->tids = repalloc(bucket->tids, sizeof(ItemPointerData) * bucket->maxrows);
-			bucket->matched = repalloc(bucket->matched, sizeof(bool) * bucket->maxrows);
-		}
-		bucket->tids[bucket->nrows] = slot->tts_tid;
-		bucket->matched[bucket->nrows] = false;
-		bucket->nrows++;
+		fa->rows[fa->nrows].tid = slot->tts_tid;
+		fa->rows[fa->nrows].matched = false;
+		fa->rows[fa->nrows].next = found ? entry->head : -1;
+		entry->head = fa->nrows++;
 	}
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -154,19 +169,18 @@ file_target_rows(FullApply *fa)
 static bool
 match_target_row(FullApply *fa, TupleTableSlot *row)
 {
-	uint32		hash = row_hash_in(fa, row);
-	ImageBucket *bucket = hash_search(fa->buckets, &hash, HASH_FIND, NULL);
+	ImageEntry *entry = images_lookup(fa->images, row_hash_in(fa, row));
 	bool		matched = false;
 	MemoryContext oldcxt = MemoryContextSwitchTo(fa->row_cxt);
 
-	for (int r = 0; bucket != NULL && r < bucket->nrows && !matched; r++)
+	for (int32 r = entry ? entry->head : -1; r >= 0 && !matched; r = fa->rows[r].next)
 	{
-		if (bucket->matched[r] ||
-			!table_tuple_fetch_row_version(fa->writer->rel, &bucket->tids[r],
+		if (fa->rows[r].matched ||
+			!table_tuple_fetch_row_version(fa->writer->rel, &fa->rows[r].tid,
 										   GetActiveSnapshot(), fa->found))
 			continue;
 		slot_getallattrs(fa->found);
-		matched = bucket->matched[r] = rows_identical(fa, row, fa->found);
+		matched = fa->rows[r].matched = rows_identical(fa, row, fa->found);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(fa->row_cxt);
@@ -211,10 +225,8 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 {
 	FullApply	fa;
 	FullReceiver receiver;
-	HASHCTL		hctl;
 	TupleTableSlot *stored;
-	HASH_SEQ_STATUS seq;
-	ImageBucket *bucket;
+	double		reltuples = writer->rel->rd_rel->reltuples;
 
 	memset(&fa, 0, sizeof(fa));
 	fa.writer = writer;
@@ -225,11 +237,11 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 		if (!TupleDescAttr(fa.desc, i)->attisdropped)
 			fa.attnums[fa.ncolumns++] = i + 1;
 	}
-	hctl.keysize = sizeof(uint32);
-	hctl.entrysize = sizeof(ImageBucket);
-	hctl.hcxt = CurrentMemoryContext;
-	fa.buckets = hash_create("delta_join full recompute", 1024, &hctl,
-							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	/* sized for the rows the target had at its last analyze */
+	reltuples = Min(Max(reltuples, 1024), 64 * 1024 * 1024);
+	fa.images = images_create(CurrentMemoryContext, (uint32) reltuples, NULL);
+	fa.maxrows = (int32) reltuples;
+	fa.rows = palloc_extended(sizeof(TargetRow) * fa.maxrows, MCXT_ALLOC_HUGE);
 	fa.found = table_slot_create(writer->rel, NULL);
 	fa.row_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join full recompute row",
 									   ALLOCSET_SMALL_SIZES);
@@ -245,14 +257,10 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	recompute_run_all(plan, RelationGetRelid(writer->rel), &receiver.pub);
 
 	/* the target rows no query row found go first, freeing their keys */
-	hash_seq_init(&seq, fa.buckets);
-	while ((bucket = hash_seq_search(&seq)) != NULL)
+	for (int32 r = 0; r < fa.nrows; r++)
 	{
-		for (int r = 0; r < bucket->nrows; r++)
-		{
-			if (!bucket->matched[r])
-				target_delete_row(writer, &bucket->tids[r]);
-		}
+		if (!fa.rows[r].matched)
+			target_delete_row(writer, &fa.rows[r].tid);
 	}
 
 	/* then the query rows the target lacked */
