@@ -3,10 +3,9 @@
 # The schema, views and random writes of 052_differential_outer
 # (DeltaJoinOuter.pm): inserts, updates, deletes and join-key moves on every
 # source.  Views: users LEFT JOIN domains in upsert and in retract mode,
-# orders LEFT JOIN items and fa FULL JOIN fb in upsert mode, orders JOIN
-# merchants LEFT JOIN items and orders JOIN items (filtered) in retract
-# mode.  (fa FULL JOIN fb in retract mode is left to 052: it can lose a
-# null-extended row without any crash.)
+# orders LEFT JOIN items in upsert mode, fa FULL JOIN fb in both modes,
+# orders JOIN merchants LEFT JOIN items and orders JOIN items (filtered) in
+# retract mode.
 #
 #  1. pgbench streams writes while the apply worker is killed with SIGKILL
 #     (kill -9 of the 'delta_join worker' process), three times: the
@@ -49,6 +48,7 @@ my %views = (
 	"$s.b_rt" => [ DeltaJoinOuter::in_schema($V{b}[0], $s), undef ],
 	"$s.a_up" => [ DeltaJoinOuter::in_schema($V{a}[0], $s), $V{a}[1] ],
 	"$s.c_up" => [ DeltaJoinOuter::in_schema($V{c}[0], $s), $V{c}[1] ],
+	"$s.c_rt" => [ DeltaJoinOuter::in_schema($V{c}[0], $s), undef ],
 	"$s.d_rt" => [ DeltaJoinOuter::in_schema($V{d}[0], $s), undef ],
 	"$s.i_rt" =>
 	  [ DeltaJoinOuter::in_schema($DeltaJoinOuter::inner_query, $s), undef ]);
