@@ -103,6 +103,13 @@ SELECT * FROM delta_join.explain($$ SELECT o.merchant_id, o.order_id, o.tableoid
 SELECT * FROM delta_join.explain($$ SELECT merchant_id, order_id, o AS whole FROM orders o $$);
 SELECT * FROM delta_join.explain($$ SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id HAVING max(ctid) IS NOT NULL $$);
 SELECT delta_join.create_view('sys', $$ SELECT merchant_id, order_id FROM orders WHERE ctid <> '(0,0)' $$);
+-- ... on every path: the fallback strategies refuse them too
+SELECT * FROM delta_join.explain($$ SELECT merchant_id, order_id FROM orders WHERE ctid <> '(0,0)' $$,
+  strategy => 'auto');
+SELECT * FROM delta_join.explain($$ SELECT DISTINCT merchant_id, xmin AS x FROM orders $$, strategy => 'none');
+SELECT * FROM delta_join.explain($$ SELECT DISTINCT o AS whole FROM orders o $$, strategy => 'auto');
+SELECT delta_join.create_view('sys', $$ SELECT DISTINCT merchant_id, ctid AS c FROM orders $$,
+  strategy => 'auto');
 
 -- stable built-ins that depend only on pinned settings are allowed
 SELECT delta_join.create_view('local_days', $$

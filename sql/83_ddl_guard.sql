@@ -66,6 +66,16 @@ SELECT delta_join.wait('guard.events_by_tenant');
 DROP OWNED BY dj_part_owner;
 DROP ROLE dj_part_owner;
 SELECT * FROM diff('events_by_tenant', :'agg');
+-- and so is one dropped on its own
+CREATE TABLE events_2 PARTITION OF events FOR VALUES IN (2);
+INSERT INTO events VALUES (2, 5, 50), (2, 6, 60);
+SELECT delta_join.wait('guard.events_by_tenant');
+BEGIN;
+DROP TABLE events_2;
+SELECT * FROM diff('events_by_tenant', :'agg');
+SELECT * FROM diff('event_names', :'wide');
+COMMIT;
+SELECT * FROM events_by_tenant ORDER BY tenant_id;
 
 --
 -- 2. SET UNLOGGED: a source's changes would no longer be decoded, and a
@@ -193,6 +203,8 @@ CREATE OR REPLACE VIEW delta_join."guard.events_by_tenant" AS
   SELECT tenant_id, 0::bigint AS n, 0::bigint AS total FROM events;
 -- and a target is never made in delta_join's own schema
 SELECT delta_join.create_view('delta_join.wide', :'wide');
+-- nor are delta_join's own tables a source
+SELECT delta_join.create_view('catalog_copy', 'SELECT view_id, target FROM delta_join.view_catalog');
 
 --
 -- 8. Targets (rule 8): a temporary target is refused; an existing target
@@ -217,9 +229,32 @@ SELECT delta_join.create_view('merchant_summary', $$
 INSERT INTO orders VALUES (1, 3, 4, 1.01);
 SELECT delta_join.wait('guard.merchant_summary');
 SELECT * FROM merchant_summary ORDER BY merchant_id;
+-- an existing unlogged target is refused as a temporary one is
+CREATE UNLOGGED TABLE unlogged_summary (merchant_id bigint PRIMARY KEY, order_count bigint);
+SELECT delta_join.create_view('unlogged_summary', $$
+  SELECT merchant_id, count(*) AS order_count FROM orders GROUP BY merchant_id $$);
 CREATE TABLE names_c (name text COLLATE "C" PRIMARY KEY, n bigint);
 CREATE TABLE words (w text COLLATE "POSIX", id int, PRIMARY KEY (w, id));
 SELECT delta_join.create_view('names_c', 'SELECT w AS name, count(*) AS n FROM words GROUP BY w');
+
+--
+-- 9. Table rewrites.  A column a view reads cannot change type, USING or
+--    not (core's error: the query view depends on it); a rewrite that
+--    leaves the view's columns alone (another column's type, a column
+--    added with a volatile default) changes no row of its result, and the
+--    view goes on.
+--
+ALTER TABLE tenants ALTER COLUMN name TYPE varchar(10) USING upper(name);
+ALTER TABLE events ALTER COLUMN amount TYPE bigint USING amount * 2;
+ALTER TABLE tenants ADD COLUMN since date;
+ALTER TABLE tenants ALTER COLUMN since TYPE timestamp USING since::timestamp;
+ALTER TABLE tenants ADD COLUMN weight float8 DEFAULT random();
+UPDATE tenants SET name = name || '!' WHERE tenant_id = 1;
+INSERT INTO events VALUES (1, 7, 70);
+SELECT delta_join.wait('guard.event_names');
+SELECT * FROM diff('event_names', :'wide');
+SELECT * FROM diff('events_by_tenant', :'agg');
+SELECT tenant_id, event_id, name, amount FROM event_names ORDER BY tenant_id, event_id;
 
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
