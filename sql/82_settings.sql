@@ -26,6 +26,10 @@ SELECT delta_join.create_view('local_events', :'q');
 SELECT settings ->> 'TimeZone' AS tz, settings ->> 'DateStyle' AS datestyle,
        settings ->> 'IntervalStyle' AS intervalstyle, settings ->> 'extra_float_digits' AS efd
 FROM delta_join.views WHERE target = 'pin.local_events';
+-- the lc_* categories a session can set are pinned too (this machine has
+-- only the C locales, so no output shows them at work)
+SELECT ARRAY(SELECT k FROM jsonb_object_keys(settings) k WHERE k LIKE 'lc%' ORDER BY k) AS lc_pinned
+FROM delta_join.views WHERE target = 'pin.local_events';
 
 -- a caller elsewhere (and the worker, with the server's settings) writes
 RESET TimeZone;

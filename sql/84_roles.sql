@@ -148,6 +148,38 @@ DROP OWNED BY dj_bob;
 DROP ROLE dj_bob;
 SELECT target, runs_as FROM delta_join.views ORDER BY target;
 
+--
+-- 7. What code on a target sees when the worker applies: the target's
+--    owner as current_user, search_path = pg_catalog, pg_temp, and a
+--    security-restricted operation (no temporary table, no SET ROLE).
+--
+SET ROLE dj_alice;
+CREATE TABLE roles.seen (who name, path text, temp_table text, set_role text);
+CREATE FUNCTION roles.note_apply() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  temp_table text := 'created';
+  set_role text := 'done';
+BEGIN
+  BEGIN
+    CREATE TEMP TABLE apply_scratch (x int);
+  EXCEPTION WHEN OTHERS THEN
+    temp_table := SQLERRM;
+  END;
+  BEGIN
+    SET ROLE dj_alice;
+  EXCEPTION WHEN OTHERS THEN
+    set_role := SQLERRM;
+  END;
+  INSERT INTO roles.seen VALUES (current_user, current_setting('search_path'), temp_table, set_role);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER note_apply AFTER INSERT ON roles.alice_wide
+  FOR EACH ROW EXECUTE FUNCTION roles.note_apply();
+RESET ROLE;
+INSERT INTO roles.orders VALUES (1, 2, 104, 7);
+SELECT delta_join.wait('roles.alice_wide');
+SELECT * FROM roles.seen;
+
 SELECT delta_join.drop_view('roles.alice_wide');
 SET client_min_messages = warning;
 DROP SCHEMA roles CASCADE;
