@@ -46,6 +46,23 @@ UPDATE payments SET amount = 4 WHERE id = 5;
 SELECT delta_join.wait('lk.payments_usd_exact');
 SELECT * FROM payments_usd_exact WHERE id = 5;
 
+-- the two other combinations, the inner join in retract mode and the
+-- outer join in upsert mode: the rates' changes trigger nothing there
+-- either, and a payment that changes is joined with today's rate
+SELECT delta_join.create_view('payments_usd_rt', :'inner_q', options => '{"retract": true}');
+SELECT delta_join.create_view('payments_usd_outer', :'outer_q');
+UPDATE rates SET usd = 3 WHERE currency = 'GBP';
+DELETE FROM rates WHERE currency = 'JPY';
+INSERT INTO payments VALUES (6, 'USD', 9);
+UPDATE payments SET currency = 'GBP' WHERE id = 4;
+SELECT delta_join.wait();
+SELECT * FROM payments_usd_rt ORDER BY id;
+SELECT * FROM payments_usd_outer ORDER BY id;
+DELETE FROM payments WHERE id = 4;
+SELECT delta_join.wait();
+SELECT id FROM payments_usd_rt ORDER BY id;
+SELECT id FROM payments_usd_outer ORDER BY id;
+
 -- rule 2 still applies to it; and a join of lookup-only sources only
 -- never changes
 CREATE TABLE regions (currency text, region text);

@@ -38,13 +38,28 @@ SELECT * FROM diff('domains_per_user', :'per_user');
 SELECT * FROM user_domain_names ORDER BY user_id, domain_id;
 SELECT * FROM diff('user_domain_names', :'names');
 
+-- the target of an outer join in upsert mode can be a source too: the
+-- aggregate over it counts what it holds, residual rows included (upsert
+-- mode keeps the rows of joins that are gone, unless a null-extended row
+-- takes their place, as for ada below: she lost her last domain)
+\set ud_up 'SELECT u.id AS user_id, u.name, d.id AS domain_id, d.domain_name FROM users u LEFT JOIN domains d ON d.user_id = u.id'
+SELECT delta_join.create_view('user_domains_up', :'ud_up');
+\set per_user_up 'SELECT user_id, count(domain_id) AS domains, count(*) AS rows FROM chain.user_domains_up GROUP BY user_id'
+SELECT delta_join.create_view('domains_per_user_up', :'per_user_up');
+INSERT INTO domains VALUES (13, 4, 'dijkstra.example'), (14, 3, 'cobol.example');
+DELETE FROM domains WHERE id = 11;
+SELECT delta_join.wait();
+SELECT * FROM user_domains_up ORDER BY user_id, domain_id;
+SELECT * FROM domains_per_user_up ORDER BY user_id;
+SELECT * FROM diff('domains_per_user_up', :'per_user_up');
+
 -- a source whose key may be NULL cannot be null-extended itself: its rows
 -- could not be told from its null extension
 SELECT * FROM delta_join.explain($$
   SELECT u.id, x.user_id, x.domain_id FROM users u LEFT JOIN chain.user_domains x ON x.user_id = u.id $$);
 
 SELECT delta_join.drop_view(target) FROM delta_join.views
-ORDER BY target = 'chain.user_domains', target;
+ORDER BY target IN ('chain.user_domains', 'chain.user_domains_up'), target;
 SET client_min_messages = warning;
 DROP SCHEMA chain CASCADE;
 RESET client_min_messages;
