@@ -138,13 +138,19 @@ AS $$ SELECT format('%I.%I', n.nspname, c.relname)
 	  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	  WHERE c.oid = $1 $$;
 
+-- how a view is maintained, in words (views.mode and status.mode)
+CREATE FUNCTION delta_join._mode(path text, options jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT CASE WHEN path = 'keyed' THEN 'keyed recompute'
+				  WHEN path = 'full' THEN 'full recompute'
+				  WHEN (options ->> 'retract')::boolean THEN 'delta (retract)'
+				  ELSE 'delta' END $$;
+
 CREATE VIEW delta_join.views AS
 SELECT delta_join._name(v.target) AS target,
 	   v.kind,
-	   CASE WHEN v.path = 'keyed' THEN 'keyed recompute'
-			WHEN v.path = 'full' THEN 'full recompute'
-			WHEN (v.options ->> 'retract')::boolean THEN 'delta (retract)'
-			ELSE 'delta' END AS mode,
+	   delta_join._mode(v.path, v.options) AS mode,
 	   v.strategy,
 	   v.state,
 	   ARRAY(SELECT s.relid::text
@@ -193,7 +199,8 @@ SELECT delta_join._name(v.target) AS target,
 			WHEN v.last_error IS NOT NULL THEN '(shown to the owner of the target only)' END AS last_error,
 	   v.last_error_time,
 	   v.stale_since_lsn,
-	   s.last_recompute			-- keyed and full recompute: when it last ran
+	   s.last_recompute,		-- keyed and full recompute: when it last ran
+	   delta_join._mode(v.path, v.options) AS mode
 FROM delta_join.view_catalog v
 LEFT JOIN delta_join._stat() s USING (view_id)
 CROSS JOIN delta_join._database_state() d

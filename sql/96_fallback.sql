@@ -31,6 +31,20 @@ SELECT delta_join.create_view('keyed_agg', :'kagg', strategy => 'auto');
 \set kwhole 'SELECT count(*) AS n, sum(amount) AS total FROM orders'
 SELECT * FROM delta_join.explain(:'kwhole', strategy => 'auto');
 SELECT delta_join.create_view('keyed_whole', :'kwhole', strategy => 'auto');
+-- a join on a partitioned table that leaves out its partition key; an
+-- outer join on a column no index leads
+CREATE TABLE shipments (id int, order_id int, region text, PRIMARY KEY (id, region))
+  PARTITION BY LIST (region);
+CREATE TABLE shipments_eu PARTITION OF shipments FOR VALUES IN ('eu');
+CREATE TABLE shipments_us PARTITION OF shipments FOR VALUES IN ('us');
+CREATE INDEX ON shipments (order_id);
+INSERT INTO shipments VALUES (1, 1, 'eu'), (2, 2, 'us'), (3, 2, 'eu');
+\set kpart 'SELECT o.id, o.amount, s.id AS shipment_id, s.region FROM orders o JOIN shipments s ON s.order_id = o.id'
+SELECT * FROM delta_join.explain(:'kpart', strategy => 'auto');
+SELECT delta_join.create_view('keyed_shipments', :'kpart', strategy => 'auto');
+\set kouter 'SELECT c.id, c.name, o.id AS order_id, o.amount FROM customers c LEFT JOIN orders o ON o.customer_id = c.id'
+SELECT * FROM delta_join.explain(:'kouter', strategy => 'auto');
+SELECT delta_join.create_view('keyed_outer', :'kouter', strategy => 'auto');
 
 --
 -- 2. Full recompute: DISTINCT, a subquery, a window function, UNION, an
@@ -49,11 +63,15 @@ SELECT delta_join.create_view('labels', :'union_q', strategy => 'auto', options 
 SELECT delta_join.create_view('region_totals', :'join_agg', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
 \set top_q 'SELECT id, amount FROM orders ORDER BY amount DESC, id LIMIT 3'
 SELECT delta_join.create_view('top_orders', :'top_q', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
+\set both_q 'SELECT customer_id AS id FROM orders WHERE amount > 30 INTERSECT SELECT id FROM customers WHERE region = ''eu'''
+SELECT delta_join.create_view('eu_big', :'both_q', strategy => 'auto', options => '{"refresh_interval": "50ms"}');
 SELECT target, kind, mode, strategy FROM delta_join.views ORDER BY target;
 \d regions
 \d ranked
 
--- changes on both sources, a delete, a move between groups
+-- changes on every source, a delete, a move between groups
+INSERT INTO shipments VALUES (4, 51, 'us');
+UPDATE shipments SET order_id = 3 WHERE id = 1;
 INSERT INTO customers VALUES (11, 'new', 'apac');
 INSERT INTO orders VALUES (51, 11, 500), (52, 3, 1);
 UPDATE customers SET name = 'C1' WHERE id = 1;
@@ -69,8 +87,12 @@ SELECT * FROM diff('ranked', :'window_q');
 SELECT * FROM diff('labels', :'union_q');
 SELECT * FROM diff('region_totals', :'join_agg');
 SELECT * FROM diff('top_orders', :'top_q');
+SELECT * FROM diff('eu_big', :'both_q');
+SELECT * FROM diff('keyed_shipments', :'kpart');
+SELECT * FROM diff('keyed_outer', :'kouter');
 SELECT * FROM top_orders ORDER BY amount DESC;
 SELECT target FROM delta_join.status WHERE last_recompute IS NULL OR state <> 'active';
+SELECT target, mode FROM delta_join.status ORDER BY target;
 
 -- a recompute writes only what changed: an update no result sees writes nothing
 SELECT sum(rows_upserted) AS written_before FROM delta_join.status WHERE target = 'fall.regions' \gset
@@ -88,7 +110,29 @@ SELECT * FROM diff('regions', :'distinct_q');
 SELECT * FROM diff('region_totals', :'join_agg');
 
 --
--- 3. What no path takes: rule 4 on every path, unlogged tables.
+-- 3. How often: a full recompute runs when a source changed, at most once
+--    per refresh_interval (the first change after creation is recomputed
+--    at once; the next waits out the interval), and never otherwise.
+--
+SELECT last_recompute AS regions_recomputed FROM delta_join.status WHERE target = 'fall.regions' \gset
+CREATE TABLE unrelated (id int PRIMARY KEY);
+INSERT INTO unrelated VALUES (1);
+SELECT delta_join.wait();
+SELECT last_recompute = :'regions_recomputed' AS not_recomputed
+FROM delta_join.status WHERE target = 'fall.regions';
+SELECT delta_join.create_view('slow_regions', 'SELECT DISTINCT region FROM customers', strategy => 'auto',
+  options => '{"refresh_interval": "1h"}');
+INSERT INTO customers VALUES (12, 'x', 'mars');
+SELECT delta_join.wait('fall.slow_regions', '30s');
+SELECT * FROM slow_regions ORDER BY region;
+INSERT INTO customers VALUES (13, 'y', 'venus');
+SELECT delta_join.wait('fall.slow_regions', '1s');
+SELECT * FROM slow_regions ORDER BY region;
+SELECT state, lag_bytes > 0 AS behind FROM delta_join.status WHERE target = 'fall.slow_regions';
+SELECT delta_join.drop_view('fall.slow_regions');
+
+--
+-- 4. What no path takes: rule 4 on every path, unlogged tables.
 --
 SELECT * FROM delta_join.explain('SELECT DISTINCT region, now() AS t FROM customers', strategy => 'auto');
 CREATE UNLOGGED TABLE scratch (id int PRIMARY KEY);
@@ -97,13 +141,18 @@ SELECT * FROM delta_join.explain('SELECT DISTINCT id FROM scratch', strategy => 
 SELECT * FROM delta_join.explain(:'distinct_q');
 
 --
--- 4. The seeds' client parameters of asynchronous lookups: accepted as
---    options and table hints, reported as not applicable.
+-- 5. The seeds' client parameters of asynchronous lookups: accepted as
+--    options and table hints, reported as not applicable; the seeds' text
+--    runs unchanged.
 --
-SELECT * FROM delta_join.explain($$
-  SELECT o.id, c.id AS customer_id, c.name FROM orders o
-  JOIN customers /*+ OPTIONS('client.lookup.max-inflight-requests'='64') */ c ON c.id = o.id $$,
+\set seeds_q 'SELECT o.id, c.id AS customer_id, c.name FROM orders o JOIN customers /*+ OPTIONS(''client.lookup.max-inflight-requests''=''64'') */ c ON c.id = o.id'
+SELECT * FROM delta_join.explain(:'seeds_q',
   options => '{"client.lookup.queue-size": 1000, "table.exec.async-lookup.buffer-capacity": 100}');
+SELECT delta_join.create_view('seed_lookups', :'seeds_q',
+  options => '{"client.lookup.queue-size": 1000, "table.exec.async-lookup.buffer-capacity": 100}');
+INSERT INTO orders VALUES (2, 2, 20);
+SELECT delta_join.wait('fall.seed_lookups');
+SELECT * FROM diff('seed_lookups', :'seeds_q');
 
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
