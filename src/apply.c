@@ -15,7 +15,8 @@
  * sources, its target or its query view (DDL, an index created or dropped,
  * privileges), a change of any function (CREATE OR REPLACE), or a change of
  * the view's catalog row (apply_forget_views, called by the worker when a
- * view was created, dropped or refreshed).  A plan is always built as the
+ * view was created, dropped or refreshed).  The resets of the system caches
+ * around decoding do not count (apply_reset_system_caches).  A plan is always built as the
  * target's owner, since building it may evaluate immutable functions.
  *
  * Result rows reach the target through the executor's replication helpers
@@ -84,6 +85,7 @@ typedef struct CachedView
 
 static HTAB *view_cache = NULL;
 static uint64 invalidations = 0;	/* callbacks run so far */
+static bool own_reset = false;	/* in apply_reset_system_caches */
 
 static void
 invalidate_all(void)
@@ -105,6 +107,8 @@ cache_relcache_callback(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	CachedView *entry;
 
+	if (own_reset)
+		return;
 	invalidations++;
 	if (view_cache == NULL)
 		return;
@@ -120,7 +124,32 @@ cache_relcache_callback(Datum arg, Oid relid)
 static void
 cache_syscache_callback(Datum arg, int cacheid, uint32 hashvalue)
 {
-	invalidate_all();
+	if (!own_reset)
+		invalidate_all();
+}
+
+/*
+ * Reset the system caches around decoding, as logicalfuncs.c does (entries
+ * built with the historic snapshots of decoding must not outlive it, nor
+ * entries built before it serve it), keeping the plans: a reset says
+ * nothing about what changed.  What DDL changed reaches the plan cache as
+ * its own invalidation messages, at the start of a transaction or of a
+ * lock; a reset that comes from an overflowed invalidation queue (changes
+ * missed) still drops every plan.
+ */
+void
+apply_reset_system_caches(void)
+{
+	own_reset = true;
+	PG_TRY();
+	{
+		InvalidateSystemCaches();
+	}
+	PG_FINALLY();
+	{
+		own_reset = false;
+	}
+	PG_END_TRY();
 }
 
 /* Drop every cached plan: the views' catalog rows may have changed. */
@@ -183,6 +212,8 @@ view_plan(ViewRecord *view)
 
 	/* an invalidation that arrived while it was built leaves it invalid */
 	entry->valid = (invalidations == seen);
+	elog(DEBUG1, "delta_join: built the plan of view %d (target \"%s\")",
+		 view->view_id, get_rel_name(view->target));
 	return entry->plan;
 }
 

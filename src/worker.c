@@ -78,7 +78,6 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -603,7 +602,7 @@ worker_decode(void)
 		return true;
 
 	StartTransactionCommand();
-	InvalidateSystemCaches();
+	apply_reset_system_caches();
 	capture.live_catalog = worker_catalog_relid("source_catalog");
 
 	/*
@@ -636,7 +635,7 @@ worker_decode(void)
 	caught_up |= (reader->EndRecPtr >= flush);
 	MemoryContextSwitchTo(oldcxt);
 
-	InvalidateSystemCaches();
+	apply_reset_system_caches();
 	CommitTransactionCommand();
 	return caught_up;
 }
