@@ -34,6 +34,9 @@
 #   STEPS=modes    load, then step 8 only
 #   STEPS=fallback load, then step 9 only
 #   STEPS=cache    load, the hot merchant, then step 10 only
+#   STEPS=writes   load, then step 3 only, as ROUNDS (default 3) rounds of
+#                  no view / delta view / trigger copy, each ratio taken
+#                  against the no-view run of its own round
 #   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
 #   RATE=n         writes/s of the lag runs (default 2000)
 #   SEED=n         pgbench --random-seed (default 42)
@@ -453,6 +456,44 @@ cache_step() {
 	done
 }
 
+# Step 3 alone: ROUNDS rounds of the three write runs, interleaved so that a
+# drift of the machine hits each of them alike.
+writes_step() {
+	local r tn td tt
+	q -f "$base/trigger_copy.sql" -c "DROP TABLE order_item_wide_trg" \
+	  -c "DROP FUNCTION order_item_wide_trg_orders() CASCADE" \
+	  -c "DROP FUNCTION order_item_wide_trg_items() CASCADE" >/dev/null || die "trigger copy dry run failed"
+	write_run warmup >/dev/null || exit 1
+	W_ROWS=""
+	for r in $(seq 1 "${ROUNDS:-3}"); do
+		dj_say "3. round $r: no view, delta view, trigger copy"
+		tn=$(write_run none) || exit 1
+		q -c "SELECT delta_join.create_view('order_item_wide', \$q\$ $JOIN_QUERY \$q\$)" >/dev/null ||
+			die "create_view(order_item_wide) failed"
+		wait_view order_item_wide
+		td=$(write_run delta) || exit 1
+		wait_view order_item_wide
+		q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null ||
+			die "drop_view failed"
+		q -f "$base/trigger_copy.sql" >/dev/null || die "trigger copy set-up failed"
+		tt=$(write_run trigger) || exit 1
+		q -c "DROP TABLE order_item_wide_trg" \
+		  -c "DROP FUNCTION order_item_wide_trg_orders() CASCADE" \
+		  -c "DROP FUNCTION order_item_wide_trg_items() CASCADE" >/dev/null || die "dropping the trigger copy failed"
+		W_ROWS="$W_ROWS$r $tn $td $tt"$'\n'
+	done
+}
+
+writes_report() {
+	local r tn td tt
+	while read -r r tn td tt; do
+		[ -n "$r" ] || continue
+		row "3. round $r: write TPS, no view" "$(fmt "$tn")" "" "" "" ""
+		row "   delta view" "$(fmt "$td")" "no view $(fmt "$tn")" "$(ratio "$td" "$tn")" ">= 0.85" "$(verdict "$(ratio "$td" "$tn")" ">=" 0.85)"
+		row "   trigger-maintained copy" "$(fmt "$tt")" "no view $(fmt "$tn")" "$(ratio "$tt" "$tn")" "" ""
+	done <<<"$W_ROWS"
+}
+
 cache_report() {
 	row "10. join apply, hot merchant, cache off" "$(fmt "$C_OFF") /s" "" "" "" ""
 	row "    join apply, hot merchant, cache on" "$(fmt "$C_ON") /s" "cache off" "$(ratio "$C_ON" "$C_OFF")" ">= 1.3" "$(verdict "$(ratio "$C_ON" "$C_OFF")" ">=" 1.3)"
@@ -498,6 +539,17 @@ if [ "$STEPS" = cache ]; then
 	row "figure" "value" "baseline" "ratio" "target" "verdict"
 	line
 	cache_report
+	exit 0
+fi
+if [ "$STEPS" = writes ]; then
+	writes_step
+	echo
+	echo "delta_join benchmark, step 3  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "orders $NORDERS, items $NITEMS; write runs ${DURATION}s x $CLIENTS clients"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	writes_report
 	exit 0
 fi
 if [ "$STEPS" = fallback ]; then
