@@ -915,6 +915,10 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 	DeltaPlan  *plan = view_plan(view);
 	TargetWriter *writer;
 
+	/* a recompute of the whole runs once, with the batch's final part */
+	if (batch->chunk && (plan->path == DJ_PATH_FULL || plan->whole))
+		return;
+
 	if (plan->path != DJ_PATH_DELTA)
 		counts->recomputed_at = GetCurrentTimestamp();
 

@@ -34,6 +34,9 @@ typedef struct SourceBatch
 	int			ordinal;		/* source_catalog.ordinal */
 	Oid			relid;			/* the source (root if partitioned) */
 	bool		truncated;		/* the source was truncated in this batch */
+	int			nkeys;			/* columns of a key, and how they are stored */
+	int16	   *typlen;
+	bool	   *typbyval;
 	List	   *keys;			/* DirtyKey *, no two equal */
 } SourceBatch;
 
@@ -45,6 +48,8 @@ typedef struct ViewBatch
 	int64		changes;		/* decoded changes this batch covers */
 	XLogRecPtr	end_lsn;		/* changes up to here are covered */
 	TimestampTz commit_time;	/* commit time of the newest change */
+	bool		chunk;			/* only keys spilled by the capture (decode.h),
+								 * a batch's final part still to come */
 } ViewBatch;
 
 /* What applying one view's batch did, added to the view's counters. */

@@ -23,8 +23,9 @@
  *	  historic snapshot: catalogs (and delta_join.source_catalog, a
  *	  user_catalog_table) read as of the change; nothing is written.
  *	- Memory: CurrentMemoryContext is freed after each change.  Dirty keys
- *	  are copied, detoasted, into the capture's batch context; the relation
- *	  map lives in DecodeState.cache_cxt, under the decoding context.
+ *	  are copied, detoasted, into the capture's keys context, which a spill
+ *	  to disk empties (decode.h); the relation map lives in
+ *	  DecodeState.cache_cxt, under the decoding context.
  *
  * The relation map caches, per relation as decoded (a leaf partition for a
  * partitioned source), the (view, source) pairs it feeds and where their key
@@ -193,6 +194,8 @@ static void decode_capture_key(DecodeState *state, DecodeCapture *cap,
 							   SourceTarget *target, HeapTuple tuple,
 							   TupleDesc desc, bool skip_unchanged_toast);
 static void decode_target_batch(DecodeCapture *cap, SourceTarget *target);
+static void decode_spill_keys(DecodeCapture *cap);
+static HTAB *decode_keys_create(MemoryContext cxt);
 static void decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn,
 								RelEntry *entry);
 
@@ -692,6 +695,21 @@ key_match(const void *key1, const void *key2, Size keysize)
 	return memcmp(a->data, b->data, a->len);
 }
 
+/* A table of distinct dirty keys, in cxt */
+static HTAB *
+decode_keys_create(MemoryContext cxt)
+{
+	HASHCTL		hctl;
+
+	hctl.keysize = sizeof(KeyTag);
+	hctl.entrysize = sizeof(KeyEntry);
+	hctl.hash = key_hash;
+	hctl.match = key_match;
+	hctl.hcxt = cxt;
+	return hash_create("delta_join dirty keys", 1024, &hctl,
+					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+}
+
 /*
  * Empty the capture and set it up anew in batch_cxt, which the caller has
  * just created or reset.
@@ -701,23 +719,25 @@ decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt)
 {
 	HASHCTL		hctl;
 	uint64		generation = cap->generation;
+	int64		spill_at = cap->spill_at;
+
+	/* (a batch ended by an error may not have read its spill file back) */
+	if (cap->spill != NULL)
+		BufFileClose(cap->spill);
 
 	memset(cap, 0, sizeof(DecodeCapture));
 	cap->magic = DECODE_CAPTURE_MAGIC;
 	cap->batch_cxt = batch_cxt;
 	cap->generation = generation + 1;
+	cap->spill_at = spill_at;
 
-	hctl.keysize = sizeof(KeyTag);
-	hctl.entrysize = sizeof(KeyEntry);
-	hctl.hash = key_hash;
-	hctl.match = key_match;
-	hctl.hcxt = batch_cxt;
-	cap->keys = hash_create("delta_join dirty keys", 1024, &hctl,
-							HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
-							HASH_CONTEXT);
+	cap->keys_cxt = AllocSetContextCreate(batch_cxt, "delta_join dirty keys",
+										  ALLOCSET_DEFAULT_SIZES);
+	cap->keys = decode_keys_create(cap->keys_cxt);
 
 	hctl.keysize = sizeof(SourceTag);
 	hctl.entrysize = sizeof(SourceEntry);
+	hctl.hcxt = batch_cxt;
 	cap->sources = hash_create("delta_join batch sources", 16, &hctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
@@ -808,6 +828,11 @@ decode_target_batch(DecodeCapture *cap, SourceTarget *target)
 		sentry->batch = palloc0(sizeof(SourceBatch));
 		sentry->batch->ordinal = target->ordinal;
 		sentry->batch->relid = target->source_relid;
+		sentry->batch->nkeys = target->nkeys;
+		sentry->batch->typlen = palloc(Max(target->nkeys, 1) * sizeof(int16));
+		sentry->batch->typbyval = palloc(Max(target->nkeys, 1) * sizeof(bool));
+		memcpy(sentry->batch->typlen, target->typlen, target->nkeys * sizeof(int16));
+		memcpy(sentry->batch->typbyval, target->typbyval, target->nkeys * sizeof(bool));
 		ventry->batch->sources = lappend(ventry->batch->sources, sentry->batch);
 		MemoryContextSwitchTo(oldcxt);
 	}
@@ -952,7 +977,7 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 	kentry = hash_search(cap->keys, &tag, HASH_ENTER, &found);
 	if (!found)
 	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+		MemoryContext oldcxt = MemoryContextSwitchTo(cap->keys_cxt);
 		DirtyKey   *key = palloc(sizeof(DirtyKey));
 		char	   *data = palloc(image->len);
 
@@ -971,5 +996,200 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 		target->source_batch->keys = lappend(target->source_batch->keys, key);
 		cap->nkeys++;
 		MemoryContextSwitchTo(oldcxt);
+
+		if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
+			decode_spill_keys(cap);
 	}
+}
+
+/* ----------------
+ * Spilling keys
+ *
+ * A spilled key is a record: the view's id and the source's ordinal (two
+ * int32), then per key column 'n' for NULL, or 'v' and the value: a Datum
+ * for a type passed by value, else its length (uint32) and its bytes.  The
+ * shape of each source's key is in its SourceBatch, which stays in memory.
+ * ----------------
+ */
+
+static void
+spill_write(BufFile *file, const void *data, size_t len)
+{
+	BufFileWrite(file, unconstify(void *, data), len);
+}
+
+static void
+spill_read(BufFile *file, void *data, size_t len)
+{
+	if (BufFileRead(file, data, len) != len)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read the dirty keys spilled to a temporary file")));
+}
+
+/* Write the keys the capture holds to its spill file and drop them. */
+static void
+decode_spill_keys(DecodeCapture *cap)
+{
+	HASH_SEQ_STATUS status;
+	SourceEntry *sentry;
+
+	if (cap->spill == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+
+		/* it outlives the decoding transaction; closed once read back */
+		cap->spill = BufFileCreateTemp(true);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
+	hash_seq_init(&status, cap->sources);
+	while ((sentry = hash_seq_search(&status)) != NULL)
+	{
+		SourceBatch *sb = sentry->batch;
+		int32		ids[2] = {sentry->tag.view_id, sentry->tag.ordinal};
+		ListCell   *lc;
+
+		foreach(lc, sb->keys)
+		{
+			DirtyKey   *key = lfirst(lc);
+
+			spill_write(cap->spill, ids, sizeof(ids));
+			for (int k = 0; k < sb->nkeys; k++)
+			{
+				spill_write(cap->spill, key->isnull[k] ? "n" : "v", 1);
+				if (key->isnull[k])
+					continue;
+				if (sb->typbyval[k])
+					spill_write(cap->spill, &key->values[k], sizeof(Datum));
+				else
+				{
+					uint32		len = datumGetSize(key->values[k], false, sb->typlen[k]);
+
+					spill_write(cap->spill, &len, sizeof(len));
+					spill_write(cap->spill, DatumGetPointer(key->values[k]), len);
+				}
+			}
+		}
+		sb->keys = NIL;
+	}
+
+	cap->nspilled += cap->nkeys;
+	cap->nkeys = 0;
+	MemoryContextReset(cap->keys_cxt);
+	cap->keys = decode_keys_create(cap->keys_cxt);
+}
+
+/* The ViewBatch of a chunk for a view, made with the capture's sources */
+static ViewBatch *
+chunk_view_batch(DecodeCapture *cap, List **chunk, int view_id)
+{
+	ViewEntry  *ventry;
+	ViewBatch  *vb;
+	ListCell   *lc;
+
+	foreach(lc, *chunk)
+	{
+		if (((ViewBatch *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+
+	/*
+	 * Every source the batch changed is in it, with or without keys here,
+	 * so that applying the chunk empties their lookup caches.
+	 */
+	ventry = hash_search(cap->views, &view_id, HASH_FIND, NULL);
+	if (ventry == NULL)
+		elog(ERROR, "spilled dirty key of view %d, which has no batch", view_id);
+	vb = palloc0(sizeof(ViewBatch));
+	vb->view_id = view_id;
+	vb->chunk = true;
+	foreach(lc, ventry->batch->sources)
+	{
+		SourceBatch *sb = palloc(sizeof(SourceBatch));
+
+		*sb = *(SourceBatch *) lfirst(lc);
+		sb->truncated = false;
+		sb->keys = NIL;
+		vb->sources = lappend(vb->sources, sb);
+	}
+	*chunk = lappend(*chunk, vb);
+	return vb;
+}
+
+/*
+ * Read back up to max_keys spilled keys, as ViewBatches (in view_id order,
+ * their sources in ordinal order, allocated in CurrentMemoryContext) that
+ * hold only keys: the batch's counts and TRUNCATEs are in what
+ * decode_capture_batches returns.  NIL once every spilled key was read.
+ */
+List *
+decode_capture_next_chunk(DecodeCapture *cap, int64 max_keys)
+{
+	List	   *chunk = NIL;
+	int64		n = 0;
+
+	if (cap->spill == NULL)
+		return NIL;
+	if (cap->nread == 0 && BufFileSeek(cap->spill, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind the temporary file of spilled dirty keys")));
+
+	while (n < max_keys && cap->nread < cap->nspilled)
+	{
+		int32		ids[2];
+		ViewBatch  *vb;
+		SourceBatch *sb = NULL;
+		DirtyKey   *key;
+		ListCell   *lc;
+
+		spill_read(cap->spill, ids, sizeof(ids));
+		vb = chunk_view_batch(cap, &chunk, ids[0]);
+		foreach(lc, vb->sources)
+		{
+			if (((SourceBatch *) lfirst(lc))->ordinal == ids[1])
+				sb = lfirst(lc);
+		}
+		if (sb == NULL)
+			elog(ERROR, "spilled dirty key of view %d, source %d, which has no batch",
+				 ids[0], ids[1]);
+
+		key = palloc(sizeof(DirtyKey));
+		key->values = palloc(Max(sb->nkeys, 1) * sizeof(Datum));
+		key->isnull = palloc(Max(sb->nkeys, 1) * sizeof(bool));
+		for (int k = 0; k < sb->nkeys; k++)
+		{
+			char		flag;
+
+			spill_read(cap->spill, &flag, 1);
+			key->isnull[k] = (flag == 'n');
+			key->values[k] = (Datum) 0;
+			if (key->isnull[k])
+				continue;
+			if (sb->typbyval[k])
+				spill_read(cap->spill, &key->values[k], sizeof(Datum));
+			else
+			{
+				uint32		len;
+				char	   *data;
+
+				spill_read(cap->spill, &len, sizeof(len));
+				data = palloc(len);
+				spill_read(cap->spill, data, len);
+				key->values[k] = PointerGetDatum(data);
+			}
+		}
+		sb->keys = lappend(sb->keys, key);
+		n++;
+		cap->nread++;
+	}
+
+	if (cap->nread == cap->nspilled)
+	{
+		BufFileClose(cap->spill);
+		cap->spill = NULL;
+	}
+	list_sort(chunk, view_batch_cmp);
+	return chunk;
 }

@@ -11,6 +11,13 @@
  * view and source; the worker applies what was captured and then resets it.
  * Everything a capture holds lives in its batch memory context.
  *
+ * Memory is bounded: once the capture holds spill_at keys (a transaction
+ * larger than the batch is decoded in one go, at its commit), its keys are
+ * written to a temporary file and dropped from memory; the worker reads them
+ * back a chunk at a time (decode_capture_next_chunk) before it applies what
+ * stayed in memory.  A key may then be read more than once: applying a key
+ * twice does no harm.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef DJ_DECODE_H
@@ -18,6 +25,7 @@
 
 #include "access/xlogdefs.h"
 #include "nodes/pg_list.h"
+#include "storage/buffile.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
@@ -39,10 +47,15 @@ typedef struct DecodeCapture
 	uint32		magic;			/* DECODE_CAPTURE_MAGIC */
 	MemoryContext batch_cxt;	/* holds everything below */
 	uint64		generation;		/* bumped by every reset */
+	MemoryContext keys_cxt;		/* keys and their entries: emptied by a spill */
 	HTAB	   *keys;			/* distinct dirty keys, per view and source */
 	HTAB	   *sources;		/* (view_id, ordinal) -> SourceBatch */
 	HTAB	   *views;			/* view_id -> ViewBatch */
 	int64		nkeys;			/* entries in keys */
+	int64		spill_at;		/* spill the keys when this many (0: never) */
+	BufFile    *spill;			/* keys spilled and not all read back, or NULL */
+	int64		nspilled;		/* keys written to spill */
+	int64		nread;			/* of them, read back */
 	int64		nchanges;		/* changes of sources captured */
 	List	   *broken;			/* BrokenView *, one per view */
 	TimestampTz first_change_time;	/* when the first change was captured */
@@ -64,5 +77,6 @@ typedef struct DecodeCapture
 extern void decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt);
 extern bool decode_capture_is_empty(DecodeCapture *cap);
 extern List *decode_capture_batches(DecodeCapture *cap);
+extern List *decode_capture_next_chunk(DecodeCapture *cap, int64 max_keys);
 
 #endif							/* DJ_DECODE_H */

@@ -54,6 +54,11 @@
  * worker.  Each batch has memory of its own (BatchMemory): the capture's
  * keys and batches, the catalog rows read for it.  It is freed after the
  * batch commits, unless a deferred view still holds its part of the batch.
+ * A batch holds at most twice max_batch_size keys in memory, however large
+ * its transactions: beyond that the capture spills them to a temporary
+ * file, and they are applied from it in chunks of max_batch_size, each in a
+ * transaction (and a BatchMemory) of its own, before the rest of the batch
+ * (worker_apply_batch).
  *
  * IDENTIFICATION
  *	  src/worker.c
@@ -179,6 +184,7 @@ static TimestampTz worker_next_retry(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
 static void worker_apply_batch(void);
+static void worker_apply_part(List *batches, BatchMemory *memory, bool final);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static void worker_wait_visible(void);
@@ -186,8 +192,8 @@ static void worker_batch_limits(List *views);
 static ViewResult worker_apply_view(ViewRecord *view, List *batches,
 									XLogRecPtr end_lsn, ApplyCounts *counts,
 									char **message, int *sqlerrcode);
-static void worker_defer(ViewRecord *view, ViewBatch *batch, const char *message,
-						 int sqlerrcode, TimestampTz now);
+static void worker_defer(ViewRecord *view, ViewBatch *batch, BatchMemory *memory,
+						 const char *message, int sqlerrcode, TimestampTz now);
 static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
 							 TimestampTz now, char **message);
 static void worker_forget_deferred(DeferredView *dv);
@@ -384,7 +390,7 @@ worker_batch_due(void)
 {
 	if (decode_capture_is_empty(&capture))
 		return false;
-	if (capture.nkeys >= batch_max_keys)
+	if (capture.nkeys >= batch_max_keys || capture.nspilled > 0)
 		return true;
 	return GetCurrentTimestamp() >=
 		TimestampTzPlusMilliseconds(capture.first_change_time, batch_timeout_ms);
@@ -606,6 +612,12 @@ worker_decode(void)
 	capture.live_catalog = worker_catalog_relid("source_catalog");
 
 	/*
+	 * A batch that one transaction has only tipped over its size stays in
+	 * memory; one that holds twice as many keys spills.
+	 */
+	capture.spill_at = (int64) batch_max_keys * 2;
+
+	/*
 	 * The reader allocates its decode buffer and long records in the
 	 * current context when it needs them, and keeps them across calls.
 	 */
@@ -626,7 +638,7 @@ worker_decode(void)
 		}
 		LogicalDecodingProcessRecord(decoding, reader);
 
-		if (capture.nkeys >= batch_max_keys)
+		if (capture.nkeys >= batch_max_keys || capture.nspilled > 0)
 			break;
 		if (++nrecords % 256 == 0 && worker_batch_due())
 			break;
@@ -654,14 +666,23 @@ worker_progress(void)
 	batch_start_lsn = end_lsn;
 }
 
+/* A new BatchMemory, with the one reference of its maker */
+static BatchMemory *
+batch_memory_create(void)
+{
+	BatchMemory *memory = MemoryContextAllocZero(worker_cxt, sizeof(BatchMemory));
+
+	memory->refs = 1;
+	memory->cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
+										ALLOCSET_DEFAULT_SIZES);
+	return memory;
+}
+
 /* Start a new batch, in memory of its own. */
 static void
 worker_new_batch(void)
 {
-	batch_memory = MemoryContextAllocZero(worker_cxt, sizeof(BatchMemory));
-	batch_memory->refs = 1;		/* the batch's own */
-	batch_memory->cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
-											  ALLOCSET_DEFAULT_SIZES);
+	batch_memory = batch_memory_create();
 	decode_capture_reset(&capture, batch_memory->cxt);
 }
 
@@ -676,29 +697,75 @@ batch_memory_release(BatchMemory *memory)
 }
 
 /*
- * Apply the captured batch, and the deferred views that are due, in one
- * transaction; then confirm what is done to the slot and start a new
- * batch.
+ * Apply the captured batch; then confirm what is done to the slot and start
+ * a new batch.
+ *
+ * The keys the capture spilled to disk (decode.h) come first, in chunks of
+ * batch_max_keys, each in a transaction of its own; what stayed in memory
+ * comes last, with the batch's TRUNCATEs and counts, and only then are the
+ * views' applied positions stored and the slot confirmed.  A crash in
+ * between replays the whole batch.
  */
 static void
 worker_apply_batch(void)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(batch_memory->cxt);
-	List	   *batches = decode_capture_batches(&capture);
+	List	   *chunk;
+	XLogRecPtr	confirm;
+	ListCell   *lc;
+
+	if (capture.nspilled > 0)
+		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
+			 (long long) capture.spill_at, (long long) capture.nspilled, batch_max_keys);
+
+	for (;;)
+	{
+		BatchMemory *memory = batch_memory_create();
+		MemoryContext oldcxt = MemoryContextSwitchTo(memory->cxt);
+
+		chunk = decode_capture_next_chunk(&capture, batch_max_keys);
+		MemoryContextSwitchTo(oldcxt);
+		if (chunk != NIL)
+			worker_apply_part(chunk, memory, false);
+		batch_memory_release(memory);
+		if (chunk == NIL)
+			break;
+	}
+	worker_apply_part(decode_capture_batches(&capture), batch_memory, true);
+
+	/* the slot never moves past a batch that waits for another try */
+	confirm = decoding->reader->EndRecPtr;
+	foreach(lc, deferred_views)
+		confirm = Min(confirm, ((DeferredView *) lfirst(lc))->since_lsn);
+	worker_confirm(confirm);
+
+	batch_start_lsn = decoding->reader->EndRecPtr;
+	batch_memory_release(batch_memory);
+	worker_new_batch();
+}
+
+/*
+ * Apply part of the batch (all of it when final), and the deferred views
+ * that are due, in one transaction.  Only the final part stores the views'
+ * applied positions; a view deferred in an earlier part waits with its
+ * chunk, for the final part or later.  batches live in memory.
+ */
+static void
+worker_apply_part(List *batches, BatchMemory *memory, bool final)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
 	XLogRecPtr	end_lsn = decoding->reader->EndRecPtr;
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *views;
 	ViewProgress *progress;
 	int		   *applied_ids;
 	int			napplied = 0;
-	XLogRecPtr	confirm;
 	ListCell   *lc;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	worker_wait_visible();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	MemoryContextSwitchTo(batch_memory->cxt);
+	MemoryContextSwitchTo(memory->cxt);
 	views = catalog_list_views();
 	worker_batch_limits(views);
 	progress = worker_progress_rows(views);
@@ -736,13 +803,19 @@ worker_apply_batch(void)
 			continue;
 		}
 
+		/* a full recompute needs no keys: it runs once, in the final part */
+		if (!final && (batch == NULL || view->path == DJ_PATH_FULL))
+			continue;
+
 		if (dv != NULL)
 		{
-			/* not due yet: the new keys join those waiting */
-			if (dv->next_try > now)
+			/* not due yet, or not before the final part: the keys wait */
+			if (dv->next_try > now || !final)
 			{
 				if (batch != NULL)
-					worker_defer(view, batch, NULL, 0, now);
+					worker_defer(view, batch, memory, NULL, 0, now);
+				vp->deferred = true;
+				vp->retry_reason = dv->reason;
 				continue;
 			}
 			work = list_copy(dv->batches);
@@ -760,7 +833,7 @@ worker_apply_batch(void)
 
 			if (due > now)
 			{
-				worker_defer(view, batch, NULL, 0, now);
+				worker_defer(view, batch, memory, NULL, 0, now);
 				dv = worker_find_deferred(view->view_id);
 				dv->next_try = due;
 				if (dv->reason == NULL)
@@ -777,7 +850,7 @@ worker_apply_batch(void)
 
 		if (result == VIEW_DEFERRED)
 		{
-			worker_defer(view, batch, message, sqlerrcode, now);
+			worker_defer(view, batch, memory, message, sqlerrcode, now);
 			dv = worker_find_deferred(view->view_id);
 			if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
 			{
@@ -808,37 +881,30 @@ worker_apply_batch(void)
 			worker_note_recompute(view->view_id, now);
 	}
 
-	/* views whose changes could not be captured (decode.c) */
-	foreach(lc, capture.broken)
+	if (final)
 	{
-		BrokenView *broken = (BrokenView *) lfirst(lc);
-
-		catalog_set_error(broken->view_id, broken->message);
-		for (int i = 0; i < list_length(views); i++)
+		/* views whose changes could not be captured (decode.c) */
+		foreach(lc, capture.broken)
 		{
-			if (progress[i].view_id == broken->view_id)
-				progress[i].in_error = true;
-		}
-	}
+			BrokenView *broken = (BrokenView *) lfirst(lc);
 
-	catalog_set_applied(napplied, applied_ids, end_lsn);
+			catalog_set_error(broken->view_id, broken->message);
+			for (int i = 0; i < list_length(views); i++)
+			{
+				if (progress[i].view_id == broken->view_id)
+					progress[i].in_error = true;
+			}
+		}
+		catalog_set_applied(napplied, applied_ids, end_lsn);
+	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
-	MemoryContextSwitchTo(batch_memory->cxt);
+	MemoryContextSwitchTo(memory->cxt);
 
-	progress_publish(worker_dboid, progress, list_length(views), end_lsn);
+	progress_publish(worker_dboid, progress, list_length(views),
+					 final ? end_lsn : InvalidXLogRecPtr);
 	MemoryContextSwitchTo(oldcxt);
-
-	/* the slot never moves past a batch that waits for another try */
-	confirm = end_lsn;
-	foreach(lc, deferred_views)
-		confirm = Min(confirm, ((DeferredView *) lfirst(lc))->since_lsn);
-	worker_confirm(confirm);
-
-	batch_start_lsn = end_lsn;
-	batch_memory_release(batch_memory);
-	worker_new_batch();
 }
 
 /*
@@ -1024,8 +1090,8 @@ worker_find_deferred(int view_id)
  * NULL).  The batch's memory is kept alive until then.
  */
 static void
-worker_defer(ViewRecord *view, ViewBatch *batch, const char *message, int sqlerrcode,
-			 TimestampTz now)
+worker_defer(ViewRecord *view, ViewBatch *batch, BatchMemory *memory,
+			 const char *message, int sqlerrcode, TimestampTz now)
 {
 	DeferredView *dv = worker_find_deferred(view->view_id);
 	MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
@@ -1041,10 +1107,10 @@ worker_defer(ViewRecord *view, ViewBatch *batch, const char *message, int sqlerr
 	if (batch != NULL && !list_member_ptr(dv->batches, batch))
 	{
 		dv->batches = lappend(dv->batches, batch);
-		if (!list_member_ptr(dv->memories, batch_memory))
+		if (!list_member_ptr(dv->memories, memory))
 		{
-			dv->memories = lappend(dv->memories, batch_memory);
-			batch_memory->refs++;
+			dv->memories = lappend(dv->memories, memory);
+			memory->refs++;
 		}
 	}
 	if (message != NULL)

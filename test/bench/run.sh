@@ -24,6 +24,11 @@
 #  10. the lookup cache (issue 10): backlog apply of the join view with the
 #      cache off and on, for updates of the hot merchant's orders (its ten
 #      items looked up again and again), with the hit rate
+#  11. big transactions (issue 10): a 100,000-row UPDATE, the time until
+#      the join view is fresh against the bare statement's time (with no
+#      view); then one transaction that inserts NORDERS orders and updates
+#      NORDERS others (2,000,000 rows at full scale): the worker's peak
+#      private memory (RssAnon sampled every 0.1 s) and the time until fresh
 #   9. the fallback paths (issue 9), against REFRESH MATERIALIZED VIEW of
 #      the same query: one full recompute of the DISTINCT join when nothing changed
 #      (and the rows it wrote), and keyed recompute of the join (strategy
@@ -34,6 +39,7 @@
 #   STEPS=modes    load, then step 8 only
 #   STEPS=fallback load, then step 9 only
 #   STEPS=cache    load, the hot merchant, then step 10 only
+#   STEPS=bulk     load, then step 11 only
 #   STEPS=writes   load, then step 3 only, as ROUNDS (default 3) rounds of
 #                  no view / delta view / trigger copy, each ratio taken
 #                  against the no-view run of its own round
@@ -57,10 +63,10 @@ BENCH=$DJ_ROOT/test/bench
 SCALE=${SCALE:-full}
 case "$SCALE" in
 full)
-	NORDERS=1000000 NMERCHANTS=10000 NHOT=100000 BURST=200000
+	NORDERS=1000000 NMERCHANTS=10000 NHOT=100000 BURST=200000 BULK=100000
 	DURATION=${DURATION:-20} ;;
 small)
-	NORDERS=100000 NMERCHANTS=1000 NHOT=10000 BURST=20000
+	NORDERS=100000 NMERCHANTS=1000 NHOT=10000 BURST=20000 BULK=10000
 	DURATION=${DURATION:-5} ;;
 *)
 	dj_warn "SCALE must be full or small, not '$SCALE'"
@@ -456,6 +462,67 @@ cache_step() {
 	done
 }
 
+# Step 11: big transactions.  The bare UPDATE and the one with the view
+# change different orders of the same count.
+bulk_step() {
+	local t0 t1 t2 pid peakf="$base/anon_peak" sampler
+	settle
+	t0=$(now)
+	q -c "UPDATE orders SET amount = amount + 1 WHERE order_id <= $BULK" >/dev/null || die "bare UPDATE failed"
+	U_BARE=$(calc "$(now) - $t0")
+	q -c "SELECT delta_join.create_view('order_item_wide', \$q\$ $JOIN_QUERY \$q\$)" >/dev/null ||
+		die "create_view(order_item_wide) failed"
+	wait_view order_item_wide
+	settle
+	t0=$(now)
+	q -c "UPDATE orders SET amount = amount + 1 WHERE order_id > $BULK AND order_id <= 2 * $BULK" >/dev/null ||
+		die "UPDATE with the view failed"
+	t1=$(now)
+	wait_view order_item_wide
+	t2=$(now)
+	U_STMT=$(calc "$t1 - $t0") U_FRESH=$(calc "$t2 - $t0")
+
+	# the big transaction, with the worker's private memory sampled
+	settle
+	pid=$(worker_pid)
+	echo 0 >"$peakf"
+	( peak=0
+	  while [ -r "/proc/$pid/status" ] && [ ! -e "$peakf.stop" ]; do
+		a=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+		[ -n "$a" ] && [ "$a" -gt "$peak" ] && { peak=$a; echo "$peak" >"$peakf"; }
+		sleep 0.1
+	  done ) &
+	sampler=$!
+	BIG_ANON0=$(worker_mem | cut -d' ' -f2)
+	t0=$(now)
+	q -c "BEGIN" \
+	  -c "INSERT INTO orders SELECT merchant_id, item_id, order_id + $NORDERS, amount FROM orders" \
+	  -c "UPDATE orders SET amount = amount + 1 WHERE order_id <= $NORDERS" \
+	  -c "COMMIT" >/dev/null || die "the big transaction failed"
+	t1=$(now)
+	wait_view order_item_wide
+	t2=$(now)
+	touch "$peakf.stop"
+	wait "$sampler"
+	BIG_ANON=$(cat "$peakf")
+	BIG_STMT=$(calc "$t1 - $t0") BIG_FRESH=$(calc "$t2 - $t0")
+	BIG_ROWS=$((2 * NORDERS))
+	BIG_CHECK=$(q -c "SELECT (SELECT count(*) FROM (TABLE order_item_wide EXCEPT ALL
+	                    SELECT merchant_id, order_id, item_id, item_name, amount FROM ($JOIN_QUERY) j) a)
+	                + (SELECT count(*) FROM (SELECT merchant_id, order_id, item_id, item_name, amount
+	                    FROM ($JOIN_QUERY) j EXCEPT ALL TABLE order_item_wide) b)") || die "comparing failed"
+	q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
+}
+
+bulk_report() {
+	row "11. bare UPDATE of $BULK orders (no view)" "$(fmt "$U_BARE" 2) s" "" "" "" ""
+	row "    same UPDATE with the view, until fresh" "$(fmt "$U_FRESH" 2) s" "bare $(fmt "$U_BARE" 2) s" "$(ratio "$U_FRESH" "$U_BARE")" "<= 2.0" "$(verdict "$(ratio "$U_FRESH" "$U_BARE")" "<=" 2.0)"
+	row "    ... of which the statement itself" "$(fmt "$U_STMT" 2) s" "" "" "" ""
+	row "    $BIG_ROWS-row transaction, until fresh" "$(fmt "$BIG_FRESH" 2) s" "statement $(fmt "$BIG_STMT" 2) s" "$(ratio "$BIG_FRESH" "$BIG_STMT")" "" ""
+	row "    worker private memory, peak" "$(mb "$BIG_ANON")" "before $(mb "$BIG_ANON0")" "" "< 200 MB" "$(awk -v k="$BIG_ANON" 'BEGIN { print (k != "" && k < 200 * 1024) ? "ok" : "MISSED" }')"
+	echo "checks: order_item_wide against its query after the big transaction: $BIG_CHECK differing rows"
+}
+
 # Step 3 alone: ROUNDS rounds of the three write runs, interleaved so that a
 # drift of the machine hits each of them alike.
 writes_step() {
@@ -539,6 +606,17 @@ if [ "$STEPS" = cache ]; then
 	row "figure" "value" "baseline" "ratio" "target" "verdict"
 	line
 	cache_report
+	exit 0
+fi
+if [ "$STEPS" = bulk ]; then
+	bulk_step
+	echo
+	echo "delta_join benchmark, step 11  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE"
+	echo "orders $NORDERS, items $NITEMS"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	bulk_report
 	exit 0
 fi
 if [ "$STEPS" = writes ]; then

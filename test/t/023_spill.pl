@@ -1,0 +1,159 @@
+# Bounded memory (issue 10): the dirty keys of a transaction far larger than
+# max_batch_size spill to a temporary file and are applied in chunks, each
+# in a transaction of its own, before the batch's final part stores the
+# applied position.  Every kind of view must come out right: inner joins,
+# aggregates, outer joins in retract mode, text keys long and short,
+# recomputes of the whole, a TRUNCATE in the same transaction; a view held
+# up by a lock while the chunks are applied; the worker killed between
+# chunks.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use DeltaJoinTest;
+
+my $node = DeltaJoinTest::new_node('spill', conf => { log_min_messages => 'debug1' });
+DeltaJoinTest::orders_items($node);
+
+my %query = (
+	wide => $DeltaJoinTest::wide_query,
+	summary => $DeltaJoinTest::summary_query,
+	outer_retract => 'SELECT o.merchant_id, o.order_id, o.item_id, i.merchant_id AS i_merchant_id, '
+	  . 'i.item_id AS i_item_id, i.item_name FROM items i LEFT JOIN orders o '
+	  . 'ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id',
+	wide_retract => $DeltaJoinTest::wide_query,
+	tagged => 'SELECT t.name, t.merchant_id, t.item_id, i.item_name FROM tags t '
+	  . 'JOIN items i ON i.merchant_id = t.merchant_id AND i.item_id = t.item_id',
+	totals => 'SELECT count(*) AS n, sum(amount) AS total FROM orders',
+	names => 'SELECT DISTINCT item_name FROM items');
+my %how = (
+	wide_retract => q{, options => '{"max_batch_size": 50, "retract": true}'},
+	outer_retract => q{, options => '{"max_batch_size": 50, "retract": true}'},
+	totals => q{, strategy => 'auto', options => '{"max_batch_size": 50}'},
+	names => q{, strategy => 'auto', options => '{"max_batch_size": 50, "refresh_interval": "0s"}'});
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE tags (name text PRIMARY KEY, merchant_id bigint, item_id bigint);
+	CREATE INDEX ON tags (merchant_id, item_id);
+	CREATE INDEX ON orders (merchant_id, item_id);});
+foreach my $view (sort keys %query)
+{
+	my $how = $how{$view} // q{, options => '{"max_batch_size": 50}'};
+	$node->safe_psql('postgres',
+		"SELECT delta_join.create_view('$view', \$q\$ $query{$view} \$q\$ $how)");
+}
+
+sub wait_all
+{
+	my ($timeout) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT bool_and(delta_join.wait(target, '$timeout')) FROM delta_join.views");
+}
+
+# Joins in upsert mode keep residual rows of deleted ones: every row of
+# their query must be there; the other views must equal their query.
+my %upsert = (wide => 1, tagged => 1);
+
+sub check_all
+{
+	my ($what) = @_;
+	foreach my $view (sort keys %query)
+	{
+		if ($upsert{$view})
+		{
+			is( $node->safe_psql('postgres',
+					"SELECT count(*) FROM (($query{$view}) EXCEPT ALL TABLE $view) d"),
+				'0', "$what: $view has every row of its query");
+		}
+		else
+		{
+			is(DeltaJoinTest::differs($node, $view, $query{$view}), '0',
+				"$what: $view equals its query");
+		}
+	}
+}
+
+# One transaction: thousands of keys on every source, long and short text
+# keys, a TRUNCATE of tags halfway, items renamed, orders moved and deleted.
+sub big_transaction
+{
+	my ($round) = @_;
+	my $base = 1000 * $round;
+	$node->safe_psql(
+		'postgres', qq{
+		BEGIN;
+		INSERT INTO tags SELECT repeat('x', g % 3 * 700) || 'tag $round/' || g, 1 + g % 3, 1 + g % 10
+		  FROM generate_series(1, 400) g;
+		TRUNCATE tags;
+		INSERT INTO tags SELECT repeat(chr(65 + g % 26), 1 + g % 1500) || ' $round/' || g, 1 + g % 3, 1 + g % 10
+		  FROM generate_series(1, 600) g;
+		INSERT INTO orders SELECT m, 1 + g % 10, $base + 100000 + g, g
+		  FROM generate_series(1, 3) m, generate_series(1, 900) g;
+		UPDATE orders SET amount = amount + 1, item_id = 1 + (item_id + $round) % 10
+		  WHERE order_id % 3 = 0;
+		DELETE FROM orders WHERE order_id % 7 = $round % 7;
+		UPDATE items SET item_name = item_name || ' r$round' WHERE item_id % 2 = $round % 2;
+		DELETE FROM items WHERE merchant_id = 3 AND item_id = 1 + $round % 10;
+		INSERT INTO items SELECT 4, g, 'new ' || g FROM generate_series(1, 10) g
+		  ON CONFLICT (merchant_id, item_id) DO UPDATE SET item_name = excluded.item_name || ' again';
+		COMMIT;});
+}
+
+my $log_offset = -s $node->logfile;
+big_transaction(1);
+is(wait_all('120s'), 't', 'a transaction with thousands of keys converges, max_batch_size 50');
+check_all('spilled once');
+like(
+	slurp_file($node->logfile, $log_offset),
+	qr/dirty keys: \d+ were spilled to disk, applied in chunks of 50/,
+	'its keys were spilled to disk and applied in chunks');
+is($node->safe_psql('postgres', "SELECT count(*) FROM delta_join.status WHERE state <> 'active'"),
+	'0', 'every view is active');
+
+# A lock held on one target while the chunks come: the others go on, the
+# held view catches up once the lock is gone.
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE summary IN ACCESS EXCLUSIVE MODE');
+big_transaction(2);
+is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '120s')"),
+	't', 'a lock on one target does not hold up the chunks of another');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('summary', '1s')"),
+	'f', 'the held view is not reported fresh');
+$locker->query_safe('COMMIT');
+$locker->quit;
+is(wait_all('120s'), 't', 'once the lock is gone, the held view catches up');
+check_all('after a lock during the chunks');
+
+# The worker killed after some chunks committed but before the final part:
+# the batch is replayed from the slot's position.
+my $before = $node->safe_psql('postgres', "SELECT keys_applied FROM delta_join.status WHERE target = 'public.wide'");
+big_transaction(3);
+my $killed = 0;
+foreach my $try (1 .. 2000)
+{
+	my ($applied, $fresh) = split /\|/, $node->safe_psql('postgres',
+		"SELECT keys_applied, delta_join.wait('wide', '0s') FROM delta_join.status WHERE target = 'public.wide'");
+	last if $fresh eq 't';
+	if ($applied > $before)
+	{
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'");
+		if ($pid ne '')
+		{
+			$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+			$killed = 1;
+		}
+		last;
+	}
+	usleep(5_000);
+}
+ok($killed, 'the worker was terminated between chunks of a batch');
+is(wait_all('120s'), 't', 'the new worker converges');
+check_all('after the worker was killed between chunks');
+
+done_testing();
