@@ -5,9 +5,9 @@
  *
  * The worker (worker.c) fills a batch from what the output plugin (decode.c)
  * captured, deduplicating keys per view and source, and hands each view's
- * part to the applier (apply_join.c / apply_agg.c) inside one transaction.
- * Everything here lives in the worker's batch memory context, which is reset
- * after the batch commits.
+ * part to the applier (apply.c) inside one transaction.  Everything here
+ * lives in the worker's batch memory context, which is reset after the
+ * batch commits.  batch.c has what works on keys as bytes.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +15,9 @@
 #define DJ_BATCH_H
 
 #include "access/xlogdefs.h"
+#include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 /*
@@ -63,5 +65,19 @@ typedef struct ApplyCounts
 	int64		cache_hits;
 	TimestampTz recomputed_at;	/* the last full recompute (not a count) */
 } ApplyCounts;
+
+/* batch.c */
+extern void dirty_key_image(StringInfo buf, const SourceBatch *shape,
+							const Datum *values, const bool *isnull);
+extern DirtyKey *dirty_key_make(const SourceBatch *shape, const Datum *values,
+								const bool *isnull);
+extern DirtyKey *dirty_key_from_image(const SourceBatch *shape, const char *image,
+									  uint32 *len);
+extern HTAB *key_set_create(MemoryContext cxt);
+extern bool key_set_add(HTAB *set, int view_id, int ordinal, const StringInfo image,
+						MemoryContext cxt);
+extern void view_batch_sort_sources(ViewBatch *batch);
+extern void view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen,
+							 MemoryContext cxt);
 
 #endif							/* DJ_BATCH_H */

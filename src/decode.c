@@ -54,13 +54,11 @@
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "lib/stringinfo.h"
 #include "replication/logical.h"
 #include "replication/output_plugin.h"
 #include "replication/reorderbuffer.h"
 #include "utils/array.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -125,26 +123,6 @@ typedef struct DecodeState
 	bool	   *isnull;
 } DecodeState;
 
-/*
- * Dirty keys are deduplicated on a canonical binary image of their values
- * (detoasted, varlena headers dropped).  Two keys that are equal under the
- * type's equality but not binary-equal (numeric 1.0 and 1.00) are both kept:
- * applying a key twice does no harm.
- */
-typedef struct KeyTag
-{
-	uint32		hash;
-	int			view_id;
-	int			ordinal;
-	uint32		len;
-	const char *data;
-} KeyTag;
-
-typedef struct KeyEntry
-{
-	KeyTag		tag;			/* hash key */
-} KeyEntry;
-
 typedef struct SourceTag
 {
 	int			view_id;
@@ -195,7 +173,6 @@ static void decode_capture_key(DecodeState *state, DecodeCapture *cap,
 							   TupleDesc desc, bool skip_unchanged_toast);
 static void decode_target_batch(DecodeCapture *cap, SourceTarget *target);
 static void decode_spill_keys(DecodeCapture *cap);
-static HTAB *decode_keys_create(MemoryContext cxt);
 static void decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn,
 								RelEntry *entry);
 
@@ -677,39 +654,6 @@ decode_report_broken(DecodeCapture *cap, int view_id, char *message)
  * ----------------
  */
 
-static uint32
-key_hash(const void *key, Size keysize)
-{
-	return ((const KeyTag *) key)->hash;
-}
-
-static int
-key_match(const void *key1, const void *key2, Size keysize)
-{
-	const KeyTag *a = (const KeyTag *) key1;
-	const KeyTag *b = (const KeyTag *) key2;
-
-	if (a->hash != b->hash || a->view_id != b->view_id ||
-		a->ordinal != b->ordinal || a->len != b->len)
-		return 1;
-	return memcmp(a->data, b->data, a->len);
-}
-
-/* A table of distinct dirty keys, in cxt */
-static HTAB *
-decode_keys_create(MemoryContext cxt)
-{
-	HASHCTL		hctl;
-
-	hctl.keysize = sizeof(KeyTag);
-	hctl.entrysize = sizeof(KeyEntry);
-	hctl.hash = key_hash;
-	hctl.match = key_match;
-	hctl.hcxt = cxt;
-	return hash_create("delta_join dirty keys", 1024, &hctl,
-					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
-}
-
 /*
  * Empty the capture and set it up anew in batch_cxt, which the caller has
  * just created or reset.
@@ -733,7 +677,7 @@ decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt)
 
 	cap->keys_cxt = AllocSetContextCreate(batch_cxt, "delta_join dirty keys",
 										  ALLOCSET_DEFAULT_SIZES);
-	cap->keys = decode_keys_create(cap->keys_cxt);
+	cap->keys = key_set_create(cap->keys_cxt);
 
 	hctl.keysize = sizeof(SourceTag);
 	hctl.entrysize = sizeof(SourceEntry);
@@ -763,15 +707,6 @@ view_batch_cmp(const ListCell *a, const ListCell *b)
 	return (va->view_id > vb->view_id) - (va->view_id < vb->view_id);
 }
 
-static int
-source_batch_cmp(const ListCell *a, const ListCell *b)
-{
-	const SourceBatch *sa = (const SourceBatch *) lfirst(a);
-	const SourceBatch *sb = (const SourceBatch *) lfirst(b);
-
-	return (sa->ordinal > sb->ordinal) - (sa->ordinal < sb->ordinal);
-}
-
 /*
  * The captured work, one ViewBatch per view in view_id order, each with its
  * SourceBatches in ordinal order.  Allocated in the batch context.
@@ -787,7 +722,7 @@ decode_capture_batches(DecodeCapture *cap)
 	hash_seq_init(&status, cap->views);
 	while ((ventry = hash_seq_search(&status)) != NULL)
 	{
-		list_sort(ventry->batch->sources, source_batch_cmp);
+		view_batch_sort_sources(ventry->batch);
 		result = lappend(result, ventry->batch);
 	}
 	list_sort(result, view_batch_cmp);
@@ -896,9 +831,6 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 				   bool skip_unchanged_toast)
 {
 	StringInfo	image = &state->image;
-	KeyTag		tag;
-	KeyEntry   *kentry;
-	bool		found;
 	int			k;
 
 	if (target->nkeys > state->maxkeys)
@@ -915,7 +847,6 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 		state->maxkeys = n;
 	}
 
-	resetStringInfo(image);
 	for (k = 0; k < target->nkeys; k++)
 	{
 		Datum		value;
@@ -924,18 +855,9 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 		value = heap_getattr(tuple, target->attnums[k], desc, &isnull);
 		state->isnull[k] = isnull;
 		state->values[k] = value;
-		if (isnull)
-		{
-			appendStringInfoChar(image, 'n');
-			continue;
-		}
-		appendStringInfoChar(image, 'v');
-		if (target->typbyval[k])
-			appendBinaryStringInfo(image, (char *) &value, sizeof(Datum));
-		else if (target->typlen[k] == -1)
+		if (!isnull && target->typlen[k] == -1)
 		{
 			struct varlena *v = (struct varlena *) DatumGetPointer(value);
-			uint32		len;
 
 			if (VARATT_IS_EXTERNAL_ONDISK(v))
 			{
@@ -946,54 +868,20 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 				return;
 			}
 			if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
-			{
-				v = detoast_attr(v);
-				state->values[k] = PointerGetDatum(v);
-			}
-			len = VARSIZE_ANY_EXHDR(v);
-			appendBinaryStringInfo(image, (char *) &len, sizeof(len));
-			appendBinaryStringInfo(image, VARDATA_ANY(v), len);
+				state->values[k] = PointerGetDatum(detoast_attr(v));
 		}
-		else if (target->typlen[k] == -2)
-			appendBinaryStringInfo(image, DatumGetCString(value),
-								   strlen(DatumGetCString(value)) + 1);
-		else
-			appendBinaryStringInfo(image, DatumGetPointer(value),
-								   target->typlen[k]);
 	}
 
 	decode_target_batch(cap, target);
 
-	memset(&tag, 0, sizeof(tag));
-	tag.view_id = target->view_id;
-	tag.ordinal = target->ordinal;
-	tag.len = image->len;
-	tag.data = image->data;
-	tag.hash = hash_combine(hash_bytes((const unsigned char *) image->data,
-									   image->len),
-							hash_combine((uint32) tag.view_id,
-										 (uint32) tag.ordinal));
-
-	kentry = hash_search(cap->keys, &tag, HASH_ENTER, &found);
-	if (!found)
+	resetStringInfo(image);
+	dirty_key_image(image, target->source_batch, state->values, state->isnull);
+	if (key_set_add(cap->keys, target->view_id, target->ordinal, image, cap->keys_cxt))
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(cap->keys_cxt);
-		DirtyKey   *key = palloc(sizeof(DirtyKey));
-		char	   *data = palloc(image->len);
+		SourceBatch *sb = target->source_batch;
 
-		memcpy(data, image->data, image->len);
-		kentry->tag.data = data;
-
-		key->values = palloc(Max(target->nkeys, 1) * sizeof(Datum));
-		key->isnull = palloc(Max(target->nkeys, 1) * sizeof(bool));
-		for (k = 0; k < target->nkeys; k++)
-		{
-			key->isnull[k] = state->isnull[k];
-			key->values[k] = state->isnull[k] ? (Datum) 0 :
-				datumCopy(state->values[k], target->typbyval[k],
-						  target->typlen[k]);
-		}
-		target->source_batch->keys = lappend(target->source_batch->keys, key);
+		sb->keys = lappend(sb->keys, dirty_key_make(sb, state->values, state->isnull));
 		cap->nkeys++;
 		MemoryContextSwitchTo(oldcxt);
 
@@ -1006,17 +894,11 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
  * Spilling keys
  *
  * A spilled key is a record: the view's id and the source's ordinal (two
- * int32), then per key column 'n' for NULL, or 'v' and the value: a Datum
- * for a type passed by value, else its length (uint32) and its bytes.  The
- * shape of each source's key is in its SourceBatch, which stays in memory.
+ * int32), the length of the key's image (uint32) and its image (batch.c).
+ * The shape of each source's key is in its SourceBatch, which stays in
+ * memory.
  * ----------------
  */
-
-static void
-spill_write(BufFile *file, const void *data, size_t len)
-{
-	BufFileWrite(file, unconstify(void *, data), len);
-}
 
 static void
 spill_read(BufFile *file, void *data, size_t len)
@@ -1033,6 +915,7 @@ decode_spill_keys(DecodeCapture *cap)
 {
 	HASH_SEQ_STATUS status;
 	SourceEntry *sentry;
+	StringInfoData record;
 
 	if (cap->spill == NULL)
 	{
@@ -1043,41 +926,35 @@ decode_spill_keys(DecodeCapture *cap)
 		MemoryContextSwitchTo(oldcxt);
 	}
 
+	initStringInfo(&record);
 	hash_seq_init(&status, cap->sources);
 	while ((sentry = hash_seq_search(&status)) != NULL)
 	{
 		SourceBatch *sb = sentry->batch;
-		int32		ids[2] = {sentry->tag.view_id, sentry->tag.ordinal};
 		ListCell   *lc;
 
 		foreach(lc, sb->keys)
 		{
 			DirtyKey   *key = lfirst(lc);
+			int32		ids[2] = {sentry->tag.view_id, sentry->tag.ordinal};
+			uint32		len;
 
-			spill_write(cap->spill, ids, sizeof(ids));
-			for (int k = 0; k < sb->nkeys; k++)
-			{
-				spill_write(cap->spill, key->isnull[k] ? "n" : "v", 1);
-				if (key->isnull[k])
-					continue;
-				if (sb->typbyval[k])
-					spill_write(cap->spill, &key->values[k], sizeof(Datum));
-				else
-				{
-					uint32		len = datumGetSize(key->values[k], false, sb->typlen[k]);
-
-					spill_write(cap->spill, &len, sizeof(len));
-					spill_write(cap->spill, DatumGetPointer(key->values[k]), len);
-				}
-			}
+			resetStringInfo(&record);
+			appendBinaryStringInfo(&record, (char *) ids, sizeof(ids));
+			appendBinaryStringInfo(&record, (char *) &len, sizeof(len));
+			dirty_key_image(&record, sb, key->values, key->isnull);
+			len = record.len - sizeof(ids) - sizeof(len);
+			memcpy(record.data + sizeof(ids), &len, sizeof(len));
+			BufFileWrite(cap->spill, record.data, record.len);
 		}
 		sb->keys = NIL;
 	}
+	pfree(record.data);
 
 	cap->nspilled += cap->nkeys;
 	cap->nkeys = 0;
 	MemoryContextReset(cap->keys_cxt);
-	cap->keys = decode_keys_create(cap->keys_cxt);
+	cap->keys = key_set_create(cap->keys_cxt);
 }
 
 /* The ViewBatch of a chunk for a view, made with the capture's sources */
@@ -1128,6 +1005,7 @@ decode_capture_next_chunk(DecodeCapture *cap, int64 max_keys)
 {
 	List	   *chunk = NIL;
 	int64		n = 0;
+	StringInfoData image;
 
 	if (cap->spill == NULL)
 		return NIL;
@@ -1136,9 +1014,13 @@ decode_capture_next_chunk(DecodeCapture *cap, int64 max_keys)
 				(errcode_for_file_access(),
 				 errmsg("could not rewind the temporary file of spilled dirty keys")));
 
+	initStringInfo(&image);
+
 	while (n < max_keys && cap->nread < cap->nspilled)
 	{
 		int32		ids[2];
+		uint32		len;
+		uint32		used;
 		ViewBatch  *vb;
 		SourceBatch *sb = NULL;
 		DirtyKey   *key;
@@ -1155,36 +1037,19 @@ decode_capture_next_chunk(DecodeCapture *cap, int64 max_keys)
 			elog(ERROR, "spilled dirty key of view %d, source %d, which has no batch",
 				 ids[0], ids[1]);
 
-		key = palloc(sizeof(DirtyKey));
-		key->values = palloc(Max(sb->nkeys, 1) * sizeof(Datum));
-		key->isnull = palloc(Max(sb->nkeys, 1) * sizeof(bool));
-		for (int k = 0; k < sb->nkeys; k++)
-		{
-			char		flag;
-
-			spill_read(cap->spill, &flag, 1);
-			key->isnull[k] = (flag == 'n');
-			key->values[k] = (Datum) 0;
-			if (key->isnull[k])
-				continue;
-			if (sb->typbyval[k])
-				spill_read(cap->spill, &key->values[k], sizeof(Datum));
-			else
-			{
-				uint32		len;
-				char	   *data;
-
-				spill_read(cap->spill, &len, sizeof(len));
-				data = palloc(len);
-				spill_read(cap->spill, data, len);
-				key->values[k] = PointerGetDatum(data);
-			}
-		}
+		spill_read(cap->spill, &len, sizeof(len));
+		enlargeStringInfo(&image, len);
+		spill_read(cap->spill, image.data, len);
+		key = dirty_key_from_image(sb, image.data, &used);
+		if (used != len)
+			elog(ERROR, "spilled dirty key of view %d, source %d, does not match its source's key",
+				 ids[0], ids[1]);
 		sb->keys = lappend(sb->keys, key);
 		n++;
 		cap->nread++;
 	}
 
+	pfree(image.data);
 	if (cap->nread == cap->nspilled)
 	{
 		BufFileClose(cap->spill);

@@ -30,8 +30,8 @@
  * fails for a passing reason -- a lock it waited for longer than the
  * worker's lock_timeout (a lock held on its target, say), a deadlock, its
  * lookup_timeout -- is not put in error at once: its part of the batch is
- * kept (the batch's memory stays alive), retried with a growing backoff
- * alone or with its later changes, and the slot is not confirmed past it.
+ * kept, merged with its later changes (each key once), retried with a
+ * growing backoff, and the slot is not confirmed past it.
  * The other views go on meanwhile.  It goes to error only once its
  * lookup_timeout has passed since the first failure, or after
  * WORKER_TIMEOUT_TRIES statement timeouts.  The worker's deadlock_timeout
@@ -51,14 +51,15 @@
  * the slot is released on exit and the launcher starts a new worker.
  *
  * Memory: the decoding context lives in worker_cxt for the life of the
- * worker.  Each batch has memory of its own (BatchMemory): the capture's
- * keys and batches, the catalog rows read for it.  It is freed after the
- * batch commits, unless a deferred view still holds its part of the batch.
- * A batch holds at most twice max_batch_size keys in memory, however large
+ * worker.  A batch has batch_cxt: the capture's keys and batches, the
+ * catalog rows read for it; it is reset when the next batch starts.  A
+ * batch holds at most twice max_batch_size keys in memory, however large
  * its transactions: beyond that the capture spills them to a temporary
  * file, and they are applied from it in chunks of max_batch_size, each in a
- * transaction (and a BatchMemory) of its own, before the rest of the batch
- * (worker_apply_batch).
+ * transaction (and a memory context) of its own, before the rest of the
+ * batch (worker_apply_batch).  A deferred view copies the keys it waits
+ * for into memory of its own, each key once however many batches brought
+ * it.
  *
  * IDENTIFICATION
  *	  src/worker.c
@@ -117,19 +118,16 @@ typedef enum CatalogCheck
 	CATALOG_BUSY				/* a transaction is changing the views */
 } CatalogCheck;
 
-/* The memory of one batch, alive while a deferred view holds part of it */
-typedef struct BatchMemory
-{
-	MemoryContext cxt;
-	int			refs;			/* deferred views holding it */
-} BatchMemory;
-
-/* A view whose batches wait for another try */
+/*
+ * A view whose changes wait for another try: its parts of the batches since
+ * the first failure, merged into one, each key once (batch.c)
+ */
 typedef struct DeferredView
 {
 	int			view_id;
-	List	   *batches;		/* ViewBatch *, oldest first */
-	List	   *memories;		/* BatchMemory * they live in */
+	MemoryContext cxt;			/* holds batch and seen */
+	ViewBatch  *batch;			/* the work waiting, or NULL */
+	HTAB	   *seen;			/* the keys in batch */
 	XLogRecPtr	since_lsn;		/* the slot is not confirmed past this */
 	int			tries;
 	int			timeouts;		/* of them, ended by lookup_timeout */
@@ -149,7 +147,7 @@ typedef enum ViewResult
 static Oid	worker_dboid = InvalidOid;
 static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
-static BatchMemory *batch_memory = NULL;
+static MemoryContext batch_cxt = NULL;	/* the capture's; reset by each batch */
 static LogicalDecodingContext *decoding = NULL;
 static DecodeCapture capture;
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
@@ -184,16 +182,17 @@ static TimestampTz worker_next_retry(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
 static void worker_apply_batch(void);
-static void worker_apply_part(List *batches, BatchMemory *memory, bool final);
+static void worker_apply_part(List *batches, bool final);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static void worker_wait_visible(void);
 static void worker_batch_limits(List *views);
-static ViewResult worker_apply_view(ViewRecord *view, List *batches,
+static ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch,
 									XLogRecPtr end_lsn, ApplyCounts *counts,
 									char **message, int *sqlerrcode);
-static void worker_defer(ViewRecord *view, ViewBatch *batch, BatchMemory *memory,
-						 const char *message, int sqlerrcode, TimestampTz now);
+static DeferredView *worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now);
+static void worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode,
+								 TimestampTz now);
 static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
 							 TimestampTz now, char **message);
 static void worker_forget_deferred(DeferredView *dv);
@@ -433,7 +432,7 @@ worker_check_views(void)
 		result = CATALOG_NO_VIEWS;	/* the extension was dropped */
 	else if (ConditionalLockRelationOid(catalog_relid, ShareLock))
 	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(batch_memory->cxt);
+		MemoryContext oldcxt = MemoryContextSwitchTo(batch_cxt);
 		List	   *views;
 
 		/* a snapshot that sees what committed before we got the lock */
@@ -666,34 +665,16 @@ worker_progress(void)
 	batch_start_lsn = end_lsn;
 }
 
-/* A new BatchMemory, with the one reference of its maker */
-static BatchMemory *
-batch_memory_create(void)
-{
-	BatchMemory *memory = MemoryContextAllocZero(worker_cxt, sizeof(BatchMemory));
-
-	memory->refs = 1;
-	memory->cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
-										ALLOCSET_DEFAULT_SIZES);
-	return memory;
-}
-
 /* Start a new batch, in memory of its own. */
 static void
 worker_new_batch(void)
 {
-	batch_memory = batch_memory_create();
-	decode_capture_reset(&capture, batch_memory->cxt);
-}
-
-/* Give up a reference to a batch's memory; free it when it was the last. */
-static void
-batch_memory_release(BatchMemory *memory)
-{
-	if (--memory->refs > 0)
-		return;
-	MemoryContextDelete(memory->cxt);
-	pfree(memory);
+	if (batch_cxt == NULL)
+		batch_cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
+										  ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(batch_cxt);
+	decode_capture_reset(&capture, batch_cxt);
 }
 
 /*
@@ -709,6 +690,8 @@ batch_memory_release(BatchMemory *memory)
 static void
 worker_apply_batch(void)
 {
+	MemoryContext chunk_cxt;
+	MemoryContext oldcxt;
 	List	   *chunk;
 	XLogRecPtr	confirm;
 	ListCell   *lc;
@@ -717,20 +700,23 @@ worker_apply_batch(void)
 		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
 			 (long long) capture.spill_at, (long long) capture.nspilled, batch_max_keys);
 
+	chunk_cxt = AllocSetContextCreate(batch_cxt, "delta_join batch chunk",
+									  ALLOCSET_DEFAULT_SIZES);
 	for (;;)
 	{
-		BatchMemory *memory = batch_memory_create();
-		MemoryContext oldcxt = MemoryContextSwitchTo(memory->cxt);
-
+		oldcxt = MemoryContextSwitchTo(chunk_cxt);
 		chunk = decode_capture_next_chunk(&capture, batch_max_keys);
-		MemoryContextSwitchTo(oldcxt);
 		if (chunk != NIL)
-			worker_apply_part(chunk, memory, false);
-		batch_memory_release(memory);
+			worker_apply_part(chunk, false);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(chunk_cxt);
 		if (chunk == NIL)
 			break;
 	}
-	worker_apply_part(decode_capture_batches(&capture), batch_memory, true);
+	MemoryContextDelete(chunk_cxt);
+	oldcxt = MemoryContextSwitchTo(batch_cxt);
+	worker_apply_part(decode_capture_batches(&capture), true);
+	MemoryContextSwitchTo(oldcxt);
 
 	/* the slot never moves past a batch that waits for another try */
 	confirm = decoding->reader->EndRecPtr;
@@ -739,20 +725,20 @@ worker_apply_batch(void)
 	worker_confirm(confirm);
 
 	batch_start_lsn = decoding->reader->EndRecPtr;
-	batch_memory_release(batch_memory);
 	worker_new_batch();
 }
 
 /*
  * Apply part of the batch (all of it when final), and the deferred views
  * that are due, in one transaction.  Only the final part stores the views'
- * applied positions; a view deferred in an earlier part waits with its
- * chunk, for the final part or later.  batches live in memory.
+ * applied positions; a view deferred in an earlier part keeps the keys of
+ * its chunk, for the final part or later.  What is allocated here lives in
+ * the caller's memory context, as batches do.
  */
 static void
-worker_apply_part(List *batches, BatchMemory *memory, bool final)
+worker_apply_part(List *batches, bool final)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
+	MemoryContext cxt = CurrentMemoryContext;
 	XLogRecPtr	end_lsn = decoding->reader->EndRecPtr;
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *views;
@@ -765,7 +751,7 @@ worker_apply_part(List *batches, BatchMemory *memory, bool final)
 	StartTransactionCommand();
 	worker_wait_visible();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	MemoryContextSwitchTo(memory->cxt);
+	MemoryContextSwitchTo(cxt);
 	views = catalog_list_views();
 	worker_batch_limits(views);
 	progress = worker_progress_rows(views);
@@ -777,7 +763,7 @@ worker_apply_part(List *batches, BatchMemory *memory, bool final)
 		ViewProgress *vp = &progress[foreach_current_index(lc)];
 		DeferredView *dv = worker_find_deferred(view->view_id);
 		ViewBatch  *batch = NULL;
-		List	   *work = NIL;
+		ViewBatch  *work;
 		ViewResult	result;
 		char	   *message = NULL;
 		int			sqlerrcode = 0;
@@ -809,20 +795,21 @@ worker_apply_part(List *batches, BatchMemory *memory, bool final)
 
 		if (dv != NULL)
 		{
-			/* not due yet, or not before the final part: the keys wait */
+			/* the new keys join those waiting */
+			if (batch != NULL)
+				worker_defer(view, batch, now);
+			/* not due yet, or not before the final part */
 			if (dv->next_try > now || !final)
 			{
-				if (batch != NULL)
-					worker_defer(view, batch, memory, NULL, 0, now);
 				vp->deferred = true;
 				vp->retry_reason = dv->reason;
 				continue;
 			}
-			work = list_copy(dv->batches);
+			work = dv->batch;
 		}
-		if (batch != NULL)
-			work = lappend(work, batch);
-		if (work == NIL)
+		else
+			work = batch;
+		if (work == NULL)
 			continue;
 
 		/* a full recompute runs at most once per refresh_interval */
@@ -833,8 +820,8 @@ worker_apply_part(List *batches, BatchMemory *memory, bool final)
 
 			if (due > now)
 			{
-				worker_defer(view, batch, memory, NULL, 0, now);
-				dv = worker_find_deferred(view->view_id);
+				if (dv == NULL)
+					dv = worker_defer(view, batch, now);
 				dv->next_try = due;
 				if (dv->reason == NULL)
 					dv->reason = MemoryContextStrdup(worker_cxt, "waiting for its refresh_interval");
@@ -850,8 +837,9 @@ worker_apply_part(List *batches, BatchMemory *memory, bool final)
 
 		if (result == VIEW_DEFERRED)
 		{
-			worker_defer(view, batch, memory, message, sqlerrcode, now);
-			dv = worker_find_deferred(view->view_id);
+			if (dv == NULL)
+				dv = worker_defer(view, batch, now);
+			worker_defer_failure(dv, message, sqlerrcode, now);
 			if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
 			{
 				vp->deferred = true;
@@ -861,7 +849,6 @@ worker_apply_part(List *batches, BatchMemory *memory, bool final)
 			result = VIEW_FAILED;
 		}
 
-		dv = worker_find_deferred(view->view_id);
 		if (dv != NULL)
 			worker_forget_deferred(dv);
 		vp->deferred = false;
@@ -900,11 +887,10 @@ worker_apply_part(List *batches, BatchMemory *memory, bool final)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
-	MemoryContextSwitchTo(memory->cxt);
+	MemoryContextSwitchTo(cxt);
 
 	progress_publish(worker_dboid, progress, list_length(views),
 					 final ? end_lsn : InvalidXLogRecPtr);
-	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -963,12 +949,12 @@ error_is_passing(int sqlerrcode)
 }
 
 /*
- * Apply batches of one view inside a subtransaction, as the target's owner
+ * Apply the batch of one view inside a subtransaction, as the target's owner
  * with the view's settings and its lookup timeout.  On error the
  * subtransaction is rolled back and the error returned in *message.
  */
 static ViewResult
-worker_apply_view(ViewRecord *view, List *batches, XLogRecPtr end_lsn,
+worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 				  ApplyCounts *counts, char **message, int *sqlerrcode)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
@@ -981,22 +967,14 @@ worker_apply_view(ViewRecord *view, List *batches, XLogRecPtr end_lsn,
 	PG_TRY();
 	{
 		RunAs		runas;
-		ListCell   *lc;
 
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
 		if (view->options.lookup_timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
 
 		PushActiveSnapshot(GetTransactionSnapshot());
-		foreach(lc, batches)
-		{
-			ViewBatch  *batch = lfirst(lc);
-
-			/* (one full recompute covers every batch) */
-			batch->end_lsn = end_lsn;
-			if (view->path != DJ_PATH_FULL || lnext(batches, lc) == NULL)
-				apply_view_batch(view, batch, counts);
-		}
+		batch->end_lsn = end_lsn;
+		apply_view_batch(view, batch, counts);
 		PopActiveSnapshot();
 
 		disable_timeout(STATEMENT_TIMEOUT, false);
@@ -1085,48 +1063,58 @@ worker_find_deferred(int view_id)
 }
 
 /*
- * Keep batch (NULL: none) of a view for another try: deferred after an
- * error (message given), or because the view is still waiting (message
- * NULL).  The batch's memory is kept alive until then.
+ * The deferred view of a view, made if it is not one yet, with batch (NULL:
+ * none) added to its waiting work.
  */
-static void
-worker_defer(ViewRecord *view, ViewBatch *batch, BatchMemory *memory,
-			 const char *message, int sqlerrcode, TimestampTz now)
+static DeferredView *
+worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now)
 {
 	DeferredView *dv = worker_find_deferred(view->view_id);
-	MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
 
 	if (dv == NULL)
 	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
+
 		dv = palloc0(sizeof(DeferredView));
 		dv->view_id = view->view_id;
+		dv->cxt = AllocSetContextCreate(worker_cxt, "delta_join deferred view",
+										ALLOCSET_DEFAULT_SIZES);
+		dv->seen = key_set_create(dv->cxt);
 		dv->since_lsn = batch_start_lsn;
 		dv->first_failure = now;
 		deferred_views = lappend(deferred_views, dv);
+		MemoryContextSwitchTo(oldcxt);
 	}
-	if (batch != NULL && !list_member_ptr(dv->batches, batch))
+	if (batch != NULL)
 	{
-		dv->batches = lappend(dv->batches, batch);
-		if (!list_member_ptr(dv->memories, memory))
+		if (dv->batch == NULL)
 		{
-			dv->memories = lappend(dv->memories, memory);
-			memory->refs++;
+			dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
+			dv->batch->view_id = view->view_id;
 		}
+		view_batch_merge(dv->batch, batch, dv->seen, dv->cxt);
 	}
-	if (message != NULL)
-	{
-		int			backoff = WORKER_RETRY_MIN_MS << Min(dv->tries, 10);
+	return dv;
+}
 
-		dv->tries++;
-		if (sqlerrcode == ERRCODE_QUERY_CANCELED)
-			dv->timeouts++;
-		else
-			dv->timeouts = 0;
-		dv->next_try = TimestampTzPlusMilliseconds(now, Min(backoff, WORKER_RETRY_MAX_MS));
-		if (dv->reason)
-			pfree(dv->reason);
-		dv->reason = psprintf("retrying (%d tries): %s", dv->tries, message);
-	}
+/* Another try of a deferred view failed: when to try next, and why */
+static void
+worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode,
+					 TimestampTz now)
+{
+	int			backoff = WORKER_RETRY_MIN_MS << Min(dv->tries, 10);
+	MemoryContext oldcxt;
+
+	dv->tries++;
+	if (sqlerrcode == ERRCODE_QUERY_CANCELED)
+		dv->timeouts++;
+	else
+		dv->timeouts = 0;
+	dv->next_try = TimestampTzPlusMilliseconds(now, Min(backoff, WORKER_RETRY_MAX_MS));
+	if (dv->reason)
+		pfree(dv->reason);
+	oldcxt = MemoryContextSwitchTo(worker_cxt);
+	dv->reason = psprintf("retrying (%d tries): %s", dv->tries, message);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -1160,13 +1148,8 @@ worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode, TimestampTz 
 static void
 worker_forget_deferred(DeferredView *dv)
 {
-	ListCell   *lc;
-
-	foreach(lc, dv->memories)
-		batch_memory_release(lfirst(lc));
+	MemoryContextDelete(dv->cxt);
 	deferred_views = list_delete_ptr(deferred_views, dv);
-	list_free(dv->batches);
-	list_free(dv->memories);
 	if (dv->reason)
 		pfree(dv->reason);
 	pfree(dv);

@@ -51,6 +51,32 @@ is( $node->safe_psql('postgres',
 		"SELECT state || coalesce(reason, '') FROM delta_join.status WHERE target = 'public.wide'"),
 	'active', 'with no reason left');
 
+# ---- the changes a held view waits for are merged: each key once ----
+
+my ($keys_before, $seen_before) = split /\|/, $node->safe_psql('postgres',
+	"SELECT keys_applied, changes_seen FROM delta_join.status WHERE target = 'public.summary'");
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE summary IN ACCESS EXCLUSIVE MODE');
+foreach my $i (1 .. 20)
+{
+	# one merchant, in transactions apart: batches apart
+	$node->safe_psql('postgres',
+		"UPDATE orders SET amount = amount + 1 WHERE merchant_id = 2 AND order_id = $i;"
+		  . 'SELECT pg_sleep(0.1)');
+}
+ok( $node->poll_query_until(
+		'postgres', qq{
+		SELECT reason ~ '^retrying' AND changes_seen = $seen_before + 20
+		FROM delta_join.status WHERE target = 'public.summary'}),
+	'the held aggregate view is retrying, with every change decoded');
+$locker->query_safe('COMMIT');
+is(wait_view('summary', '60s'), 't', 'once the lock goes, it catches up');
+is(DeltaJoinTest::differs($node, 'summary', $DeltaJoinTest::summary_query), '0',
+	'and equals its query');
+is( $node->safe_psql('postgres',
+		"SELECT keys_applied - $keys_before FROM delta_join.status WHERE target = 'public.summary'"),
+	'1', 'its one group, changed in 20 transactions while it waited, was recomputed once');
+
 # ---- a row lock on a target row ----
 
 $locker->query_safe('BEGIN');

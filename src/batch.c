@@ -1,0 +1,298 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  Dirty keys as bytes: their canonical image, sets of distinct keys, and
+ *	  merging batches.
+ *
+ * A key's image is what the capture deduplicates on (decode.c), what a
+ * spilled key is written as, and what a deferred view's waiting keys are
+ * deduplicated on (worker.c).  Per key column: 'n' for NULL, or 'v' and the
+ * value -- a Datum for a type passed by value, the bytes of a fixed-length
+ * type, else a length (uint32) and the bytes: a varlena's data without its
+ * header, a cstring with its terminator.  Values must be detoasted.  Two
+ * keys equal under their type's equality but not in their bytes (numeric
+ * 1.0 and 1.00) are both kept: applying a key twice does no harm.
+ *
+ * IDENTIFICATION
+ *	  src/batch.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "batch.h"
+
+/* A key of a key set: its view, its source and its image */
+typedef struct KeyTag
+{
+	uint32		hash;
+	int			view_id;
+	int			ordinal;
+	uint32		len;
+	const char *data;
+} KeyTag;
+
+typedef struct KeyEntry
+{
+	KeyTag		tag;			/* hash key */
+} KeyEntry;
+
+/* Append the image of the key (values, isnull) of a source of that shape */
+void
+dirty_key_image(StringInfo buf, const SourceBatch *shape,
+				const Datum *values, const bool *isnull)
+{
+	for (int k = 0; k < shape->nkeys; k++)
+	{
+		Datum		value = values[k];
+
+		if (isnull[k])
+		{
+			appendStringInfoChar(buf, 'n');
+			continue;
+		}
+		appendStringInfoChar(buf, 'v');
+		if (shape->typbyval[k])
+			appendBinaryStringInfo(buf, (char *) &value, sizeof(Datum));
+		else if (shape->typlen[k] > 0)
+			appendBinaryStringInfo(buf, DatumGetPointer(value), shape->typlen[k]);
+		else
+		{
+			const char *data;
+			uint32		len;
+
+			if (shape->typlen[k] == -1)
+			{
+				Assert(!VARATT_IS_EXTENDED(DatumGetPointer(value)) ||
+					   VARATT_IS_SHORT(DatumGetPointer(value)));
+				data = VARDATA_ANY(DatumGetPointer(value));
+				len = VARSIZE_ANY_EXHDR(DatumGetPointer(value));
+			}
+			else
+			{
+				data = DatumGetCString(value);
+				len = strlen(data) + 1;
+			}
+			appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
+			appendBinaryStringInfo(buf, data, len);
+		}
+	}
+}
+
+/* A key with copies of those values, allocated in CurrentMemoryContext */
+DirtyKey *
+dirty_key_make(const SourceBatch *shape, const Datum *values, const bool *isnull)
+{
+	DirtyKey   *key = palloc(sizeof(DirtyKey));
+
+	key->values = palloc(Max(shape->nkeys, 1) * sizeof(Datum));
+	key->isnull = palloc(Max(shape->nkeys, 1) * sizeof(bool));
+	for (int k = 0; k < shape->nkeys; k++)
+	{
+		key->isnull[k] = isnull[k];
+		key->values[k] = isnull[k] ? (Datum) 0 :
+			datumCopy(values[k], shape->typbyval[k], shape->typlen[k]);
+	}
+	return key;
+}
+
+/*
+ * The key an image holds, allocated in CurrentMemoryContext; *len is set to
+ * the length of its image.
+ */
+DirtyKey *
+dirty_key_from_image(const SourceBatch *shape, const char *image, uint32 *len)
+{
+	DirtyKey   *key = palloc(sizeof(DirtyKey));
+	const char *p = image;
+
+	key->values = palloc(Max(shape->nkeys, 1) * sizeof(Datum));
+	key->isnull = palloc(Max(shape->nkeys, 1) * sizeof(bool));
+	for (int k = 0; k < shape->nkeys; k++)
+	{
+		key->isnull[k] = (*p++ == 'n');
+		key->values[k] = (Datum) 0;
+		if (key->isnull[k])
+			continue;
+		if (shape->typbyval[k])
+		{
+			memcpy(&key->values[k], p, sizeof(Datum));
+			p += sizeof(Datum);
+		}
+		else if (shape->typlen[k] > 0)
+		{
+			char	   *data = palloc(shape->typlen[k]);
+
+			memcpy(data, p, shape->typlen[k]);
+			p += shape->typlen[k];
+			key->values[k] = PointerGetDatum(data);
+		}
+		else
+		{
+			uint32		n;
+			char	   *data;
+
+			memcpy(&n, p, sizeof(n));
+			p += sizeof(n);
+			if (shape->typlen[k] == -1)
+			{
+				data = palloc(VARHDRSZ + n);
+				SET_VARSIZE(data, VARHDRSZ + n);
+				memcpy(VARDATA(data), p, n);
+			}
+			else
+			{
+				data = palloc(n);
+				memcpy(data, p, n);
+			}
+			p += n;
+			key->values[k] = PointerGetDatum(data);
+		}
+	}
+	*len = p - image;
+	return key;
+}
+
+static uint32
+key_hash(const void *key, Size keysize)
+{
+	return ((const KeyTag *) key)->hash;
+}
+
+static int
+key_match(const void *key1, const void *key2, Size keysize)
+{
+	const KeyTag *a = (const KeyTag *) key1;
+	const KeyTag *b = (const KeyTag *) key2;
+
+	if (a->hash != b->hash || a->view_id != b->view_id ||
+		a->ordinal != b->ordinal || a->len != b->len)
+		return 1;
+	return memcmp(a->data, b->data, a->len);
+}
+
+/* An empty set of keys, in cxt */
+HTAB *
+key_set_create(MemoryContext cxt)
+{
+	HASHCTL		hctl;
+
+	hctl.keysize = sizeof(KeyTag);
+	hctl.entrysize = sizeof(KeyEntry);
+	hctl.hash = key_hash;
+	hctl.match = key_match;
+	hctl.hcxt = cxt;
+	return hash_create("delta_join dirty keys", 1024, &hctl,
+					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+}
+
+/*
+ * Add the key of that image to the set, a copy of the image in cxt; false
+ * if it was there.
+ */
+bool
+key_set_add(HTAB *set, int view_id, int ordinal, const StringInfo image,
+			MemoryContext cxt)
+{
+	KeyTag		tag;
+	KeyEntry   *entry;
+	bool		found;
+
+	memset(&tag, 0, sizeof(tag));
+	tag.view_id = view_id;
+	tag.ordinal = ordinal;
+	tag.len = image->len;
+	tag.data = image->data;
+	tag.hash = hash_combine(hash_bytes((const unsigned char *) image->data, image->len),
+							hash_combine((uint32) view_id, (uint32) ordinal));
+
+	entry = hash_search(set, &tag, HASH_ENTER, &found);
+	if (!found)
+	{
+		char	   *data = MemoryContextAlloc(cxt, Max(image->len, 1));
+
+		memcpy(data, image->data, image->len);
+		entry->tag.data = data;
+	}
+	return !found;
+}
+
+static int
+source_batch_cmp(const ListCell *a, const ListCell *b)
+{
+	const SourceBatch *sa = (const SourceBatch *) lfirst(a);
+	const SourceBatch *sb = (const SourceBatch *) lfirst(b);
+
+	return (sa->ordinal > sb->ordinal) - (sa->ordinal < sb->ordinal);
+}
+
+/* Sort a view's SourceBatches in ordinal order, as the appliers expect */
+void
+view_batch_sort_sources(ViewBatch *batch)
+{
+	list_sort(batch->sources, source_batch_cmp);
+}
+
+/*
+ * Add the work of batch "from" to batch "into" (same view): its counts, its
+ * TRUNCATEs and those of its keys that "seen", the set of keys already in
+ * "into", lacks.  What is added is copied into cxt, which holds "into" and
+ * "seen".
+ */
+void
+view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	StringInfoData image;
+	ListCell   *lc;
+
+	Assert(into->view_id == from->view_id);
+	into->changes += from->changes;
+	into->end_lsn = Max(into->end_lsn, from->end_lsn);
+	into->commit_time = Max(into->commit_time, from->commit_time);
+
+	initStringInfo(&image);
+	foreach(lc, from->sources)
+	{
+		SourceBatch *src = lfirst(lc);
+		SourceBatch *dst = NULL;
+		ListCell   *lc2;
+
+		foreach(lc2, into->sources)
+		{
+			if (((SourceBatch *) lfirst(lc2))->ordinal == src->ordinal)
+				dst = lfirst(lc2);
+		}
+		if (dst == NULL)
+		{
+			dst = palloc0(sizeof(SourceBatch));
+			dst->ordinal = src->ordinal;
+			dst->relid = src->relid;
+			dst->nkeys = src->nkeys;
+			dst->typlen = palloc(Max(src->nkeys, 1) * sizeof(int16));
+			dst->typbyval = palloc(Max(src->nkeys, 1) * sizeof(bool));
+			memcpy(dst->typlen, src->typlen, src->nkeys * sizeof(int16));
+			memcpy(dst->typbyval, src->typbyval, src->nkeys * sizeof(bool));
+			into->sources = lappend(into->sources, dst);
+		}
+		dst->truncated |= src->truncated;
+
+		foreach(lc2, src->keys)
+		{
+			DirtyKey   *key = lfirst(lc2);
+
+			resetStringInfo(&image);
+			dirty_key_image(&image, src, key->values, key->isnull);
+			if (key_set_add(seen, into->view_id, src->ordinal, &image, cxt))
+				dst->keys = lappend(dst->keys, dirty_key_make(src, key->values, key->isnull));
+		}
+	}
+	view_batch_sort_sources(into);
+	pfree(image.data);
+	MemoryContextSwitchTo(oldcxt);
+}
