@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * batch.c
- *	  Dirty keys as bytes: their canonical image, sets of distinct keys, and
- *	  merging batches.
+ *	  The batch policy, and dirty keys as bytes: their canonical image, sets
+ *	  of distinct keys, merging batches.
  *
  * A key's image is what the capture deduplicates on (decode.c), what a
  * spilled key is written as, and what a deferred view's waiting keys are
@@ -20,12 +20,78 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "common/hashfn.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "batch.h"
+#include "catalog.h"
+#include "delta_join.h"
+
+/* ----------------
+ * The batch policy (batch.h)
+ * ----------------
+ */
+
+/*
+ * The policy of a batch that serves these views (ViewRecord *).  Each view's
+ * options took the settings as defaults when it was created, so a view's
+ * own larger batch_timeout is honoured, not capped by today's setting.
+ * Without an active view, the settings.
+ */
+BatchPolicy
+batch_policy_for(List *views)
+{
+	BatchPolicy policy = {INT_MAX, INT_MAX};
+	bool		any = false;
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		if (view->in_error)
+			continue;
+		any = true;
+		policy.max_keys = Min(policy.max_keys, view->options.max_batch_size);
+		policy.timeout_ms = Min(policy.timeout_ms, view->options.batch_timeout_ms);
+	}
+	if (!any)
+	{
+		policy.max_keys = dj_max_batch_size;
+		policy.timeout_ms = dj_batch_timeout_ms;
+	}
+	return policy;
+}
+
+/* How many keys a batch holds in memory before they spill to disk */
+int64
+batch_policy_spill_at(BatchPolicy policy)
+{
+	return (int64) policy.max_keys * 2;
+}
+
+/* Is a batch with nkeys keys in memory and nspilled on disk full? */
+bool
+batch_policy_full(BatchPolicy policy, int64 nkeys, int64 nspilled)
+{
+	return nkeys >= policy.max_keys || nspilled > 0;
+}
+
+/* When a batch whose first change came at first_change is due */
+TimestampTz
+batch_policy_due_at(BatchPolicy policy, TimestampTz first_change)
+{
+	return TimestampTzPlusMilliseconds(first_change, policy.timeout_ms);
+}
+
+/* ----------------
+ * Dirty keys as bytes
+ * ----------------
+ */
 
 /* A key of a key set: its view, its source and its image */
 typedef struct KeyTag

@@ -66,7 +66,27 @@ typedef struct ApplyCounts
 	TimestampTz recomputed_at;	/* the last full recompute (not a count) */
 } ApplyCounts;
 
+/*
+ * When a batch is applied: the batch policy.  One batch serves every view of
+ * a database, so it is as small and as quick as the strictest active view
+ * asks.  A batch is applied as soon as decoding has caught up with the WAL
+ * there is; while WAL keeps coming, once it holds max_keys distinct keys or
+ * its first change is timeout_ms old.  A batch that one transaction tips
+ * over max_keys stays in memory; its keys spill to disk once it holds twice
+ * as many, and the spilled keys are applied in chunks of max_keys.
+ */
+typedef struct BatchPolicy
+{
+	int			max_keys;
+	int			timeout_ms;
+} BatchPolicy;
+
 /* batch.c */
+extern BatchPolicy batch_policy_for(List *views);
+extern int64 batch_policy_spill_at(BatchPolicy policy);
+extern bool batch_policy_full(BatchPolicy policy, int64 nkeys, int64 nspilled);
+extern TimestampTz batch_policy_due_at(BatchPolicy policy, TimestampTz first_change);
+
 extern void dirty_key_image(StringInfo buf, const SourceBatch *shape,
 							const Datum *values, const bool *isnull);
 extern DirtyKey *dirty_key_make(const SourceBatch *shape, const Datum *values,

@@ -10,10 +10,10 @@
  *
  *	decode	the WAL flushed so far; the output plugin (decode.c) adds the
  *			dirty keys of every decoded change of a source to the capture,
- *			until the batch holds max_batch_size distinct keys or its first
- *			change is batch_timeout old (the smallest values among the
- *			active views' options);
- *	apply	the batch in ONE transaction: read the views from the catalog,
+ *			until all is read or the batch policy (batch.h) says the batch
+ *			is full or due;
+ *	apply	the batch in ONE transaction (its keys spilled to disk first,
+ *			in transactions of their own): read the views from the catalog,
  *			then apply each view's part (apply.c) inside a subtransaction,
  *			as the target's owner with the view's pinned settings (runas.c)
  *			and its lookup_timeout; store the applied position of the views
@@ -161,12 +161,8 @@ typedef struct Recompute
 } Recompute;
 static List *recomputes = NIL;
 
-/*
- * When a batch is full or due: the settings, lowered by the options of the
- * active views as last read from the catalog (worker_batch_limits).
- */
-static int	batch_max_keys = 10000;
-static int	batch_timeout_ms = 100;
+/* When a batch is applied (batch.h), for the views last read */
+static BatchPolicy policy;
 
 /* Position to confirm to the slot once WAL is flushed up to confirm_after */
 static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
@@ -186,7 +182,6 @@ static void worker_apply_part(List *batches, bool final);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static void worker_wait_visible(void);
-static void worker_batch_limits(List *views);
 static ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch,
 									XLogRecPtr end_lsn, ApplyCounts *counts,
 									char **message, int *sqlerrcode);
@@ -260,8 +255,7 @@ dj_worker_main(Datum main_arg)
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
 	worker_new_batch();
-	batch_max_keys = dj_max_batch_size;
-	batch_timeout_ms = dj_batch_timeout_ms;
+	policy = batch_policy_for(NIL);
 
 	worker_loop();
 	proc_exit(0);
@@ -367,8 +361,7 @@ worker_loop(void)
 
 			if (!decode_capture_is_empty(&capture))
 			{
-				TimestampTz due = TimestampTzPlusMilliseconds(capture.first_change_time,
-															  batch_timeout_ms);
+				TimestampTz due = batch_policy_due_at(policy, capture.first_change_time);
 
 				timeout = Max(1, Min(timeout,
 									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), due)));
@@ -389,10 +382,9 @@ worker_batch_due(void)
 {
 	if (decode_capture_is_empty(&capture))
 		return false;
-	if (capture.nkeys >= batch_max_keys || capture.nspilled > 0)
+	if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
 		return true;
-	return GetCurrentTimestamp() >=
-		TimestampTzPlusMilliseconds(capture.first_change_time, batch_timeout_ms);
+	return GetCurrentTimestamp() >= batch_policy_due_at(policy, capture.first_change_time);
 }
 
 /* When the first deferred view is due for another try, or 0 */
@@ -439,7 +431,7 @@ worker_check_views(void)
 		PopActiveSnapshot();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		views = catalog_list_views();
-		worker_batch_limits(views);
+		policy = batch_policy_for(views);
 		progress_publish(worker_dboid, worker_progress_rows(views),
 						 list_length(views), InvalidXLogRecPtr);
 		MemoryContextSwitchTo(oldcxt);
@@ -464,40 +456,6 @@ worker_check_views(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	return result;
-}
-
-/*
- * One batch serves every view: it is as small and as quick as the strictest
- * active view asks.
- */
-static void
-worker_batch_limits(List *views)
-{
-	bool		any = false;
-	ListCell   *lc;
-
-	/*
-	 * Each view's options took the settings as defaults when it was
-	 * created: a view's own larger batch_timeout is honoured, not capped by
-	 * today's setting.
-	 */
-	batch_max_keys = INT_MAX;
-	batch_timeout_ms = INT_MAX;
-	foreach(lc, views)
-	{
-		ViewRecord *view = lfirst(lc);
-
-		if (view->in_error)
-			continue;
-		any = true;
-		batch_max_keys = Min(batch_max_keys, view->options.max_batch_size);
-		batch_timeout_ms = Min(batch_timeout_ms, view->options.batch_timeout_ms);
-	}
-	if (!any)
-	{
-		batch_max_keys = dj_max_batch_size;
-		batch_timeout_ms = dj_batch_timeout_ms;
-	}
 }
 
 /* Progress rows for views, with nothing applied yet (batch memory) */
@@ -610,11 +568,7 @@ worker_decode(void)
 	apply_reset_system_caches();
 	capture.live_catalog = worker_catalog_relid("source_catalog");
 
-	/*
-	 * A batch that one transaction has only tipped over its size stays in
-	 * memory; one that holds twice as many keys spills.
-	 */
-	capture.spill_at = (int64) batch_max_keys * 2;
+	capture.spill_at = batch_policy_spill_at(policy);
 
 	/*
 	 * The reader allocates its decode buffer and long records in the
@@ -637,7 +591,7 @@ worker_decode(void)
 		}
 		LogicalDecodingProcessRecord(decoding, reader);
 
-		if (capture.nkeys >= batch_max_keys || capture.nspilled > 0)
+		if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
 			break;
 		if (++nrecords % 256 == 0 && worker_batch_due())
 			break;
@@ -682,7 +636,7 @@ worker_new_batch(void)
  * a new batch.
  *
  * The keys the capture spilled to disk (decode.h) come first, in chunks of
- * batch_max_keys, each in a transaction of its own; what stayed in memory
+ * max_keys (batch.h), each in a transaction of its own; what stayed in memory
  * comes last, with the batch's TRUNCATEs and counts, and only then are the
  * views' applied positions stored and the slot confirmed.  A crash in
  * between replays the whole batch.
@@ -698,14 +652,14 @@ worker_apply_batch(void)
 
 	if (capture.nspilled > 0)
 		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
-			 (long long) capture.spill_at, (long long) capture.nspilled, batch_max_keys);
+			 (long long) capture.spill_at, (long long) capture.nspilled, policy.max_keys);
 
 	chunk_cxt = AllocSetContextCreate(batch_cxt, "delta_join batch chunk",
 									  ALLOCSET_DEFAULT_SIZES);
 	for (;;)
 	{
 		oldcxt = MemoryContextSwitchTo(chunk_cxt);
-		chunk = decode_capture_next_chunk(&capture, batch_max_keys);
+		chunk = decode_capture_next_chunk(&capture, policy.max_keys);
 		if (chunk != NIL)
 			worker_apply_part(chunk, false);
 		MemoryContextSwitchTo(oldcxt);
@@ -753,7 +707,7 @@ worker_apply_part(List *batches, bool final)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(cxt);
 	views = catalog_list_views();
-	worker_batch_limits(views);
+	policy = batch_policy_for(views);
 	progress = worker_progress_rows(views);
 	applied_ids = palloc(sizeof(int) * Max(list_length(views), 1));
 
