@@ -68,6 +68,7 @@ typedef struct Analysis
 
 /* analyze.c */
 extern void analysis_reject(Analysis *a, int code, char *message, char *detail, char *hint);
+extern bool analysis_check_citus(Analysis *a, Oid relid, const char *label);
 extern char *analysis_source_name(DeltaSource *src);
 extern char *analysis_source_label(DeltaSource *src);
 extern char *analysis_column_label(DeltaSource *src, AttrNumber attno);

@@ -75,6 +75,7 @@
 #include "utils/syscache.h"
 
 #include "analysis.h"
+#include "citus.h"
 #include "options.h"
 
 /* ----------------------------------------------------------------
@@ -328,6 +329,25 @@ analysis_partitions_decodable(Analysis *a, Oid relid, const char *label)
 }
 
 /*
+ * A Citus distributed or reference table keeps its rows and their changes on
+ * the worker nodes (citus.c): refused, until distributed views exist.
+ * Returns false after reject.
+ */
+bool
+analysis_check_citus(Analysis *a, Oid relid, const char *label)
+{
+	const char *kind = citus_table_kind(relid);
+
+	if (kind == NULL)
+		return true;
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   psprintf("delta view rule 1: source %s is %s of Citus", label, kind),
+		   pstrdup("Its rows, and their changes, are in shards on the worker nodes: this node's WAL never shows them change."),
+		   pstrdup("Distributed delta views are not supported yet. On each node, a view can read the shard tables it holds of co-located tables, and write into their co-located shard of the target."));
+	return false;
+}
+
+/*
  * Check one relation range-table entry against rule 1 and describe it as a
  * source.  Returns NULL (after reject) when it cannot be one.
  */
@@ -399,6 +419,9 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		default:
 			break;
 	}
+
+	if (!analysis_check_citus(a, rte->relid, label))
+		return NULL;
 
 	if (IsCatalogRelationOid(rte->relid))
 	{

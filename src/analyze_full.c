@@ -93,6 +93,8 @@ note_relation(TableWalk *walk, RangeTblEntry *rte)
 			   pstrdup("Read ordinary, logged tables."));
 		return;
 	}
+	if (!analysis_check_citus(a, rte->relid, label))
+		return;
 	if (rte->relkind == RELKIND_PARTITIONED_TABLE &&
 		!analysis_partitions_decodable(a, rte->relid, label))
 		return;

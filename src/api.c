@@ -48,6 +48,7 @@
 #include "api.h"
 #include "apply.h"
 #include "catalog.h"
+#include "citus.h"
 #include "launcher.h"
 #include "options.h"
 #include "progress.h"
@@ -371,6 +372,13 @@ dj_drop_view(PG_FUNCTION_ARGS)
 	api_check_primary("drop_view");
 	lock_views();
 	relid = lookup_view(target, &view, AccessExclusiveLock);
+	if (drop_table && OidIsValid(citus_shard_of(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("target \"%s\" is a shard of Citus table \"%s\"",
+						target, get_rel_name(citus_shard_of(relid))),
+				 errdetail("Dropping it would break its distributed table."),
+				 errhint("Keep the table: SELECT delta_join.drop_view('%s', false);", target)));
 	catalog_delete_view(view.view_id);
 	query_drop(view.query_view);
 	if (drop_table)

@@ -62,6 +62,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "runas.h"
 #include "target.h"
 
@@ -557,6 +558,23 @@ check_target_is_closed(Relation rel, const char *name, bool guarded)
 }
 
 /*
+ * A target that Citus distributes would get rows on this node only (its
+ * shards, on the node that holds them, can be targets).
+ */
+static void
+check_target_not_citus(Oid relid, const char *name)
+{
+	const char *kind = citus_table_kind(relid);
+
+	if (kind != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("target \"%s\" is %s of Citus", name, kind),
+				 errdetail("Its rows are in shards on the worker nodes; distributed delta views are not supported yet."),
+				 errhint("Name a new or ordinary local table, or on each node the shard of the target that is co-located with the sources' shards.")));
+}
+
+/*
  * Check that an existing target can hold the view's result: an ordinary,
  * permanent table whose columns are the query's output columns, same names
  * and order, each taking the query's value by assignment; a unique key on
@@ -577,6 +595,7 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 				 errmsg("target \"%s\" is not an ordinary table", name),
 				 errhint("Name a new table, which delta_join.create_view creates, or an existing ordinary table.")));
 	check_target_is_closed(rel, name, guarded);
+	check_target_not_citus(relid, name);
 	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

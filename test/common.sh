@@ -120,6 +120,29 @@ dj_build_install() {
 	fi
 }
 
+# Citus for the tests that run it (test/t/030_citus.pl): installed already,
+# or built from the vendored source beside the project (../shared/vendor/
+# citus/build.sh, root, about 5 minutes).  Returns 1 when the build failed;
+# without Citus and without its source, says so and returns 0 (the test
+# skips itself).
+DJ_CITUS_BUILD=${DJ_CITUS_BUILD:-$DJ_ROOT/../shared/vendor/citus/build.sh}
+dj_ensure_citus() {
+	if [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ]; then
+		dj_say "Citus is installed: the Citus tests run"
+		return 0
+	fi
+	if [ ! -x "$DJ_CITUS_BUILD" ] && [ ! -f "$DJ_CITUS_BUILD" ]; then
+		dj_say "Citus is not installed and $DJ_CITUS_BUILD is not there: the Citus tests are skipped"
+		return 0
+	fi
+	if ! dj_is_root; then
+		dj_say "Citus is not installed and building it needs root: the Citus tests are skipped"
+		return 0
+	fi
+	dj_say "building Citus with $DJ_CITUS_BUILD (about 5 minutes)"
+	PG_CONFIG=$PG_CONFIG bash "$DJ_CITUS_BUILD" || { dj_warn "building Citus failed"; return 1; }
+}
+
 # Are the installed library, control file and scripts those of this tree?
 dj_installed_is_current() {
 	local f ext

@@ -4,7 +4,8 @@
 #
 #  1. installs missing build/test packages (root only; others are told the
 #     apt-get command), builds with warnings as errors, installs the
-#     extension into the server;
+#     extension into the server, and Citus from ../shared/vendor/citus when
+#     it is not installed (for test/t/030_citus.pl);
 #  2. runs every pg_regress test (make regress_installcheck: a temporary server),
 #     every isolation test (make isolation_installcheck: another) and every
 #     TAP test (make prove_installcheck) as the OS user postgres,
@@ -52,6 +53,10 @@ if ! dj_ensure_packages || ! dj_build_install; then
 	dj_warn "set-up failed; no test was run"
 	finish 0 1
 fi
+
+# a failed Citus build counts as one failure; every other test still runs
+citus_failed=0
+dj_ensure_citus || citus_failed=1
 
 if dj_needs_copy; then
 	work=$(dj_copy_tree) || { dj_warn "could not copy the tree to /tmp"; finish 0 1; }
@@ -147,7 +152,7 @@ fi
 
 # ---- results ----
 
-failed=$((regress_failed + iso_failed + tap_failed))
+failed=$((regress_failed + iso_failed + tap_failed + citus_failed))
 passed=$((regress_passed + iso_passed + tap_passed))
 
 if [ "$failed" -ne 0 ] && [ "$work" != "$DJ_ROOT" ]; then
@@ -162,7 +167,9 @@ if [ "$failed" -ne 0 ] && [ "$work" != "$DJ_ROOT" ]; then
 	dj_say "test output copied to $DJ_ROOT (regression.diffs, results/, log/, tmp_check/log/)"
 fi
 
+citus_note=""
+[ "$citus_failed" -ne 0 ] && citus_note="; building Citus failed (1 failure)"
 echo "pg_regress: $regress_passed passed, $regress_failed failed (tests);" \
 	"isolation: $iso_passed passed, $iso_failed failed (tests);" \
-	"TAP: $tap_passed passed, $tap_failed failed (assertions)"
+	"TAP: $tap_passed passed, $tap_failed failed (assertions)$citus_note"
 finish "$passed" "$failed"

@@ -1,0 +1,135 @@
+# Citus (issue 11, first step): a view over Citus distributed or reference
+# tables, created where their rows are not, would be backfilled once and
+# never see a change.  Until distributed views exist, such sources and
+# targets are refused with a clear error; views over the shard tables a node
+# holds, writing into a co-located shard of a distributed target, are
+# ordinary views; and drop_view never drops a shard.
+#
+# Runs on one Citus node that holds its own shards (a coordinator with
+# shouldhaveshards).  make test builds Citus from ../shared/vendor/citus
+# when it is not installed; without it this test is skipped.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "Citus is not installed ($pkglibdir/citus.so)"
+  unless -f "$pkglibdir/citus.so";
+
+my $node = DeltaJoinTest::new_node('citus',
+	conf => { shared_preload_libraries => 'citus,delta_join' },
+	extension => 0);
+$node->safe_psql(
+	'postgres', q{
+	CREATE EXTENSION citus;
+	CREATE EXTENSION delta_join;}
+);
+$node->safe_psql('postgres',
+	    "SELECT citus_set_coordinator_host('"
+	  . $node->host . "', "
+	  . $node->port . ");"
+	  . "SELECT citus_set_node_property('"
+	  . $node->host . "', "
+	  . $node->port
+	  . ", 'shouldhaveshards', true);");
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE orders (merchant_id bigint, order_id bigint, item_id bigint, amount int,
+	                     PRIMARY KEY (merchant_id, order_id));
+	CREATE TABLE items (merchant_id bigint, item_id bigint, name text,
+	                    PRIMARY KEY (merchant_id, item_id));
+	CREATE TABLE wide (merchant_id bigint, order_id bigint, name text, amount int,
+	                   PRIMARY KEY (merchant_id, order_id));
+	CREATE TABLE currencies (code text PRIMARY KEY, rate numeric);
+	CREATE TABLE local_notes (merchant_id bigint PRIMARY KEY, note text);
+	SELECT create_distributed_table('orders', 'merchant_id', shard_count => 4);
+	SELECT create_distributed_table('items', 'merchant_id', colocate_with => 'orders');
+	SELECT create_distributed_table('wide', 'merchant_id', colocate_with => 'orders');
+	SELECT create_reference_table('currencies');
+	INSERT INTO items SELECT m, i, 'item ' || m || '/' || i
+	  FROM generate_series(1, 20) m, generate_series(1, 3) i;
+	INSERT INTO orders SELECT m, o, 1 + o % 3, o FROM generate_series(1, 20) m, generate_series(1, 10) o;});
+
+# The error of a statement, with its SQLSTATE (VERBOSITY verbose)
+sub error_of
+{
+	my ($sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return $err;
+}
+
+my $join = 'SELECT o.merchant_id, o.order_id, i.name, o.amount FROM orders o '
+  . 'JOIN items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id';
+
+like(
+	error_of("SELECT delta_join.create_view('joined', \$q\$ $join \$q\$)"),
+	qr/ERROR:  0A000: delta view rule 1: source "public.orders" AS o is a distributed table of Citus.*HINT:  Distributed delta views are not supported yet/s,
+	'a join of distributed tables is refused, with SQLSTATE and hint');
+like(
+	error_of(q{SELECT delta_join.create_view('rates', 'SELECT code, rate FROM currencies')}),
+	qr/0A000: delta view rule 1: source .*currencies.* is a reference table of Citus/,
+	'a reference table is refused');
+like(
+	error_of(
+		q{SELECT delta_join.create_view('noted', 'SELECT n.merchant_id, n.note, o.order_id FROM local_notes n JOIN orders o ON o.merchant_id = n.merchant_id')}
+	),
+	qr/0A000: delta view rule 1: source .*orders.* is a distributed table of Citus/,
+	'a local table joined to a distributed one is refused');
+like(
+	error_of(
+		q{SELECT delta_join.create_view('merchants', 'SELECT DISTINCT merchant_id FROM orders', strategy => 'auto')}
+	),
+	qr/0A000: delta view rule 1: .*orders.* is a distributed table of Citus/,
+	'the full-recompute path refuses it too');
+like(
+	error_of(
+		q{SELECT delta_join.create_view('wide', 'SELECT merchant_id, merchant_id AS order_id, note AS name, 0 AS amount FROM local_notes')}
+	),
+	qr/0A000: target "public.wide" is a distributed table of Citus/,
+	'a distributed target is refused');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM delta_join.views'),
+	'0', 'no view was left behind');
+
+# One shard group by hand: the co-located shards of orders, items and wide
+# that hold merchant 7, on this node.
+my ($o_shard, $i_shard, $w_shard) = split /\n/,
+  $node->safe_psql('postgres',
+	q{SELECT rel || '_' || get_shard_id_for_distribution_column(rel, 7)
+	  FROM unnest(ARRAY['orders', 'items', 'wide']) WITH ORDINALITY AS t(rel, n) ORDER BY n});
+like($w_shard, qr/^wide_\d+$/, "the target's shard for merchant 7 is $w_shard");
+
+my $shard_join = "SELECT o.merchant_id, o.order_id, i.name, o.amount FROM $o_shard o "
+  . "JOIN $i_shard i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id";
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('$w_shard', \$q\$ $shard_join \$q\$)");
+
+$node->safe_psql(
+	'postgres', q{
+	INSERT INTO orders SELECT m, 100 + o, 1 + o % 3, o FROM generate_series(1, 20) m, generate_series(1, 5) o;
+	UPDATE items SET name = name || ' renamed' WHERE item_id = 2;
+	DELETE FROM orders WHERE order_id % 4 = 0;
+	BEGIN; UPDATE orders SET amount = amount + 1; COMMIT;});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('$w_shard', '60s')"),
+	't', 'a view over one shard group follows writes made through the distributed tables');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM (($shard_join) EXCEPT ALL TABLE $w_shard) d"),
+	'0', 'its shard of the target has every row of the query over its shards (upsert mode: deleted orders stay)');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM wide WHERE merchant_id = 7") > 0 ? 'rows' : 'none',
+	'rows', 'and the distributed target shows its rows');
+
+like(
+	error_of("SELECT delta_join.drop_view('$w_shard')"),
+	qr/0A000: target "$w_shard" is a shard of Citus table "wide".*HINT:  Keep the table: SELECT delta_join.drop_view\('$w_shard', false\);/s,
+	'drop_view refuses to drop a shard');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('$w_shard', false)");
+is($node->safe_psql('postgres', 'SELECT count(*) > 0 FROM wide WHERE merchant_id = 7'),
+	't', 'dropping the view with drop_table false keeps the distributed table whole');
+
+done_testing();
