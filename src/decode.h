@@ -4,11 +4,12 @@
  *	  The output plugin's side of a batch: what decoding captured for the
  *	  apply worker.
  *
- * The apply worker (worker.c) drives logical decoding in its own process and
- * sets LogicalDecodingContext.output_writer_private to a DecodeCapture.  The
- * plugin callbacks (decode.c) add to it, for every decoded change of a
- * source, the dirty keys of the views the source feeds, deduplicated per
- * view and source; the worker applies what was captured and then resets it.
+ * The decoding driver (decoding.c) runs logical decoding in the apply
+ * worker's process and sets LogicalDecodingContext.output_writer_private to
+ * its DecodeCapture.  The plugin callbacks (decode.c) add to it, for every
+ * decoded change of a source, the dirty keys of the views the source feeds,
+ * deduplicated per view and source; the worker applies what was captured
+ * and then resets it.
  * Everything a capture holds lives in its batch memory context.
  *
  * Memory is bounded: once the capture holds spill_at keys (a transaction

@@ -6,12 +6,12 @@
  *
  * One worker runs per database that has views (launcher.c starts it).  It
  * owns the database's slot, keeps one decoding context open for its whole
- * life, and loops:
+ * life (the decoding driver, decoding.c), and loops:
  *
  *	decode	the WAL flushed so far; the output plugin (decode.c) adds the
- *			dirty keys of every decoded change of a source to the capture,
- *			until all is read or the batch policy (batch.h) says the batch
- *			is full or due;
+ *			dirty keys of every decoded change of a source to the batch's
+ *			capture, until all is read or the batch policy (batch.h) says
+ *			the batch is full or due;
  *	apply	the batch in ONE transaction (its keys spilled to disk first,
  *			in transactions of their own): read the views from the catalog,
  *			then apply each view's part (apply.c) inside a subtransaction,
@@ -44,14 +44,15 @@
  * drops the slot and exits.
  *
  * Idle behaviour: a worker that has read all flushed WAL sleeps on its latch
- * for at most WORKER_POLL_MS, then looks at the flush pointer again;
- * delta_join.wait() and worker_notify() set its latch to wake it at once.
+ * for at most WORKER_IDLE_MS, then looks at the flush pointer again;
+ * committing backends (a commit callback), delta_join.wait() and
+ * worker_notify() set its latch to wake it at once.
  *
  * Errors outside a view's apply (reading WAL, the catalog) end the worker;
  * the slot is released on exit and the launcher starts a new worker.
  *
  * Memory: the decoding context lives in worker_cxt for the life of the
- * worker.  A batch has batch_cxt: the capture's keys and batches, the
+ * worker.  A batch has batch_cxt: its capture's keys and batches, the
  * catalog rows read for it; it is reset when the next batch starts.  A
  * batch holds at most twice max_batch_size keys in memory, however large
  * its transactions: beyond that the capture spills them to a temporary
@@ -70,17 +71,14 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
-#include "replication/decode.h"
 #include "replication/logical.h"
 #include "replication/slot.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
-#include "storage/procarray.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -94,6 +92,7 @@
 #include "batch.h"
 #include "catalog.h"
 #include "decode.h"
+#include "decoding.h"
 #include "delta_join.h"
 #include "launcher.h"
 #include "progress.h"
@@ -148,8 +147,6 @@ static Oid	worker_dboid = InvalidOid;
 static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
 static MemoryContext batch_cxt = NULL;	/* the capture's; reset by each batch */
-static LogicalDecodingContext *decoding = NULL;
-static DecodeCapture capture;
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
 static List *deferred_views = NIL;	/* DeferredView *, in worker_cxt */
 
@@ -172,8 +169,6 @@ static void worker_on_exit(int code, Datum arg);
 static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
-static bool worker_decode(void);
-static bool worker_batch_due(void);
 static TimestampTz worker_next_retry(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
@@ -181,7 +176,6 @@ static void worker_apply_batch(void);
 static void worker_apply_part(List *batches, bool final);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
-static void worker_wait_visible(void);
 static ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch,
 									XLogRecPtr end_lsn, ApplyCounts *counts,
 									char **message, int *sqlerrcode);
@@ -331,10 +325,10 @@ worker_loop(void)
 			}
 		}
 
-		if (decoding == NULL)
+		if (!decoding_running())
 			worker_start_decoding();
 
-		caught_up = worker_decode();
+		caught_up = decoding_read(policy);
 		retry = worker_next_retry();
 
 		/*
@@ -342,15 +336,15 @@ worker_loop(void)
 		 * there is; max_batch_size and batch_timeout only bound it while WAL
 		 * keeps coming.
 		 */
-		if (!decode_capture_is_empty(&capture) || (retry != 0 && retry <= now))
+		if (!decoding_batch_empty() || (retry != 0 && retry <= now))
 		{
-			if (caught_up || worker_batch_due() || (retry != 0 && retry <= now))
+			if (caught_up || decoding_batch_due(policy) || (retry != 0 && retry <= now))
 			{
 				worker_apply_batch();
 				continue;
 			}
 		}
-		else if (decoding->reader->EndRecPtr > batch_start_lsn)
+		else if (decoding_position() > batch_start_lsn)
 			worker_progress();
 
 		if (!caught_up)
@@ -359,9 +353,9 @@ worker_loop(void)
 		{
 			long		timeout = WORKER_IDLE_MS;
 
-			if (!decode_capture_is_empty(&capture))
+			if (!decoding_batch_empty())
 			{
-				TimestampTz due = batch_policy_due_at(policy, capture.first_change_time);
+				TimestampTz due = decoding_batch_due_at(policy);
 
 				timeout = Max(1, Min(timeout,
 									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), due)));
@@ -374,17 +368,6 @@ worker_loop(void)
 			ResetLatch(MyLatch);
 		}
 	}
-}
-
-/* The batch is full or its oldest change has waited long enough */
-static bool
-worker_batch_due(void)
-{
-	if (decode_capture_is_empty(&capture))
-		return false;
-	if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
-		return true;
-	return GetCurrentTimestamp() >= batch_policy_due_at(policy, capture.first_change_time);
 }
 
 /* When the first deferred view is due for another try, or 0 */
@@ -442,11 +425,7 @@ worker_check_views(void)
 
 	if (result == CATALOG_NO_VIEWS)
 	{
-		if (decoding != NULL)
-		{
-			FreeDecodingContext(decoding);
-			decoding = NULL;
-		}
+		decoding_stop();
 		if (MyReplicationSlot != NULL)
 			ReplicationSlotRelease();
 		if (SearchNamedReplicationSlot(worker_slot, true) != NULL)
@@ -484,36 +463,16 @@ worker_progress_rows(List *views)
  * Acquire the slot and set up decoding from its restart point; the context
  * stays open across batches.
  */
-/*
- * Read a page of WAL for decoding, but only what is flushed: where
- * read_local_xlog_page would wait for the rest of a record (sleeping in
- * 1 ms steps), return "not there yet", so that the worker applies what it
- * has and is woken when more is committed.
- */
-static int
-worker_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
-				 XLogRecPtr targetRecPtr, char *cur_page)
-{
-	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
-		return -1;
-	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
-}
-
 static void
 worker_start_decoding(void)
 {
-	MemoryContext oldcxt;
-
 	StartTransactionCommand();
-	oldcxt = MemoryContextSwitchTo(worker_cxt);
-
 	CheckLogicalDecodingRequirements();
 	ReplicationSlotAcquire(worker_slot, true);
 
 	/* A slot invalidated for retaining too much WAL cannot decode. */
 	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
 	{
-		MemoryContextSwitchTo(oldcxt);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		worker_mark_views_stale(psprintf("replication slot \"%s\" was invalidated because it retained too much WAL (max_slot_wal_keep_size)",
 										 worker_slot));
@@ -527,82 +486,9 @@ worker_start_decoding(void)
 		proc_exit(0);
 	}
 
-	decoding = CreateDecodingContext(InvalidXLogRecPtr, NIL, false,
-									 XL_ROUTINE(.page_read = worker_read_page,
-												.segment_open = wal_segment_open,
-												.segment_close = wal_segment_close),
-									 NULL, NULL, NULL);
-	decoding->output_writer_private = &capture;
-	XLogBeginRead(decoding->reader, MyReplicationSlot->data.restart_lsn);
+	decoding_start(worker_cxt);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;
-
-	MemoryContextSwitchTo(oldcxt);
 	CommitTransactionCommand();
-}
-
-/*
- * Decode the WAL flushed so far into the capture, stopping early when the
- * batch is due.  Returns true when all flushed WAL has been read.
- */
-static bool
-worker_decode(void)
-{
-	XLogReaderState *reader = decoding->reader;
-	XLogRecPtr	flush;
-	XLogRecPtr	insert = progress_wal_position_now();
-	int			nrecords = 0;
-	bool		caught_up = false;
-	MemoryContext oldcxt;
-
-	/*
-	 * Changes of asynchronous commits would wait for the WAL writer:
-	 * flush what was written, so that it can be decoded now.
-	 */
-	if (insert > GetFlushRecPtr(NULL))
-		XLogFlush(insert);
-	flush = GetFlushRecPtr(NULL);
-	if (reader->EndRecPtr >= flush)
-		return true;
-
-	StartTransactionCommand();
-	apply_reset_system_caches();
-	capture.live_catalog = worker_catalog_relid("source_catalog");
-
-	capture.spill_at = batch_policy_spill_at(policy);
-
-	/*
-	 * The reader allocates its decode buffer and long records in the
-	 * current context when it needs them, and keeps them across calls.
-	 */
-	oldcxt = MemoryContextSwitchTo(decoding->context);
-	while (reader->EndRecPtr < flush)
-	{
-		XLogRecord *record;
-		char	   *errm = NULL;
-
-		record = XLogReadRecord(reader, &errm);
-		if (errm)
-			elog(ERROR, "could not read WAL for logical decoding: %s", errm);
-		if (record == NULL)
-		{
-			/* a record that runs past the flushed WAL: read it next time */
-			caught_up = true;
-			break;
-		}
-		LogicalDecodingProcessRecord(decoding, reader);
-
-		if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
-			break;
-		if (++nrecords % 256 == 0 && worker_batch_due())
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	caught_up |= (reader->EndRecPtr >= flush);
-	MemoryContextSwitchTo(oldcxt);
-
-	apply_reset_system_caches();
-	CommitTransactionCommand();
-	return caught_up;
 }
 
 /*
@@ -612,7 +498,7 @@ worker_decode(void)
 static void
 worker_progress(void)
 {
-	XLogRecPtr	end_lsn = decoding->reader->EndRecPtr;
+	XLogRecPtr	end_lsn = decoding_position();
 
 	worker_confirm(end_lsn);
 	progress_advance(worker_dboid, end_lsn);
@@ -628,7 +514,7 @@ worker_new_batch(void)
 										  ALLOCSET_DEFAULT_SIZES);
 	else
 		MemoryContextReset(batch_cxt);
-	decode_capture_reset(&capture, batch_cxt);
+	decoding_new_batch(batch_cxt);
 }
 
 /*
@@ -649,17 +535,19 @@ worker_apply_batch(void)
 	List	   *chunk;
 	XLogRecPtr	confirm;
 	ListCell   *lc;
+	int64		spill_at;
+	int64		spilled = decoding_batch_spilled(&spill_at);
 
-	if (capture.nspilled > 0)
+	if (spilled > 0)
 		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
-			 (long long) capture.spill_at, (long long) capture.nspilled, policy.max_keys);
+			 (long long) spill_at, (long long) spilled, policy.max_keys);
 
 	chunk_cxt = AllocSetContextCreate(batch_cxt, "delta_join batch chunk",
 									  ALLOCSET_DEFAULT_SIZES);
 	for (;;)
 	{
 		oldcxt = MemoryContextSwitchTo(chunk_cxt);
-		chunk = decode_capture_next_chunk(&capture, policy.max_keys);
+		chunk = decoding_batch_next_chunk(policy.max_keys);
 		if (chunk != NIL)
 			worker_apply_part(chunk, false);
 		MemoryContextSwitchTo(oldcxt);
@@ -669,16 +557,16 @@ worker_apply_batch(void)
 	}
 	MemoryContextDelete(chunk_cxt);
 	oldcxt = MemoryContextSwitchTo(batch_cxt);
-	worker_apply_part(decode_capture_batches(&capture), true);
+	worker_apply_part(decoding_batch_views(), true);
 	MemoryContextSwitchTo(oldcxt);
 
 	/* the slot never moves past a batch that waits for another try */
-	confirm = decoding->reader->EndRecPtr;
+	confirm = decoding_position();
 	foreach(lc, deferred_views)
 		confirm = Min(confirm, ((DeferredView *) lfirst(lc))->since_lsn);
 	worker_confirm(confirm);
 
-	batch_start_lsn = decoding->reader->EndRecPtr;
+	batch_start_lsn = decoding_position();
 	worker_new_batch();
 }
 
@@ -693,7 +581,7 @@ static void
 worker_apply_part(List *batches, bool final)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	XLogRecPtr	end_lsn = decoding->reader->EndRecPtr;
+	XLogRecPtr	end_lsn = decoding_position();
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *views;
 	ViewProgress *progress;
@@ -703,7 +591,7 @@ worker_apply_part(List *batches, bool final)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	worker_wait_visible();
+	decoding_wait_visible();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(cxt);
 	views = catalog_list_views();
@@ -825,7 +713,7 @@ worker_apply_part(List *batches, bool final)
 	if (final)
 	{
 		/* views whose changes could not be captured (decode.c) */
-		foreach(lc, capture.broken)
+		foreach(lc, decoding_batch_broken())
 		{
 			BrokenView *broken = (BrokenView *) lfirst(lc);
 
@@ -871,26 +759,6 @@ worker_confirm_flushed(void)
 	LogicalConfirmReceivedLocation(confirm_lsn);
 	ReplicationSlotMarkDirty();
 	confirm_lsn = InvalidXLogRecPtr;
-}
-
-/*
- * A transaction writes its commit record before it leaves the proc array,
- * and until it has left, snapshots do not see its changes.  Decoding can
- * be that quick: wait until every transaction whose changes are in the
- * batch is visible, or the batch would recompute rows from their old
- * versions and the change would be lost.  Most are long gone (older than
- * RecentXmin, which the snapshot taken here refreshes), which costs a
- * comparison each.
- */
-static void
-worker_wait_visible(void)
-{
-	(void) GetTransactionSnapshot();
-	for (int i = 0; i < capture.nxids; i++)
-	{
-		if (TransactionIdIsInProgress(capture.xids[i]))
-			XactLockTableWait(capture.xids[i], NULL, NULL, XLTW_None);
-	}
 }
 
 /* Errors that another try of the same view may not meet */

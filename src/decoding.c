@@ -1,0 +1,250 @@
+/*-------------------------------------------------------------------------
+ *
+ * decoding.c
+ *	  The decoding driver: the apply worker's logical decoding context, which
+ *	  reads the flushed WAL into the capture of the batch being made.
+ *
+ * The apply worker (worker.c) acquires its database's slot and starts the
+ * driver once; the context then stays open for the worker's life.  Each
+ * decoding_read() decodes what is flushed, and the output plugin (decode.c)
+ * adds the dirty keys of every decoded change of a source to the capture,
+ * until all is read or the batch policy (batch.h) says the batch is full or
+ * due.  The capture is this file's own: the worker asks for its batches, its
+ * spilled chunks, its broken views, and waits for its transactions to be
+ * visible, through the functions below.
+ *
+ * IDENTIFICATION
+ *	  src/decoding.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogutils.h"
+#include "miscadmin.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/slot.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "apply.h"
+#include "decode.h"
+#include "decoding.h"
+#include "launcher.h"
+#include "progress.h"
+
+static LogicalDecodingContext *decoding = NULL;
+static DecodeCapture capture;
+
+/*
+ * Read a page of WAL for decoding, but only what is flushed: where
+ * read_local_xlog_page would wait for the rest of a record (sleeping in
+ * 1 ms steps), return "not there yet", so that the worker applies what it
+ * has and is woken when more is committed.
+ */
+static int
+decoding_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
+				   XLogRecPtr targetRecPtr, char *cur_page)
+{
+	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
+		return -1;
+	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+}
+
+/*
+ * Set up decoding from the restart point of the slot this process has
+ * acquired, in a transaction; the context lives in cxt.
+ */
+void
+decoding_start(MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+	decoding = CreateDecodingContext(InvalidXLogRecPtr, NIL, false,
+									 XL_ROUTINE(.page_read = decoding_read_page,
+												.segment_open = wal_segment_open,
+												.segment_close = wal_segment_close),
+									 NULL, NULL, NULL);
+	decoding->output_writer_private = &capture;
+	XLogBeginRead(decoding->reader, MyReplicationSlot->data.restart_lsn);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+bool
+decoding_running(void)
+{
+	return decoding != NULL;
+}
+
+void
+decoding_stop(void)
+{
+	if (decoding != NULL)
+		FreeDecodingContext(decoding);
+	decoding = NULL;
+}
+
+/* WAL has been read up to here */
+XLogRecPtr
+decoding_position(void)
+{
+	return decoding->reader->EndRecPtr;
+}
+
+/*
+ * Decode the WAL flushed so far into the capture, stopping early when the
+ * batch is full or due.  Returns true when all flushed WAL has been read.
+ */
+bool
+decoding_read(BatchPolicy policy)
+{
+	XLogReaderState *reader = decoding->reader;
+	XLogRecPtr	flush;
+	XLogRecPtr	insert = progress_wal_position_now();
+	int			nrecords = 0;
+	bool		caught_up = false;
+	MemoryContext oldcxt;
+
+	/*
+	 * Changes of asynchronous commits would wait for the WAL writer:
+	 * flush what was written, so that it can be decoded now.
+	 */
+	if (insert > GetFlushRecPtr(NULL))
+		XLogFlush(insert);
+	flush = GetFlushRecPtr(NULL);
+	if (reader->EndRecPtr >= flush)
+		return true;
+
+	StartTransactionCommand();
+	apply_reset_system_caches();
+	capture.live_catalog = worker_catalog_relid("source_catalog");
+	capture.spill_at = batch_policy_spill_at(policy);
+
+	/*
+	 * The reader allocates its decode buffer and long records in the
+	 * current context when it needs them, and keeps them across calls.
+	 */
+	oldcxt = MemoryContextSwitchTo(decoding->context);
+	while (reader->EndRecPtr < flush)
+	{
+		XLogRecord *record;
+		char	   *errm = NULL;
+
+		record = XLogReadRecord(reader, &errm);
+		if (errm)
+			elog(ERROR, "could not read WAL for logical decoding: %s", errm);
+		if (record == NULL)
+		{
+			/* a record that runs past the flushed WAL: read it next time */
+			caught_up = true;
+			break;
+		}
+		LogicalDecodingProcessRecord(decoding, reader);
+
+		if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
+			break;
+		if (++nrecords % 256 == 0 && decoding_batch_due(policy))
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	caught_up |= (reader->EndRecPtr >= flush);
+	MemoryContextSwitchTo(oldcxt);
+
+	apply_reset_system_caches();
+	CommitTransactionCommand();
+	return caught_up;
+}
+
+/* ----------------
+ * The batch being captured
+ * ----------------
+ */
+
+/* Start a new, empty batch in cxt, which the caller has just made or reset */
+void
+decoding_new_batch(MemoryContext cxt)
+{
+	decode_capture_reset(&capture, cxt);
+}
+
+/* Nothing captured since the batch started */
+bool
+decoding_batch_empty(void)
+{
+	return decode_capture_is_empty(&capture);
+}
+
+/* When the batch will be due (its first change plus the timeout) */
+TimestampTz
+decoding_batch_due_at(BatchPolicy policy)
+{
+	return batch_policy_due_at(policy, capture.first_change_time);
+}
+
+/* The batch is full, or its oldest change has waited long enough */
+bool
+decoding_batch_due(BatchPolicy policy)
+{
+	if (decode_capture_is_empty(&capture))
+		return false;
+	if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
+		return true;
+	return GetCurrentTimestamp() >= decoding_batch_due_at(policy);
+}
+
+/* How many keys the batch spilled to disk (decode.h), and at how many */
+int64
+decoding_batch_spilled(int64 *spill_at)
+{
+	*spill_at = capture.spill_at;
+	return capture.nspilled;
+}
+
+/*
+ * The next chunk of up to max_keys spilled keys, as ViewBatches in
+ * CurrentMemoryContext; NIL when none is left.
+ */
+List *
+decoding_batch_next_chunk(int max_keys)
+{
+	return decode_capture_next_chunk(&capture, max_keys);
+}
+
+/* What stayed in memory: one ViewBatch per view (decode_capture_batches) */
+List *
+decoding_batch_views(void)
+{
+	return decode_capture_batches(&capture);
+}
+
+/* Views whose changes could not be captured: BrokenView * */
+List *
+decoding_batch_broken(void)
+{
+	return capture.broken;
+}
+
+/*
+ * A transaction writes its commit record before it leaves the proc array,
+ * and until it has left, snapshots do not see its changes.  Decoding can
+ * be that quick: wait until every transaction whose changes are in the
+ * batch is visible, or the batch would recompute rows from their old
+ * versions and the change would be lost.  Most are long gone (older than
+ * RecentXmin, which the snapshot taken here refreshes), which costs a
+ * comparison each.  In a transaction.
+ */
+void
+decoding_wait_visible(void)
+{
+	(void) GetTransactionSnapshot();
+	for (int i = 0; i < capture.nxids; i++)
+	{
+		if (TransactionIdIsInProgress(capture.xids[i]))
+			XactLockTableWait(capture.xids[i], NULL, NULL, XLTW_None);
+	}
+}
