@@ -122,10 +122,11 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dj_stat'
 LANGUAGE C STRICT VOLATILE;
 
--- Whether this database's apply worker runs, its slot exists, and shared
--- memory has room for the progress of one more view.
+-- Whether this database's apply worker runs, its slot exists, shared
+-- memory has room for the progress of one more view, and why the last
+-- worker ended in error (until a worker applies a batch).
 CREATE FUNCTION delta_join._database_state(OUT worker_pid int, OUT slot_exists boolean,
-										   OUT views_room boolean)
+										   OUT views_room boolean, OUT worker_failure text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'dj_database_state'
 LANGUAGE C STRICT VOLATILE;
@@ -174,7 +175,8 @@ LEFT JOIN pg_catalog.pg_class c ON c.oid = v.target;
 
 -- state: the catalog's (active, error), or 'stalled' when the view is
 -- active but nothing applies its changes: no worker runs for the database,
--- its slot is gone, or the view has no place in shared memory.
+-- or it fails again and again, its slot is gone, or the view has no place
+-- in shared memory.
 CREATE VIEW delta_join.status AS
 SELECT delta_join._name(v.target) AS target,
 	   CASE WHEN v.state = 'error' THEN 'error'
@@ -221,6 +223,8 @@ CROSS JOIN LATERAL (
 	SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
 				WHEN NOT d.slot_exists
 				THEN 'the replication slot of this database is missing: refresh the view'
+				WHEN d.worker_failure IS NOT NULL AND p.behind > 0
+				THEN 'the apply worker failed and is restarted: ' OPERATOR(pg_catalog.||) d.worker_failure
 				WHEN d.worker_pid IS NULL AND p.behind > 0
 				THEN 'no apply worker runs for this database (see the server log; max_worker_processes)'
 				WHEN s.view_id IS NULL AND NOT d.views_room

@@ -132,6 +132,38 @@ SELECT * FROM delta_join.explain($$
   SELECT u.id AS user_id, d.id AS domain_id, d.domain_name FROM users u LEFT JOIN domains d ON d.user_id = u.id
   WHERE d.domain_name <> 'x' $$);
 
+--
+-- 6. TRUNCATE of a source in upsert mode: its rows are gone, as if deleted.
+--    The nullable side truncated: every preserved row gets its
+--    null-extended row back, in place of its joined rows.  The preserved
+--    side truncated: its rows stay, residual, as deletes leave them -- and
+--    in a FULL JOIN the other side's rows get their null-extended rows.
+--
+CREATE TABLE teams (id bigint PRIMARY KEY, name text);
+CREATE TABLE players (id bigint PRIMARY KEY, team_id bigint, pname text);
+CREATE INDEX ON players (team_id);
+INSERT INTO teams VALUES (1, 'red'), (2, 'blue'), (3, 'green');
+INSERT INTO players VALUES (10, 1, 'ann'), (11, 1, 'bob'), (12, 2, 'cy'), (13, 9, 'dee');
+\set tp 'SELECT t.id AS team_id, t.name, p.id AS player_id, p.pname FROM teams t LEFT JOIN players p ON p.team_id = t.id'
+\set tpf 'SELECT t.id AS team_id, t.name, p.id AS player_id, p.team_id AS p_team, p.pname FROM teams t FULL JOIN players p ON p.team_id = t.id'
+SELECT delta_join.create_view('team_players', :'tp');
+SELECT delta_join.create_view('team_players_full', :'tpf');
+TRUNCATE players;
+SELECT delta_join.wait('outer_j.team_players'), delta_join.wait('outer_j.team_players_full');
+SELECT * FROM team_players ORDER BY team_id, player_id;
+SELECT * FROM diff('team_players', :'tp');
+SELECT * FROM team_players_full ORDER BY team_id, player_id;
+SELECT * FROM diff('team_players_full', :'tpf');
+INSERT INTO players VALUES (20, 1, 'eve'), (21, 3, 'fay');
+TRUNCATE teams;
+SELECT delta_join.wait('outer_j.team_players'), delta_join.wait('outer_j.team_players_full');
+-- residual rows of the truncated teams; nothing the query has is missing
+SELECT * FROM team_players ORDER BY team_id, player_id;
+SELECT * FROM diff('team_players', :'tp');
+-- the players' null-extended rows replace their joined ones
+SELECT * FROM team_players_full ORDER BY team_id, player_id;
+SELECT * FROM diff('team_players_full', :'tpf');
+
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA outer_j CASCADE;

@@ -589,6 +589,29 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 	target_region_end(oa->writer);
 }
 
+/*
+ * The keys of source s in the target's rows of this plan: the rows of s it
+ * holds, which a TRUNCATE of s took without a change that names them.
+ */
+static List *
+target_source_keys(OuterApply *oa, int s)
+{
+	List	   *keys = NIL;
+	TableScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(oa->writer->rel, NULL);
+
+	scan = table_beginscan(oa->writer->rel, GetActiveSnapshot(), 0, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		target_output_values(oa->writer, slot, oa->values, oa->isnull);
+		if (row_is_ours(oa, oa->values, oa->isnull) && source_present(oa, s, oa->isnull))
+			keys = lappend(keys, row_key(oa, s, oa->values));
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return keys;
+}
+
 /* The whole result, recomputed (a source was truncated). */
 static void
 replace_all(OuterApply *oa)
@@ -729,8 +752,17 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 
 		if (!plan->options.retract)
 		{
-			/* a truncated source leaves residual rows, as deletes do */
-			if (sb->keys == NIL)
+			List	   *keys = sb->keys;
+
+			/*
+			 * A truncated source: its rows in the target are gone, as if
+			 * deleted.  Preserved rows they were joined in get their
+			 * null-extended row back; other rows stay, residual, as
+			 * deletes leave them.
+			 */
+			if (sb->truncated && src->key_in_output)
+				keys = list_concat(target_source_keys(&oa, s), keys);
+			if (keys == NIL)
 				continue;
 
 			/*
@@ -738,8 +770,8 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 			 * rows may have lost their last partner, and their null-extended
 			 * row must replace the joined one.
 			 */
-			note_partners(&oa, s, sb->keys);
-			run_region(&oa, query_for_source(&oa, s), sb->keys, upsert_row);
+			note_partners(&oa, s, keys);
+			run_region(&oa, query_for_source(&oa, s), keys, upsert_row);
 			for (int round = 0; round < CLOSE_ANCHOR_ROUNDS; round++)
 			{
 				bool		any = false;

@@ -33,6 +33,10 @@ typedef struct DbWorker
 	pid_t		pid;			/* the running worker, 0 if none */
 	Latch	   *latch;			/* its latch, while pid != 0 */
 	uint64		generation;		/* bumped when the catalog changed */
+	char		failure[PROGRESS_REASON_LEN];	/* why the last worker ended
+												 * in error, until a worker
+												 * applies a batch ("" if
+												 * none) */
 } DbWorker;
 
 typedef struct WorkerShared

@@ -566,9 +566,10 @@ Datum
 dj_database_state(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
 	char		slot[NAMEDATALEN];
+	char		failure[PROGRESS_REASON_LEN] = "";
 	pid_t		pid = 0;
 
 	worker_check_shmem();
@@ -580,7 +581,10 @@ dj_database_state(PG_FUNCTION_ARGS)
 		DbWorker   *db = worker_find_db(MyDatabaseId, false);
 
 		if (db != NULL)
+		{
 			pid = db->pid;
+			strlcpy(failure, db->failure, sizeof(failure));
+		}
 	}
 	LWLockRelease(worker_shared->lock);
 
@@ -589,5 +593,7 @@ dj_database_state(PG_FUNCTION_ARGS)
 	nulls[0] = (pid == 0);
 	values[1] = BoolGetDatum(SearchNamedReplicationSlot(slot, true) != NULL);
 	values[2] = BoolGetDatum(progress_room());
+	values[3] = CStringGetTextDatum(failure);
+	nulls[3] = (failure[0] == '\0');
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

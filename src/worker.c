@@ -158,6 +158,9 @@ typedef struct Recompute
 } Recompute;
 static List *recomputes = NIL;
 
+/* An earlier worker of the database ended in error (worker_note_failure) */
+static bool failed_before = true;
+
 /* When a batch is applied (batch.h), for the views last read */
 static BatchPolicy policy;
 
@@ -166,6 +169,8 @@ static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
 static XLogRecPtr confirm_after = InvalidXLogRecPtr;
 
 static void worker_on_exit(int code, Datum arg);
+static void worker_note_failure(void);
+static void worker_clear_failure(void);
 static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
@@ -180,11 +185,12 @@ static ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch,
 									XLogRecPtr end_lsn, ApplyCounts *counts,
 									char **message, int *sqlerrcode);
 static DeferredView *worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now);
-static void worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode,
-								 TimestampTz now);
+static void worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode);
 static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
 							 TimestampTz now, char **message);
 static void worker_forget_deferred(DeferredView *dv);
+static void worker_forget_dropped(List *views);
+static void worker_free_deferred(DeferredView *dv);
 static TimestampTz worker_recomputed_at(int view_id);
 static void worker_note_recompute(int view_id, TimestampTz at);
 static DeferredView *worker_find_deferred(int view_id);
@@ -251,8 +257,51 @@ dj_worker_main(Datum main_arg)
 	worker_new_batch();
 	policy = batch_policy_for(NIL);
 
-	worker_loop();
+	/*
+	 * An error here ends the worker, and the launcher starts another, which
+	 * may meet it again: delta_join.status shows it until a batch applies.
+	 */
+	PG_TRY();
+	{
+		worker_loop();
+	}
+	PG_CATCH();
+	{
+		worker_note_failure();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	proc_exit(0);
+}
+
+/* Publish the error that is ending the worker (in a PG_CATCH) */
+static void
+worker_note_failure(void)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(ErrorContext);
+	ErrorData  *edata = CopyErrorData();
+	DbWorker   *db;
+
+	MemoryContextSwitchTo(oldcxt);
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	db = worker_find_db(worker_dboid, false);
+	if (db != NULL)
+		strlcpy(db->failure, edata->message ? edata->message : "unknown error",
+				sizeof(db->failure));
+	LWLockRelease(worker_shared->lock);
+}
+
+/* A batch applied: the last worker's failure, if any, is behind us */
+static void
+worker_clear_failure(void)
+{
+	DbWorker   *db;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	db = worker_find_db(worker_dboid, false);
+	if (db != NULL)
+		db->failure[0] = '\0';
+	LWLockRelease(worker_shared->lock);
 }
 
 /*
@@ -568,6 +617,11 @@ worker_apply_batch(void)
 
 	batch_start_lsn = decoding_position();
 	worker_new_batch();
+	if (failed_before)
+	{
+		worker_clear_failure();
+		failed_before = false;
+	}
 }
 
 /*
@@ -598,6 +652,7 @@ worker_apply_part(List *batches, bool final)
 	policy = batch_policy_for(views);
 	progress = worker_progress_rows(views);
 	applied_ids = palloc(sizeof(int) * Max(list_length(views), 1));
+	worker_forget_dropped(views);
 
 	foreach(lc, views)
 	{
@@ -681,7 +736,7 @@ worker_apply_part(List *batches, bool final)
 		{
 			if (dv == NULL)
 				dv = worker_defer(view, batch, now);
-			worker_defer_failure(dv, message, sqlerrcode, now);
+			worker_defer_failure(dv, message, sqlerrcode);
 			if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
 			{
 				vp->deferred = true;
@@ -921,8 +976,7 @@ worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now)
 
 /* Another try of a deferred view failed: when to try next, and why */
 static void
-worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode,
-					 TimestampTz now)
+worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode)
 {
 	int			backoff = WORKER_RETRY_MIN_MS << Min(dv->tries, 10);
 	MemoryContext oldcxt;
@@ -932,7 +986,9 @@ worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode,
 		dv->timeouts++;
 	else
 		dv->timeouts = 0;
-	dv->next_try = TimestampTzPlusMilliseconds(now, Min(backoff, WORKER_RETRY_MAX_MS));
+	/* from the failure, not the start of the try: a try may wait a while */
+	dv->next_try = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   Min(backoff, WORKER_RETRY_MAX_MS));
 	if (dv->reason)
 		pfree(dv->reason);
 	oldcxt = MemoryContextSwitchTo(worker_cxt);
@@ -966,12 +1022,45 @@ worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode, TimestampTz 
 	return true;
 }
 
+/*
+ * Forget the deferred views that views (the catalog's) no longer has: their
+ * view or its target was dropped, and nothing waits for them any more --
+ * least of all the slot.
+ */
+static void
+worker_forget_dropped(List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, deferred_views)
+	{
+		DeferredView *dv = lfirst(lc);
+		bool		found = false;
+		ListCell   *lc2;
+
+		foreach(lc2, views)
+			found |= (((ViewRecord *) lfirst(lc2))->view_id == dv->view_id);
+		if (!found)
+		{
+			deferred_views = foreach_delete_current(deferred_views, lc);
+			worker_free_deferred(dv);
+		}
+	}
+}
+
 /* Drop a deferred view's waiting batches. */
 static void
 worker_forget_deferred(DeferredView *dv)
 {
-	MemoryContextDelete(dv->cxt);
 	deferred_views = list_delete_ptr(deferred_views, dv);
+	worker_free_deferred(dv);
+}
+
+/* Free a deferred view that is no longer in deferred_views */
+static void
+worker_free_deferred(DeferredView *dv)
+{
+	MemoryContextDelete(dv->cxt);
 	if (dv->reason)
 		pfree(dv->reason);
 	pfree(dv);

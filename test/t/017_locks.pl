@@ -77,6 +77,40 @@ is( $node->safe_psql('postgres',
 		"SELECT keys_applied - $keys_before FROM delta_join.status WHERE target = 'public.summary'"),
 	'1', 'its one group, changed in 20 transactions while it waited, was recomputed once');
 
+# ---- a view dropped while it waits: nothing waits for it any more ----
+
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('doomed', '$DeltaJoinTest::summary_query')");
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE doomed IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id = 3');
+# dropped in its back-off (long after a few tries), not while the worker
+# waits for the lock
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT substring(reason from '^retrying \((\d+) tries\)')::int >= 4 AND NOT EXISTS (
+		         SELECT 1 FROM pg_locks WHERE relation = 'doomed'::regclass AND NOT granted)
+		FROM delta_join.status WHERE target = 'public.doomed'}),
+	'the view to drop is waiting for another try');
+$locker->query_safe("SELECT delta_join.drop_view('doomed')");
+$locker->query_safe('COMMIT');
+my $dropped_at = $node->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id = 4');
+is(wait_view('summary', '60s'), 't', 'the other views go on');
+ok( $node->poll_query_until(
+		'postgres', qq{
+		SELECT confirmed_flush_lsn >= '$dropped_at' FROM pg_replication_slots
+		WHERE slot_name LIKE 'delta_join%'}),
+	'the slot moves past the dropped view');
+my $commits = $node->safe_psql('postgres',
+	'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
+sleep 3;
+cmp_ok(
+	$node->safe_psql('postgres',
+		"SELECT xact_commit - $commits FROM pg_stat_database WHERE datname = current_database()"),
+	'<', 300,
+	'and the worker does not spin on it (transactions in 3 quiet seconds)');
+
 # ---- a row lock on a target row ----
 
 $locker->query_safe('BEGIN');

@@ -156,4 +156,22 @@ ok($killed, 'the worker was terminated between chunks of a batch');
 is(wait_all('120s'), 't', 'the new worker converges');
 check_all('after the worker was killed between chunks');
 
+# The spill file is a temporary file, held to temp_file_limit as core's
+# own apply workers are: a worker that cannot write it fails, and again
+# after each restart.  The status says why, and the views catch up once the
+# limit is raised.
+$node->safe_psql('postgres', "ALTER SYSTEM SET temp_file_limit = '64kB'; SELECT pg_reload_conf()");
+big_transaction(4);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT bool_and(state = 'stalled' AND reason ~ '^the apply worker failed and is restarted: temporary file size exceeds temp_file_limit')
+		FROM delta_join.status}),
+	'with temp_file_limit too small for the spill, every view is stalled, and says why');
+is(wait_all('1s'), 'f', 'wait() does not report them fresh');
+$node->safe_psql('postgres', "ALTER SYSTEM RESET temp_file_limit; SELECT pg_reload_conf()");
+is(wait_all('120s'), 't', 'once the limit is raised, the views converge');
+check_all('after temp_file_limit was raised');
+is($node->safe_psql('postgres', "SELECT count(*) FROM delta_join.status WHERE state <> 'active' OR reason IS NOT NULL"),
+	'0', 'and the failure is no longer shown');
+
 done_testing();
