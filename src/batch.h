@@ -50,8 +50,8 @@ typedef struct ViewBatch
 	int64		changes;		/* decoded changes this batch covers */
 	XLogRecPtr	end_lsn;		/* changes up to here are covered */
 	TimestampTz commit_time;	/* commit time of the newest change */
-	bool		chunk;			/* only keys spilled by the capture (decode.h),
-								 * a batch's final part still to come */
+	bool		chunk;			/* only keys the capture spilled (decode.h):
+								 * the view's batch itself comes after */
 } ViewBatch;
 
 /* What applying one view's batch did, added to the view's counters. */

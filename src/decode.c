@@ -665,10 +665,7 @@ decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt)
 	uint64		generation = cap->generation;
 	int64		spill_at = cap->spill_at;
 
-	/* (a batch ended by an error may not have read its spill file back) */
-	if (cap->spill != NULL)
-		BufFileClose(cap->spill);
-
+	Assert(cap->spills == NIL);
 	memset(cap, 0, sizeof(DecodeCapture));
 	cap->magic = DECODE_CAPTURE_MAGIC;
 	cap->batch_cxt = batch_cxt;
@@ -893,12 +890,47 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 /* ----------------
  * Spilling keys
  *
- * A spilled key is a record: the view's id and the source's ordinal (two
- * int32), the length of the key's image (uint32) and its image (batch.c).
- * The shape of each source's key is in its SourceBatch, which stays in
- * memory.
+ * Each view has a spill file of its own, so that its keys are read back
+ * alone, when it is applied.  A spilled key is a record: the source's
+ * ordinal (int32), the length of the key's image (uint32) and its image
+ * (batch.c).  The shape of each source's key is in its SourceBatch, which
+ * stays in memory.
  * ----------------
  */
+
+/* The keys of one view spilled to disk */
+typedef struct ViewSpill
+{
+	int			view_id;
+	BufFile    *file;
+	int64		nkeys;			/* written */
+	int64		nread;			/* read back since the last rewind */
+} ViewSpill;
+
+static ViewSpill *
+view_spill(DecodeCapture *cap, int view_id, bool create)
+{
+	ListCell   *lc;
+	ViewSpill  *spill;
+	MemoryContext oldcxt;
+
+	foreach(lc, cap->spills)
+	{
+		if (((ViewSpill *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+	if (!create)
+		return NULL;
+
+	/* it outlives the decoding transaction; closed when the batch ends */
+	oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+	spill = palloc0(sizeof(ViewSpill));
+	spill->view_id = view_id;
+	spill->file = BufFileCreateTemp(true);
+	cap->spills = lappend(cap->spills, spill);
+	MemoryContextSwitchTo(oldcxt);
+	return spill;
+}
 
 static void
 spill_read(BufFile *file, void *data, size_t len)
@@ -909,7 +941,7 @@ spill_read(BufFile *file, void *data, size_t len)
 				 errmsg("could not read the dirty keys spilled to a temporary file")));
 }
 
-/* Write the keys the capture holds to its spill file and drop them. */
+/* Write the keys the capture holds to the spill files and drop them. */
 static void
 decode_spill_keys(DecodeCapture *cap)
 {
@@ -917,35 +949,31 @@ decode_spill_keys(DecodeCapture *cap)
 	SourceEntry *sentry;
 	StringInfoData record;
 
-	if (cap->spill == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
-
-		/* it outlives the decoding transaction; closed once read back */
-		cap->spill = BufFileCreateTemp(true);
-		MemoryContextSwitchTo(oldcxt);
-	}
-
 	initStringInfo(&record);
 	hash_seq_init(&status, cap->sources);
 	while ((sentry = hash_seq_search(&status)) != NULL)
 	{
 		SourceBatch *sb = sentry->batch;
+		ViewSpill  *spill;
 		ListCell   *lc;
 
+		if (sb->keys == NIL)
+			continue;
+		spill = view_spill(cap, sentry->tag.view_id, true);
 		foreach(lc, sb->keys)
 		{
 			DirtyKey   *key = lfirst(lc);
-			int32		ids[2] = {sentry->tag.view_id, sentry->tag.ordinal};
+			int32		ordinal = sentry->tag.ordinal;
 			uint32		len;
 
 			resetStringInfo(&record);
-			appendBinaryStringInfo(&record, (char *) ids, sizeof(ids));
+			appendBinaryStringInfo(&record, (char *) &ordinal, sizeof(ordinal));
 			appendBinaryStringInfo(&record, (char *) &len, sizeof(len));
 			dirty_key_image(&record, sb, key->values, key->isnull);
-			len = record.len - sizeof(ids) - sizeof(len);
-			memcpy(record.data + sizeof(ids), &len, sizeof(len));
-			BufFileWrite(cap->spill, record.data, record.len);
+			len = record.len - sizeof(ordinal) - sizeof(len);
+			memcpy(record.data + sizeof(ordinal), &len, sizeof(len));
+			BufFileWrite(spill->file, record.data, record.len);
+			spill->nkeys++;
 		}
 		sb->keys = NIL;
 	}
@@ -957,19 +985,49 @@ decode_spill_keys(DecodeCapture *cap)
 	cap->keys = key_set_create(cap->keys_cxt);
 }
 
-/* The ViewBatch of a chunk for a view, made with the capture's sources */
-static ViewBatch *
-chunk_view_batch(DecodeCapture *cap, List **chunk, int view_id)
+/*
+ * Close the capture's spill files: the batch is over, and its memory is
+ * about to go.
+ */
+void
+decode_capture_release(DecodeCapture *cap)
 {
-	ViewEntry  *ventry;
-	ViewBatch  *vb;
 	ListCell   *lc;
 
-	foreach(lc, *chunk)
+	foreach(lc, cap->spills)
+		BufFileClose(((ViewSpill *) lfirst(lc))->file);
+	cap->spills = NIL;
+}
+
+/*
+ * The next chunk of up to max_keys keys that the capture spilled for a view
+ * (from the first when rewind), as a ViewBatch allocated in
+ * CurrentMemoryContext: the view's sources, in ordinal order, with only
+ * those keys -- the batch's counts and TRUNCATEs are in what
+ * decode_capture_batches returns.  NULL once every spilled key was read.
+ */
+ViewBatch *
+decode_capture_next_chunk(DecodeCapture *cap, int view_id, bool rewind, int64 max_keys)
+{
+	ViewSpill  *spill = view_spill(cap, view_id, false);
+	ViewEntry  *ventry;
+	ViewBatch  *chunk;
+	StringInfoData image;
+	ListCell   *lc;
+	int64		n = 0;
+
+	if (spill == NULL)
+		return NULL;
+	if (rewind)
 	{
-		if (((ViewBatch *) lfirst(lc))->view_id == view_id)
-			return lfirst(lc);
+		if (BufFileSeek(spill->file, 0, 0, SEEK_SET) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not rewind the temporary file of spilled dirty keys")));
+		spill->nread = 0;
 	}
+	if (spill->nread == spill->nkeys)
+		return NULL;
 
 	/*
 	 * Every source the batch changed is in it, with or without keys here,
@@ -977,10 +1035,10 @@ chunk_view_batch(DecodeCapture *cap, List **chunk, int view_id)
 	 */
 	ventry = hash_search(cap->views, &view_id, HASH_FIND, NULL);
 	if (ventry == NULL)
-		elog(ERROR, "spilled dirty key of view %d, which has no batch", view_id);
-	vb = palloc0(sizeof(ViewBatch));
-	vb->view_id = view_id;
-	vb->chunk = true;
+		elog(ERROR, "spilled dirty keys of view %d, which has no batch", view_id);
+	chunk = palloc0(sizeof(ViewBatch));
+	chunk->view_id = view_id;
+	chunk->chunk = true;
 	foreach(lc, ventry->batch->sources)
 	{
 		SourceBatch *sb = palloc(sizeof(SourceBatch));
@@ -988,73 +1046,40 @@ chunk_view_batch(DecodeCapture *cap, List **chunk, int view_id)
 		*sb = *(SourceBatch *) lfirst(lc);
 		sb->truncated = false;
 		sb->keys = NIL;
-		vb->sources = lappend(vb->sources, sb);
+		chunk->sources = lappend(chunk->sources, sb);
 	}
-	*chunk = lappend(*chunk, vb);
-	return vb;
-}
-
-/*
- * Read back up to max_keys spilled keys, as ViewBatches (in view_id order,
- * their sources in ordinal order, allocated in CurrentMemoryContext) that
- * hold only keys: the batch's counts and TRUNCATEs are in what
- * decode_capture_batches returns.  NIL once every spilled key was read.
- */
-List *
-decode_capture_next_chunk(DecodeCapture *cap, int64 max_keys)
-{
-	List	   *chunk = NIL;
-	int64		n = 0;
-	StringInfoData image;
-
-	if (cap->spill == NULL)
-		return NIL;
-	if (cap->nread == 0 && BufFileSeek(cap->spill, 0, 0, SEEK_SET) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not rewind the temporary file of spilled dirty keys")));
+	view_batch_sort_sources(chunk);
 
 	initStringInfo(&image);
-
-	while (n < max_keys && cap->nread < cap->nspilled)
+	while (n < max_keys && spill->nread < spill->nkeys)
 	{
-		int32		ids[2];
+		int32		ordinal;
 		uint32		len;
 		uint32		used;
-		ViewBatch  *vb;
 		SourceBatch *sb = NULL;
 		DirtyKey   *key;
-		ListCell   *lc;
 
-		spill_read(cap->spill, ids, sizeof(ids));
-		vb = chunk_view_batch(cap, &chunk, ids[0]);
-		foreach(lc, vb->sources)
+		spill_read(spill->file, &ordinal, sizeof(ordinal));
+		foreach(lc, chunk->sources)
 		{
-			if (((SourceBatch *) lfirst(lc))->ordinal == ids[1])
+			if (((SourceBatch *) lfirst(lc))->ordinal == ordinal)
 				sb = lfirst(lc);
 		}
 		if (sb == NULL)
 			elog(ERROR, "spilled dirty key of view %d, source %d, which has no batch",
-				 ids[0], ids[1]);
+				 view_id, ordinal);
 
-		spill_read(cap->spill, &len, sizeof(len));
+		spill_read(spill->file, &len, sizeof(len));
 		enlargeStringInfo(&image, len);
-		spill_read(cap->spill, image.data, len);
+		spill_read(spill->file, image.data, len);
 		key = dirty_key_from_image(sb, image.data, &used);
 		if (used != len)
 			elog(ERROR, "spilled dirty key of view %d, source %d, does not match its source's key",
-				 ids[0], ids[1]);
+				 view_id, ordinal);
 		sb->keys = lappend(sb->keys, key);
 		n++;
-		cap->nread++;
+		spill->nread++;
 	}
-
 	pfree(image.data);
-	if (cap->nread == cap->nspilled)
-	{
-		BufFileClose(cap->spill);
-		cap->spill = NULL;
-	}
-	list_sort(chunk, view_batch_cmp);
 	return chunk;
 }

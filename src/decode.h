@@ -14,10 +14,11 @@
  *
  * Memory is bounded: once the capture holds spill_at keys (a transaction
  * larger than the batch is decoded in one go, at its commit), its keys are
- * written to a temporary file and dropped from memory; the worker reads them
- * back a chunk at a time (decode_capture_next_chunk) before it applies what
- * stayed in memory.  A key may then be read more than once: applying a key
- * twice does no harm.
+ * written to temporary files, one per view, and dropped from memory; the
+ * worker reads a view's keys back a chunk at a time
+ * (decode_capture_next_chunk) when it applies the view, before what stayed
+ * in memory.  A key may then be read more than once: applying a key twice
+ * does no harm.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +30,8 @@
 #include "storage/buffile.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
+
+#include "batch.h"
 
 /* Tells a capture from the private data of other decoding clients */
 #define DECODE_CAPTURE_MAGIC	0x444A4B59
@@ -54,9 +57,8 @@ typedef struct DecodeCapture
 	HTAB	   *views;			/* view_id -> ViewBatch */
 	int64		nkeys;			/* entries in keys */
 	int64		spill_at;		/* spill the keys when this many (0: never) */
-	BufFile    *spill;			/* keys spilled and not all read back, or NULL */
-	int64		nspilled;		/* keys written to spill */
-	int64		nread;			/* of them, read back */
+	List	   *spills;			/* the views' spill files (decode.c) */
+	int64		nspilled;		/* keys written to them */
 	int64		nchanges;		/* changes of sources captured */
 	List	   *broken;			/* BrokenView *, one per view */
 	TimestampTz first_change_time;	/* when the first change was captured */
@@ -76,8 +78,10 @@ typedef struct DecodeCapture
 } DecodeCapture;
 
 extern void decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt);
+extern void decode_capture_release(DecodeCapture *cap);
 extern bool decode_capture_is_empty(DecodeCapture *cap);
 extern List *decode_capture_batches(DecodeCapture *cap);
-extern List *decode_capture_next_chunk(DecodeCapture *cap, int64 max_keys);
+extern ViewBatch *decode_capture_next_chunk(DecodeCapture *cap, int view_id, bool rewind,
+											int64 max_keys);
 
 #endif							/* DJ_DECODE_H */

@@ -172,6 +172,13 @@ decoding_new_batch(MemoryContext cxt)
 	decode_capture_reset(&capture, cxt);
 }
 
+/* The batch is over: let go of what lives outside its memory */
+void
+decoding_end_batch(void)
+{
+	decode_capture_release(&capture);
+}
+
 /* Nothing captured since the batch started */
 bool
 decoding_batch_empty(void)
@@ -206,13 +213,14 @@ decoding_batch_spilled(int64 *spill_at)
 }
 
 /*
- * The next chunk of up to max_keys spilled keys, as ViewBatches in
- * CurrentMemoryContext; NIL when none is left.
+ * The next chunk of up to max_keys keys the batch spilled for a view (from
+ * the first when rewind), as a ViewBatch in CurrentMemoryContext; NULL when
+ * none is left.
  */
-List *
-decoding_batch_next_chunk(int max_keys)
+ViewBatch *
+decoding_batch_next_chunk(int view_id, bool rewind, int max_keys)
 {
-	return decode_capture_next_chunk(&capture, max_keys);
+	return decode_capture_next_chunk(&capture, view_id, rewind, max_keys);
 }
 
 /* What stayed in memory: one ViewBatch per view (decode_capture_batches) */

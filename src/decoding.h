@@ -22,11 +22,12 @@ extern XLogRecPtr decoding_position(void);
 extern bool decoding_read(BatchPolicy policy);
 
 extern void decoding_new_batch(MemoryContext cxt);
+extern void decoding_end_batch(void);
 extern bool decoding_batch_empty(void);
 extern bool decoding_batch_due(BatchPolicy policy);
 extern TimestampTz decoding_batch_due_at(BatchPolicy policy);
 extern int64 decoding_batch_spilled(int64 *spill_at);
-extern List *decoding_batch_next_chunk(int max_keys);
+extern ViewBatch *decoding_batch_next_chunk(int view_id, bool rewind, int max_keys);
 extern List *decoding_batch_views(void);
 extern List *decoding_batch_broken(void);
 extern void decoding_wait_visible(void);

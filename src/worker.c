@@ -12,8 +12,7 @@
  *			dirty keys of every decoded change of a source to the batch's
  *			capture, until all is read or the batch policy (batch.h) says
  *			the batch is full or due;
- *	apply	the batch in ONE transaction (its keys spilled to disk first,
- *			in transactions of their own): read the views from the catalog,
+ *	apply	the batch in ONE transaction: read the views from the catalog,
  *			then apply each view's part (apply.c) inside a subtransaction,
  *			as the target's owner with the view's pinned settings (runas.c)
  *			and its lookup_timeout; store the applied position of the views
@@ -55,12 +54,12 @@
  * worker.  A batch has batch_cxt: its capture's keys and batches, the
  * catalog rows read for it; it is reset when the next batch starts.  A
  * batch holds at most twice max_batch_size keys in memory, however large
- * its transactions: beyond that the capture spills them to a temporary
- * file, and they are applied from it in chunks of max_batch_size, each in a
- * transaction (and a memory context) of its own, before the rest of the
- * batch (worker_apply_batch).  A deferred view copies the keys it waits
- * for into memory of its own, each key once however many batches brought
- * it.
+ * its transactions: beyond that the capture spills them to temporary files,
+ * one per view, and each view reads its own back in chunks of
+ * max_batch_size, each in memory freed before the next, as it is applied
+ * (worker_each_chunk) -- still in the batch's one transaction.  A deferred
+ * view copies the keys it waits for into memory of its own, each key once
+ * however many batches brought it.
  *
  * IDENTIFICATION
  *	  src/worker.c
@@ -178,13 +177,19 @@ static TimestampTz worker_next_retry(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
 static void worker_apply_batch(void);
-static void worker_apply_part(List *batches, bool final);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
+static void worker_each_chunk(ViewRecord *view,
+							  void (*fn) (ViewRecord *view, ViewBatch *chunk, void *arg),
+							  void *arg);
+static void apply_chunk(ViewRecord *view, ViewBatch *chunk, void *arg);
+static void defer_chunk(ViewRecord *view, ViewBatch *chunk, void *arg);
 static ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch,
 									XLogRecPtr end_lsn, ApplyCounts *counts,
 									char **message, int *sqlerrcode);
 static DeferredView *worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now);
+static void worker_defer_add(DeferredView *dv, ViewBatch *batch);
+static void worker_defer_spilled(DeferredView *dv, ViewRecord *view);
 static void worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode);
 static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
 							 TimestampTz now, char **message);
@@ -562,26 +567,32 @@ worker_new_batch(void)
 		batch_cxt = AllocSetContextCreate(worker_cxt, "delta_join batch",
 										  ALLOCSET_DEFAULT_SIZES);
 	else
+	{
+		decoding_end_batch();
 		MemoryContextReset(batch_cxt);
+	}
 	decoding_new_batch(batch_cxt);
 }
 
 /*
- * Apply the captured batch; then confirm what is done to the slot and start
- * a new batch.
+ * Apply the captured batch, and the deferred views that are due, in one
+ * transaction; then confirm what is done to the slot and start a new batch.
  *
- * The keys the capture spilled to disk (decode.h) come first, in chunks of
- * max_keys (batch.h), each in a transaction of its own; what stayed in memory
- * comes last, with the batch's TRUNCATEs and counts, and only then are the
- * views' applied positions stored and the slot confirmed.  A crash in
- * between replays the whole batch.
+ * Keys the capture spilled to disk (decode.h) are read back a chunk of
+ * max_keys at a time as each view is applied, in the same transaction, so
+ * that memory stays bounded and no half of a batch is ever visible.
  */
 static void
 worker_apply_batch(void)
 {
-	MemoryContext chunk_cxt;
-	MemoryContext oldcxt;
-	List	   *chunk;
+	MemoryContext oldcxt = MemoryContextSwitchTo(batch_cxt);
+	List	   *batches = decoding_batch_views();
+	XLogRecPtr	end_lsn = decoding_position();
+	TimestampTz now = GetCurrentTimestamp();
+	List	   *views;
+	ViewProgress *progress;
+	int		   *applied_ids;
+	int			napplied = 0;
 	XLogRecPtr	confirm;
 	ListCell   *lc;
 	int64		spill_at;
@@ -591,63 +602,11 @@ worker_apply_batch(void)
 		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
 			 (long long) spill_at, (long long) spilled, policy.max_keys);
 
-	chunk_cxt = AllocSetContextCreate(batch_cxt, "delta_join batch chunk",
-									  ALLOCSET_DEFAULT_SIZES);
-	for (;;)
-	{
-		oldcxt = MemoryContextSwitchTo(chunk_cxt);
-		chunk = decoding_batch_next_chunk(policy.max_keys);
-		if (chunk != NIL)
-			worker_apply_part(chunk, false);
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(chunk_cxt);
-		if (chunk == NIL)
-			break;
-	}
-	MemoryContextDelete(chunk_cxt);
-	oldcxt = MemoryContextSwitchTo(batch_cxt);
-	worker_apply_part(decoding_batch_views(), true);
-	MemoryContextSwitchTo(oldcxt);
-
-	/* the slot never moves past a batch that waits for another try */
-	confirm = decoding_position();
-	foreach(lc, deferred_views)
-		confirm = Min(confirm, ((DeferredView *) lfirst(lc))->since_lsn);
-	worker_confirm(confirm);
-
-	batch_start_lsn = decoding_position();
-	worker_new_batch();
-	if (failed_before)
-	{
-		worker_clear_failure();
-		failed_before = false;
-	}
-}
-
-/*
- * Apply part of the batch (all of it when final), and the deferred views
- * that are due, in one transaction.  Only the final part stores the views'
- * applied positions; a view deferred in an earlier part keeps the keys of
- * its chunk, for the final part or later.  What is allocated here lives in
- * the caller's memory context, as batches do.
- */
-static void
-worker_apply_part(List *batches, bool final)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	XLogRecPtr	end_lsn = decoding_position();
-	TimestampTz now = GetCurrentTimestamp();
-	List	   *views;
-	ViewProgress *progress;
-	int		   *applied_ids;
-	int			napplied = 0;
-	ListCell   *lc;
-
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	decoding_wait_visible();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	MemoryContextSwitchTo(cxt);
+	MemoryContextSwitchTo(batch_cxt);
 	views = catalog_list_views();
 	policy = batch_policy_for(views);
 	progress = worker_progress_rows(views);
@@ -686,18 +645,14 @@ worker_apply_part(List *batches, bool final)
 			continue;
 		}
 
-		/* a full recompute needs no keys: it runs once, in the final part */
-		if (!final && (batch == NULL || view->path == DJ_PATH_FULL))
-			continue;
-
 		if (dv != NULL)
 		{
 			/* the new keys join those waiting */
 			if (batch != NULL)
 				worker_defer(view, batch, now);
-			/* not due yet, or not before the final part */
-			if (dv->next_try > now || !final)
+			if (dv->next_try > now)
 			{
+				worker_defer_spilled(dv, view);
 				vp->deferred = true;
 				vp->retry_reason = dv->reason;
 				continue;
@@ -736,6 +691,7 @@ worker_apply_part(List *batches, bool final)
 		{
 			if (dv == NULL)
 				dv = worker_defer(view, batch, now);
+			worker_defer_spilled(dv, view);
 			worker_defer_failure(dv, message, sqlerrcode);
 			if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
 			{
@@ -765,29 +721,41 @@ worker_apply_part(List *batches, bool final)
 			worker_note_recompute(view->view_id, now);
 	}
 
-	if (final)
+	/* views whose changes could not be captured (decode.c) */
+	foreach(lc, decoding_batch_broken())
 	{
-		/* views whose changes could not be captured (decode.c) */
-		foreach(lc, decoding_batch_broken())
-		{
-			BrokenView *broken = (BrokenView *) lfirst(lc);
+		BrokenView *broken = (BrokenView *) lfirst(lc);
 
-			catalog_set_error(broken->view_id, broken->message);
-			for (int i = 0; i < list_length(views); i++)
-			{
-				if (progress[i].view_id == broken->view_id)
-					progress[i].in_error = true;
-			}
+		catalog_set_error(broken->view_id, broken->message);
+		for (int i = 0; i < list_length(views); i++)
+		{
+			if (progress[i].view_id == broken->view_id)
+				progress[i].in_error = true;
 		}
-		catalog_set_applied(napplied, applied_ids, end_lsn);
 	}
+
+	catalog_set_applied(napplied, applied_ids, end_lsn);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
-	MemoryContextSwitchTo(cxt);
+	MemoryContextSwitchTo(batch_cxt);
 
-	progress_publish(worker_dboid, progress, list_length(views),
-					 final ? end_lsn : InvalidXLogRecPtr);
+	progress_publish(worker_dboid, progress, list_length(views), end_lsn);
+	MemoryContextSwitchTo(oldcxt);
+
+	/* the slot never moves past a batch that waits for another try */
+	confirm = end_lsn;
+	foreach(lc, deferred_views)
+		confirm = Min(confirm, ((DeferredView *) lfirst(lc))->since_lsn);
+	worker_confirm(confirm);
+
+	batch_start_lsn = end_lsn;
+	worker_new_batch();
+	if (failed_before)
+	{
+		worker_clear_failure();
+		failed_before = false;
+	}
 }
 
 /*
@@ -851,6 +819,7 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 
 		PushActiveSnapshot(GetTransactionSnapshot());
 		batch->end_lsn = end_lsn;
+		worker_each_chunk(view, apply_chunk, counts);
 		apply_view_batch(view, batch, counts);
 		PopActiveSnapshot();
 
@@ -886,6 +855,37 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 	PG_END_TRY();
 
 	return result;
+}
+
+/*
+ * Call fn on each chunk of max_keys keys the batch spilled for a view, each
+ * in memory that is freed before the next.
+ */
+static void
+worker_each_chunk(ViewRecord *view, void (*fn) (ViewRecord *view, ViewBatch *chunk, void *arg),
+				  void *arg)
+{
+	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
+													"delta_join batch chunk",
+													ALLOCSET_DEFAULT_SIZES);
+	MemoryContext oldcxt = MemoryContextSwitchTo(chunk_cxt);
+	ViewBatch  *chunk;
+	bool		rewind = true;
+
+	while ((chunk = decoding_batch_next_chunk(view->view_id, rewind, policy.max_keys)) != NULL)
+	{
+		fn(view, chunk, arg);
+		MemoryContextReset(chunk_cxt);
+		rewind = false;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(chunk_cxt);
+}
+
+static void
+apply_chunk(ViewRecord *view, ViewBatch *chunk, void *arg)
+{
+	apply_view_batch(view, chunk, (ApplyCounts *) arg);
 }
 
 /* When a full-recompute view last recomputed (0: not since the worker started) */
@@ -963,15 +963,37 @@ worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	if (batch != NULL)
-	{
-		if (dv->batch == NULL)
-		{
-			dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
-			dv->batch->view_id = view->view_id;
-		}
-		view_batch_merge(dv->batch, batch, dv->seen, dv->cxt);
-	}
+		worker_defer_add(dv, batch);
 	return dv;
+}
+
+/* Add a batch of a deferred view's to the work waiting, each key once */
+static void
+worker_defer_add(DeferredView *dv, ViewBatch *batch)
+{
+	if (dv->batch == NULL)
+	{
+		dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
+		dv->batch->view_id = dv->view_id;
+	}
+	view_batch_merge(dv->batch, batch, dv->seen, dv->cxt);
+}
+
+static void
+defer_chunk(ViewRecord *view, ViewBatch *chunk, void *arg)
+{
+	worker_defer_add((DeferredView *) arg, chunk);
+}
+
+/*
+ * The keys the batch spilled for a deferred view join those waiting (a
+ * full recompute needs none).
+ */
+static void
+worker_defer_spilled(DeferredView *dv, ViewRecord *view)
+{
+	if (view->path != DJ_PATH_FULL)
+		worker_each_chunk(view, defer_chunk, dv);
 }
 
 /* Another try of a deferred view failed: when to try next, and why */

@@ -1,11 +1,11 @@
 # Bounded memory (issue 10): the dirty keys of a transaction far larger than
-# max_batch_size spill to a temporary file and are applied in chunks, each
-# in a transaction of its own, before the batch's final part stores the
-# applied position.  Every kind of view must come out right: inner joins,
-# aggregates, outer joins in retract mode, text keys long and short,
-# recomputes of the whole, a TRUNCATE in the same transaction; a view held
-# up by a lock while the chunks are applied; the worker killed between
-# chunks.
+# max_batch_size spill to temporary files, and each view reads its own back
+# in chunks as it is applied, in the batch's one transaction.  Every kind of
+# view must come out right: inner joins, aggregates, outer joins in retract
+# mode, text keys long and short, recomputes of the whole, a TRUNCATE in the
+# same transaction; a view held up by a lock meanwhile; the worker killed
+# while it applies; temp_file_limit too small for the spill.  No half of a
+# spilled transaction is ever visible.
 
 use strict;
 use warnings;
@@ -114,14 +114,14 @@ like(
 is($node->safe_psql('postgres', "SELECT count(*) FROM delta_join.status WHERE state <> 'active'"),
 	'0', 'every view is active');
 
-# A lock held on one target while the chunks come: the others go on, the
+# A lock held on one target while a spilled batch comes: the others go on, the
 # held view catches up once the lock is gone.
 my $locker = $node->background_psql('postgres');
 $locker->query_safe('BEGIN');
 $locker->query_safe('LOCK TABLE summary IN ACCESS EXCLUSIVE MODE');
 big_transaction(2);
 is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '120s')"),
-	't', 'a lock on one target does not hold up the chunks of another');
+	't', 'a lock on one target does not hold up the spilled keys of another');
 is($node->safe_psql('postgres', "SELECT delta_join.wait('summary', '1s')"),
 	'f', 'the held view is not reported fresh');
 $locker->query_safe('COMMIT');
@@ -129,32 +129,45 @@ $locker->quit;
 is(wait_all('120s'), 't', 'once the lock is gone, the held view catches up');
 check_all('after a lock during the chunks');
 
-# The worker killed after some chunks committed but before the final part:
-# the batch is replayed from the slot's position.
-my $before = $node->safe_psql('postgres', "SELECT keys_applied FROM delta_join.status WHERE target = 'public.wide'");
+# No half of a spilled transaction is ever visible: the chunks are read
+# back inside the batch's one transaction.  Readers that do not wait() see
+# every order's new amount, or none.
+my $orders = $node->safe_psql('postgres', 'SELECT count(*) FROM orders');
+cmp_ok($orders, '>', 1000, "one UPDATE of all $orders orders spills");
+$node->safe_psql('postgres', 'UPDATE orders SET amount = -7');
+my ($samples, $halves) = (0, 0);
+foreach my $try (1 .. 3000)
+{
+	my ($fresh, $mixed) = split /\|/, $node->safe_psql('postgres',
+		q{SELECT delta_join.wait('wide_retract', '0s'),
+		         bool_or(amount = -7) AND NOT bool_and(amount = -7) FROM wide_retract});
+	last if $fresh eq 't';
+	$samples++;
+	$halves++ if $mixed eq 't';
+}
+cmp_ok($samples, '>', 0, "the target was read while the transaction was applied ($samples times)");
+is($halves, 0, 'it never showed part of the transaction');
+
+# The worker killed while it applies a spilled batch: the batch is replayed
+# from the slot's position.
 big_transaction(3);
 my $killed = 0;
 foreach my $try (1 .. 2000)
 {
-	my ($applied, $fresh) = split /\|/, $node->safe_psql('postgres',
-		"SELECT keys_applied, delta_join.wait('wide', '0s') FROM delta_join.status WHERE target = 'public.wide'");
-	last if $fresh eq 't';
-	if ($applied > $before)
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker' AND state = 'active'");
+	if ($pid ne '')
 	{
-		my $pid = $node->safe_psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'");
-		if ($pid ne '')
-		{
-			$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
-			$killed = 1;
-		}
+		$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+		$killed = 1;
 		last;
 	}
-	usleep(5_000);
+	last if $node->safe_psql('postgres', "SELECT delta_join.wait('wide', '0s')") eq 't';
+	usleep(2_000);
 }
-ok($killed, 'the worker was terminated between chunks of a batch');
+ok($killed, 'the worker was terminated while it applied a spilled batch');
 is(wait_all('120s'), 't', 'the new worker converges');
-check_all('after the worker was killed between chunks');
+check_all('after the worker was killed');
 
 # The spill file is a temporary file, held to temp_file_limit as core's
 # own apply workers are: a worker that cannot write it fails, and again
