@@ -45,7 +45,7 @@
 BatchPolicy
 batch_policy_for(List *views)
 {
-	BatchPolicy policy = {INT_MAX, INT_MAX};
+	BatchPolicy policy = {INT_MAX, INT_MAX, 0};
 	bool		any = false;
 	ListCell   *lc;
 
@@ -64,6 +64,7 @@ batch_policy_for(List *views)
 		policy.max_keys = dj_max_batch_size;
 		policy.timeout_ms = dj_batch_timeout_ms;
 	}
+	policy.round_ms = Min(BATCH_ROUND_MS, policy.timeout_ms);
 	return policy;
 }
 
@@ -79,6 +80,13 @@ bool
 batch_policy_full(BatchPolicy policy, int64 nkeys, int64 nspilled)
 {
 	return nkeys >= policy.max_keys || nspilled > 0;
+}
+
+/* When decoding may go on after a batch that caught up, applied at applied_at */
+TimestampTz
+batch_policy_next_round(BatchPolicy policy, TimestampTz applied_at)
+{
+	return TimestampTzPlusMilliseconds(applied_at, policy.round_ms);
 }
 
 /* When a batch whose first change came at first_change is due */
@@ -134,8 +142,8 @@ dirty_key_image(StringInfo buf, const SourceBatch *shape,
 
 			if (shape->typlen[k] == -1)
 			{
-				Assert(!VARATT_IS_EXTENDED(DatumGetPointer(value)) ||
-					   VARATT_IS_SHORT(DatumGetPointer(value)));
+				Assert(!VARATT_IS_EXTERNAL(DatumGetPointer(value)) &&
+					   !VARATT_IS_COMPRESSED(DatumGetPointer(value)));
 				data = VARDATA_ANY(DatumGetPointer(value));
 				len = VARSIZE_ANY_EXHDR(DatumGetPointer(value));
 			}

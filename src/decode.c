@@ -964,7 +964,7 @@ decode_spill_keys(DecodeCapture *cap)
 		{
 			DirtyKey   *key = lfirst(lc);
 			int32		ordinal = sentry->tag.ordinal;
-			uint32		len;
+			uint32		len = 0;	/* (filled in below) */
 
 			resetStringInfo(&record);
 			appendBinaryStringInfo(&record, (char *) &ordinal, sizeof(ordinal));

@@ -162,6 +162,7 @@ static bool failed_before = true;
 
 /* When a batch is applied (batch.h), for the views last read */
 static BatchPolicy policy;
+static TimestampTz next_round = 0;	/* no decoding before (worker_wait_round) */
 
 /* Position to confirm to the slot once WAL is flushed up to confirm_after */
 static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
@@ -174,6 +175,7 @@ static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
 static TimestampTz worker_next_retry(void);
+static void worker_wait_round(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
 static void worker_apply_batch(void);
@@ -382,6 +384,7 @@ worker_loop(void)
 		if (!decoding_running())
 			worker_start_decoding();
 
+		worker_wait_round();
 		caught_up = decoding_read(policy);
 		retry = worker_next_retry();
 
@@ -395,6 +398,8 @@ worker_loop(void)
 			if (caught_up || decoding_batch_due(policy) || (retry != 0 && retry <= now))
 			{
 				worker_apply_batch();
+				if (caught_up)
+					next_round = batch_policy_next_round(policy, GetCurrentTimestamp());
 				continue;
 			}
 		}
@@ -422,6 +427,23 @@ worker_loop(void)
 			ResetLatch(MyLatch);
 		}
 	}
+}
+
+/*
+ * After a batch that caught up with the WAL, wait for the next round
+ * (batch.h): commits set the latch meanwhile, and share the next batch.
+ */
+static void
+worker_wait_round(void)
+{
+	long		ms;
+
+	while ((ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next_round)) > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+	next_round = 0;
 }
 
 /* When the first deferred view is due for another try, or 0 */
