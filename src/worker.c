@@ -841,7 +841,8 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 
 		PushActiveSnapshot(GetTransactionSnapshot());
 		batch->end_lsn = end_lsn;
-		worker_each_chunk(view, apply_chunk, counts);
+		if (view->path != DJ_PATH_FULL)
+			worker_each_chunk(view, apply_chunk, counts);
 		apply_view_batch(view, batch, counts);
 		PopActiveSnapshot();
 
