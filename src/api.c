@@ -378,7 +378,8 @@ dj_drop_view(PG_FUNCTION_ARGS)
 				 errmsg("target \"%s\" is a shard of Citus table \"%s\"",
 						target, get_rel_name(citus_shard_of(relid))),
 				 errdetail("Dropping it would break its distributed table."),
-				 errhint("Keep the table: SELECT delta_join.drop_view('%s', false);", target)));
+				 errhint("Keep the table: SELECT delta_join.drop_view(%s, false);",
+						 quote_literal_cstr(target))));
 	catalog_delete_view(view.view_id);
 	query_drop(view.query_view);
 	if (drop_table)
