@@ -909,6 +909,11 @@ static void
 apply_chunk(ViewRecord *view, ViewBatch *chunk, void *arg)
 {
 	apply_view_batch(view, chunk, (ApplyCounts *) arg);
+
+	/* what comes next (a chunk, the view's batch) sees what this one wrote */
+	CommandCounterIncrement();
+	PopActiveSnapshot();
+	PushActiveSnapshot(GetTransactionSnapshot());
 }
 
 /* When a full-recompute view last recomputed (0: not since the worker started) */
