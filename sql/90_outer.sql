@@ -155,6 +155,7 @@ SELECT * FROM diff('team_players', :'tp');
 SELECT * FROM team_players_full ORDER BY team_id, player_id;
 SELECT * FROM diff('team_players_full', :'tpf');
 INSERT INTO players VALUES (20, 1, 'eve'), (21, 3, 'fay');
+SELECT delta_join.wait('outer_j.team_players'), delta_join.wait('outer_j.team_players_full');
 TRUNCATE teams;
 SELECT delta_join.wait('outer_j.team_players'), delta_join.wait('outer_j.team_players_full');
 -- residual rows of the truncated teams; nothing the query has is missing

@@ -33,6 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "catalog.h"
 #include "citus.h"
 
 /* Citus's catalog table of that name, or InvalidOid */
@@ -123,6 +124,26 @@ citus_table_kind(Oid relid)
 			kind = "a reference table";
 	}
 	return kind;
+}
+
+/*
+ * A source of the view (SourceRecord *) that Citus now holds, or InvalidOid:
+ * distributing a table after a view over it was created moves its rows and
+ * their changes to the shards, and no DDL event tells.
+ */
+Oid
+citus_source_of(List *sources)
+{
+	ListCell   *lc;
+
+	foreach(lc, sources)
+	{
+		Oid			relid = ((SourceRecord *) lfirst(lc))->relid;
+
+		if (citus_table_kind(relid) != NULL)
+			return relid;
+	}
+	return InvalidOid;
 }
 
 /*

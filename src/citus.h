@@ -10,5 +10,6 @@
 
 extern const char *citus_table_kind(Oid relid);
 extern Oid	citus_shard_of(Oid relid);
+extern Oid	citus_source_of(List *sources);
 
 #endif							/* DJ_CITUS_H */

@@ -41,6 +41,7 @@
 
 #include "api.h"
 #include "catalog.h"
+#include "citus.h"
 #include "delta_join.h"
 #include "launcher.h"
 #include "progress.h"
@@ -477,7 +478,10 @@ dj_wait(PG_FUNCTION_ARGS)
 
 	foreach(lc, waited)
 	{
-		if (((ViewRecord *) lfirst(lc))->in_error)
+		ViewRecord *view = lfirst(lc);
+
+		/* (a source that Citus now distributes: the worker puts it in error) */
+		if (view->in_error || OidIsValid(citus_source_of(view->sources)))
 			PG_RETURN_BOOL(false);
 	}
 	if (waited == NIL)

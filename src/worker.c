@@ -90,6 +90,7 @@
 #include "apply.h"
 #include "batch.h"
 #include "catalog.h"
+#include "citus.h"
 #include "decode.h"
 #include "decoding.h"
 #include "delta_join.h"
@@ -175,6 +176,7 @@ static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
 static TimestampTz worker_next_retry(void);
+static void worker_check_citus(List *views);
 static void worker_wait_round(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
@@ -490,6 +492,7 @@ worker_check_views(void)
 		PopActiveSnapshot();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		views = catalog_list_views();
+		worker_check_citus(views);
 		policy = batch_policy_for(views);
 		progress_publish(worker_dboid, worker_progress_rows(views),
 						 list_length(views), InvalidXLogRecPtr);
@@ -511,6 +514,34 @@ worker_check_views(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	return result;
+}
+
+/*
+ * A view whose source Citus distributed after the view was made would never
+ * see a change again (citus.c): it goes to error.
+ */
+static void
+worker_check_citus(List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+		Oid			relid;
+		char	   *message;
+
+		if (view->in_error || !OidIsValid(relid = citus_source_of(view->sources)))
+			continue;
+		message = psprintf("source \"%s\" is now %s of Citus: its rows and their changes are in shards on the worker nodes",
+						   get_rel_name(relid), citus_table_kind(relid));
+		catalog_set_error(view->view_id, message);
+		view->in_error = true;
+		ereport(WARNING,
+				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
+						catalog_view_name(view), message),
+				 errhint("Drop the view: distributed delta views are not supported yet.")));
+	}
 }
 
 /* Progress rows for views, with nothing applied yet (batch memory) */

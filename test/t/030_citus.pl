@@ -3,7 +3,8 @@
 # never see a change.  Until distributed views exist, such sources and
 # targets are refused with a clear error; views over the shard tables a node
 # holds, writing into a co-located shard of a distributed target, are
-# ordinary views; and drop_view never drops a shard.
+# ordinary views; drop_view never drops a shard; and a table distributed
+# after a view over it was made puts the view in error.
 #
 # Runs on one Citus node that holds its own shards (a coordinator with
 # shouldhaveshards).  make test builds Citus from ../shared/vendor/citus
@@ -22,7 +23,7 @@ plan skip_all => "Citus is not installed ($pkglibdir/citus.so)"
   unless -f "$pkglibdir/citus.so";
 
 my $node = DeltaJoinTest::new_node('citus',
-	conf => { shared_preload_libraries => 'citus,delta_join' },
+	conf => { shared_preload_libraries => 'citus,delta_join', max_connections => '60' },
 	extension => 0);
 $node->safe_psql(
 	'postgres', q{
@@ -131,5 +132,22 @@ like(
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('$w_shard', false)");
 is($node->safe_psql('postgres', 'SELECT count(*) > 0 FROM wide WHERE merchant_id = 7'),
 	't', 'dropping the view with drop_table false keeps the distributed table whole');
+
+# A table distributed after a view over it was made: its changes now go to
+# the shards, so the view can no longer be fresh.
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE later (id bigint PRIMARY KEY, v int);
+	INSERT INTO later VALUES (1, 1);
+	SELECT delta_join.create_view('later_copy', 'SELECT id, v FROM later');});
+$node->safe_psql('postgres', "SELECT create_distributed_table('later', 'id')");
+$node->safe_psql('postgres', 'INSERT INTO later VALUES (2, 2)');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('later_copy', '1s')"),
+	'f', 'wait() does not report a view over a table distributed since as fresh');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error' AND last_error ~ 'source "later" is now a distributed table of Citus'
+		FROM delta_join.status WHERE target = 'public.later_copy'}),
+	'and the worker puts the view in error, saying why');
 
 done_testing();
