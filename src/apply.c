@@ -772,6 +772,25 @@ target_lookup_end(TargetLookup *tl)
 	index_close(tl->idx, NoLock);
 }
 
+/*
+ * Call fn for each row of the target, as the active snapshot sees it; fn
+ * may not write the target.
+ */
+void
+target_scan_rows(TargetWriter *writer, TargetRowFn fn, void *arg)
+{
+	TupleTableSlot *slot = table_slot_create(writer->rel, NULL);
+	TableScanDesc scan = table_beginscan(writer->rel, GetActiveSnapshot(), 0, NULL);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		fn(writer, slot, arg);
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
 /* A target row's values, as output columns */
 void
 target_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values, bool *isnull)

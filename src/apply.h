@@ -68,6 +68,7 @@ extern TargetLookup *target_lookup_begin(TargetWriter *writer, int ncols, const 
 extern void target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
 							   const bool *isnull, TargetRowFn fn, void *arg);
 extern void target_lookup_end(TargetLookup *tl);
+extern void target_scan_rows(TargetWriter *writer, TargetRowFn fn, void *arg);
 extern void target_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values,
 								 bool *isnull);
 extern void target_delete_row(TargetWriter *writer, ItemPointer tid);

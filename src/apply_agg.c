@@ -24,8 +24,6 @@
  */
 #include "postgres.h"
 
-#include "access/table.h"
-#include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
@@ -354,35 +352,41 @@ recompute_group(DeltaPlan *plan, GroupPlan *gp, int nkeys,
  * recomputed (and, unless rows came back, deleted): their keys, read from
  * the target.
  */
+typedef struct TargetGroups
+{
+	int			nkeys;
+	const int  *key_output;
+	List	   *keys;			/* DirtyKey * */
+} TargetGroups;
+
+static void
+add_target_group(TargetWriter *writer, TupleTableSlot *slot, void *arg)
+{
+	TargetGroups *tg = (TargetGroups *) arg;
+	DirtyKey   *key = palloc(sizeof(DirtyKey));
+
+	slot_getallattrs(slot);
+	key->values = palloc(sizeof(Datum) * tg->nkeys);
+	key->isnull = palloc(sizeof(bool) * tg->nkeys);
+	for (int k = 0; k < tg->nkeys; k++)
+	{
+		int			att = writer->attnums[tg->key_output[k]] - 1;
+		Form_pg_attribute attr = TupleDescAttr(slot->tts_tupleDescriptor, att);
+
+		key->isnull[k] = slot->tts_isnull[att];
+		key->values[k] = key->isnull[k] ? (Datum) 0 :
+			datumCopy(slot->tts_values[att], attr->attbyval, attr->attlen);
+	}
+	tg->keys = lappend(tg->keys, key);
+}
+
 static List *
 target_groups(TargetWriter *writer, int nkeys, const int *key_output)
 {
-	List	   *keys = NIL;
-	TableScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(writer->rel, NULL);
+	TargetGroups tg = {nkeys, key_output, NIL};
 
-	scan = table_beginscan(writer->rel, GetActiveSnapshot(), 0, NULL);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		DirtyKey   *key = palloc(sizeof(DirtyKey));
-
-		slot_getallattrs(slot);
-		key->values = palloc(sizeof(Datum) * nkeys);
-		key->isnull = palloc(sizeof(bool) * nkeys);
-		for (int k = 0; k < nkeys; k++)
-		{
-			int			att = writer->attnums[key_output[k]] - 1;
-			Form_pg_attribute attr = TupleDescAttr(slot->tts_tupleDescriptor, att);
-
-			key->isnull[k] = slot->tts_isnull[att];
-			key->values[k] = key->isnull[k] ? (Datum) 0 :
-				datumCopy(slot->tts_values[att], attr->attbyval, attr->attlen);
-		}
-		keys = lappend(keys, key);
-	}
-	table_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	return keys;
+	target_scan_rows(writer, add_target_group, &tg);
+	return tg.keys;
 }
 
 /*

@@ -130,39 +130,30 @@ rows_identical(FullApply *fa, TupleTableSlot *a, TupleTableSlot *b)
 	return true;
 }
 
-/* File every target row by the hash of its image. */
+/* File a target row by the hash of its image. */
 static void
-file_target_rows(FullApply *fa)
+file_target_row(TargetWriter *writer, TupleTableSlot *slot, void *arg)
 {
-	Relation	rel = fa->writer->rel;
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	FullApply  *fa = (FullApply *) arg;
+	ImageEntry *entry;
+	bool		found;
 
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	slot_getallattrs(slot);
+	entry = images_insert(fa->images, row_hash_in(fa, slot), &found);
+	if (fa->nrows == fa->maxrows)
 	{
-		ImageEntry *entry;
-		bool		found;
-
-		CHECK_FOR_INTERRUPTS();
-		slot_getallattrs(slot);
-		entry = images_insert(fa->images, row_hash_in(fa, slot), &found);
-		if (fa->nrows == fa->maxrows)
-		{
-			if (fa->maxrows > PG_INT32_MAX / 2)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("target \"%s\" has too many rows for a full recompute",
-								RelationGetRelationName(rel))));
-			fa->maxrows *= 2;
-			fa->rows = repalloc_huge(fa->rows, sizeof(TargetRow) * fa->maxrows);
-		}
-		fa->rows[fa->nrows].tid = slot->tts_tid;
-		fa->rows[fa->nrows].matched = false;
-		fa->rows[fa->nrows].next = found ? entry->head : -1;
-		entry->head = fa->nrows++;
+		if (fa->maxrows > PG_INT32_MAX / 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("target \"%s\" has too many rows for a full recompute",
+							RelationGetRelationName(writer->rel))));
+		fa->maxrows *= 2;
+		fa->rows = repalloc_huge(fa->rows, sizeof(TargetRow) * fa->maxrows);
 	}
-	table_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
+	fa->rows[fa->nrows].tid = slot->tts_tid;
+	fa->rows[fa->nrows].matched = false;
+	fa->rows[fa->nrows].next = found ? entry->head : -1;
+	entry->head = fa->nrows++;
 }
 
 /* Does an unmatched target row have this row's image?  It is matched then. */
@@ -246,7 +237,7 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	fa.row_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join full recompute row",
 									   ALLOCSET_SMALL_SIZES);
 
-	file_target_rows(&fa);
+	target_scan_rows(fa.writer, file_target_row, &fa);
 
 	/* the query's rows, in the target's column types: those it lacks are kept */
 	memset(&receiver, 0, sizeof(receiver));

@@ -46,7 +46,6 @@
  */
 #include "postgres.h"
 
-#include "access/tableam.h"
 #include "executor/executor.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -593,23 +592,42 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
  * The keys of source s in the target's rows of this plan: the rows of s it
  * holds, which a TRUNCATE of s took without a change that names them.
  */
+typedef struct TargetSourceKeys
+{
+	OuterApply *oa;
+	int			s;
+	List	   *keys;			/* DirtyKey * */
+} TargetSourceKeys;
+
+static void
+add_source_key(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	TargetSourceKeys *sk = (TargetSourceKeys *) arg;
+	OuterApply *oa = sk->oa;
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+	if (row_is_ours(oa, oa->values, oa->isnull) && source_present(oa, sk->s, oa->isnull))
+		sk->keys = lappend(sk->keys, row_key(oa, sk->s, oa->values));
+}
+
 static List *
 target_source_keys(OuterApply *oa, int s)
 {
-	List	   *keys = NIL;
-	TableScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(oa->writer->rel, NULL);
+	TargetSourceKeys sk = {oa, s, NIL};
 
-	scan = table_beginscan(oa->writer->rel, GetActiveSnapshot(), 0, NULL);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		target_output_values(oa->writer, slot, oa->values, oa->isnull);
-		if (row_is_ours(oa, oa->values, oa->isnull) && source_present(oa, s, oa->isnull))
-			keys = lappend(keys, row_key(oa, s, oa->values));
-	}
-	table_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	return keys;
+	target_scan_rows(oa->writer, add_source_key, &sk);
+	return sk.keys;
+}
+
+/* A row of this plan's, into the region being replaced */
+static void
+add_own_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	OuterApply *oa = (OuterApply *) arg;
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+	if (row_is_ours(oa, oa->values, oa->isnull))
+		target_region_add(writer, &row->tts_tid);
 }
 
 /* The whole result, recomputed (a source was truncated). */
@@ -617,19 +635,9 @@ static void
 replace_all(OuterApply *oa)
 {
 	RowReceiver receiver;
-	TableScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(oa->writer->rel, NULL);
 
 	target_region_begin(oa->writer);
-	scan = table_beginscan(oa->writer->rel, GetActiveSnapshot(), 0, NULL);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		target_output_values(oa->writer, slot, oa->values, oa->isnull);
-		if (row_is_ours(oa, oa->values, oa->isnull))
-			target_region_add(oa->writer, &slot->tts_tid);
-	}
-	table_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
+	target_scan_rows(oa->writer, add_own_row, oa);
 
 	receiver_init(&receiver, oa, region_upsert);
 	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver);
