@@ -131,13 +131,23 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'dj_database_state'
 LANGUAGE C STRICT VOLATILE;
 
--- target: the target's qualified name as it is now
+-- target: the target's qualified name as it is now.  (Citus hides the
+-- shard tables of a node from pg_class, unless told not to: a target may be
+-- one.)
 CREATE FUNCTION delta_join._name(regclass) RETURNS text
 LANGUAGE sql STABLE STRICT
 SET search_path = pg_catalog, pg_temp
+SET citus.override_table_visibility = off
 AS $$ SELECT format('%I.%I', n.nspname, c.relname)
 	  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	  WHERE c.oid = $1 $$;
+
+-- the owner of a target
+CREATE FUNCTION delta_join._owner(regclass) RETURNS oid
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+SET citus.override_table_visibility = off
+AS $$ SELECT relowner FROM pg_class WHERE oid = $1 $$;
 
 -- how a view is maintained, in words (views.mode and status.mode)
 CREATE FUNCTION delta_join._mode(path text, options jsonb) RETURNS text
@@ -147,6 +157,11 @@ AS $$ SELECT CASE WHEN path = 'keyed' THEN 'keyed recompute'
 				  WHEN path = 'full' THEN 'full recompute'
 				  WHEN (options ->> 'retract')::boolean THEN 'delta (retract)'
 				  ELSE 'delta' END $$;
+
+-- the distributed view a view's target is a shard of (distributed.c)
+CREATE FUNCTION delta_join._managed_by(regclass) RETURNS text
+AS 'MODULE_PATHNAME', 'dj_managed_by'
+LANGUAGE C STABLE STRICT;
 
 CREATE VIEW delta_join.views AS
 SELECT delta_join._name(v.target) AS target,
@@ -165,19 +180,20 @@ SELECT delta_join._name(v.target) AS target,
 			 ORDER BY s.ordinal) AS lookup_only,
 	   v.options,
 	   v.settings,
-	   pg_catalog.pg_get_userbyid(c.relowner) AS runs_as,
+	   pg_catalog.pg_get_userbyid(delta_join._owner(v.target)) AS runs_as,
 	   v.query_view::text AS query_view,
+	   -- on a Citus node: the distributed view this shard group's view is of
+	   delta_join._managed_by(v.target) AS managed_by,
 	   -- the definition as it is now: today's names of what it was bound to
 	   CASE WHEN v.query_view IS NOT NULL
 			THEN pg_catalog.pg_get_viewdef(v.query_view) END AS query
-FROM delta_join.view_catalog v
-LEFT JOIN pg_catalog.pg_class c ON c.oid = v.target;
+FROM delta_join.view_catalog v;
 
 -- state: the catalog's (active, error), or 'stalled' when the view is
 -- active but nothing applies its changes: no worker runs for the database,
 -- or it fails again and again, its slot is gone, or the view has no place
 -- in shared memory.
-CREATE VIEW delta_join.status AS
+CREATE VIEW delta_join._local_status AS
 SELECT delta_join._name(v.target) AS target,
 	   CASE WHEN v.state = 'error' THEN 'error'
 			WHEN r.reason IS NOT NULL THEN 'stalled'
@@ -206,10 +222,9 @@ SELECT delta_join._name(v.target) AS target,
 FROM delta_join.view_catalog v
 LEFT JOIN delta_join._stat() s USING (view_id)
 CROSS JOIN delta_join._database_state() d
-LEFT JOIN LATERAL (
+CROSS JOIN LATERAL (
 	-- errors may quote rows: only roles acting as the target's owner see them
-	SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') AS owner_sees
-	FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) v.target) o ON true
+	SELECT pg_catalog.pg_has_role(delta_join._owner(v.target), 'USAGE') AS owner_sees) o
 CROSS JOIN LATERAL (
 	SELECT CASE WHEN pg_catalog.pg_is_in_recovery()
 				THEN pg_catalog.pg_last_wal_replay_lsn()
@@ -231,7 +246,201 @@ CROSS JOIN LATERAL (
 				THEN 'the view has no place in shared memory (delta_join.max_views): its changes are not applied'
 		   END AS reason) r;
 
-GRANT SELECT ON delta_join.views, delta_join.status TO PUBLIC;
+--
+-- Distributed views (Citus, distributed.c): one row per view made on a
+-- coordinator over co-located distributed tables.  The coordinator makes
+-- this table a Citus reference table with its first distributed view, so
+-- that every node holds it; the row trigger makes each node's copy create,
+-- refresh and drop the views of the shard groups it holds.  Names, not
+-- OIDs: they differ from node to node.
+--
+CREATE TABLE delta_join.distributed_catalog (
+	target			text PRIMARY KEY,		-- the distributed target, qualified
+	query			text NOT NULL,			-- as given to create_view
+	strategy		text,
+	options			jsonb,					-- as given to create_view
+	search_path		text NOT NULL,			-- the query's names are read under it
+	settings		jsonb NOT NULL,			-- settings pinned at creation
+	created			timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	refreshed		timestamptz				-- refresh on the coordinator
+);
+SELECT pg_catalog.pg_extension_config_dump('delta_join.distributed_catalog', '');
+-- Written by create_view, refresh and drop_view on the coordinator as the
+-- caller; the trigger lets only the owner of a target write its row.
+REVOKE ALL ON delta_join.distributed_catalog FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON delta_join.distributed_catalog TO PUBLIC;
+
+CREATE FUNCTION delta_join._on_distributed_catalog()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'dj_on_distributed_catalog'
+LANGUAGE C;
+
+CREATE TRIGGER distributed_catalog_sync
+AFTER INSERT OR UPDATE OR DELETE ON delta_join.distributed_catalog
+FOR EACH ROW EXECUTE FUNCTION delta_join._on_distributed_catalog();
+
+-- What the coordinator runs on every node (run_command_on_all_nodes)
+CREATE FUNCTION delta_join._prepare_node() RETURNS void
+AS 'MODULE_PATHNAME', 'dj_prepare_node'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION delta_join._sync_node() RETURNS void
+AS 'MODULE_PATHNAME', 'dj_sync_node'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION delta_join._wait_node(target text, timeout_ms bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'dj_wait_node'
+LANGUAGE C VOLATILE;
+
+-- This node's shard groups of distributed views: one row per placement it
+-- holds, with its view's status ('missing' while the view is not made).
+CREATE FUNCTION delta_join._node_shard_groups(
+	OUT distributed_view text, OUT shard_target text, OUT state text, OUT reason text,
+	OUT lag_bytes bigint, OUT lag interval,
+	OUT changes_seen bigint, OUT keys_applied bigint, OUT rows_upserted bigint,
+	OUT rows_deleted bigint, OUT rows_unchanged bigint, OUT lookups bigint,
+	OUT cache_hits bigint, OUT last_error text, OUT last_error_time timestamptz,
+	OUT mode text)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET citus.override_table_visibility = off
+AS $$
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
+		RETURN;
+	END IF;
+	-- (the definitions, a Citus reference table, are read on their own:
+	-- Citus would plan a join of them with the local catalog itself, with
+	-- the caller's rights)
+	RETURN QUERY EXECUTE $q$
+		SELECT d.target, sh.name, coalesce(st.state, 'missing'),
+			   CASE WHEN st.state IS NULL
+					THEN 'the shard group has no view on this node yet' ELSE st.reason END,
+			   st.lag_bytes, st.lag, st.changes_seen, st.keys_applied, st.rows_upserted,
+			   st.rows_deleted, st.rows_unchanged, st.lookups, st.cache_hits,
+			   st.last_error, st.last_error_time, st.mode
+		FROM delta_join._distributed_targets() d(target)
+		JOIN pg_dist_shard s ON s.logicalrelid = to_regclass(d.target)
+		JOIN pg_dist_placement p ON p.shardid = s.shardid
+			 AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
+		CROSS JOIN LATERAL (SELECT shard_name(s.logicalrelid, s.shardid) AS name,
+								   quote_ident(n.nspname) AS nspname
+							FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+							WHERE c.oid = s.logicalrelid) sh
+		LEFT JOIN delta_join._local_status st
+			 ON to_regclass(st.target) = to_regclass(CASE WHEN strpos(sh.name, '.') > 0 THEN sh.name
+														  ELSE sh.nspname || '.' || sh.name END)
+	$q$;
+END $$;
+
+-- The targets of the distributed views, read in a query of their own (see
+-- _node_shard_groups)
+CREATE FUNCTION delta_join._distributed_targets() RETURNS SETOF text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	RETURN QUERY SELECT target FROM delta_join.distributed_catalog ORDER BY target;
+END $$;
+
+-- Is this database a Citus coordinator?
+CREATE FUNCTION delta_join._is_coordinator() RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
+		RETURN false;
+	END IF;
+	RETURN (SELECT groupid = 0 FROM pg_dist_local_group);
+END $$;
+
+-- On a coordinator: every shard group of every distributed view, from
+-- every node.
+CREATE FUNCTION delta_join._shard_groups(
+	OUT node text, OUT distributed_view text, OUT shard_target text, OUT state text,
+	OUT reason text, OUT lag_bytes bigint, OUT lag interval,
+	OUT changes_seen bigint, OUT keys_applied bigint, OUT rows_upserted bigint,
+	OUT rows_deleted bigint, OUT rows_unchanged bigint, OUT lookups bigint,
+	OUT cache_hits bigint, OUT last_error text, OUT last_error_time timestamptz,
+	OUT mode text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NOT delta_join._is_coordinator()
+	   OR NOT EXISTS (SELECT 1 FROM delta_join._distributed_targets()) THEN
+		RETURN;
+	END IF;
+	RETURN QUERY EXECUTE $q$
+		SELECT n.nodename || ':' || n.nodeport, g.*
+		FROM run_command_on_all_nodes(
+			'SELECT coalesce(json_agg(g), ''[]'') FROM delta_join._node_shard_groups() g') r
+		JOIN pg_dist_node n ON n.nodeid = r.nodeid
+		CROSS JOIN LATERAL json_populate_recordset(
+			NULL::delta_join._shard_group, CASE WHEN r.success THEN r.result::json END) g
+	$q$;
+END $$;
+
+CREATE TYPE delta_join._shard_group AS (
+	distributed_view text, shard_target text, state text, reason text,
+	lag_bytes bigint, lag interval, changes_seen bigint, keys_applied bigint,
+	rows_upserted bigint, rows_deleted bigint, rows_unchanged bigint,
+	lookups bigint, cache_hits bigint, last_error text,
+	last_error_time timestamptz, mode text);
+
+CREATE VIEW delta_join.distributed_views AS
+SELECT target, query, strategy, options, created, refreshed
+FROM delta_join.distributed_catalog;
+
+CREATE VIEW delta_join.shard_groups AS
+SELECT * FROM delta_join._shard_groups();
+
+-- On a coordinator: one row per distributed view, its shard groups summed
+-- up: the worst state and the largest lag of any, their counters added.
+CREATE VIEW delta_join.distributed_status AS
+SELECT d.target,
+	   count(g.shard_target) AS shard_groups,
+	   CASE WHEN bool_or(g.state = 'error') THEN 'error'
+			WHEN bool_or(g.state IN ('stalled', 'missing')) THEN 'stalled'
+			WHEN count(g.shard_target) = 0 THEN 'stalled'
+			ELSE 'active' END AS state,
+	   min(g.reason) FILTER (WHERE g.reason IS NOT NULL) AS reason,
+	   max(g.lag_bytes) AS lag_bytes,
+	   coalesce(max(g.lag), interval '0') AS lag,
+	   coalesce(sum(g.changes_seen), 0)::bigint AS changes_seen,
+	   coalesce(sum(g.keys_applied), 0)::bigint AS keys_applied,
+	   coalesce(sum(g.rows_upserted), 0)::bigint AS rows_upserted,
+	   coalesce(sum(g.rows_deleted), 0)::bigint AS rows_deleted,
+	   coalesce(sum(g.rows_unchanged), 0)::bigint AS rows_unchanged,
+	   coalesce(sum(g.lookups), 0)::bigint AS lookups,
+	   coalesce(sum(g.cache_hits), 0)::bigint AS cache_hits,
+	   min(g.last_error) AS last_error,
+	   max(g.last_error_time) AS last_error_time,
+	   min(g.mode) AS mode
+FROM delta_join._distributed_targets() d(target)
+LEFT JOIN delta_join.shard_groups g ON g.distributed_view = d.target
+WHERE delta_join._is_coordinator()
+GROUP BY d.target;
+
+-- Every view of this database: its own (delta_join._local_status), and on
+-- a coordinator its distributed views, one row each.
+CREATE VIEW delta_join.status AS
+SELECT * FROM delta_join._local_status
+UNION ALL
+SELECT target, state, reason, NULL::pg_lsn, lag_bytes, lag, changes_seen, keys_applied,
+	   rows_upserted, rows_deleted, rows_unchanged, lookups, cache_hits, last_error,
+	   last_error_time, NULL::pg_lsn, NULL::timestamptz,
+	   mode || ' (distributed, ' || shard_groups || ' shard groups)'
+FROM delta_join.distributed_status;
+
+
+
+GRANT SELECT ON delta_join.views, delta_join.status, delta_join._local_status,
+	delta_join.shard_groups, delta_join.distributed_views, delta_join.distributed_status
+	TO PUBLIC;
 
 --
 -- Aggregates: the first / last non-null input in the call's ORDER BY order.

@@ -76,6 +76,7 @@
 
 #include "analysis.h"
 #include "citus.h"
+#include "distributed.h"
 #include "options.h"
 
 /* ----------------------------------------------------------------
@@ -330,20 +331,21 @@ analysis_partitions_decodable(Analysis *a, Oid relid, const char *label)
 
 /*
  * A Citus distributed or reference table keeps its rows and their changes on
- * the worker nodes (citus.c): refused, until distributed views exist.
- * Returns false after reject.
+ * the worker nodes (citus.c): refused, but where a coordinator analyzes a
+ * distributed view (distributed.c checks its sources).  Returns false after
+ * reject.
  */
 bool
 analysis_check_citus(Analysis *a, Oid relid, const char *label)
 {
 	const char *kind = citus_table_kind(relid);
 
-	if (kind == NULL)
+	if (kind == NULL || distributed_analysis)
 		return true;
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 		   psprintf("delta view rule 1: source %s is %s of Citus", label, kind),
 		   pstrdup("Its rows, and their changes, are in shards on the worker nodes: this node's WAL never shows them change."),
-		   pstrdup("Distributed delta views are not supported yet. On each node, a view can read the shard tables it holds of co-located tables, and write into their co-located shard of the target."));
+		   pstrdup("Create the view on the Citus coordinator: it makes one view per shard group of co-located distributed tables."));
 	return false;
 }
 

@@ -49,6 +49,7 @@
 #include "apply.h"
 #include "catalog.h"
 #include "citus.h"
+#include "distributed.h"
 #include "launcher.h"
 #include "options.h"
 #include "progress.h"
@@ -102,8 +103,8 @@ api_check_primary(const char *function)
 }
 
 /* One change to the views of this database at a time (see the banner). */
-static void
-lock_views(void)
+void
+api_lock_views(void)
 {
 	Oid			catalog_relid = worker_catalog_relid("view_catalog");
 
@@ -237,41 +238,26 @@ reserve_progress(int view_id)
  */
 
 /*
- * create_view(target text, query text, strategy text, options jsonb)
- *		RETURNS regclass
+ * Create a view of an analyzed query (query_parse) into target, a name:
+ * an existing table, empty unless replace, or a new one.  settings are the
+ * settings the view pins, or NULL for the caller's.  The caller has made
+ * sure the slot exists and holds the view lock (worker_ensure_slot,
+ * lock_views).  Returns the target.
  */
-Datum
-dj_create_view(PG_FUNCTION_ARGS)
+Oid
+api_create_view_from(const char *target, Query *query, List *hints,
+					 DeltaOptions *options, Jsonb *settings, bool replace)
 {
-	char	   *target = required_text_arg(fcinfo, 0, "target");
-	char	   *text = required_text_arg(fcinfo, 1, "query");
-	DeltaOptions options;
 	DeltaPlan  *plan;
-	Query	   *query;
-	List	   *hints;
 	RangeVar   *rv;
 	Oid			relid;
 	bool		created = false;
-	Jsonb	   *settings;
 	Oid			query_view;
 	int			view_id;
 	ListCell   *lc;
 	ViewRecord	existing;
 
-	api_check_primary("create_view");
-	options_from_args(fcinfo, 2, &options);
-
-	/*
-	 * The slot must exist before anything of this view is written, so that
-	 * decoding starts before the view commits (and no change is missed); and
-	 * before the analysis locks the sources, since creating it waits for the
-	 * transactions in progress, which may want those tables.
-	 */
-	worker_ensure_slot();
-	lock_views();
-
-	query = query_parse(text, &hints);
-	plan = analyze_choose_path(query, hints, &options);
+	plan = analyze_choose_path(query, hints, options);
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
 	relid = RangeVarGetRelidExtended(rv, ExclusiveLock, RVR_MISSING_OK,
@@ -300,7 +286,7 @@ dj_create_view(PG_FUNCTION_ARGS)
 					 errmsg("table \"%s\" is already the target of a delta view", target),
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
 		target_validate(relid, plan, false);
-		if (!relation_is_empty(relid))
+		if (!replace && !relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("target \"%s\" is not empty", qualified_relname(relid)),
@@ -312,12 +298,13 @@ dj_create_view(PG_FUNCTION_ARGS)
 		created = true;
 	}
 
-	settings = runas_capture_settings();
+	if (settings == NULL)
+		settings = runas_capture_settings();
 	check_owner_access(relid, plan, settings);
 	check_lock_rights(plan);
 	target_lock_sources(plan);
 	query_view = query_bind(query, relid);
-	(void) target_fill(relid, query_view, settings, false);
+	(void) target_fill(relid, query_view, settings, replace);
 	if (created)
 		target_add_key(relid, plan);
 	target_add_region_indexes(relid, plan);
@@ -325,8 +312,69 @@ dj_create_view(PG_FUNCTION_ARGS)
 	view_id = catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr());
 	reserve_progress(view_id);
 	worker_notify();
+	return relid;
+}
 
-	PG_RETURN_OID(relid);
+/*
+ * Unregister a view (its catalog rows and query view) and drop its target,
+ * or keep the target as an ordinary table.
+ */
+void
+api_drop_view(ViewRecord *view, bool drop_table)
+{
+	catalog_delete_view(view->view_id);
+	query_drop(view->query_view);
+	if (drop_table)
+	{
+		ObjectAddress object;
+
+		object.classId = RelationRelationId;
+		object.objectId = view->target;
+		object.objectSubId = 0;
+		performDeletion(&object, DROP_RESTRICT, 0);
+	}
+	else
+		target_unguard(view->target);
+	worker_notify();
+}
+
+/*
+ * create_view(target text, query text, strategy text, options jsonb)
+ *		RETURNS regclass
+ */
+Datum
+dj_create_view(PG_FUNCTION_ARGS)
+{
+	char	   *target = required_text_arg(fcinfo, 0, "target");
+	char	   *query_text = required_text_arg(fcinfo, 1, "query");
+	DeltaOptions options;
+	Query	   *query;
+	List	   *hints;
+
+	api_check_primary("create_view");
+	options_from_args(fcinfo, 2, &options);
+
+	/*
+	 * Over Citus distributed tables, on a coordinator: one view per shard
+	 * group, on the nodes (distributed.c), which make their own slots.
+	 */
+	if (distributed_wanted(query_text))
+		PG_RETURN_OID(distributed_create_view(target, query_text,
+											  PG_ARGISNULL(2) ? NULL : TextDatumGetCString(PG_GETARG_DATUM(2)),
+											  PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3),
+											  &options));
+
+	/*
+	 * The slot must exist before anything of this view is written, so that
+	 * decoding starts before the view commits (and no change is missed); and
+	 * before the analysis locks the sources, since creating it waits for the
+	 * transactions in progress, which may want those tables.
+	 */
+	worker_ensure_slot();
+	api_lock_views();
+
+	query = query_parse(query_text, &hints);
+	PG_RETURN_OID(api_create_view_from(target, query, hints, &options, NULL, false));
 }
 
 /*
@@ -345,8 +393,13 @@ dj_explain(PG_FUNCTION_ARGS)
 
 	options_from_args(fcinfo, 1, &options);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	query = query_parse(text, &hints);
-	lines = explain_plan(query, hints, &options);
+	if (distributed_wanted(text))
+		lines = distributed_explain(text, &options);
+	else
+	{
+		query = query_parse(text, &hints);
+		lines = explain_plan(query, hints, &options);
+	}
 
 	foreach(lc, lines)
 	{
@@ -368,10 +421,21 @@ dj_drop_view(PG_FUNCTION_ARGS)
 	bool		drop_table = PG_ARGISNULL(1) ? true : PG_GETARG_BOOL(1);
 	ViewRecord	view;
 	Oid			relid;
+	char	   *managed_by;
 
 	api_check_primary("drop_view");
-	lock_views();
+	if (distributed_drop_view(target, drop_table))
+		PG_RETURN_VOID();
+	api_lock_views();
 	relid = lookup_view(target, &view, AccessExclusiveLock);
+	if ((managed_by = distributed_managed_by(relid)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("view \"%s\" is a shard group of distributed view \"%s\"",
+						target, managed_by),
+				 errdetail("The coordinator manages the views of a distributed view's shard groups."),
+				 errhint("Drop the distributed view on the coordinator: SELECT delta_join.drop_view(%s);",
+						 quote_literal_cstr(managed_by))));
 	if (drop_table && OidIsValid(citus_shard_of(relid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -380,20 +444,7 @@ dj_drop_view(PG_FUNCTION_ARGS)
 				 errdetail("Dropping it would break its distributed table."),
 				 errhint("Keep the table: SELECT delta_join.drop_view(%s, false);",
 						 quote_literal_cstr(target))));
-	catalog_delete_view(view.view_id);
-	query_drop(view.query_view);
-	if (drop_table)
-	{
-		ObjectAddress object;
-
-		object.classId = RelationRelationId;
-		object.objectId = relid;
-		object.objectSubId = 0;
-		performDeletion(&object, DROP_RESTRICT, 0);
-	}
-	else
-		target_unguard(relid);
-	worker_notify();
+	api_drop_view(&view, drop_table);
 	PG_RETURN_VOID();
 }
 
@@ -434,8 +485,11 @@ dj_refresh(PG_FUNCTION_ARGS)
 {
 	char	   *target = required_text_arg(fcinfo, 0, "target");
 	ViewRecord	view;
+	int64		distributed_rows;
 
 	api_check_primary("refresh");
+	if ((distributed_rows = distributed_refresh(target)) >= 0)
+		PG_RETURN_INT64(distributed_rows);
 
 	/*
 	 * As in create_view: the slot must exist (or be recreated) before the
@@ -443,7 +497,7 @@ dj_refresh(PG_FUNCTION_ARGS)
 	 * before its locks.
 	 */
 	worker_ensure_slot();
-	lock_views();
+	api_lock_views();
 	(void) lookup_view(target, &view, AccessShareLock);
 	PG_RETURN_INT64((int64) api_refresh_view(&view, true));
 }

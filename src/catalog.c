@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
@@ -56,6 +57,11 @@ catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	int			ret;
 
 	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
+
+	/* Citus hides the shard tables of a node from pg_class: targets may be ones */
+	if (GetConfigOption("citus.override_table_visibility", true, false) != NULL)
+		(void) set_config_option("citus.override_table_visibility", "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	runas_end(&runas);
 

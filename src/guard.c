@@ -82,6 +82,7 @@
 #include "api.h"
 #include "apply.h"
 #include "catalog.h"
+#include "distributed.h"
 #include "launcher.h"
 #include "query.h"
 #include "runas.h"
@@ -818,6 +819,18 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 			catalog_delete_view(view->view_id);
 			if (OidIsValid(view->query_view) && !list_member_oid(dropped, view->query_view))
 				query_drop(view->query_view);
+			worker_notify();
+		}
+		else if (OidIsValid(view->query_view) && list_member_oid(dropped, view->query_view) &&
+				 distributed_managed_by(view->target) != NULL)
+		{
+			/*
+			 * Citus dropped a source shard of a distributed view's shard
+			 * group (moved away or split): the group's view goes with it,
+			 * its target shard stays (Citus drops it too).
+			 */
+			catalog_delete_view(view->view_id);
+			target_unguard(view->target);
 			worker_notify();
 		}
 		else if (OidIsValid(view->query_view) && list_member_oid(dropped, view->query_view))

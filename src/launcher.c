@@ -369,10 +369,25 @@ worker_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (notify_pending)
+
+			/*
+			 * Where the slot is kept without views (distributed views), the
+			 * worker finds the views of a prepared transaction once it
+			 * commits: each batch reads the catalog.  Elsewhere a prepared
+			 * first view could see its slot dropped before it commits.
+			 */
+			if (notify_pending && !worker_is_distributed(MyDatabaseId))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that created, dropped or refreshed a delta view")));
+			break;
+		case XACT_EVENT_PREPARE:
+			slot_to_drop_on_abort[0] = '\0';
+			if (notify_pending)
+			{
+				notify_pending = false;
+				worker_wake(MyDatabaseId);
+			}
 			break;
 		case XACT_EVENT_COMMIT:
 			slot_to_drop_on_abort[0] = '\0';
@@ -448,6 +463,37 @@ worker_wake(Oid dboid)
 		SetLatch(worker_latch);
 	if (launcher_latch != NULL)
 		SetLatch(launcher_latch);
+}
+
+/*
+ * Mark a database as having distributed views (see DbWorker.distributed);
+ * its worker also marks it when it finds some.
+ */
+void
+worker_set_distributed(Oid dboid)
+{
+	DbWorker   *db;
+
+	worker_check_shmem();
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	db = worker_find_db(dboid, true);
+	if (db != NULL)
+		db->distributed = true;
+	LWLockRelease(worker_shared->lock);
+}
+
+bool
+worker_is_distributed(Oid dboid)
+{
+	DbWorker   *db;
+	bool		distributed;
+
+	worker_check_shmem();
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	db = worker_find_db(dboid, false);
+	distributed = (db != NULL && db->distributed);
+	LWLockRelease(worker_shared->lock);
+	return distributed;
 }
 
 /*

@@ -33,6 +33,11 @@ typedef struct DbWorker
 	pid_t		pid;			/* the running worker, 0 if none */
 	Latch	   *latch;			/* its latch, while pid != 0 */
 	uint64		generation;		/* bumped when the catalog changed */
+	bool		distributed;	/* the database has distributed views
+								 * (distributed.c): its slot is kept without
+								 * views, and a transaction that changes
+								 * views may be prepared (two-phase commit
+								 * of Citus) */
 	char		failure[PROGRESS_REASON_LEN];	/* why the last worker ended
 												 * in error, until a worker
 												 * applies a batch ("" if
@@ -57,5 +62,7 @@ extern DbWorker *worker_find_db(Oid dboid, bool create);
 extern void worker_slot_name(char *name, Oid dboid);
 extern Oid	worker_catalog_relid(const char *relname);
 extern void worker_mark_views_stale(const char *reason);
+extern void worker_set_distributed(Oid dboid);
+extern bool worker_is_distributed(Oid dboid);
 
 #endif							/* DJ_LAUNCHER_H */

@@ -42,6 +42,7 @@
 #include "api.h"
 #include "catalog.h"
 #include "citus.h"
+#include "distributed.h"
 #include "delta_join.h"
 #include "launcher.h"
 #include "progress.h"
@@ -459,10 +460,16 @@ dj_wait(PG_FUNCTION_ARGS)
 				start = lfirst(lc);
 		}
 		if (start == NULL)
+		{
+			int			distributed = distributed_wait(name, timeout_ms);
+
+			if (distributed >= 0)
+				PG_RETURN_BOOL(distributed == 1);
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("\"%s\" is not a delta view", name),
 					 errhint("The view delta_join.views lists the delta views.")));
+		}
 		waited = chain_of(views, start, &rounds);
 	}
 	else
@@ -485,7 +492,7 @@ dj_wait(PG_FUNCTION_ARGS)
 			PG_RETURN_BOOL(false);
 	}
 	if (waited == NIL)
-		PG_RETURN_BOOL(true);
+		PG_RETURN_BOOL(PG_ARGISNULL(0) ? distributed_wait(NULL, timeout_ms) != 0 : true);
 
 	if (timeout_ms < WAIT_FOREVER_MS)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
@@ -501,6 +508,10 @@ dj_wait(PG_FUNCTION_ARGS)
 
 	/* an error of the wait: read the catalog again, with a fresh snapshot */
 	if (done && any_in_error(waited))
+		done = false;
+
+	/* on a coordinator, wait() waits for the distributed views too */
+	if (done && PG_ARGISNULL(0) && distributed_wait(NULL, timeout_ms) == 0)
 		done = false;
 	PG_RETURN_BOOL(done);
 }

@@ -91,6 +91,7 @@
 #include "batch.h"
 #include "catalog.h"
 #include "citus.h"
+#include "distributed.h"
 #include "decode.h"
 #include "decoding.h"
 #include "delta_join.h"
@@ -101,6 +102,8 @@
 
 #define WORKER_IDLE_MS			1000	/* idle wake-up: commits set the latch */
 #define WORKER_CATALOG_CHECK_MS 10000	/* re-read the views at least this often */
+#define WORKER_SHARD_SYNC_MS	1000	/* look at the shard groups held this
+										 * often (distributed views) */
 #define WORKER_BUSY_RETRY_MS	50	/* retry of a catalog check that found it
 									 * locked */
 #define WORKER_LOCK_TIMEOUT		"1s"	/* longest wait for one lock */
@@ -177,6 +180,7 @@ static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
 static TimestampTz worker_next_retry(void);
 static void worker_check_citus(List *views);
+static void worker_sync_shards(void);
 static void worker_wait_round(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
@@ -341,6 +345,7 @@ worker_loop(void)
 {
 	uint64		seen_generation = 0;
 	TimestampTz next_check = 0;
+	TimestampTz next_shard_sync = 0;
 
 	for (;;)
 	{
@@ -381,6 +386,12 @@ worker_loop(void)
 								worker_dboid, worker_slot)));
 				return;
 			}
+		}
+
+		if (now >= next_shard_sync && worker_is_distributed(worker_dboid))
+		{
+			worker_sync_shards();
+			next_shard_sync = TimestampTzPlusMilliseconds(now, WORKER_SHARD_SYNC_MS);
 		}
 
 		if (!decoding_running())
@@ -498,6 +509,12 @@ worker_check_views(void)
 						 list_length(views), InvalidXLogRecPtr);
 		MemoryContextSwitchTo(oldcxt);
 		result = (views != NIL) ? CATALOG_VIEWS : CATALOG_NO_VIEWS;
+
+		/* a node of distributed views keeps its slot for the groups to come */
+		if (distributed_defined())
+			worker_set_distributed(worker_dboid);
+		if (result == CATALOG_NO_VIEWS && worker_is_distributed(worker_dboid))
+			result = CATALOG_VIEWS;
 	}
 	else
 		result = CATALOG_BUSY;
@@ -514,6 +531,49 @@ worker_check_views(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	return result;
+}
+
+/*
+ * Bring the views of the shard groups this node holds in line with the
+ * distributed views and the placements (distributed.c): a group moved here
+ * gets its view, one moved away loses it.  A failure is logged and tried
+ * again at the next round.
+ */
+static void
+worker_sync_shards(void)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	oldowner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		distributed_sync_node();
+		PopActiveSnapshot();
+		ReleaseCurrentSubTransaction();
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		CurrentResourceOwner = oldowner;
+		ereport(WARNING,
+				(errmsg("delta_join: could not update the views of this node's shard groups: %s",
+						edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*

@@ -1,0 +1,1290 @@
+/*-------------------------------------------------------------------------
+ *
+ * distributed.c
+ *	  Distributed delta views: a view made on a Citus coordinator over
+ *	  co-located distributed tables (DESIGN.md section 8).
+ *
+ * Tables distributed and co-located by the join key keep every join inside
+ * one shard group, so a distributed view is one ordinary delta view per
+ * shard group, on the node that holds it, reading the group's shards of the
+ * sources and writing into the group's shard of a distributed target
+ * co-located with them.
+ *
+ * Nouns:
+ *
+ *	definition	a row of delta_join.distributed_catalog: the target's name,
+ *				the query's text, its options, and the search_path and
+ *				settings it was created under.  The coordinator makes the
+ *				table a Citus reference table when the first distributed
+ *				view is created: every node holds a copy, written in the
+ *				same (two-phase) transaction, and nodes added later get one.
+ *	shard view	the ordinary view of one shard group on one node, whose
+ *				target is a shard of the distributed target.  It is
+ *				"managed": drop_view refuses it on the node (drop the
+ *				distributed view on the coordinator).
+ *
+ * How the shard views follow the definitions and the shards:
+ *
+ *	- A row trigger on the definitions (Citus puts it on every node's copy)
+ *	  creates the shard views of the node's shard groups when a definition
+ *	  is inserted, refreshes them when it is updated (refresh on the
+ *	  coordinator) and drops them, keeping their targets, when it is
+ *	  deleted (drop_view on the coordinator), all in the coordinator's
+ *	  transaction.
+ *	- Every node's apply worker compares, once a second, the placements its
+ *	  node holds with its shard views (distributed_sync_node): a shard group
+ *	  moved in (a shard move, a rebalance onto a new node, a split) gets its
+ *	  view, which backfills the group's target shard from the moved
+ *	  sources; one moved away loses its view.  A source shard that Citus
+ *	  drops takes its view along (guard.c).
+ *	- The database of a node with definitions keeps its slot and worker
+ *	  even while it holds no shard group (launcher.c), so a group that moves
+ *	  in is seen.  wait() and refresh on the coordinator run the sync on
+ *	  every node first, so they never miss a group, even one moved to a
+ *	  node added after the view.
+ *
+ * Citus is driven through its SQL functions and read from its catalog, so
+ * delta_join needs neither its headers nor its library.
+ *
+ * IDENTIFICATION
+ *	  src/distributed.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/timestamp.h"
+
+#include "analyze.h"
+#include "api.h"
+#include "catalog.h"
+#include "citus.h"
+#include "distributed.h"
+#include "launcher.h"
+#include "query.h"
+#include "runas.h"
+#include "target.h"
+#include "worker.h"
+
+PG_FUNCTION_INFO_V1(dj_on_distributed_catalog);
+PG_FUNCTION_INFO_V1(dj_prepare_node);
+PG_FUNCTION_INFO_V1(dj_sync_node);
+PG_FUNCTION_INFO_V1(dj_wait_node);
+PG_FUNCTION_INFO_V1(dj_managed_by);
+
+#define CATALOG_TABLE	DJ_SCHEMA ".distributed_catalog"
+
+bool		distributed_analysis = false;
+
+static DeltaPlan *analyze_distributed(Query *query, List *hints, DeltaOptions *options);
+
+/* One row of delta_join.distributed_catalog */
+typedef struct Definition
+{
+	char	   *target;			/* qualified name of the distributed target */
+	char	   *query;
+	char	   *strategy;		/* or NULL */
+	Jsonb	   *options;		/* as given to create_view, or NULL */
+	char	   *search_path;
+	Jsonb	   *settings;
+} Definition;
+
+/* ----------------------------------------------------------------
+ *		Citus's catalog
+ * ----------------------------------------------------------------
+ */
+
+/* Is Citus installed in this database? */
+static bool
+citus_installed(void)
+{
+	return OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)) &&
+		OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE));
+}
+
+/* Run a read of Citus's catalog (SPI connected); returns SPI_processed */
+static uint64
+citus_read(const char *sql, int nargs, Oid *types, Datum *values)
+{
+	if (catalog_exec(sql, nargs, types, values, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the Citus catalog");
+	return SPI_processed;
+}
+
+/* Column col (1-based) of row i of the last SPI result, as text or NULL */
+static char *
+spi_text(uint64 i, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col);
+}
+
+/* This node's group in Citus's metadata (0 on the coordinator), or -1 */
+static int
+local_group(void)
+{
+	int			group = -1;
+
+	if (!citus_installed())
+		return -1;
+	SPI_connect();
+	if (citus_read("SELECT groupid FROM pg_catalog.pg_dist_local_group", 0, NULL, NULL) == 1)
+		group = atoi(spi_text(0, 1));
+	SPI_finish();
+	return group;
+}
+
+/*
+ * A hash-distributed table's co-location group and distribution column
+ * (its name); false when the table is not one.
+ */
+static bool
+citus_distribution(Oid relid, int *colocation, char **column)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found = false;
+
+	SPI_connect();
+	if (citus_read("SELECT colocationid,"
+				   " pg_catalog.column_to_column_name(logicalrelid, partkey)"
+				   " FROM pg_catalog.pg_dist_partition"
+				   " WHERE logicalrelid OPERATOR(pg_catalog.=) $1 AND partmethod OPERATOR(pg_catalog.=) 'h'",
+				   1, types, values) == 1)
+	{
+		*colocation = atoi(spi_text(0, 1));
+		*column = MemoryContextStrdup(TopTransactionContext, spi_text(0, 2));
+		found = true;
+	}
+	SPI_finish();
+	return found;
+}
+
+/* The relation a qualified, quoted name names, or InvalidOid */
+static Oid
+relation_named(const char *name)
+{
+	return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+							NoLock, true);
+}
+
+/*
+ * The shard table named as shard_name() names it (qualified outside schema
+ * public) of a table of Citus, or InvalidOid while it is not on this node.
+ */
+static Oid
+shard_relation(const char *shard_name, Oid logical)
+{
+	List	   *names = stringToQualifiedNameList(shard_name);
+
+	if (list_length(names) == 1)
+		return get_relname_relid(strVal(linitial(names)), get_rel_namespace(logical));
+	return relation_named(shard_name);
+}
+
+/* ----------------------------------------------------------------
+ *		Walking the relations of a query
+ * ----------------------------------------------------------------
+ */
+
+typedef struct RelationMap
+{
+	List	   *from;			/* OIDs */
+	List	   *to;				/* OIDs, or NIL to collect into from */
+} RelationMap;
+
+/* Collect (map->to == NIL) or replace the relations a query reads, at every level */
+static bool
+map_relations(Node *node, RelationMap *map)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+		ListCell   *lc1;
+		ListCell   *lc2;
+
+		if (rte->rtekind != RTE_RELATION)
+			return false;
+		if (map->to == NIL)
+			map->from = list_append_unique_oid(map->from, rte->relid);
+		else
+		{
+			forboth(lc1, map->from, lc2, map->to)
+			{
+				if (lfirst_oid(lc1) == rte->relid)
+				{
+					rte->relid = lfirst_oid(lc2);
+					break;
+				}
+			}
+		}
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, map_relations, map, QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, map_relations, map);
+}
+
+static List *
+query_relations(Query *query)
+{
+	RelationMap map = {NIL, NIL};
+
+	(void) map_relations((Node *) query, &map);
+	return map.from;
+}
+
+/* ----------------------------------------------------------------
+ *		The coordinator
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Should create_view make a distributed view of this query?  Yes on a
+ * Citus coordinator when the query reads a Citus table; everywhere else the
+ * ordinary path refuses Citus tables, naming the coordinator.
+ */
+bool
+distributed_wanted(const char *text)
+{
+	Query	   *query;
+	List	   *hints;
+	ListCell   *lc;
+
+	if (local_group() != 0)
+		return false;
+	query = query_parse(text, &hints);
+	foreach(lc, query_relations(query))
+	{
+		if (citus_table_kind(lfirst_oid(lc)) != NULL)
+			return true;
+	}
+	return false;
+}
+
+static void
+refuse(const char *message, const char *detail, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("distributed delta view: %s", message),
+			 detail ? errdetail("%s", detail) : 0,
+			 errhint("%s", hint)));
+}
+
+/* Union-find over (source, column) pairs: the join's equivalence classes */
+typedef struct ColumnClass
+{
+	int			nitems;
+	int		   *source;
+	AttrNumber *attno;
+	int		   *parent;
+} ColumnClass;
+
+static int
+class_item(ColumnClass *cc, int source, AttrNumber attno)
+{
+	for (int i = 0; i < cc->nitems; i++)
+	{
+		if (cc->source[i] == source && cc->attno[i] == attno)
+			return i;
+	}
+	cc->source[cc->nitems] = source;
+	cc->attno[cc->nitems] = attno;
+	cc->parent[cc->nitems] = cc->nitems;
+	return cc->nitems++;
+}
+
+static int
+class_root(ColumnClass *cc, int i)
+{
+	while (cc->parent[i] != i)
+		i = cc->parent[i];
+	return i;
+}
+
+/*
+ * Check that the plan runs inside each shard group: every source is a
+ * hash-distributed table of one co-location group, the join equates all
+ * their distribution columns, and an output column holds that value in
+ * every row (it distributes the target).  Returns the output column's
+ * number and, in *anchor, a source to co-locate the target with.
+ */
+static int
+check_shard_local(DeltaPlan *plan, Oid *anchor)
+{
+	int			nsources = list_length(plan->sources);
+	int		   *colocation = palloc(sizeof(int) * nsources);
+	AttrNumber *distcol = palloc(sizeof(AttrNumber) * nsources);
+	ColumnClass cc;
+	int			root = -1;
+	ListCell   *lc;
+
+	if (plan->branches != NIL)
+		refuse("UNION ALL is not supported", NULL,
+			   "Make one distributed view per branch.");
+	if (plan->path == DJ_PATH_FULL)
+		refuse("only joins and aggregates of co-located tables can be distributed",
+			   "The query has no delta view's shape, so nothing shows that it runs inside one shard group.",
+			   "Join the co-located tables on their distribution column, and group by it.");
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		int			i = foreach_current_index(lc);
+		char	   *column;
+
+		if (!citus_distribution(src->relid, &colocation[i], &column))
+			refuse(psprintf("source %s is not a distributed table of Citus", src->relname),
+				   psprintf("It is %s: its rows are not split into the shard groups of the other sources.",
+							citus_table_kind(src->relid) ? citus_table_kind(src->relid) : "a local table"),
+				   "Distribute it with create_distributed_table, co-located with the other sources.");
+		if (colocation[i] != colocation[0])
+			refuse(psprintf("sources %s and %s are not co-located",
+							((DeltaSource *) linitial(plan->sources))->relname, src->relname),
+				   "Their shards with equal distribution values may be on different nodes.",
+				   psprintf("Distribute %s with colocate_with => '%s'.", src->relname,
+							((DeltaSource *) linitial(plan->sources))->relname));
+		distcol[i] = get_attnum(src->relid, column);
+	}
+
+	/* the classes of columns the join equates */
+	cc.nitems = 0;
+	cc.source = palloc(sizeof(int) * (2 * list_length(plan->conds) + nsources));
+	cc.attno = palloc(sizeof(AttrNumber) * (2 * list_length(plan->conds) + nsources));
+	cc.parent = palloc(sizeof(int) * (2 * list_length(plan->conds) + nsources));
+	foreach(lc, plan->conds)
+	{
+		DeltaJoinCond *cond = lfirst(lc);
+		int			a = class_root(&cc, class_item(&cc, cond->left, cond->left_attno));
+		int			b = class_root(&cc, class_item(&cc, cond->right, cond->right_attno));
+
+		cc.parent[a] = b;
+	}
+	for (int i = 0; i < nsources; i++)
+	{
+		int			r = class_root(&cc, class_item(&cc, i, distcol[i]));
+		DeltaSource *src = list_nth(plan->sources, i);
+
+		if (root == -1)
+			root = r;
+		else if (r != root)
+			refuse(psprintf("the join does not equate the distribution column of %s with the others'",
+							src->relname),
+				   "A joined row could come from two shard groups.",
+				   psprintf("Add %s.%s = ... to the join condition.", src->alias,
+							get_attname(src->relid, distcol[i], false)));
+	}
+
+	/* an output column, never NULL, equal to the distribution value */
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+		ListCell   *lc2;
+
+		if (tle->resjunk || !IsA(var, Var) || var->varlevelsup != 0)
+			continue;
+		foreach(lc2, plan->sources)
+		{
+			DeltaSource *src = lfirst(lc2);
+			int			i = foreach_current_index(lc2);
+
+			if (src->rtindex == var->varno && bms_is_empty(src->nulling) &&
+				class_root(&cc, class_item(&cc, i, var->varattno)) == root)
+			{
+				*anchor = src->relid;
+				return tle->resno - 1;
+			}
+		}
+	}
+	refuse("no output column holds the distribution value",
+		   "The target is distributed, co-located with the sources, by a column that holds the sources' distribution value in every row.",
+		   plan->kind == DJ_KIND_AGGREGATE ?
+		   "Group by the distribution column and select it." :
+		   "Select the distribution column of a source that every row has.");
+	return -1;					/* keep the compiler quiet */
+}
+
+/* A row of the definitions, copied into the current memory context */
+static Definition *
+definition_from_tuple(HeapTuple tuple, TupleDesc desc)
+{
+	Definition *def = palloc0(sizeof(Definition));
+	bool		isnull;
+	Datum		value;
+
+#define COLUMN(name) heap_getattr(tuple, SPI_fnumber(desc, name), desc, &isnull)
+	def->target = TextDatumGetCString(COLUMN("target"));
+	def->query = TextDatumGetCString(COLUMN("query"));
+	value = COLUMN("strategy");
+	def->strategy = isnull ? NULL : TextDatumGetCString(value);
+	value = COLUMN("options");
+	def->options = isnull ? NULL : DatumGetJsonbPCopy(value);
+	def->search_path = TextDatumGetCString(COLUMN("search_path"));
+	def->settings = DatumGetJsonbPCopy(COLUMN("settings"));
+#undef COLUMN
+	return def;
+}
+
+/* The definition of a distributed target (by OID), or NULL */
+static Definition *
+definition_of(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	Definition *def = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (!OidIsValid(worker_catalog_relid("distributed_catalog")) || !citus_installed())
+		return NULL;
+	SPI_connect();
+	if (catalog_exec("SELECT * FROM " CATALOG_TABLE
+					 " WHERE pg_catalog.to_regclass(target) OPERATOR(pg_catalog.=) $1",
+					 1, types, values, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read " CATALOG_TABLE);
+	if (SPI_processed > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		def = definition_from_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return def;
+}
+
+/* Does this database have distributed views (definitions)? */
+bool
+distributed_defined(void)
+{
+	bool		defined;
+
+	if (!OidIsValid(worker_catalog_relid("distributed_catalog")) || !citus_installed())
+		return false;
+	SPI_connect();
+	if (catalog_exec("SELECT 1 FROM " CATALOG_TABLE " LIMIT 1", 0, NULL, NULL, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read " CATALOG_TABLE);
+	defined = SPI_processed > 0;
+	SPI_finish();
+	return defined;
+}
+
+/* Run one statement through SPI as the caller; returns SPI_processed */
+static uint64
+run(const char *sql, int nargs, Oid *types, Datum *values)
+{
+	int			ret = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+
+	if (ret < 0)
+		elog(ERROR, "statement failed: %s", SPI_result_code_string(ret));
+	return SPI_processed;
+}
+
+/*
+ * Run a statement on every node (Citus's run_command_on_all_nodes, each in
+ * its own transaction); an error on a node is raised here, naming it.
+ * Returns the nodes' results, as text.
+ */
+static List *
+run_on_nodes(const char *sql)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(sql)};
+	List	   *results = NIL;
+	MemoryContext cxt = CurrentMemoryContext;
+	uint64		n;
+
+	SPI_connect();
+	n = run("SELECT nodeid, success, result FROM pg_catalog.run_command_on_all_nodes($1)",
+			1, types, values);
+	for (uint64 i = 0; i < n; i++)
+	{
+		char	   *result = spi_text(i, 3);
+		MemoryContext spi;
+
+		if (strcmp(spi_text(i, 2), "t") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("delta_join failed on Citus node %s: %s", spi_text(i, 1),
+							result ? result : "(no message)"),
+					 errhint("Every node needs delta_join in shared_preload_libraries, wal_level = logical and output_plugin_libraries naming delta_join.")));
+		spi = MemoryContextSwitchTo(cxt);
+		results = lappend(results, pstrdup(result ? result : ""));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return results;
+}
+
+/* Make the definitions a reference table, once: every node holds them. */
+static void
+catalog_distribute(void)
+{
+	Oid			relid = worker_catalog_relid("distributed_catalog");
+
+	if (citus_table_kind(relid) != NULL)
+		return;
+	SPI_connect();
+	(void) catalog_exec("SELECT pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true),"
+						" pg_catalog.create_reference_table('" CATALOG_TABLE "')",
+						0, NULL, NULL, NULL);
+	SPI_finish();
+}
+
+/*
+ * create_view on a coordinator over distributed tables: check that the
+ * query runs inside each shard group, make the target (distributed and
+ * co-located with the sources), and record the definition, which makes
+ * every node create the views of the shard groups it holds in this
+ * transaction.
+ */
+Oid
+distributed_create_view(const char *target, const char *text, const char *strategy,
+						Jsonb *options_json, DeltaOptions *options)
+{
+	Query	   *query;
+	List	   *hints;
+	DeltaPlan  *plan;
+	Oid			anchor = InvalidOid;
+	int			column;
+	RangeVar   *rv;
+	Oid			relid;
+	int			colocation;
+	int			target_colocation;
+	char	   *distcol;
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID};
+	Datum		values[6];
+	char		nulls[6] = "      ";
+
+	if (GetTopTransactionIdIfAny() != InvalidTransactionId)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("cannot create a distributed delta view in a transaction that has already written"),
+				 errdetail("Every node's replication slot is made first, and making one waits for the transactions that have written there, this one included."),
+				 errhint("Create the view at the start of its own transaction.")));
+
+	/* every node's slot, before anything is written anywhere */
+	worker_ensure_slot();
+	(void) run_on_nodes("SELECT delta_join._prepare_node()");
+	api_lock_views();
+
+	/*
+	 * One connection per node for the rest of the transaction: the node's
+	 * trigger that makes the shard views must see the target's shards and
+	 * metadata, which Citus would otherwise write over other connections.
+	 */
+	(void) set_config_option("citus.multi_shard_modify_mode", "sequential", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+
+	query = query_parse(text, &hints);
+	plan = analyze_distributed(query, hints, options);
+	column = check_shard_local(plan, &anchor);
+	(void) citus_distribution(anchor, &colocation, &distcol);
+
+	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	if (OidIsValid(relid))
+	{
+		char	   *target_col;
+
+		if (!pg_class_ownercheck(relid, GetUserId()))
+			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
+						   get_rel_name(relid));
+		if (definition_of(relid) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("table \"%s\" is already the target of a distributed delta view", target),
+					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
+		if (!citus_distribution(relid, &target_colocation, &target_col) ||
+			target_colocation != colocation || strcmp(target_col, plan->colnames[column]) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("target \"%s\" is not distributed by column \"%s\", co-located with %s",
+							target, plan->colnames[column], get_rel_name(anchor)),
+					 errdetail("Each shard group's view writes into the group's shard of the target."),
+					 errhint("Distribute it with create_distributed_table('%s', '%s', colocate_with => '%s'), or name a new table.",
+							 target, plan->colnames[column], get_rel_name(anchor))));
+	}
+	else
+	{
+		Oid			ctypes[3] = {OIDOID, TEXTOID, TEXTOID};
+		Datum		cvalues[3];
+
+		relid = target_create(rv, plan);
+		target_add_key(relid, plan);
+		cvalues[0] = ObjectIdGetDatum(relid);
+		cvalues[1] = CStringGetTextDatum(plan->colnames[column]);
+		cvalues[2] = CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_rel_namespace(anchor)),
+																   get_rel_name(anchor)));
+		SPI_connect();
+		(void) run("SELECT pg_catalog.create_distributed_table($1, $2, colocate_with => $3)",
+				   3, ctypes, cvalues);
+		SPI_finish();
+	}
+
+	catalog_distribute();
+	values[0] = CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+															   get_rel_name(relid)));
+	values[1] = CStringGetTextDatum(text);
+	values[2] = strategy ? CStringGetTextDatum(strategy) : (Datum) 0;
+	nulls[2] = strategy ? ' ' : 'n';
+	values[3] = options_json ? JsonbPGetDatum(options_json) : (Datum) 0;
+	nulls[3] = options_json ? ' ' : 'n';
+	values[4] = CStringGetTextDatum(namespace_search_path);
+	values[5] = JsonbPGetDatum(runas_capture_settings());
+	/*
+	 * As the caller, over the connections the target was made through (the
+	 * nodes' trigger must see its shards), and checked there: only the
+	 * owner of a distributed target writes its definition.
+	 */
+	SPI_connect();
+	if (SPI_execute_with_args("INSERT INTO " CATALOG_TABLE
+							  " (target, query, strategy, options, search_path, settings)"
+							  " VALUES ($1, $2, $3, $4, $5, $6)", 6, types, values, nulls,
+							  false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into " CATALOG_TABLE);
+	SPI_finish();
+	return relid;
+}
+
+/* Analyze a distributed view's query on the coordinator (Citus tables let through) */
+static DeltaPlan *
+analyze_distributed(Query *query, List *hints, DeltaOptions *options)
+{
+	DeltaPlan  *plan;
+
+	distributed_analysis = true;
+	PG_TRY();
+	{
+		plan = analyze_choose_path(query, hints, options);
+	}
+	PG_FINALLY();
+	{
+		distributed_analysis = false;
+	}
+	PG_END_TRY();
+	return plan;
+}
+
+/*
+ * explain() on a coordinator, of a query over Citus tables: how each shard
+ * group's view would be maintained, after what distributing it takes (or
+ * why it cannot be).
+ */
+List *
+distributed_explain(const char *text, DeltaOptions *options)
+{
+	List	   *hints;
+	Query	   *query = query_parse(text, &hints);
+	List	   *lines;
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *first;
+
+	distributed_analysis = true;
+	PG_TRY();
+	{
+		lines = explain_plan(query, hints, options);
+	}
+	PG_FINALLY();
+	{
+		distributed_analysis = false;
+	}
+	PG_END_TRY();
+
+	PG_TRY();
+	{
+		DeltaPlan  *plan = analyze_distributed(copyObject(query), hints, options);
+		Oid			anchor;
+		int			column = check_shard_local(plan, &anchor);
+		int			colocation;
+		char	   *distcol;
+		int			groups = 0;
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(anchor)};
+
+		(void) citus_distribution(anchor, &colocation, &distcol);
+		SPI_connect();
+		if (citus_read("SELECT count(*) FROM pg_catalog.pg_dist_shard"
+					   " WHERE logicalrelid OPERATOR(pg_catalog.=) $1", 1, types, values) == 1)
+			groups = atoi(spi_text(0, 1));
+		SPI_finish();
+		first = psprintf("Distributed: one view per shard group (%d groups of tables co-located with %s), on the node that holds it; the target is distributed by column %s",
+						 groups, get_rel_name(anchor), plan->colnames[column]);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		first = psprintf("Distributed: refused: %s%s%s", edata->message,
+						 edata->hint ? " HINT: " : "", edata->hint ? edata->hint : "");
+	}
+	PG_END_TRY();
+	return lcons(first, lines);
+}
+
+/*
+ * drop_view on a coordinator, of a distributed view: delete its definition
+ * (every node drops its shard views, keeping their targets), then drop the
+ * distributed target, or keep it.  False when target is no distributed view.
+ */
+bool
+distributed_drop_view(const char *target, bool drop_table)
+{
+	Oid			relid;
+	Definition *def;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	if (local_group() != 0)
+		return false;
+	relid = relation_named(target);
+	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
+		return false;
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+
+	values[0] = CStringGetTextDatum(def->target);
+	SPI_connect();
+	(void) run("DELETE FROM " CATALOG_TABLE " WHERE target OPERATOR(pg_catalog.=) $1",
+			   1, types, values);
+	SPI_finish();
+	if (drop_table)
+	{
+		SPI_connect();
+		(void) run(psprintf("DROP TABLE %s", def->target), 0, NULL, NULL);
+		SPI_finish();
+	}
+	return true;
+}
+
+/*
+ * refresh on a coordinator, of a distributed view: touch its definition,
+ * which makes every node refresh its shard views (and create missing ones)
+ * in this transaction.  Returns the rows of the target, or -1 when target
+ * is no distributed view.
+ */
+int64
+distributed_refresh(const char *target)
+{
+	Oid			relid;
+	Definition *def;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	int64		rows;
+
+	if (local_group() != 0)
+		return -1;
+	relid = relation_named(target);
+	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
+		return -1;
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	values[0] = CStringGetTextDatum(def->target);
+	SPI_connect();
+	(void) run("UPDATE " CATALOG_TABLE " SET refreshed = pg_catalog.now()"
+			   " WHERE target OPERATOR(pg_catalog.=) $1",
+			   1, types, values);
+	(void) run(psprintf("SELECT pg_catalog.count(*) FROM %s", def->target), 0, NULL, NULL);
+	rows = pg_strtoint64(spi_text(0, 1));
+	SPI_finish();
+	return rows;
+}
+
+/*
+ * wait() on a coordinator, for a distributed view (or, target NULL, all of
+ * them): every node first makes the views of the shard groups it holds and
+ * has none for, then waits for them.  Returns 1 when every shard group has
+ * applied the changes committed before the call, 0 if not, -1 when target
+ * is no distributed view.
+ */
+int
+distributed_wait(const char *target, int64 timeout_ms)
+{
+	char	   *name = NULL;
+	ListCell   *lc;
+
+	if (local_group() != 0)
+		return -1;
+	if (target != NULL)
+	{
+		Oid			relid = relation_named(target);
+		Definition *def;
+
+		if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
+			return -1;
+		name = def->target;
+	}
+	else if (!distributed_defined())
+		return -1;
+
+	(void) run_on_nodes("SELECT delta_join._sync_node()");
+	foreach(lc, run_on_nodes(psprintf("SELECT delta_join._wait_node(%s, %lld)",
+									  name ? quote_literal_cstr(name) : "NULL",
+									  (long long) timeout_ms)))
+	{
+		if (strcmp(lfirst(lc), "t") != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* ----------------------------------------------------------------
+ *		The nodes
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The distributed view whose shard group this view's target is (the
+ * definition's target name), or NULL.
+ */
+char *
+distributed_managed_by(Oid relid)
+{
+	Oid			logical = citus_shard_of(relid);
+	Definition *def;
+
+	if (!OidIsValid(logical) || (def = definition_of(logical)) == NULL)
+		return NULL;
+	return def->target;
+}
+
+/* Does this node hold a placement of shard shardid? */
+static bool
+placement_is_local(const char *shardid)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {DirectFunctionCall1(int8in, CStringGetDatum(shardid))};
+	bool		local;
+
+	SPI_connect();
+	local = citus_read("SELECT 1 FROM pg_catalog.pg_dist_placement"
+					   " WHERE shardid OPERATOR(pg_catalog.=) $1 AND groupid OPERATOR(pg_catalog.=)"
+					   " (SELECT groupid FROM pg_catalog.pg_dist_local_group)",
+					   1, types, values) > 0;
+	SPI_finish();
+	return local;
+}
+
+/*
+ * Create the view of one shard group: the definition's query, parsed under
+ * its search_path, with each distributed table replaced by its shard in the
+ * group (the shard with the same hash range), into the group's shard of the
+ * target, which it fills.
+ */
+static void
+create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
+{
+	int			nestlevel = NewGUCNestLevel();
+	Query	   *query;
+	List	   *hints;
+	DeltaOptions options;
+	RelationMap map = {NIL, NIL};
+	ListCell   *lc;
+
+	(void) set_config_option("search_path", def->search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	options_resolve(&options, def->strategy, def->options);
+	query = query_parse(def->query, &hints);
+
+	foreach(lc, query_relations(query))
+	{
+		Oid			relid = lfirst_oid(lc);
+		Oid			types[2] = {OIDOID, TEXTOID};
+		Datum		values[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(minvalue)};
+		Oid			shard = InvalidOid;
+
+		if (citus_table_kind(relid) == NULL)
+			continue;
+		SPI_connect();
+		if (citus_read("SELECT pg_catalog.shard_name(logicalrelid, shardid)"
+					   " FROM pg_catalog.pg_dist_shard"
+					   " WHERE logicalrelid OPERATOR(pg_catalog.=) $1"
+					   " AND shardminvalue OPERATOR(pg_catalog.=) $2",
+					   2, types, values) == 1)
+			shard = shard_relation(spi_text(0, 1), relid);
+		SPI_finish();
+		if (!OidIsValid(shard))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("distributed view \"%s\": the shard of %s co-located with %s is not on this node",
+							def->target, get_rel_name(relid), get_rel_name(target_shard))));
+		map.from = lappend_oid(map.from, relid);
+		map.to = lappend_oid(map.to, shard);
+	}
+	if (map.to != NIL)
+		(void) map_relations((Node *) query, &map);
+
+	(void) api_create_view_from(quote_qualified_identifier(get_namespace_name(get_rel_namespace(target_shard)),
+														   get_rel_name(target_shard)),
+								query, hints, &options, def->settings, true);
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/*
+ * Bring this node's shard views of one definition in line with the shard
+ * groups it holds: create the missing ones, and refresh the others if
+ * asked.
+ */
+static void
+sync_definition(Definition *def, bool refresh)
+{
+	Oid			logical = relation_named(def->target);
+	Oid			types[1] = {OIDOID};
+	Datum		values[1];
+	List	   *shards = NIL;
+	List	   *minvalues = NIL;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	MemoryContext cxt = CurrentMemoryContext;
+	uint64		n;
+
+	if (!OidIsValid(logical))
+		return;
+	values[0] = ObjectIdGetDatum(logical);
+	SPI_connect();
+	n = citus_read("SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid), s.shardminvalue"
+				   " FROM pg_catalog.pg_dist_shard s"
+				   " JOIN pg_catalog.pg_dist_placement p USING (shardid)"
+				   " WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1"
+				   " AND p.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
+				   " ORDER BY s.shardid",
+				   1, types, values);
+	for (uint64 i = 0; i < n; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		shards = lappend(shards, pstrdup(spi_text(i, 1)));
+		minvalues = lappend(minvalues, pstrdup(spi_text(i, 2)));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+
+	forboth(lc1, shards, lc2, minvalues)
+	{
+		Oid			shard = shard_relation(lfirst(lc1), logical);
+		ViewRecord	view;
+
+		if (!OidIsValid(shard))
+			continue;			/* a placement being made by a move */
+		if (catalog_find_view(shard, &view))
+		{
+			if (refresh)
+				(void) api_refresh_view(&view, false);
+		}
+		else
+			create_shard_view(def, shard, lfirst(lc2));
+	}
+}
+
+/* This node's shard views: (ViewRecord *, shard id as text) of each */
+static List *
+local_shard_views(List **shardids)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	*shardids = NIL;
+	foreach(lc, catalog_list_views())
+	{
+		ViewRecord *view = lfirst(lc);
+		Oid			logical = citus_shard_of(view->target);
+		char	   *name;
+
+		if (!OidIsValid(logical))
+			continue;
+		name = get_rel_name(view->target);
+		result = lappend(result, view);
+		*shardids = lappend(*shardids, pstrdup(strrchr(name, '_') + 1));
+	}
+	return result;
+}
+
+/* Drop this node's shard views of a definition (all if def_target is NULL) that should go */
+static void
+drop_shard_views(const char *def_target, bool only_moved)
+{
+	List	   *shardids;
+	List	   *views = local_shard_views(&shardids);
+	ListCell   *lc1;
+	ListCell   *lc2;
+
+	forboth(lc1, views, lc2, shardids)
+	{
+		ViewRecord *view = lfirst(lc1);
+		char	   *managed_by = distributed_managed_by(view->target);
+
+		if (def_target != NULL)
+		{
+			Oid			logical = citus_shard_of(view->target);
+
+			if (logical != relation_named(def_target))
+				continue;
+		}
+		else if (managed_by == NULL)
+			continue;			/* a view a user made over shards */
+		if (only_moved && placement_is_local(lfirst(lc2)))
+			continue;
+		api_drop_view(view, false);
+	}
+}
+
+/*
+ * On a coordinator, the apply worker makes every node that joined since it
+ * last looked sync itself: a new node has no slot, hence no worker, until
+ * told (run_command_on_workers: the coordinator's own views are this
+ * worker's).
+ */
+static void
+sync_new_nodes(void)
+{
+	static char *known_nodes = NULL;
+	char	   *nodes = NULL;
+
+	SPI_connect();
+	if (citus_read("SELECT pg_catalog.string_agg(nodeid::text, ',' ORDER BY nodeid)"
+				   " FROM pg_catalog.pg_dist_node WHERE isactive AND groupid OPERATOR(pg_catalog.<>) 0",
+				   0, NULL, NULL) == 1)
+		nodes = spi_text(0, 1);
+	if (nodes != NULL && (known_nodes == NULL || strcmp(nodes, known_nodes) != 0))
+	{
+		Oid			types[1] = {TEXTOID};
+		Datum		values[1] = {CStringGetTextDatum("SELECT delta_join._sync_node()")};
+
+		(void) run("SELECT pg_catalog.run_command_on_workers($1)", 1, types, values);
+		if (known_nodes != NULL)
+			pfree(known_nodes);
+		known_nodes = MemoryContextStrdup(TopMemoryContext, nodes);
+	}
+	SPI_finish();
+}
+
+/*
+ * Bring every shard view of this node in line with the definitions and the
+ * placements it holds (the apply worker, once a second; _sync_node()).
+ */
+void
+distributed_sync_node(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *targets = NIL;
+	ListCell   *lc;
+	uint64		n;
+
+	if (!distributed_defined())
+		return;
+	worker_ensure_slot();
+	api_lock_views();
+	SPI_connect();
+	n = citus_read("SELECT target FROM " CATALOG_TABLE " ORDER BY target", 0, NULL, NULL);
+	for (uint64 i = 0; i < n; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		targets = lappend(targets, pstrdup(spi_text(i, 1)));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+
+	if (IsBackgroundWorker && local_group() == 0)
+		sync_new_nodes();
+	drop_shard_views(NULL, true);
+	foreach(lc, targets)
+	{
+		Oid			relid = relation_named(lfirst(lc));
+		Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
+
+		if (def != NULL)
+			sync_definition(def, false);
+	}
+}
+
+/*
+ * Only the owner of a distributed target writes its definition (create_view,
+ * refresh and drop_view on the coordinator do, as the caller).
+ */
+static void
+check_definition_writer(Definition *def)
+{
+	Oid			relid;
+
+	if (!citus_installed())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("distributed delta views need Citus")));
+	relid = relation_named(def->target);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("distributed target \"%s\" does not exist", def->target)));
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+}
+
+/* The row trigger on the definitions: see the banner */
+Datum
+dj_on_distributed_catalog(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	Definition *def;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
+		elog(ERROR, "dj_on_distributed_catalog: not called as an AFTER ROW trigger");
+
+	/* only a node's copy holds rows: Citus never writes into the shell */
+	if (citus_table_kind(RelationGetRelid(trigdata->tg_relation)) != NULL)
+		return PointerGetDatum(NULL);
+
+	desc = RelationGetDescr(trigdata->tg_relation);
+	check_definition_writer(definition_from_tuple(trigdata->tg_trigtuple, desc));
+	api_lock_views();
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+	{
+		def = definition_from_tuple(trigdata->tg_trigtuple, desc);
+		drop_shard_views(def->target, false);
+	}
+	else if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		sync_definition(definition_from_tuple(trigdata->tg_trigtuple, desc), false);
+	else
+	{
+		def = definition_from_tuple(trigdata->tg_newtuple, desc);
+		check_definition_writer(def);
+		sync_definition(def, true);
+	}
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * _prepare_node(): make this database's slot, and keep it (with its worker)
+ * while no shard group is here yet: the coordinator calls it on every node
+ * before its first write of a distributed view.
+ */
+Datum
+dj_prepare_node(PG_FUNCTION_ARGS)
+{
+	api_check_primary("_prepare_node");
+	worker_ensure_slot();
+	worker_set_distributed(MyDatabaseId);
+	PG_RETURN_VOID();
+}
+
+/* _sync_node(): distributed_sync_node, for the coordinator's wait() */
+Datum
+dj_sync_node(PG_FUNCTION_ARGS)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+
+	api_check_primary("_sync_node");
+	worker_set_distributed(MyDatabaseId);
+
+	/*
+	 * Anyone may have the views brought in line with the definitions their
+	 * owners wrote; the views run as their targets' owners.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	distributed_sync_node();
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	PG_RETURN_VOID();
+}
+
+/*
+ * _wait_node(target text, timeout_ms bigint) RETURNS boolean: wait for this
+ * node's shard views of one distributed view (all if NULL); false when one
+ * of its shard groups here has no view, or a wait timed out.
+ */
+Datum
+dj_wait_node(PG_FUNCTION_ARGS)
+{
+	char	   *target = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int64		timeout_ms = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
+	List	   *shardids;
+	List	   *views = local_shard_views(&shardids);
+	List	   *names = NIL;
+	bool		done = true;
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+		char	   *managed_by = distributed_managed_by(view->target);
+
+		if (managed_by != NULL && (target == NULL || strcmp(managed_by, target) == 0))
+			names = lappend(names, catalog_view_name(view));
+	}
+
+	/* every shard group here has its view */
+	SPI_connect();
+	{
+		Oid			types[1] = {TEXTOID};
+		Datum		values[1] = {target ? CStringGetTextDatum(target) : (Datum) 0};
+		uint64		n;
+
+		n = citus_read(target ?
+					   "SELECT 1 FROM pg_catalog.pg_dist_shard s"
+					   " JOIN pg_catalog.pg_dist_placement p USING (shardid)"
+					   " WHERE p.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
+					   " AND s.logicalrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)" :
+					   "SELECT 1 FROM pg_catalog.pg_dist_shard s"
+					   " JOIN pg_catalog.pg_dist_placement p USING (shardid)"
+					   " WHERE p.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
+					   " AND s.logicalrelid IN (SELECT pg_catalog.to_regclass(target) FROM " CATALOG_TABLE ")",
+					   target ? 1 : 0, types, values);
+		if (n > (uint64) list_length(names))
+			done = false;
+	}
+	SPI_finish();
+
+	foreach(lc, names)
+	{
+		Oid			types[2] = {TEXTOID, INTERVALOID};
+		Datum		values[2];
+
+		if (!done)
+			break;
+		values[0] = CStringGetTextDatum(lfirst(lc));
+		values[1] = DirectFunctionCall3(interval_in,
+										CStringGetDatum(psprintf("%lld ms", (long long) Max(timeout_ms, 0))),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		SPI_connect();
+		if (run("SELECT delta_join.wait($1, $2)", 2, types, values) != 1 ||
+			strcmp(spi_text(0, 1), "t") != 0)
+			done = false;
+		SPI_finish();
+	}
+	PG_RETURN_BOOL(done);
+}
+
+/* _managed_by(regclass) RETURNS text: distributed_managed_by, for delta_join.views */
+Datum
+dj_managed_by(PG_FUNCTION_ARGS)
+{
+	char	   *managed_by = distributed_managed_by(PG_GETARG_OID(0));
+
+	if (managed_by == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(managed_by));
+}
