@@ -353,7 +353,7 @@ check_shard_local(DeltaPlan *plan, Oid *anchor)
 
 		if (!citus_distribution(src->relid, &colocation[i], &column))
 			refuse(psprintf("source %s is not a distributed table of Citus", src->relname),
-				   psprintf("It is %s: its rows are not split into the shard groups of the other sources.",
+				   psprintf("It is %s; a distributed view reads distributed tables co-located with each other, one shard group at a time.",
 							citus_table_kind(src->relid) ? citus_table_kind(src->relid) : "a local table"),
 				   "Distribute it with create_distributed_table, co-located with the other sources.");
 		if (colocation[i] != colocation[0])

@@ -1,0 +1,338 @@
+# Distributed delta views on a real Citus cluster (issue 11): a coordinator
+# and two worker nodes, a third worker added later, all on this machine,
+# listening on 127.0.0.1 only.
+#
+# Over orders and items distributed and co-located by merchant_id, a join
+# view and an aggregate view are made on the coordinator; concurrent random
+# DML through the coordinator, with multi-shard statements and two-phase
+# transactions, must leave them exact after wait() (the join under the
+# residual rule: deleted rows may stay, no row is missing or stale).  Then
+# the same after a shard move during writes, after a node is added and the
+# shards rebalanced, and after a worker node's apply worker is killed and
+# the node restarted.  The coordinator-side refusals, the managed shard
+# views, status, explain, refresh, drop_view and an ordinary role are
+# checked too.
+#
+# make test builds Citus from ../shared/vendor/citus when it is not
+# installed; without it this test is skipped.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+use DeltaJoinWorkload;
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "Citus is not installed ($pkglibdir/citus.so)"
+  unless -f "$pkglibdir/citus.so";
+
+my %conf = (
+	shared_preload_libraries => 'citus,delta_join',
+	max_connections => '100',
+	max_worker_processes => '20',
+	max_replication_slots => '20',
+	max_wal_senders => '20',
+	'citus.shard_count' => '4',
+	listen_addresses => '127.0.0.1',
+	'citus.local_hostname' => '127.0.0.1');
+
+sub citus_node
+{
+	my ($name) = @_;
+	my $node = DeltaJoinTest::new_node($name, conf => \%conf, extension => 0);
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
+	return $node;
+}
+
+my $coord = citus_node('coordinator');
+my @workers = (citus_node('worker1'), citus_node('worker2'));
+$coord->safe_psql('postgres',
+	"SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ")");
+$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ")")
+  foreach @workers;
+$coord->safe_psql('postgres', 'CREATE EXTENSION delta_join');
+
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE orders (merchant_id bigint, order_id bigint, item_id bigint, amount int,
+	                     PRIMARY KEY (merchant_id, order_id));
+	CREATE TABLE items (merchant_id bigint, item_id bigint, name text,
+	                    PRIMARY KEY (merchant_id, item_id));
+	SELECT create_distributed_table('orders', 'merchant_id');
+	SELECT create_distributed_table('items', 'merchant_id', colocate_with => 'orders');
+	INSERT INTO items SELECT m, i, 'item ' || m || '/' || i
+	  FROM generate_series(1, 40) m, generate_series(1, 5) i;
+	INSERT INTO orders SELECT m, o, 1 + o % 5, o FROM generate_series(1, 40) m, generate_series(1, 20) o;});
+
+# The error of a statement on a node, with its SQLSTATE
+sub error_of
+{
+	my ($node, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return $err;
+}
+
+my $join = 'SELECT o.merchant_id, o.order_id, i.name, o.amount FROM orders o '
+  . 'JOIN items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id';
+my $agg = 'SELECT merchant_id, count(*) AS n, sum(amount) AS total, max(order_id) AS last_order '
+  . 'FROM orders GROUP BY merchant_id';
+
+like(
+	$coord->safe_psql('postgres', "SELECT string_agg(e, E'\\n') FROM delta_join.explain(\$q\$ $join \$q\$) e"),
+	qr/^Distributed: one view per shard group \(4 groups of tables co-located with orders\), on the node that holds it; the target is distributed by column merchant_id\nDelta Join/,
+	'explain on the coordinator shows the shard-group plan');
+
+my $t0 = time();
+$coord->safe_psql('postgres', "SELECT delta_join.create_view('wide', \$q\$ $join \$q\$)");
+$coord->safe_psql('postgres', "SELECT delta_join.create_view('totals', \$q\$ $agg \$q\$)");
+note sprintf('two distributed views created in %d s', time() - $t0);
+
+is( $coord->safe_psql('postgres',
+		q{SELECT string_agg(logicalrelid::text || ':' || colocationid::text, ',' ORDER BY logicalrelid::text)
+		  FROM pg_dist_partition WHERE logicalrelid::text IN ('orders', 'wide', 'totals')}) =~
+	  /^orders:(\d+),totals:\1,wide:\1$/ ? 'co-located' : 'not',
+	'co-located', 'the targets are distributed tables co-located with the sources');
+is( $coord->safe_psql('postgres',
+		q{SELECT (SELECT count(*) FROM wide) = (SELECT count(*) FROM orders)}),
+	't', 'create_view filled every shard group before returning');
+
+# Each worker node holds the views of its two shard groups, marked as
+# managed by the coordinator.
+foreach my $w (@workers)
+{
+	is( $w->safe_psql('postgres',
+			q{SELECT string_agg(DISTINCT managed_by, ',') || ' ' || count(*) FROM delta_join.views}),
+		'public.totals,public.wide 4',
+		'node ' . $w->name . ': two shard views per distributed view, managed by the coordinator');
+}
+my $shard_target =
+  $workers[0]->safe_psql('postgres', "SELECT target FROM delta_join.views ORDER BY 1 LIMIT 1");
+like(
+	error_of($workers[0], "SELECT delta_join.drop_view('$shard_target')"),
+	qr/55000: view "\Q$shard_target\E" is a shard group of distributed view "public.totals".*HINT:  Drop the distributed view on the coordinator: SELECT delta_join.drop_view\('public.totals'\);/s,
+	'drop_view of a shard view on a node is refused, naming the coordinator');
+
+# -- the workload: single-row and multi-shard DML, two-phase transactions
+my $scripts = DeltaJoinWorkload::write_scripts(
+	order_update => [
+		4, q{\set m random(1, 40)
+\set o random(1, 30)
+UPDATE orders SET amount = amount + 1, item_id = 1 + (item_id + :o) % 5 WHERE merchant_id = :m AND order_id = :o;
+}
+	],
+	order_upsert => [
+		3, q{\set m random(1, 40)
+\set o random(1, 30)
+INSERT INTO orders VALUES (:m, :o, 1 + :o % 5, :o) ON CONFLICT (merchant_id, order_id) DO UPDATE SET amount = orders.amount - 1;
+}
+	],
+	order_delete => [
+		1, q{\set m random(1, 40)
+\set o random(1, 30)
+DELETE FROM orders WHERE merchant_id = :m AND order_id = :o;
+}
+	],
+	item_rename => [
+		2, q{\set m random(1, 40)
+\set i random(1, 5)
+UPDATE items SET name = name || '+' WHERE merchant_id = :m AND item_id = :i;
+}
+	],
+	two_phase => [
+		2, q{\set m1 random(1, 40)
+\set m2 random(1, 40)
+\set o random(1, 30)
+BEGIN;
+UPDATE orders SET amount = amount + 10 WHERE merchant_id = :m1 AND order_id = :o;
+UPDATE orders SET amount = amount - 10 WHERE merchant_id = :m2 AND order_id = :o;
+UPDATE items SET name = 'x' || :o WHERE merchant_id = :m2 AND item_id = 1 + :o % 5;
+COMMIT;
+}
+	],
+	multi_shard => [
+		1, q{\set o random(1, 30)
+UPDATE orders SET amount = amount + 1 WHERE order_id = :o;
+}
+	]);
+
+# The join under the residual rule: every row of the query is in the
+# target, and a target row whose key the query has equals the query's row.
+sub check_views
+{
+	my ($name) = @_;
+	ok(DeltaJoinWorkload::wait_views($coord, undef, '120s'), "$name: wait() returned true");
+	DeltaJoinWorkload::is_view_superset($coord, 'wide', $join, "$name: join");
+	is( $coord->safe_psql(
+			'postgres', qq{
+			SELECT count(*) FROM wide w JOIN ($join) q USING (merchant_id, order_id)
+			WHERE (w.name, w.amount) IS DISTINCT FROM (q.name, q.amount)}),
+		'0', "$name: no row of the join target is stale");
+	DeltaJoinWorkload::is_view_equal($coord, 'totals', $agg, "$name: aggregate");
+}
+
+DeltaJoinWorkload::pgbench_ok($coord, $scripts, 'concurrent DML through the coordinator',
+	clients => 4, transactions => 300, seed => 11);
+check_views('after concurrent DML');
+
+is( $coord->safe_psql('postgres',
+		q{SELECT string_agg(target || ' ' || state || ' ' || shard_groups, ', ' ORDER BY target)
+		  FROM delta_join.distributed_status}),
+	'public.totals active 4, public.wide active 4',
+	'distributed_status: one row per distributed view, over its 4 shard groups');
+is( $coord->safe_psql('postgres',
+		q{SELECT count(DISTINCT node) || ' ' || count(*) || ' ' || CASE WHEN bool_and(state = 'active') THEN 'active' END
+		  FROM delta_join.shard_groups}),
+	'2 8 active', 'shard_groups: the 8 shard views on the 2 worker nodes, all active');
+ok( $coord->safe_psql('postgres',
+		q{SELECT changes_seen > 0 AND mode = 'delta (distributed, 4 shard groups)'
+		  FROM delta_join.status WHERE target = 'public.totals'}) eq 't',
+	'status on the coordinator has the distributed view, its counters summed');
+
+# -- a shard move during writes
+my $bench = DeltaJoinWorkload::pgbench_start($coord, $scripts,
+	clients => 2, seconds => 6, seed => 12);
+sleep 1;
+my ($shard, $from_port) = split /\|/,
+  $coord->safe_psql('postgres',
+	q{SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'orders'::regclass
+	  ORDER BY shardid LIMIT 1});
+my ($from) = grep { $_->port == $from_port } @workers;
+my ($to) = grep { $_->port != $from_port } @workers;
+$coord->safe_psql('postgres',
+	    "SELECT citus_move_shard_placement($shard, '127.0.0.1', "
+	  . $from->port
+	  . ", '127.0.0.1', "
+	  . $to->port
+	  . ", shard_transfer_mode => 'force_logical')");
+my $res = DeltaJoinWorkload::pgbench_finish($bench);
+ok($res->{rc} == 0 && $res->{processed} > 0,
+	"writes went on during the shard move ($res->{processed} transactions)")
+  or diag($res->{stderr});
+$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+check_views('after a shard move during writes');
+is( $to->safe_psql('postgres', 'SELECT count(*) FROM delta_join.views'),
+	'6', 'the node the shard group moved to has its views');
+ok( $from->poll_query_until('postgres', 'SELECT count(*) = 2 FROM delta_join.views'),
+	'the node it left dropped them');
+
+# -- a node added, then the shards rebalanced
+my $new = citus_node('worker3');
+$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $new->port . ")");
+$coord->safe_psql('postgres',
+	"SELECT citus_rebalance_start(shard_transfer_mode => 'force_logical'); SELECT citus_rebalance_wait()");
+$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+ok( $new->poll_query_until('postgres',
+		q{SELECT count(*) > 0 AND bool_and(managed_by IS NOT NULL) FROM delta_join.views}),
+	'the new node made the views of the groups moved to it, without being asked');
+DeltaJoinWorkload::pgbench_ok($coord, $scripts, 'DML after the rebalance',
+	clients => 3, transactions => 200, seed => 13);
+check_views('after adding a node and rebalancing');
+is( $coord->safe_psql('postgres',
+		q{SELECT count(DISTINCT node) || ' ' || count(*) || ' ' || CASE WHEN bool_and(state = 'active') THEN 'active' END
+		  FROM delta_join.shard_groups}),
+	'3 8 active', 'shard_groups: the 8 shard views over 3 worker nodes');
+
+# -- crashes: a node's apply worker killed, then a node restarted
+my $victim = $workers[0];
+my $pid = $victim->safe_psql('postgres', 'SELECT worker_pid FROM delta_join._database_state()');
+ok($pid =~ /^\d+$/, "node worker1 runs an apply worker ($pid)");
+$victim->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+DeltaJoinWorkload::pgbench_ok($coord, $scripts, 'DML while an apply worker restarts',
+	clients => 3, transactions => 150, seed => 14);
+$workers[1]->stop('immediate');
+$workers[1]->start;
+DeltaJoinWorkload::pgbench_ok($coord, $scripts, 'DML after a node restart',
+	clients => 3, transactions => 150, seed => 15);
+check_views('after a killed apply worker and a crashed node');
+
+# -- refresh and the refusals
+is($coord->safe_psql('postgres', 'SELECT delta_join.refresh(\'totals\')'),
+	$coord->safe_psql('postgres', 'SELECT count(*) FROM totals'),
+	'refresh on the coordinator refreshes every shard group, and returns the rows of the target');
+
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE notes (merchant_id bigint PRIMARY KEY, note text);
+	SELECT create_distributed_table('notes', 'merchant_id', colocate_with => 'none');
+	CREATE INDEX ON orders (item_id);
+	CREATE INDEX ON items (item_id);
+	CREATE TABLE currencies (code text PRIMARY KEY, rate numeric);
+	SELECT create_reference_table('currencies');
+	CREATE TABLE plain (merchant_id bigint PRIMARY KEY);});
+like(
+	error_of($coord,
+		q{SELECT delta_join.create_view('bad', 'SELECT o.merchant_id, o.order_id, n.note FROM orders o JOIN notes n ON n.merchant_id = o.merchant_id')}
+	),
+	qr/0A000: distributed delta view: sources public.orders and public.notes are not co-located.*HINT:  Distribute public.notes with colocate_with => 'public.orders'/s,
+	'sources that are not co-located are refused');
+like(
+	error_of($coord,
+		q{SELECT delta_join.create_view('bad', 'SELECT o.merchant_id, o.order_id, i.merchant_id AS item_merchant, i.item_id, i.name FROM orders o JOIN items i ON i.item_id = o.item_id')}
+	),
+	qr/0A000: distributed delta view: the join does not equate the distribution column of public.items with the others'.*HINT:  Add i.merchant_id = ... to the join condition/s,
+	'a join key without the distribution column is refused');
+$coord->safe_psql('postgres', 'ALTER TABLE orders REPLICA IDENTITY FULL');
+like(
+	error_of($coord,
+		q{SELECT delta_join.create_view('bad', 'SELECT item_id, count(*) FROM orders GROUP BY item_id')}
+	),
+	qr/0A000: distributed delta view: no output column holds the distribution value.*HINT:  Group by the distribution column and select it/s,
+	'a group key without the distribution column is refused');
+like(
+	error_of($coord,
+		q{SELECT delta_join.create_view('bad', 'SELECT o.merchant_id, o.order_id, c.rate FROM orders o JOIN currencies c ON c.code = o.merchant_id::text')}
+	),
+	qr/0A000: /, 'a reference table as a lookup side is refused');
+like(
+	error_of($coord,
+		q{SELECT delta_join.create_view('bad', 'SELECT o.merchant_id, o.order_id, p.merchant_id AS m FROM orders o JOIN plain p ON p.merchant_id = o.merchant_id')}
+	),
+	qr/0A000: distributed delta view: source public.plain is not a distributed table of Citus.*It is a local table/s,
+	'a local table joined to a distributed one is refused');
+$coord->safe_psql('postgres', 'CREATE TABLE local_target (merchant_id bigint, n bigint, total bigint, last_order bigint, PRIMARY KEY (merchant_id))');
+like(
+	error_of($coord, "SELECT delta_join.create_view('local_target', \$q\$ $agg \$q\$)"),
+	qr/55000: target "local_target" is not distributed by column "merchant_id", co-located with orders/,
+	'an existing target must be distributed and co-located');
+
+# -- an ordinary role
+$coord->safe_psql(
+	'postgres', q{
+	CREATE ROLE alice LOGIN;
+	CREATE ROLE bob LOGIN;
+	GRANT SELECT, UPDATE ON orders, items TO alice;
+	GRANT CREATE ON SCHEMA public TO alice;});
+$coord->safe_psql('postgres',
+	"SET ROLE alice; SELECT delta_join.create_view('alice_totals', \$q\$ $agg \$q\$)");
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM alice_totals'),
+	$coord->safe_psql('postgres', 'SELECT count(*) FROM totals'),
+	'an ordinary role with the rights create_view asks makes a distributed view');
+like(
+	error_of($coord,
+		"SET ROLE bob; DELETE FROM delta_join.distributed_catalog WHERE target = 'public.alice_totals'"),
+	qr/42501: must be owner of table alice_totals/,
+	"another role cannot drop alice's shard views through the catalog");
+like(
+	error_of($coord, "SET ROLE bob; SELECT delta_join.drop_view('alice_totals')"),
+	qr/42501: must be owner of table alice_totals/,
+	"nor with drop_view");
+
+# -- drop_view drops the distributed target and every shard view
+$coord->safe_psql('postgres', "SELECT delta_join.drop_view('wide')");
+$coord->safe_psql('postgres', "SELECT delta_join.drop_view('totals', false)");
+is( $coord->safe_psql('postgres',
+		q{SELECT to_regclass('wide') IS NULL AND to_regclass('totals') IS NOT NULL}),
+	't', 'drop_view drops the distributed target, or keeps it whole with false');
+is($coord->safe_psql('postgres', 'SELECT count(*) > 0 FROM totals'),
+	't', 'the kept target still reads through the coordinator');
+foreach my $w (@workers, $new)
+{
+	is( $w->safe_psql('postgres',
+			q{SELECT count(*) FROM delta_join.views WHERE managed_by <> 'public.alice_totals'}),
+		'0', 'node ' . $w->name . ': no shard view of the dropped views is left');
+}
+
+done_testing();
