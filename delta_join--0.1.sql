@@ -39,7 +39,10 @@ CREATE TABLE delta_join.view_catalog (
 	applied_lsn		pg_lsn NOT NULL,		-- all changes up to here are applied
 	last_error		text,
 	last_error_time	timestamptz,
-	stale_since_lsn	pg_lsn					-- changes from here on were not applied
+	stale_since_lsn	pg_lsn,					-- changes from here on were not applied
+	managed_by		text					-- on a Citus node: the distributed view
+											-- (its target's name) this view is a
+											-- shard group of (distributed.c)
 );
 
 -- One row per source of a view.  Logical decoding reads this table as of each
@@ -66,7 +69,7 @@ GRANT USAGE ON SCHEMA delta_join TO PUBLIC;
 -- reads it (in delta_join.status).
 REVOKE ALL ON delta_join.view_catalog, delta_join.source_catalog FROM PUBLIC;
 GRANT SELECT (view_id, target, query_view, kind, strategy, path, options, settings, state,
-			  created_lsn, applied_lsn, last_error_time, stale_since_lsn)
+			  created_lsn, applied_lsn, last_error_time, stale_since_lsn, managed_by)
 	ON delta_join.view_catalog TO PUBLIC;
 GRANT SELECT ON delta_join.source_catalog TO PUBLIC;
 
@@ -158,11 +161,6 @@ AS $$ SELECT CASE WHEN path = 'keyed' THEN 'keyed recompute'
 				  WHEN (options ->> 'retract')::boolean THEN 'delta (retract)'
 				  ELSE 'delta' END $$;
 
--- the distributed view a view's target is a shard of (distributed.c)
-CREATE FUNCTION delta_join._managed_by(regclass) RETURNS text
-AS 'MODULE_PATHNAME', 'dj_managed_by'
-LANGUAGE C STABLE STRICT;
-
 CREATE VIEW delta_join.views AS
 SELECT delta_join._name(v.target) AS target,
 	   v.kind,
@@ -183,7 +181,7 @@ SELECT delta_join._name(v.target) AS target,
 	   pg_catalog.pg_get_userbyid(delta_join._owner(v.target)) AS runs_as,
 	   v.query_view::text AS query_view,
 	   -- on a Citus node: the distributed view this shard group's view is of
-	   delta_join._managed_by(v.target) AS managed_by,
+	   v.managed_by,
 	   -- the definition as it is now: today's names of what it was bound to
 	   CASE WHEN v.query_view IS NOT NULL
 			THEN pg_catalog.pg_get_viewdef(v.query_view) END AS query

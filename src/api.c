@@ -113,6 +113,17 @@ api_lock_views(void)
 	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
 }
 
+/* api_lock_views if the lock is free now; false if not */
+bool
+api_try_lock_views(void)
+{
+	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+
+	if (!OidIsValid(catalog_relid))
+		elog(ERROR, "delta_join.view_catalog does not exist");
+	return ConditionalLockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+}
+
 static char *
 qualified_relname(Oid relid)
 {
@@ -240,13 +251,15 @@ reserve_progress(int view_id)
 /*
  * Create a view of an analyzed query (query_parse) into target, a name:
  * an existing table, empty unless replace, or a new one.  settings are the
- * settings the view pins, or NULL for the caller's.  The caller has made
+ * settings the view pins, or NULL for the caller's; managed_by the
+ * distributed view it is a shard group of, or NULL.  The caller has made
  * sure the slot exists and holds the view lock (worker_ensure_slot,
  * lock_views).  Returns the target.
  */
 Oid
 api_create_view_from(const char *target, Query *query, List *hints,
-					 DeltaOptions *options, Jsonb *settings, bool replace)
+					 DeltaOptions *options, Jsonb *settings, bool replace,
+					 const char *managed_by)
 {
 	DeltaPlan  *plan;
 	RangeVar   *rv;
@@ -309,7 +322,8 @@ api_create_view_from(const char *target, Query *query, List *hints,
 		target_add_key(relid, plan);
 	target_add_region_indexes(relid, plan);
 	target_guard(relid);
-	view_id = catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr());
+	view_id = catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr(),
+								  managed_by);
 	reserve_progress(view_id);
 	worker_notify();
 	return relid;
@@ -374,7 +388,7 @@ dj_create_view(PG_FUNCTION_ARGS)
 	api_lock_views();
 
 	query = query_parse(query_text, &hints);
-	PG_RETURN_OID(api_create_view_from(target, query, hints, &options, NULL, false));
+	PG_RETURN_OID(api_create_view_from(target, query, hints, &options, NULL, false, NULL));
 }
 
 /*

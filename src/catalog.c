@@ -122,11 +122,12 @@ insert_sources(int view_id, DeltaPlan *plan)
  */
 int
 catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings,
-					XLogRecPtr lsn)
+					XLogRecPtr lsn, const char *managed_by)
 {
 	Oid			types[] = {OIDOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, PG_LSNOID,
-		TEXTOID};
-	Datum		values[8];
+		TEXTOID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9] = "        ";
 	int			view_id;
 	bool		isnull;
 
@@ -141,11 +142,13 @@ catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings
 	values[5] = JsonbPGetDatum(settings);
 	values[6] = LSNGetDatum(lsn);
 	values[7] = CStringGetTextDatum(analyze_path_name(plan->path));
+	values[8] = managed_by ? CStringGetTextDatum(managed_by) : (Datum) 0;
+	nulls[8] = managed_by ? ' ' : 'n';
 	catalog_exec("INSERT INTO delta_join.view_catalog "
 				 "(target, query_view, kind, strategy, options, settings, "
-				 " created_lsn, applied_lsn, path) "
-				 "VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8) RETURNING view_id",
-				 8, types, values, NULL);
+				 " created_lsn, applied_lsn, path, managed_by) "
+				 "VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9) RETURNING view_id",
+				 9, types, values, nulls);
 	view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 										  1, &isnull));
 
@@ -153,6 +156,33 @@ catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings
 
 	SPI_finish();
 	return view_id;
+}
+
+/*
+ * The distributed view whose shard group a view's target is (the name of
+ * its target on the coordinator), or NULL.  Read from this node's catalog,
+ * so that Citus is never asked from within a command it sent to a shard.
+ */
+char *
+catalog_managed_by(Oid target)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(target)};
+	char	   *result = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	SPI_connect();
+	catalog_exec("SELECT managed_by FROM delta_join.view_catalog"
+				 " WHERE target OPERATOR(pg_catalog.=) $1", 1, types, values, NULL);
+	if (SPI_processed > 0)
+	{
+		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (value != NULL)
+			result = MemoryContextStrdup(cxt, value);
+	}
+	SPI_finish();
+	return result;
 }
 
 #define VIEW_COLUMNS "view_id, target, query_view, kind, options, settings, " \

@@ -52,8 +52,9 @@ typedef struct SourceKeys
 extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 						 const char *nulls);
 extern int	catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan,
-								Jsonb *settings, XLogRecPtr lsn);
+								Jsonb *settings, XLogRecPtr lsn, const char *managed_by);
 extern bool catalog_find_view(Oid target, ViewRecord *view);
+extern char *catalog_managed_by(Oid target);
 extern bool catalog_get_view(int view_id, ViewRecord *view);
 extern List *catalog_list_views(void);
 extern void catalog_delete_view(int view_id);

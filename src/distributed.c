@@ -86,7 +86,6 @@ PG_FUNCTION_INFO_V1(dj_on_distributed_catalog);
 PG_FUNCTION_INFO_V1(dj_prepare_node);
 PG_FUNCTION_INFO_V1(dj_sync_node);
 PG_FUNCTION_INFO_V1(dj_wait_node);
-PG_FUNCTION_INFO_V1(dj_managed_by);
 
 #define CATALOG_TABLE	DJ_SCHEMA ".distributed_catalog"
 
@@ -534,6 +533,21 @@ run_on_nodes(const char *sql)
 	return results;
 }
 
+/* Is a table empty, read through Citus as the caller? */
+static bool
+relation_is_empty_distributed(Oid relid)
+{
+	bool		empty;
+
+	SPI_connect();
+	empty = run(psprintf("SELECT 1 FROM %s LIMIT 1",
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+													get_rel_name(relid))),
+				0, NULL, NULL) == 0;
+	SPI_finish();
+	return empty;
+}
+
 /* Make the definitions a reference table, once: every node holds them. */
 static void
 catalog_distribute(void)
@@ -613,6 +627,11 @@ distributed_create_view(const char *target, const char *text, const char *strate
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("table \"%s\" is already the target of a distributed delta view", target),
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
+		if (!relation_is_empty_distributed(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("target \"%s\" is not empty", target),
+					 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
 		if (!citus_distribution(relid, &target_colocation, &target_col) ||
 			target_colocation != colocation || strcmp(target_col, plan->colnames[column]) != 0)
 			ereport(ERROR,
@@ -861,12 +880,7 @@ distributed_wait(const char *target, int64 timeout_ms)
 char *
 distributed_managed_by(Oid relid)
 {
-	Oid			logical = citus_shard_of(relid);
-	Definition *def;
-
-	if (!OidIsValid(logical) || (def = definition_of(logical)) == NULL)
-		return NULL;
-	return def->target;
+	return catalog_managed_by(relid);
 }
 
 /* Does this node hold a placement of shard shardid? */
@@ -937,7 +951,7 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 
 	(void) api_create_view_from(quote_qualified_identifier(get_namespace_name(get_rel_namespace(target_shard)),
 														   get_rel_name(target_shard)),
-								query, hints, &options, def->settings, true);
+								query, hints, &options, def->settings, true, def->target);
 	AtEOXact_GUC(true, nestlevel);
 }
 
@@ -1020,9 +1034,14 @@ local_shard_views(List **shardids)
 	return result;
 }
 
-/* Drop this node's shard views of a definition (all if def_target is NULL) that should go */
+/*
+ * Drop this node's shard views, keeping their targets: those of the
+ * definition def_target (the trigger, when it is deleted), or, with
+ * def_target NULL, those whose definition is not in live_targets or whose
+ * shard group moved away (the sync).
+ */
 static void
-drop_shard_views(const char *def_target, bool only_moved)
+drop_shard_views(const char *def_target, List *live_targets)
 {
 	List	   *shardids;
 	List	   *views = local_shard_views(&shardids);
@@ -1033,19 +1052,21 @@ drop_shard_views(const char *def_target, bool only_moved)
 	{
 		ViewRecord *view = lfirst(lc1);
 		char	   *managed_by = distributed_managed_by(view->target);
+		bool		live = false;
+		ListCell   *lc3;
 
+		if (managed_by == NULL)
+			continue;			/* a view a user made over shards */
 		if (def_target != NULL)
 		{
-			Oid			logical = citus_shard_of(view->target);
-
-			if (logical != relation_named(def_target))
-				continue;
-		}
-		else if (managed_by == NULL)
-			continue;			/* a view a user made over shards */
-		if (only_moved && placement_is_local(lfirst(lc2)))
+			if (strcmp(managed_by, def_target) == 0)
+				api_drop_view(view, false);
 			continue;
-		api_drop_view(view, false);
+		}
+		foreach(lc3, live_targets)
+			live |= (strcmp(managed_by, lfirst(lc3)) == 0);
+		if (!live || !placement_is_local(lfirst(lc2)))
+			api_drop_view(view, false);
 	}
 }
 
@@ -1094,7 +1115,15 @@ distributed_sync_node(void)
 	if (!distributed_defined())
 		return;
 	worker_ensure_slot();
-	api_lock_views();
+
+	/*
+	 * A transaction that changes views holds the lock, perhaps the very one
+	 * whose wait() asked for this sync over another connection: never wait
+	 * for it (the next round will do; wait() then finds a group without its
+	 * view and returns false).
+	 */
+	if (!api_try_lock_views())
+		return;
 	SPI_connect();
 	n = citus_read("SELECT target FROM " CATALOG_TABLE " ORDER BY target", 0, NULL, NULL);
 	for (uint64 i = 0; i < n; i++)
@@ -1108,7 +1137,7 @@ distributed_sync_node(void)
 
 	if (IsBackgroundWorker && local_group() == 0)
 		sync_new_nodes();
-	drop_shard_views(NULL, true);
+	drop_shard_views(NULL, targets);
 	foreach(lc, targets)
 	{
 		Oid			relid = relation_named(lfirst(lc));
@@ -1163,7 +1192,7 @@ dj_on_distributed_catalog(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 	{
 		def = definition_from_tuple(trigdata->tg_trigtuple, desc);
-		drop_shard_views(def->target, false);
+		drop_shard_views(def->target, NIL);
 	}
 	else if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		sync_definition(definition_from_tuple(trigdata->tg_trigtuple, desc), false);
@@ -1276,15 +1305,4 @@ dj_wait_node(PG_FUNCTION_ARGS)
 		SPI_finish();
 	}
 	PG_RETURN_BOOL(done);
-}
-
-/* _managed_by(regclass) RETURNS text: distributed_managed_by, for delta_join.views */
-Datum
-dj_managed_by(PG_FUNCTION_ARGS)
-{
-	char	   *managed_by = distributed_managed_by(PG_GETARG_OID(0));
-
-	if (managed_by == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(managed_by));
 }

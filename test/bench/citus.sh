@@ -113,8 +113,8 @@ INSERT INTO orders SELECT 1 + o % $NMERCHANTS, o, 1 + o % $IPM, o % 1000 FROM ge
 CREATE TABLE items_plain (LIKE items INCLUDING ALL);
 CREATE TABLE orders_plain (LIKE orders INCLUDING ALL);
 INSERT INTO items_plain SELECT * FROM items;
-INSERT INTO orders_plain SELECT * FROM orders;
-VACUUM ANALYZE items_plain, orders_plain;" >/dev/null || exit 1
+INSERT INTO orders_plain SELECT * FROM orders;" >/dev/null || exit 1
+q coordinator "VACUUM ANALYZE items_plain" && q coordinator "VACUUM ANALYZE orders_plain" || exit 1
 
 JOIN='SELECT o.merchant_id, o.order_id, i.item_name, o.amount FROM %s o JOIN %s i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id'
 # shellcheck disable=SC2059

@@ -38,6 +38,9 @@ my %conf = (
 	'citus.shard_count' => '4',
 	listen_addresses => '127.0.0.1',
 	'citus.local_hostname' => '127.0.0.1');
+# Citus's shard moves decode with pgoutput and its splits with its own plugin
+$conf{output_plugin_libraries} = 'pgoutput, test_decoding, delta_join, citus'
+  if DeltaJoinTest::has_output_plugin_libraries();
 
 sub citus_node
 {
@@ -235,6 +238,41 @@ is( $coord->safe_psql('postgres',
 		  FROM delta_join.shard_groups}),
 	'3 8 active', 'shard_groups: the 8 shard views over 3 worker nodes');
 
+# -- a shard split: the groups of both halves get views, the old one's go
+my ($split_shard, $lo, $hi) = split /\|/,
+  $coord->safe_psql('postgres',
+	q{SELECT shardid, shardminvalue, shardmaxvalue FROM pg_dist_shard
+	  WHERE logicalrelid = 'orders'::regclass ORDER BY shardid LIMIT 1});
+my $node_ids = $coord->safe_psql('postgres',
+	q{SELECT string_agg(nodeid::text, ',' ORDER BY nodeid) FROM
+	  (SELECT nodeid FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid LIMIT 2) n});
+my $mid = int(($lo + $hi) / 2);
+$bench = DeltaJoinWorkload::pgbench_start($coord, $scripts,
+	clients => 2, seconds => 5, seed => 16);
+$coord->safe_psql('postgres',
+	"SELECT citus_split_shard_by_split_points($split_shard, ARRAY['$mid'], ARRAY[$node_ids], shard_transfer_mode => 'force_logical')"
+);
+$res = DeltaJoinWorkload::pgbench_finish($bench);
+ok($res->{rc} == 0 && $res->{processed} > 0,
+	"writes went on during a shard split ($res->{processed} transactions)")
+  or diag($res->{stderr});
+$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+check_views('after a shard split during writes');
+is( $coord->safe_psql('postgres',
+		q{SELECT count(*) || ' ' || CASE WHEN bool_and(state = 'active') THEN 'active' END
+		  FROM delta_join.shard_groups}),
+	'10 active', 'shard_groups: the 5 groups of each view after the split, all active');
+
+# -- a node without delta_join preloaded cannot join
+my $bare = DeltaJoinTest::new_node('bare',
+	conf => { %conf, shared_preload_libraries => 'citus' }, extension => 0);
+$bare->safe_psql('postgres', 'CREATE EXTENSION citus');
+like(
+	error_of($coord, "SELECT citus_add_node('127.0.0.1', " . $bare->port . ")"),
+	qr/delta_join.*shared_preload_libraries/,
+	'a node without delta_join preloaded is refused with an error naming the setting');
+$bare->stop;
+
 # -- crashes: a node's apply worker killed, then a node restarted
 my $victim = $workers[0];
 my $pid = $victim->safe_psql('postgres', 'SELECT worker_pid FROM delta_join._database_state()');
@@ -297,6 +335,16 @@ like(
 	error_of($coord, "SELECT delta_join.create_view('local_target', \$q\$ $agg \$q\$)"),
 	qr/55000: target "local_target" is not distributed by column "merchant_id", co-located with orders/,
 	'an existing target must be distributed and co-located');
+
+# wait() in the transaction that made a view neither hangs nor fails (its
+# nodes' sync never waits for the view lock that transaction holds)
+like(
+	$coord->safe_psql('postgres',
+		"BEGIN; SELECT delta_join.create_view('in_txn', \$q\$ $agg \$q\$); SELECT delta_join.wait(NULL, '10s'); COMMIT;"),
+	qr/^in_txn\n[tf]$/, 'wait() in the creating transaction returns');
+ok(DeltaJoinWorkload::wait_views($coord, 'in_txn', '60s'), 'and after the commit the new view is fresh');
+DeltaJoinWorkload::is_view_equal($coord, 'in_txn', $agg, 'a view made in a transaction block');
+$coord->safe_psql('postgres', "SELECT delta_join.drop_view('in_txn')");
 
 # -- an ordinary role
 $coord->safe_psql(
