@@ -165,6 +165,31 @@ SELECT * FROM diff('team_players', :'tp');
 SELECT * FROM team_players_full ORDER BY team_id, player_id;
 SELECT * FROM diff('team_players_full', :'tpf');
 
+--
+-- 7. Upsert mode, the select list holding only part of the nullable side's
+--    key (the order's item_id is not in it): when the item goes, the rows
+--    it was joined in are found by the part there is (merchant), and get
+--    their null-extended row back in place of the joined one (it kept the
+--    item's name before).  A select list with none of it is refused.
+--
+CREATE TABLE shop_orders (m bigint, o bigint, i bigint, PRIMARY KEY (m, o));
+CREATE TABLE shop_items (m bigint, i bigint, iname text, PRIMARY KEY (m, i));
+INSERT INTO shop_items VALUES (1, 1, 'a'), (1, 2, 'b'), (2, 1, 'c');
+INSERT INTO shop_orders VALUES (1, 1, 1), (1, 2, 2), (1, 3, 1), (2, 1, 1);
+\set so 'SELECT o.m, o.o, i.iname FROM shop_orders o LEFT JOIN shop_items i ON i.m = o.m AND i.i = o.i'
+SELECT delta_join.create_view('shop_wide', :'so');
+DELETE FROM shop_items WHERE m = 1 AND i = 2;
+SELECT delta_join.wait('outer_j.shop_wide');
+SELECT * FROM shop_wide ORDER BY m, o;
+SELECT * FROM diff('shop_wide', :'so');
+INSERT INTO shop_items VALUES (1, 2, 'b2');
+SELECT delta_join.wait('outer_j.shop_wide');
+SELECT * FROM diff('shop_wide', :'so');
+CREATE TABLE shop_notes (note_id bigint PRIMARY KEY, note text);
+CREATE INDEX ON shop_orders (i);
+SELECT delta_join.create_view('shop_noted',
+  'SELECT o.m, o.o, n.note FROM shop_orders o LEFT JOIN shop_notes n ON n.note_id = o.i');
+
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA outer_j CASCADE;

@@ -84,7 +84,7 @@ typedef struct DeltaSource
 	 * with), or -1: the rows a source row was joined in are found by them.
 	 */
 	int		   *partner_output;
-	bool		partners_in_output; /* every key column has one */
+
 } DeltaSource;
 
 /* One plain-column equality between two sources: left.col = right.col */

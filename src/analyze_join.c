@@ -911,12 +911,12 @@ map_source_keys(Analysis *a)
 		int			s = foreach_current_index(lc);
 		StringInfoData missing;
 		bool		needed;
+		bool		any_partner = false;
 
 		initStringInfo(&missing);
 		src->key_output = palloc(sizeof(int) * Max(src->key_natts, 1));
 		src->partner_output = palloc(sizeof(int) * Max(src->key_natts, 1));
 		src->key_in_output = true;
-		src->partners_in_output = true;
 		for (int k = 0; k < src->key_natts; k++)
 		{
 			int			id = analysis_column_id(a, s, src->key_attnums[k]);
@@ -924,7 +924,7 @@ map_source_keys(Analysis *a)
 			src->key_output[k] = output_of_class(a, analysis_class_of(a, id), s);
 			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
 				output_of_class(a, analysis_class_of(a, id), -1);
-			src->partners_in_output &= (src->partner_output[k] >= 0);
+			any_partner |= (src->partner_output[k] >= 0);
 			if (src->key_output[k] < 0)
 			{
 				src->key_in_output = false;
@@ -945,6 +945,21 @@ map_source_keys(Analysis *a)
 							pstrdup("In retract mode each target row carries the key of every source row it came from, to be replaced when that row changes.") :
 							pstrdup("With outer joins the rows of the result are told apart by the keys of the sources that are in them."),
 							psprintf("Add %s to the select list.", missing.data));
+
+		/*
+		 * Upsert mode: when a row of a source outer joins can null-extend
+		 * goes, the rows it was joined in are found in the target by the
+		 * output columns equal to its key, to get their null-extended row
+		 * back.
+		 */
+		if (!plan->options.retract && !bms_is_empty(src->nulling) && !src->lookup_only &&
+			src->key_natts > 0 && !any_partner)
+			analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
+							psprintf("delta view rule 8: the select list holds no column equal to a key column of %s, which an outer join can null-extend",
+									 analysis_source_label(src)),
+							pstrdup("When its row goes, the rows it was joined in are found in the target by such a column, and get their null-extended row back."),
+							psprintf("Add %s, or the column of the preserved side the join equates with it, to the select list; or use retract mode.",
+									 analysis_column_label(src, src->key_attnums[0])));
 	}
 }
 

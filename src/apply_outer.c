@@ -213,24 +213,33 @@ static bool key_noted(OuterApply *oa, int i, const Datum *values, const bool *is
 
 /*
  * Note the anchors of the target rows a row of source s, with one of keys,
- * was joined in (found by the columns equal to its key there).
+ * was joined in: found by the output columns equal to its key columns
+ * there, or by those of them the output holds (a superset of the rows);
+ * when it holds none, or the target lacks their index (a view made before
+ * it was made), every row's.
  */
 static void
 note_partners(OuterApply *oa, int s, List *keys)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 	int			cols[INDEX_MAX_KEYS];
-	int			ncols = target_partner_columns(oa->plan, src, cols);
+	int			ncols;
 	ListCell   *lc;
 
-	if (ncols == 0)
+	if (bms_is_empty(src->nulling) || oa->plan->options.retract)
 		return;
-	if (oa->partner_lookups[s] == NULL)
+	ncols = target_partner_columns(oa->plan, src, cols);
+	if (ncols > 0 && oa->partner_lookups[s] == NULL)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
 
-		oa->partner_lookups[s] = target_lookup_begin(oa->writer, ncols, cols, false);
+		oa->partner_lookups[s] = target_lookup_begin(oa->writer, ncols, cols, true);
 		MemoryContextSwitchTo(oldcxt);
+	}
+	if (oa->partner_lookups[s] == NULL)
+	{
+		target_scan_rows(oa->writer, note_target_row, oa);
+		return;
 	}
 	foreach(lc, keys)
 	{
@@ -238,6 +247,8 @@ note_partners(OuterApply *oa, int s, List *keys)
 
 		for (int k = 0; k < src->key_natts; k++)
 		{
+			if (src->partner_output[k] < 0)
+				continue;
 			oa->values[src->partner_output[k]] = key->values[k];
 			oa->isnull[src->partner_output[k]] = key->isnull[k];
 		}

@@ -422,21 +422,26 @@ target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
 
 /*
  * The output columns by which apply finds the rows a row of a source that
- * outer joins can null-extend was joined in (DeltaSource.partner_output),
- * after the tag of a UNION ALL branch; 0 if the output lacks them.
+ * outer joins can null-extend was joined in (DeltaSource.partner_output):
+ * those of its key columns that the output holds, after the tag of a UNION
+ * ALL branch.  With only some, the rows found are a superset of those.  0
+ * if the output holds none (apply then looks at every row).
  */
 int
 target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
 {
 	int			n = 0;
 
-	if (bms_is_empty(src->nulling) || !src->partners_in_output || plan->options.retract)
+	if (bms_is_empty(src->nulling) || plan->options.retract)
 		return 0;
 	if (plan->tag_column >= 0)
 		cols[n++] = plan->tag_column;
 	for (int k = 0; k < src->key_natts; k++)
-		cols[n++] = src->partner_output[k];
-	return n;
+	{
+		if (src->partner_output[k] >= 0)
+			cols[n++] = src->partner_output[k];
+	}
+	return (n > (plan->tag_column >= 0 ? 1 : 0)) ? n : 0;
 }
 
 /* Does some index of the target have these output columns leading? */
