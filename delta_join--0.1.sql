@@ -319,16 +319,17 @@ BEGIN
 			   st.rows_deleted, st.rows_unchanged, st.lookups, st.cache_hits,
 			   st.last_error, st.last_error_time, st.mode
 		FROM delta_join._distributed_targets() d(target)
-		JOIN pg_dist_shard s ON s.logicalrelid = to_regclass(d.target)
+		-- (by name, through pg_class: to_regclass would need USAGE on the schema)
+		JOIN pg_class c ON true
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+			 AND format('%I.%I', n.nspname, c.relname) = d.target
+		JOIN pg_dist_shard s ON s.logicalrelid = c.oid AND s.shardminvalue IS NOT NULL
 		JOIN pg_dist_placement p ON p.shardid = s.shardid
 			 AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
-		CROSS JOIN LATERAL (SELECT shard_name(s.logicalrelid, s.shardid) AS name,
-								   quote_ident(n.nspname) AS nspname
-							FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-							WHERE c.oid = s.logicalrelid) sh
-		LEFT JOIN delta_join._local_status st
-			 ON to_regclass(st.target) = to_regclass(CASE WHEN strpos(sh.name, '.') > 0 THEN sh.name
-														  ELSE sh.nspname || '.' || sh.name END)
+		CROSS JOIN LATERAL (SELECT CASE WHEN strpos(nm, '.') > 0 THEN nm
+										ELSE quote_ident(n.nspname) || '.' || nm END AS name
+							FROM shard_name(s.logicalrelid, s.shardid) nm) sh
+		LEFT JOIN delta_join._local_status st ON st.target = sh.name
 	$q$;
 END $$;
 
@@ -338,8 +339,15 @@ CREATE FUNCTION delta_join._distributed_targets() RETURNS SETOF text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	targets text[] := ARRAY(SELECT target FROM delta_join.distributed_catalog);
 BEGIN
-	RETURN QUERY SELECT target FROM delta_join.distributed_catalog ORDER BY target;
+	-- (a definition whose target was dropped is left out: the coordinator's
+	-- worker deletes it)
+	RETURN QUERY SELECT t FROM unnest(targets) t
+		WHERE EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+					  WHERE format('%I.%I', n.nspname, c.relname) = t)
+		ORDER BY t;
 END $$;
 
 -- Is this database a Citus coordinator?
@@ -372,13 +380,23 @@ BEGIN
 	   OR NOT EXISTS (SELECT 1 FROM delta_join._distributed_targets()) THEN
 		RETURN;
 	END IF;
+	-- a node that does not answer (down, or failing) puts every view in
+	-- 'stalled', saying why
 	RETURN QUERY EXECUTE $q$
-		SELECT n.nodename || ':' || n.nodeport, g.*
-		FROM run_command_on_all_nodes(
-			'SELECT coalesce(json_agg(g), ''[]'') FROM delta_join._node_shard_groups() g') r
-		JOIN pg_dist_node n ON n.nodeid = r.nodeid
-		CROSS JOIN LATERAL json_populate_recordset(
+		WITH r AS (
+			SELECT n.nodename || ':' || n.nodeport AS node, r.success, r.result
+			FROM run_command_on_all_nodes(
+				'SELECT coalesce(json_agg(g), ''[]'') FROM delta_join._node_shard_groups() g') r
+			JOIN pg_dist_node n ON n.nodeid = r.nodeid)
+		SELECT r.node, g.*
+		FROM r CROSS JOIN LATERAL json_populate_recordset(
 			NULL::delta_join._shard_group, CASE WHEN r.success THEN r.result::json END) g
+		UNION ALL
+		SELECT r.node, d.target, NULL, 'stalled',
+			   'node ' || r.node || ' did not answer: ' || coalesce(r.result, ''),
+			   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+		FROM r CROSS JOIN delta_join._distributed_targets() d(target)
+		WHERE NOT r.success
 	$q$;
 END $$;
 
@@ -405,7 +423,7 @@ SELECT d.target,
 			WHEN bool_or(g.state IN ('stalled', 'missing')) THEN 'stalled'
 			WHEN count(g.shard_target) = 0 THEN 'stalled'
 			ELSE 'active' END AS state,
-	   min(g.reason) FILTER (WHERE g.reason IS NOT NULL) AS reason,
+	   min(g.reason) FILTER (WHERE g.reason IS NOT NULL AND g.state <> 'active') AS reason,
 	   max(g.lag_bytes) AS lag_bytes,
 	   coalesce(max(g.lag), interval '0') AS lag,
 	   coalesce(sum(g.changes_seen), 0)::bigint AS changes_seen,

@@ -64,6 +64,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
@@ -92,6 +93,7 @@ PG_FUNCTION_INFO_V1(dj_wait_node);
 bool		distributed_analysis = false;
 
 static DeltaPlan *analyze_distributed(Query *query, List *hints, DeltaOptions *options);
+static void delete_orphan_definitions(const char *target);
 
 /* One row of delta_join.distributed_catalog */
 typedef struct Definition
@@ -524,13 +526,35 @@ run_on_nodes(const char *sql)
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("delta_join failed on Citus node %s: %s", spi_text(i, 1),
 							result ? result : "(no message)"),
-					 errhint("Every node needs delta_join in shared_preload_libraries, wal_level = logical and output_plugin_libraries naming delta_join.")));
+					 errhint("See that node's server log.")));
 		spi = MemoryContextSwitchTo(cxt);
 		results = lappend(results, pstrdup(result ? result : ""));
 		MemoryContextSwitchTo(spi);
 	}
 	SPI_finish();
 	return results;
+}
+
+/*
+ * The schemas the caller's search_path names now, quoted and listed: what
+ * the query's names were read under, with "$user" resolved (the nodes may
+ * read it again as another role).
+ */
+static char *
+resolved_search_path(void)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, fetch_search_path(false))
+	{
+		char	   *name = get_namespace_name(lfirst_oid(lc));
+
+		if (name != NULL)
+			appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", quote_identifier(name));
+	}
+	return buf.len > 0 ? buf.data : pstrdup("pg_catalog");
 }
 
 /* Is a table empty, read through Citus as the caller? */
@@ -667,7 +691,7 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	nulls[2] = strategy ? ' ' : 'n';
 	values[3] = options_json ? JsonbPGetDatum(options_json) : (Datum) 0;
 	nulls[3] = options_json ? ' ' : 'n';
-	values[4] = CStringGetTextDatum(namespace_search_path);
+	values[4] = CStringGetTextDatum(resolved_search_path());
 	values[5] = JsonbPGetDatum(runas_capture_settings());
 	/*
 	 * As the caller, over the connections the target was made through (the
@@ -763,6 +787,72 @@ distributed_explain(const char *text, DeltaOptions *options)
 }
 
 /*
+ * The definition of a distributed target that was dropped (DROP TABLE), by
+ * the name drop_view was given: delete it (its shard views went with the
+ * target's shards).  False when there is none.
+ */
+static bool
+drop_orphan_definition(const char *target)
+{
+	List	   *given = stringToQualifiedNameList(target);
+	char	   *found = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+	uint64		n;
+
+	if (!distributed_defined())
+		return false;
+	SPI_connect();
+	n = citus_read("SELECT target FROM " CATALOG_TABLE
+				   " WHERE pg_catalog.to_regclass(target) IS NULL", 0, NULL, NULL);
+	for (uint64 i = 0; i < n && found == NULL; i++)
+	{
+		List	   *stored = stringToQualifiedNameList(spi_text(i, 1));
+
+		if (strcmp(strVal(llast(stored)), strVal(llast(given))) == 0 &&
+			(list_length(given) == 1 ||
+			 strcmp(strVal(linitial(stored)), strVal(linitial(given))) == 0))
+			found = MemoryContextStrdup(cxt, spi_text(i, 1));
+	}
+	SPI_finish();
+	if (found == NULL)
+		return false;
+	delete_orphan_definitions(found);
+	return true;
+}
+
+/* Delete the definitions whose target is gone (that one, or all if NULL) */
+static void
+delete_orphan_definitions(const char *target)
+{
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		values[1];
+	Datum	   *names;
+	uint64		n;
+
+	/* (read first, here: a delete writes on every node, in two phases) */
+	SPI_connect();
+	n = citus_read("SELECT target FROM " CATALOG_TABLE
+				   " WHERE pg_catalog.to_regclass(target) IS NULL", 0, NULL, NULL);
+	names = palloc(sizeof(Datum) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+		names[i] = CStringGetTextDatum(spi_text(i, 1));
+	if (target != NULL)
+	{
+		names[0] = CStringGetTextDatum(target);
+		n = 1;
+	}
+	if (n > 0)
+	{
+		values[0] = PointerGetDatum(construct_array(names, (int) n, TEXTOID, -1, false, TYPALIGN_INT));
+		if (SPI_execute_with_args("DELETE FROM " CATALOG_TABLE
+								  " WHERE target OPERATOR(pg_catalog.=) ANY ($1)",
+								  1, types, values, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not delete from " CATALOG_TABLE);
+	}
+	SPI_finish();
+}
+
+/*
  * drop_view on a coordinator, of a distributed view: delete its definition
  * (every node drops its shard views, keeping their targets), then drop the
  * distributed target, or keep it.  False when target is no distributed view.
@@ -778,7 +868,9 @@ distributed_drop_view(const char *target, bool drop_table)
 	if (local_group() != 0)
 		return false;
 	relid = relation_named(target);
-	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
+	if (!OidIsValid(relid))
+		return drop_orphan_definition(target);
+	if ((def = definition_of(relid)) == NULL)
 		return false;
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
@@ -964,6 +1056,8 @@ static void
 sync_definition(Definition *def, bool refresh)
 {
 	Oid			logical = relation_named(def->target);
+	int			colocation;
+	char	   *distcol;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1];
 	List	   *shards = NIL;
@@ -973,14 +1067,15 @@ sync_definition(Definition *def, bool refresh)
 	MemoryContext cxt = CurrentMemoryContext;
 	uint64		n;
 
-	if (!OidIsValid(logical))
-		return;
+	if (!OidIsValid(logical) || !citus_distribution(logical, &colocation, &distcol))
+		return;					/* (gone, or no longer hash-distributed) */
 	values[0] = ObjectIdGetDatum(logical);
 	SPI_connect();
 	n = citus_read("SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid), s.shardminvalue"
 				   " FROM pg_catalog.pg_dist_shard s"
 				   " JOIN pg_catalog.pg_dist_placement p USING (shardid)"
 				   " WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1"
+				   " AND s.shardminvalue IS NOT NULL"
 				   " AND p.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
 				   " ORDER BY s.shardid",
 				   1, types, values);
@@ -1101,6 +1196,44 @@ sync_new_nodes(void)
 }
 
 /*
+ * Make this node's missing views of one distributed view, in a
+ * subtransaction: a failure is logged, and the others go on.
+ */
+static void
+sync_target(const char *target)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		Oid			relid = relation_named(target);
+		Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
+
+		if (def != NULL)
+			sync_definition(def, false);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		ereport(WARNING,
+				(errmsg("delta_join: could not make the views of distributed view \"%s\" on this node: %s",
+						target, edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+}
+
+/*
  * Bring every shard view of this node in line with the definitions and the
  * placements it holds (the apply worker, once a second; _sync_node()).
  */
@@ -1136,16 +1269,15 @@ distributed_sync_node(void)
 	SPI_finish();
 
 	if (IsBackgroundWorker && local_group() == 0)
-		sync_new_nodes();
-	drop_shard_views(NULL, targets);
-	foreach(lc, targets)
 	{
-		Oid			relid = relation_named(lfirst(lc));
-		Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
-
-		if (def != NULL)
-			sync_definition(def, false);
+		sync_new_nodes();
+		delete_orphan_definitions(NULL);
 	}
+	drop_shard_views(NULL, targets);
+
+	/* each view on its own: one that fails does not hold the others back */
+	foreach(lc, targets)
+		sync_target(lfirst(lc));
 }
 
 /*
@@ -1153,9 +1285,11 @@ distributed_sync_node(void)
  * refresh and drop_view on the coordinator do, as the caller).
  */
 static void
-check_definition_writer(Definition *def)
+check_definition_writer(Definition *def, bool deleting)
 {
 	Oid			relid;
+	int			colocation;
+	char	   *distcol;
 
 	if (!citus_installed())
 		ereport(ERROR,
@@ -1163,11 +1297,21 @@ check_definition_writer(Definition *def)
 				 errmsg("distributed delta views need Citus")));
 	relid = relation_named(def->target);
 	if (!OidIsValid(relid))
+	{
+		/* a definition whose target is gone: anyone may remove it */
+		if (deleting)
+			return;
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("distributed target \"%s\" does not exist", def->target)));
+	}
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	if (!deleting && !citus_distribution(relid, &colocation, &distcol))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a hash-distributed table of Citus", def->target),
+				 errhint("Create distributed views with delta_join.create_view on the coordinator.")));
 }
 
 /* The row trigger on the definitions: see the banner */
@@ -1187,7 +1331,8 @@ dj_on_distributed_catalog(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 
 	desc = RelationGetDescr(trigdata->tg_relation);
-	check_definition_writer(definition_from_tuple(trigdata->tg_trigtuple, desc));
+	check_definition_writer(definition_from_tuple(trigdata->tg_trigtuple, desc),
+							TRIGGER_FIRED_BY_DELETE(trigdata->tg_event));
 	api_lock_views();
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 	{
@@ -1198,8 +1343,23 @@ dj_on_distributed_catalog(PG_FUNCTION_ARGS)
 		sync_definition(definition_from_tuple(trigdata->tg_trigtuple, desc), false);
 	else
 	{
+		Definition *old = definition_from_tuple(trigdata->tg_trigtuple, desc);
+
 		def = definition_from_tuple(trigdata->tg_newtuple, desc);
-		check_definition_writer(def);
+		check_definition_writer(def, false);
+
+		/* refresh touches its time; a definition is never edited */
+		if (strcmp(old->target, def->target) != 0 || strcmp(old->query, def->query) != 0 ||
+			strcmp(old->search_path, def->search_path) != 0 ||
+			(old->strategy == NULL) != (def->strategy == NULL) ||
+			(old->strategy && strcmp(old->strategy, def->strategy) != 0) ||
+			(old->options == NULL) != (def->options == NULL) ||
+			(old->options && compareJsonbContainers(&old->options->root, &def->options->root) != 0) ||
+			compareJsonbContainers(&old->settings->root, &def->settings->root) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a distributed view's definition cannot be changed"),
+					 errhint("Drop the view and create it again.")));
 		sync_definition(def, true);
 	}
 	return PointerGetDatum(NULL);
@@ -1214,6 +1374,13 @@ Datum
 dj_prepare_node(PG_FUNCTION_ARGS)
 {
 	api_check_primary("_prepare_node");
+
+	/*
+	 * Making the slot waits for the transactions that have written here;
+	 * one of them may be the coordinator's own, which waits for us.
+	 */
+	(void) set_config_option("lock_timeout", "10s", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
 	worker_ensure_slot();
 	worker_set_distributed(MyDatabaseId);
 	PG_RETURN_VOID();
@@ -1305,4 +1472,72 @@ dj_wait_node(PG_FUNCTION_ARGS)
 		SPI_finish();
 	}
 	PG_RETURN_BOOL(done);
+}
+
+/*
+ * ddl_command_start, on a coordinator: refuse to rename, or move to another
+ * schema, a table or a column a distributed view reads or writes.  Its
+ * definition names them as text, which the nodes read again when a shard
+ * group moves.
+ */
+void
+distributed_check_rename(Node *parsetree)
+{
+	RangeVar   *relation = NULL;
+	Oid			relid;
+	List	   *targets = NIL;
+	MemoryContext cxt = CurrentMemoryContext;
+	ListCell   *lc;
+	uint64		n;
+
+	if (IsA(parsetree, RenameStmt))
+	{
+		RenameStmt *stmt = (RenameStmt *) parsetree;
+
+		if (stmt->renameType == OBJECT_TABLE || stmt->renameType == OBJECT_COLUMN)
+			relation = stmt->relation;
+	}
+	else if (((AlterObjectSchemaStmt *) parsetree)->objectType == OBJECT_TABLE)
+		relation = ((AlterObjectSchemaStmt *) parsetree)->relation;
+	if (relation == NULL || local_group() != 0 || !distributed_defined())
+		return;
+	relid = RangeVarGetRelid(relation, NoLock, true);
+	if (!OidIsValid(relid) || citus_table_kind(relid) == NULL)
+		return;
+
+	SPI_connect();
+	n = citus_read("SELECT target FROM " CATALOG_TABLE " ORDER BY target", 0, NULL, NULL);
+	for (uint64 i = 0; i < n; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		targets = lappend(targets, pstrdup(spi_text(i, 1)));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+
+	foreach(lc, targets)
+	{
+		Oid			target = relation_named(lfirst(lc));
+		Definition *def = OidIsValid(target) ? definition_of(target) : NULL;
+		bool		uses = (target == relid);
+
+		if (def != NULL && !uses)
+		{
+			int			nestlevel = NewGUCNestLevel();
+			List	   *hints;
+
+			(void) set_config_option("search_path", def->search_path, PGC_USERSET,
+									 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+			uses = list_member_oid(query_relations(query_parse(def->query, &hints)), relid);
+			AtEOXact_GUC(true, nestlevel);
+		}
+		if (uses)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot rename \"%s\" or move it to another schema: distributed view \"%s\" uses it",
+							get_rel_name(relid), (char *) lfirst(lc)),
+					 errdetail("A distributed view's definition names its tables and columns, which the nodes read again when a shard group moves."),
+					 errhint("Drop the distributed view, rename, and create it again.")));
+	}
 }

@@ -8,6 +8,7 @@
 #ifndef DJ_DISTRIBUTED_H
 #define DJ_DISTRIBUTED_H
 
+#include "nodes/nodes.h"
 #include "options.h"
 #include "utils/jsonb.h"
 
@@ -25,5 +26,6 @@ extern int	distributed_wait(const char *target, int64 timeout_ms);
 extern char *distributed_managed_by(Oid relid);
 extern bool distributed_defined(void);
 extern void distributed_sync_node(void);
+extern void distributed_check_rename(Node *parsetree);
 
 #endif							/* DJ_DISTRIBUTED_H */

@@ -557,6 +557,10 @@ dj_on_ddl_start(PG_FUNCTION_ARGS)
 	trigdata = (EventTriggerData *) fcinfo->context;
 	parsetree = trigdata->parsetree;
 
+	/* distributed views keep their tables by name (distributed.c) */
+	if (IsA(parsetree, RenameStmt) || IsA(parsetree, AlterObjectSchemaStmt))
+		distributed_check_rename(parsetree);
+
 	if (!IsA(parsetree, AlterTableStmt) && !IsA(parsetree, DropStmt) &&
 		!IsA(parsetree, DropOwnedStmt))
 		PG_RETURN_VOID();

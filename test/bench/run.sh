@@ -40,6 +40,10 @@
 #   STEPS=fallback load, then step 9 only
 #   STEPS=cache    load, the hot merchant, then step 10 only
 #   STEPS=bulk     load, then step 11 only
+#   STEPS=commits  load, then step 12 only: for synchronous_commit on and
+#                  off in the writers' sessions, ROUNDS rounds of write TPS
+#                  without and with the join view (2 clients), and the
+#                  view's lag at RATE writes/s
 #   STEPS=writes   load, then step 3 only, as ROUNDS (default 3) rounds of
 #                  no view / delta view / trigger copy, each ratio taken
 #                  against the no-view run of its own round
@@ -551,6 +555,48 @@ writes_step() {
 	done
 }
 
+# Step 12 alone: the writers' cost and the lag under synchronous and
+# asynchronous commits (issue 10), the commit mode set in the writers'
+# sessions only.
+commits_step() {
+	local mode r tn td p50 p99
+	write_run warmup >/dev/null || exit 1
+	C_ROWS=""
+	for mode in on off; do
+		for r in $(seq 1 "${ROUNDS:-3}"); do
+			dj_say "12. synchronous_commit = $mode, round $r: write TPS without and with the view"
+			tn=$(PGOPTS="-c synchronous_commit=$mode" write_run none) || exit 1
+			q -c "SELECT delta_join.create_view('order_item_wide', \$q\$ $JOIN_QUERY \$q\$)" >/dev/null ||
+				die "create_view(order_item_wide) failed"
+			wait_view order_item_wide
+			td=$(PGOPTS="-c synchronous_commit=$mode" write_run delta) || exit 1
+			wait_view order_item_wide
+			p50="" p99=""
+			if [ "$r" = 1 ]; then
+				dj_say "12. synchronous_commit = $mode: lag at $RATE writes/s for ${DURATION}s"
+				PGOPTS="-c synchronous_commit=$mode" lag_run "lag_$mode" order_item_wide update_uniform.pgbench
+				p50=$L_P50 p99=$L_P99
+			fi
+			q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
+			C_ROWS="$C_ROWS$mode $r $tn $td ${p50:--} ${p99:--}"$'\n'
+		done
+	done
+}
+
+commits_report() {
+	local mode r tn td p50 p99
+	while read -r mode r tn td p50 p99; do
+		[ -n "$mode" ] || continue
+		if [ "$p50" != - ]; then
+			row "12. synchronous_commit=$mode: lag p50" "$(fmt "$p50" 1) ms" "" "" "< 10 ms" "$(verdict "$p50" "<" 10)"
+			row "    lag p99" "$(fmt "$p99" 1) ms" "" "" "< 50 ms" "$(verdict "$p99" "<" 50)"
+		fi
+		row "    round $r: write TPS with the view" "$(fmt "$td")" "no view $(fmt "$tn")" "$(ratio "$td" "$tn")" \
+			"$([ "$mode" = on ] && echo ">= 0.97" || echo ">= 0.90")" \
+			"$(verdict "$(ratio "$td" "$tn")" ">=" "$([ "$mode" = on ] && echo 0.97 || echo 0.90)")"
+	done <<<"$C_ROWS"
+}
+
 writes_report() {
 	local r tn td tt
 	while read -r r tn td tt; do
@@ -617,6 +663,17 @@ if [ "$STEPS" = bulk ]; then
 	row "figure" "value" "baseline" "ratio" "target" "verdict"
 	line
 	bulk_report
+	exit 0
+fi
+if [ "$STEPS" = commits ]; then
+	commits_step
+	echo
+	echo "delta_join benchmark, step 12  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "orders $NORDERS, items $NITEMS; write runs ${DURATION}s x $CLIENTS clients; lag at $RATE writes/s"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	commits_report
 	exit 0
 fi
 if [ "$STEPS" = writes ]; then

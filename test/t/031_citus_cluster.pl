@@ -368,6 +368,58 @@ like(
 	qr/42501: must be owner of table alice_totals/,
 	"nor with drop_view");
 
+# -- what the attacking review found (each crashed or misled before)
+$coord->safe_psql(
+	'postgres', q{
+	CREATE SCHEMA bob AUTHORIZATION bob;
+	SET ROLE bob;
+	CREATE TABLE bob.ref (k bigint PRIMARY KEY, v int);
+	SELECT create_reference_table('bob.ref');});
+like(
+	error_of($coord,
+		q{SET ROLE bob; INSERT INTO delta_join.distributed_catalog (target, query, search_path, settings) VALUES ('bob.ref', 'SELECT k, v FROM bob.ref', 'bob', '{}')}
+	),
+	qr/42809: "bob.ref" is not a hash-distributed table of Citus/,
+	'a definition written by hand for a reference table is refused (a node crashed on it)');
+is( $coord->safe_psql('postgres',
+		q{SELECT string_agg(DISTINCT search_path, ' | ') FROM delta_join.distributed_catalog}),
+	'public',
+	'a definition keeps the schemas its names were read in, "$user" resolved (a node re-reads them as another role)');
+like(
+	error_of($coord,
+		"UPDATE delta_join.distributed_catalog SET query = 'SELECT 1' WHERE target = 'public.wide'"),
+	qr/0A000: a distributed view's definition cannot be changed/,
+	'a definition cannot be edited');
+like(
+	error_of($coord, 'ALTER TABLE orders RENAME COLUMN amount TO amt'),
+	qr/0A000: cannot rename "orders" or move it to another schema: distributed view "public.(alice_totals|totals|wide)" uses it/,
+	'renaming a column of a source is refused (moved groups would not find it)');
+like(
+	error_of($coord, 'ALTER TABLE wide RENAME TO wide2'),
+	qr/0A000: cannot rename "wide"/, 'so is renaming a target');
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE gone (merchant_id bigint PRIMARY KEY, n bigint);
+	SELECT create_distributed_table('gone', 'merchant_id', colocate_with => 'orders');});
+$coord->safe_psql('postgres',
+	"SELECT delta_join.create_view('gone', \$q\$ SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id \$q\$)");
+$coord->safe_psql('postgres', 'DROP TABLE gone');
+ok( $coord->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM delta_join.distributed_catalog WHERE target = 'public.gone'}),
+	'the definition of a target dropped with DROP TABLE goes too');
+$new->stop('fast');
+like(
+	$coord->safe_psql('postgres',
+		q{SELECT state || ': ' || reason FROM delta_join.status WHERE target = 'public.totals'}),
+	qr/^stalled: node 127.0.0.1:\d+ did not answer/,
+	'a node that is down makes status say so, rather than show its groups gone');
+$new->start;
+like(
+	$coord->safe_psql('postgres',
+		q{SET ROLE bob; SELECT string_agg(target || ' ' || state, ', ' ORDER BY target) FROM delta_join.status}),
+	qr/public.totals active.*public.wide active/,
+	'an ordinary role reads status across the nodes');
+
 # -- drop_view drops the distributed target and every shard view
 $coord->safe_psql('postgres', "SELECT delta_join.drop_view('wide')");
 $coord->safe_psql('postgres', "SELECT delta_join.drop_view('totals', false)");
