@@ -292,14 +292,16 @@ LANGUAGE C VOLATILE;
 
 -- This node's shard groups of distributed views: one row per placement it
 -- holds, with its view's status ('missing' while the view is not made).
-CREATE FUNCTION delta_join._node_shard_groups(
-	OUT distributed_view text, OUT shard_target text, OUT state text, OUT reason text,
-	OUT lag_bytes bigint, OUT lag interval,
-	OUT changes_seen bigint, OUT keys_applied bigint, OUT rows_upserted bigint,
-	OUT rows_deleted bigint, OUT rows_unchanged bigint, OUT lookups bigint,
-	OUT cache_hits bigint, OUT last_error text, OUT last_error_time timestamptz,
-	OUT mode text)
-RETURNS SETOF record
+-- One shard group of a distributed view, as a node reports it
+CREATE TYPE delta_join._shard_group AS (
+	distributed_view text, shard_target text, state text, reason text,
+	lag_bytes bigint, lag interval, changes_seen bigint, keys_applied bigint,
+	rows_upserted bigint, rows_deleted bigint, rows_unchanged bigint,
+	lookups bigint, cache_hits bigint, last_error text,
+	last_error_time timestamptz, mode text);
+
+CREATE FUNCTION delta_join._node_shard_groups()
+RETURNS SETOF delta_join._shard_group
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET citus.override_table_visibility = off
@@ -400,12 +402,7 @@ BEGIN
 	$q$;
 END $$;
 
-CREATE TYPE delta_join._shard_group AS (
-	distributed_view text, shard_target text, state text, reason text,
-	lag_bytes bigint, lag interval, changes_seen bigint, keys_applied bigint,
-	rows_upserted bigint, rows_deleted bigint, rows_unchanged bigint,
-	lookups bigint, cache_hits bigint, last_error text,
-	last_error_time timestamptz, mode text);
+
 
 CREATE VIEW delta_join.distributed_views AS
 SELECT target, query, strategy, options, created, refreshed

@@ -92,7 +92,8 @@ PG_FUNCTION_INFO_V1(dj_wait_node);
 
 bool		distributed_analysis = false;
 
-static DeltaPlan *analyze_distributed(Query *query, List *hints, DeltaOptions *options);
+static void *analyze_distributed(Query *query, List *hints, DeltaOptions *options,
+								 bool explain);
 static void delete_orphan_definitions(const char *target);
 
 /* One row of delta_join.distributed_catalog */
@@ -472,6 +473,27 @@ definition_of(Oid relid)
 	return def;
 }
 
+/* The targets of every definition, as stored (qualified names) */
+static List *
+definition_targets(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *targets = NIL;
+	uint64		n;
+
+	SPI_connect();
+	n = citus_read("SELECT target FROM " CATALOG_TABLE " ORDER BY target", 0, NULL, NULL);
+	for (uint64 i = 0; i < n; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		targets = lappend(targets, pstrdup(spi_text(i, 1)));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return targets;
+}
+
 /* Does this database have distributed views (definitions)? */
 bool
 distributed_defined(void)
@@ -633,7 +655,7 @@ distributed_create_view(const char *target, const char *text, const char *strate
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 
 	query = query_parse(text, &hints);
-	plan = analyze_distributed(query, hints, options);
+	plan = analyze_distributed(query, hints, options, false);
 	column = check_shard_local(plan, &anchor);
 	(void) citus_distribution(anchor, &colocation, &distcol);
 
@@ -708,23 +730,27 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	return relid;
 }
 
-/* Analyze a distributed view's query on the coordinator (Citus tables let through) */
-static DeltaPlan *
-analyze_distributed(Query *query, List *hints, DeltaOptions *options)
+/*
+ * Analyze a distributed view's query on the coordinator, Citus tables let
+ * through: its plan, or with explain the lines of explain().
+ */
+static void *
+analyze_distributed(Query *query, List *hints, DeltaOptions *options, bool explain)
 {
-	DeltaPlan  *plan;
+	void	   *result;
 
 	distributed_analysis = true;
 	PG_TRY();
 	{
-		plan = analyze_choose_path(query, hints, options);
+		result = explain ? (void *) explain_plan(query, hints, options) :
+			(void *) analyze_choose_path(query, hints, options);
 	}
 	PG_FINALLY();
 	{
 		distributed_analysis = false;
 	}
 	PG_END_TRY();
-	return plan;
+	return result;
 }
 
 /*
@@ -741,20 +767,10 @@ distributed_explain(const char *text, DeltaOptions *options)
 	MemoryContext cxt = CurrentMemoryContext;
 	char	   *first;
 
-	distributed_analysis = true;
+	lines = analyze_distributed(query, hints, options, true);
 	PG_TRY();
 	{
-		lines = explain_plan(query, hints, options);
-	}
-	PG_FINALLY();
-	{
-		distributed_analysis = false;
-	}
-	PG_END_TRY();
-
-	PG_TRY();
-	{
-		DeltaPlan  *plan = analyze_distributed(copyObject(query), hints, options);
+		DeltaPlan  *plan = analyze_distributed(copyObject(query), hints, options, false);
 		Oid			anchor;
 		int			column = check_shard_local(plan, &anchor);
 		int			colocation;
@@ -1196,11 +1212,11 @@ sync_new_nodes(void)
 }
 
 /*
- * Make this node's missing views of one distributed view, in a
- * subtransaction: a failure is logged, and the others go on.
+ * Run fn(arg) in a subtransaction; an error is logged as a WARNING that
+ * begins with what, and rolled back, and the caller goes on.
  */
-static void
-sync_target(const char *target)
+void
+distributed_try(void (*fn) (void *arg), void *arg, const char *what)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -1208,11 +1224,7 @@ sync_target(const char *target)
 	BeginInternalSubTransaction(NULL);
 	PG_TRY();
 	{
-		Oid			relid = relation_named(target);
-		Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
-
-		if (def != NULL)
-			sync_definition(def, false);
+		fn(arg);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
@@ -1223,14 +1235,23 @@ sync_target(const char *target)
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
-		ereport(WARNING,
-				(errmsg("delta_join: could not make the views of distributed view \"%s\" on this node: %s",
-						target, edata->message)));
+		ereport(WARNING, (errmsg("delta_join: %s: %s", what, edata->message)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(oldcxt);
 	CurrentResourceOwner = oldowner;
+}
+
+/* Make this node's missing views of one distributed view (its target's name) */
+static void
+sync_target(void *arg)
+{
+	Oid			relid = relation_named((char *) arg);
+	Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
+
+	if (def != NULL)
+		sync_definition(def, false);
 }
 
 /*
@@ -1240,10 +1261,8 @@ sync_target(const char *target)
 void
 distributed_sync_node(void)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	List	   *targets = NIL;
+	List	   *targets;
 	ListCell   *lc;
-	uint64		n;
 
 	if (!distributed_defined())
 		return;
@@ -1257,16 +1276,7 @@ distributed_sync_node(void)
 	 */
 	if (!api_try_lock_views())
 		return;
-	SPI_connect();
-	n = citus_read("SELECT target FROM " CATALOG_TABLE " ORDER BY target", 0, NULL, NULL);
-	for (uint64 i = 0; i < n; i++)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(cxt);
-
-		targets = lappend(targets, pstrdup(spi_text(i, 1)));
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
+	targets = definition_targets();
 
 	if (IsBackgroundWorker && local_group() == 0)
 	{
@@ -1277,7 +1287,9 @@ distributed_sync_node(void)
 
 	/* each view on its own: one that fails does not hold the others back */
 	foreach(lc, targets)
-		sync_target(lfirst(lc));
+		distributed_try(sync_target, lfirst(lc),
+						psprintf("could not make the views of distributed view \"%s\" on this node",
+								 (char *) lfirst(lc)));
 }
 
 /*
@@ -1485,10 +1497,8 @@ distributed_check_rename(Node *parsetree)
 {
 	RangeVar   *relation = NULL;
 	Oid			relid;
-	List	   *targets = NIL;
-	MemoryContext cxt = CurrentMemoryContext;
+	List	   *targets;
 	ListCell   *lc;
-	uint64		n;
 
 	if (IsA(parsetree, RenameStmt))
 	{
@@ -1505,16 +1515,7 @@ distributed_check_rename(Node *parsetree)
 	if (!OidIsValid(relid) || citus_table_kind(relid) == NULL)
 		return;
 
-	SPI_connect();
-	n = citus_read("SELECT target FROM " CATALOG_TABLE " ORDER BY target", 0, NULL, NULL);
-	for (uint64 i = 0; i < n; i++)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(cxt);
-
-		targets = lappend(targets, pstrdup(spi_text(i, 1)));
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
+	targets = definition_targets();
 
 	foreach(lc, targets)
 	{

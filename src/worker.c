@@ -540,38 +540,21 @@ worker_check_views(void)
  * again at the next round.
  */
 static void
+sync_shards(void *arg)
+{
+	PushActiveSnapshot(GetTransactionSnapshot());
+	distributed_sync_node();
+	PopActiveSnapshot();
+}
+
+static void
 worker_sync_shards(void)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	oldowner = CurrentResourceOwner;
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		PushActiveSnapshot(GetTransactionSnapshot());
-		distributed_sync_node();
-		PopActiveSnapshot();
-		ReleaseCurrentSubTransaction();
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		CurrentResourceOwner = oldowner;
-		ereport(WARNING,
-				(errmsg("delta_join: could not update the views of this node's shard groups: %s",
-						edata->message)));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	distributed_try(sync_shards, NULL, "could not update the views of this node's shard groups");
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(oldcxt);
 }
