@@ -53,6 +53,7 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -63,6 +64,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -210,6 +212,21 @@ typedef struct RelationMap
 	List	   *to;				/* OIDs, or NIL to collect into from */
 } RelationMap;
 
+/* The shard a relation maps to, or InvalidOid */
+static Oid
+mapped_relation(RelationMap *map, Oid relid)
+{
+	ListCell   *lc1;
+	ListCell   *lc2;
+
+	forboth(lc1, map->from, lc2, map->to)
+	{
+		if (lfirst_oid(lc1) == relid)
+			return lfirst_oid(lc2);
+	}
+	return InvalidOid;
+}
+
 /* Collect (map->to == NIL) or replace the relations a query reads, at every level */
 static bool
 map_relations(Node *node, RelationMap *map)
@@ -219,29 +236,104 @@ map_relations(Node *node, RelationMap *map)
 	if (IsA(node, RangeTblEntry))
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
-		ListCell   *lc1;
-		ListCell   *lc2;
+		Oid			shard;
 
 		if (rte->rtekind != RTE_RELATION)
 			return false;
 		if (map->to == NIL)
 			map->from = list_append_unique_oid(map->from, rte->relid);
-		else
-		{
-			forboth(lc1, map->from, lc2, map->to)
-			{
-				if (lfirst_oid(lc1) == rte->relid)
-				{
-					rte->relid = lfirst_oid(lc2);
-					break;
-				}
-			}
-		}
+		else if (OidIsValid(shard = mapped_relation(map, rte->relid)))
+			rte->relid = shard;
 		return false;
 	}
 	if (IsA(node, Query))
 		return query_tree_walker((Query *) node, map_relations, map, QTW_EXAMINE_RTES_BEFORE);
 	return expression_tree_walker(node, map_relations, map);
+}
+
+/*
+ * Where a column of a distributed table is in its shard: by name, since a
+ * shard made later (by a move or a split) lacks the columns the table
+ * dropped before.
+ */
+static AttrNumber
+shard_attno(Oid logical, Oid shard, AttrNumber attno)
+{
+	char	   *name = get_attname(logical, attno, false);
+	AttrNumber	shard_attno = get_attnum(shard, name);
+
+	if (shard_attno == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of \"%s\" is missing from its shard \"%s\"",
+						name, get_rel_name(logical), get_rel_name(shard))));
+	return shard_attno;
+}
+
+typedef struct ColumnMap
+{
+	RelationMap *map;
+	List	   *queries;		/* the Query of each level, innermost first */
+} ColumnMap;
+
+/*
+ * Renumber the columns of mapped relations for their shards: in Vars (at
+ * every level; varlevelsup picks the query whose range table the Var is
+ * of) and in the columns each range-table entry's privileges cover.  Runs
+ * before map_relations replaces the relations.
+ */
+static bool
+map_columns(Node *node, ColumnMap *cm)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+		Query	   *query = list_nth(cm->queries, var->varlevelsup);
+		RangeTblEntry *rte;
+		Oid			shard;
+
+		if (var->varattno <= 0 || var->varno > list_length(query->rtable))
+			return false;
+		rte = rt_fetch(var->varno, query->rtable);
+		if (rte->rtekind == RTE_RELATION &&
+			OidIsValid(shard = mapped_relation(cm->map, rte->relid)))
+			var->varattno = shard_attno(rte->relid, shard, var->varattno);
+		return false;
+	}
+	if (IsA(node, Query))
+	{
+		Query	   *query = (Query *) node;
+		ListCell   *lc;
+		bool		result;
+
+		foreach(lc, query->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+			Oid			shard;
+			Bitmapset  *cols = NULL;
+			int			col = -1;
+
+			if (rte->rtekind != RTE_RELATION ||
+				!OidIsValid(shard = mapped_relation(cm->map, rte->relid)))
+				continue;
+			while ((col = bms_next_member(rte->selectedCols, col)) >= 0)
+			{
+				AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
+
+				if (attno > 0)
+					attno = shard_attno(rte->relid, shard, attno);
+				cols = bms_add_member(cols, attno - FirstLowInvalidHeapAttributeNumber);
+			}
+			rte->selectedCols = cols;
+		}
+		cm->queries = lcons(query, cm->queries);
+		result = query_tree_walker(query, map_columns, cm, 0);
+		cm->queries = list_delete_first(cm->queries);
+		return result;
+	}
+	return expression_tree_walker(node, map_columns, cm);
 }
 
 static List *
@@ -1055,7 +1147,12 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 		map.to = lappend_oid(map.to, shard);
 	}
 	if (map.to != NIL)
+	{
+		ColumnMap	cm = {&map, NIL};
+
+		(void) map_columns((Node *) query, &cm);
 		(void) map_relations((Node *) query, &map);
+	}
 
 	(void) api_create_view_from(quote_qualified_identifier(get_namespace_name(get_rel_namespace(target_shard)),
 														   get_rel_name(target_shard)),
