@@ -65,6 +65,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -686,12 +687,19 @@ relation_is_empty_distributed(Oid relid)
 	return empty;
 }
 
-/* Make the definitions a reference table, once: every node holds them. */
+/*
+ * Make the definitions a reference table, once: every node holds them.  On
+ * the coordinator, in _prepare_node's own transaction (as the bootstrap
+ * superuser, who owns the table: catalog_exec), so that the caller's
+ * transaction then writes them over its own connections.
+ */
 static void
 catalog_distribute(void)
 {
 	Oid			relid = worker_catalog_relid("distributed_catalog");
 
+	/* one at a time: a second would find it distributed */
+	LockRelationOid(relid, ShareRowExclusiveLock);
 	if (citus_table_kind(relid) != NULL)
 		return;
 	SPI_connect();
@@ -797,7 +805,8 @@ distributed_create_view(const char *target, const char *text, const char *strate
 		SPI_finish();
 	}
 
-	catalog_distribute();
+	if (citus_table_kind(worker_catalog_relid("distributed_catalog")) == NULL)
+		elog(ERROR, CATALOG_TABLE " is not a Citus reference table");
 	values[0] = CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 															   get_rel_name(relid)));
 	values[1] = CStringGetTextDatum(text);
@@ -1492,6 +1501,8 @@ dj_prepare_node(PG_FUNCTION_ARGS)
 							 GUC_ACTION_LOCAL, true, 0, false);
 	worker_ensure_slot();
 	worker_set_distributed(MyDatabaseId);
+	if (local_group() == 0)
+		catalog_distribute();
 	PG_RETURN_VOID();
 }
 
