@@ -180,6 +180,22 @@ citus_distribution(Oid relid, int *colocation, char **column)
 	return found;
 }
 
+/*
+ * Has this transaction run a distributed statement yet?  (Its writes are on
+ * the worker nodes, where this one cannot see them.)
+ */
+static bool
+citus_transaction_started(void)
+{
+	bool		started;
+
+	SPI_connect();
+	started = citus_read("SELECT 1 FROM pg_catalog.get_current_transaction_id()"
+						 " WHERE transaction_number OPERATOR(pg_catalog.<>) 0", 0, NULL, NULL) > 0;
+	SPI_finish();
+	return started;
+}
+
 /* The relation a qualified, quoted name names, or InvalidOid */
 static Oid
 relation_named(const char *name)
@@ -734,10 +750,10 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	Datum		values[6];
 	char		nulls[6] = "      ";
 
-	if (GetTopTransactionIdIfAny() != InvalidTransactionId)
+	if (GetTopTransactionIdIfAny() != InvalidTransactionId || citus_transaction_started())
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-				 errmsg("cannot create a distributed delta view in a transaction that has already written"),
+				 errmsg("cannot create a distributed delta view in a transaction that has already written or used distributed tables"),
 				 errdetail("Every node's replication slot is made first, and making one waits for the transactions that have written there, this one included."),
 				 errhint("Create the view at the start of its own transaction.")));
 
@@ -1050,6 +1066,8 @@ int
 distributed_wait(const char *target, int64 timeout_ms)
 {
 	char	   *name = NULL;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   Min(timeout_ms, INT64CONST(1000000000000)));
 	ListCell   *lc;
 
 	if (local_group() != 0)
@@ -1066,15 +1084,26 @@ distributed_wait(const char *target, int64 timeout_ms)
 	else if (!distributed_defined())
 		return -1;
 
-	(void) run_on_nodes("SELECT delta_join._sync_node()");
-	foreach(lc, run_on_nodes(psprintf("SELECT delta_join._wait_node(%s, %lld)",
-									  name ? quote_literal_cstr(name) : "NULL",
-									  (long long) timeout_ms)))
+	/*
+	 * A group moving has no view for a moment on either node: sync and
+	 * wait again, until the deadline.
+	 */
+	for (;;)
 	{
-		if (strcmp(lfirst(lc), "t") != 0)
+		bool		done = true;
+
+		(void) run_on_nodes("SELECT delta_join._sync_node()");
+		foreach(lc, run_on_nodes(psprintf("SELECT delta_join._wait_node(%s, %lld)",
+										  name ? quote_literal_cstr(name) : "NULL",
+										  (long long) Max(TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline), 0))))
+			done &= (strcmp(lfirst(lc), "t") == 0);
+		if (done)
+			return 1;
+		if (GetCurrentTimestamp() >= deadline)
 			return 0;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(100 * 1000L);
 	}
-	return 1;
 }
 
 /* ----------------------------------------------------------------
@@ -1318,8 +1347,9 @@ sync_new_nodes(void)
 }
 
 /*
- * Run fn(arg) in a subtransaction; an error is logged as a WARNING that
- * begins with what, and rolled back, and the caller goes on.
+ * Run fn(arg) in a subtransaction; an error is rolled back and logged as a
+ * WARNING that begins with what (unless what is NULL), and the caller goes
+ * on.
  */
 void
 distributed_try(void (*fn) (void *arg), void *arg, const char *what)
@@ -1341,7 +1371,8 @@ distributed_try(void (*fn) (void *arg), void *arg, const char *what)
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
-		ereport(WARNING, (errmsg("delta_join: %s: %s", what, edata->message)));
+		if (what != NULL)
+			ereport(WARNING, (errmsg("delta_join: %s: %s", what, edata->message)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -1506,6 +1537,12 @@ dj_prepare_node(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static void
+sync_node(void *arg)
+{
+	distributed_sync_node();
+}
+
 /* _sync_node(): distributed_sync_node, for the coordinator's wait() */
 Datum
 dj_sync_node(PG_FUNCTION_ARGS)
@@ -1522,7 +1559,9 @@ dj_sync_node(PG_FUNCTION_ARGS)
 	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	distributed_sync_node();
+
+	/* (a failure, say a deadlock with Citus dropping a moved shard, is the next round's) */
+	distributed_try(sync_node, NULL, "could not update the views of this node's shard groups");
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	PG_RETURN_VOID();
 }
@@ -1542,7 +1581,15 @@ dj_wait_node(PG_FUNCTION_ARGS)
 	List	   *names = NIL;
 	bool		done = true;
 	ListCell   *lc;
+	Oid			save_userid;
+	int			save_sec_context;
 
+	/*
+	 * Waiting shows nothing of a view: anyone may wait for all, including
+	 * those in schemas they cannot use.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	foreach(lc, views)
 	{
 		ViewRecord *view = lfirst(lc);
@@ -1591,62 +1638,138 @@ dj_wait_node(PG_FUNCTION_ARGS)
 			done = false;
 		SPI_finish();
 	}
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 	PG_RETURN_BOOL(done);
+}
+
+/* The relations a definition's query reads (as parsed on this node) */
+static void
+definition_relations(void *arg)
+{
+	List	  **result = (List **) arg;
+	Definition *def = (Definition *) linitial(*result);
+	int			nestlevel = NewGUCNestLevel();
+	List	   *hints;
+
+	(void) set_config_option("search_path", def->search_path, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	*result = lappend(*result, query_relations(query_parse(def->query, &hints)));
+	AtEOXact_GUC(true, nestlevel);
 }
 
 /*
  * ddl_command_start, on a coordinator: refuse to rename, or move to another
- * schema, a table or a column a distributed view reads or writes.  Its
- * definition names them as text, which the nodes read again when a shard
- * group moves.
+ * schema, a relation a distributed view reads or writes, one of their
+ * columns, or a schema holding one.  Its definition names them as text,
+ * which the nodes read again when a shard group moves.  (Any RenameStmt
+ * with a relation counts: ALTER INDEX or ALTER VIEW can rename a table.)
  */
 void
 distributed_check_rename(Node *parsetree)
 {
 	RangeVar   *relation = NULL;
-	Oid			relid;
-	List	   *targets;
+	Oid			relid = InvalidOid;
+	Oid			nspid = InvalidOid;
+	Oid			save_userid;
+	int			save_sec_context;
 	ListCell   *lc;
 
 	if (IsA(parsetree, RenameStmt))
 	{
 		RenameStmt *stmt = (RenameStmt *) parsetree;
 
-		if (stmt->renameType == OBJECT_TABLE || stmt->renameType == OBJECT_COLUMN)
-			relation = stmt->relation;
+		/* (constraints, triggers, rules and policies keep their names out of it) */
+		if (stmt->renameType == OBJECT_TABCONSTRAINT || stmt->renameType == OBJECT_TRIGGER ||
+			stmt->renameType == OBJECT_RULE || stmt->renameType == OBJECT_POLICY)
+			return;
+		relation = stmt->relation;
+		if (stmt->renameType == OBJECT_SCHEMA)
+			nspid = get_namespace_oid(stmt->subname, true);
 	}
-	else if (((AlterObjectSchemaStmt *) parsetree)->objectType == OBJECT_TABLE)
+	else
 		relation = ((AlterObjectSchemaStmt *) parsetree)->relation;
-	if (relation == NULL || local_group() != 0 || !distributed_defined())
+	if (relation == NULL && !OidIsValid(nspid))
 		return;
-	relid = RangeVarGetRelid(relation, NoLock, true);
-	if (!OidIsValid(relid) || citus_table_kind(relid) == NULL)
+	if (local_group() != 0 || !distributed_defined())
 		return;
+	if (relation != NULL)
+	{
+		relid = RangeVarGetRelid(relation, NoLock, true);
+		if (!OidIsValid(relid) || citus_table_kind(relid) == NULL)
+			return;
+	}
 
-	targets = definition_targets();
-
-	foreach(lc, targets)
+	/*
+	 * Every definition is read, as the bootstrap superuser: the caller may
+	 * not see the others' schemas, and one that no longer parses (a source
+	 * dropped) uses nothing.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	foreach(lc, definition_targets())
 	{
 		Oid			target = relation_named(lfirst(lc));
 		Definition *def = OidIsValid(target) ? definition_of(target) : NULL;
-		bool		uses = (target == relid);
+		List	   *used = list_make1_oid(target);
+		bool		uses = false;
+		ListCell   *lc2;
 
-		if (def != NULL && !uses)
+		if (def != NULL)
 		{
-			int			nestlevel = NewGUCNestLevel();
-			List	   *hints;
+			List	   *parsed = list_make1(def);
 
-			(void) set_config_option("search_path", def->search_path, PGC_USERSET,
-									 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-			uses = list_member_oid(query_relations(query_parse(def->query, &hints)), relid);
-			AtEOXact_GUC(true, nestlevel);
+			distributed_try(definition_relations, &parsed, NULL);
+			if (list_length(parsed) == 2)
+				used = list_concat(used, lsecond(parsed));
+		}
+		foreach(lc2, used)
+		{
+			Oid			rel = lfirst_oid(lc2);
+
+			uses |= OidIsValid(rel) &&
+				(rel == relid || get_rel_namespace(rel) == nspid);
 		}
 		if (uses)
+		{
+			SetUserIdAndSecContext(save_userid, save_sec_context);
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot rename \"%s\" or move it to another schema: distributed view \"%s\" uses it",
-							get_rel_name(relid), (char *) lfirst(lc)),
-					 errdetail("A distributed view's definition names its tables and columns, which the nodes read again when a shard group moves."),
+							OidIsValid(relid) ? get_rel_name(relid) : get_namespace_name(nspid),
+							(char *) lfirst(lc)),
+					 errdetail("A distributed view's definition names its tables, their columns and schemas, which the nodes read again when a shard group moves."),
 					 errhint("Drop the distributed view, rename, and create it again.")));
+		}
+	}
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/*
+ * ddl_command_start, on a coordinator: DROP TABLE of a distributed view's
+ * target deletes its definition first, as drop_view does, so that the
+ * nodes drop the shard views before Citus drops the shards, and a table
+ * made again under the name is not taken for the old target.
+ */
+void
+distributed_forget_dropped(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_TABLE || local_group() != 0 || !distributed_defined())
+		return;
+	foreach(lc, stmt->objects)
+	{
+		Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true);
+		Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
+		Oid			types[1] = {TEXTOID};
+		Datum		values[1];
+
+		if (def == NULL)
+			continue;
+		values[0] = CStringGetTextDatum(def->target);
+		SPI_connect();
+		(void) run("DELETE FROM " CATALOG_TABLE " WHERE target OPERATOR(pg_catalog.=) $1",
+				   1, types, values);
+		SPI_finish();
 	}
 }

@@ -8,7 +8,7 @@
 #ifndef DJ_DISTRIBUTED_H
 #define DJ_DISTRIBUTED_H
 
-#include "nodes/nodes.h"
+#include "nodes/parsenodes.h"
 #include "options.h"
 #include "utils/jsonb.h"
 
@@ -28,5 +28,6 @@ extern bool distributed_defined(void);
 extern void distributed_sync_node(void);
 extern void distributed_try(void (*fn) (void *arg), void *arg, const char *what);
 extern void distributed_check_rename(Node *parsetree);
+extern void distributed_forget_dropped(DropStmt *stmt);
 
 #endif							/* DJ_DISTRIBUTED_H */

@@ -560,6 +560,8 @@ dj_on_ddl_start(PG_FUNCTION_ARGS)
 	/* distributed views keep their tables by name (distributed.c) */
 	if (IsA(parsetree, RenameStmt) || IsA(parsetree, AlterObjectSchemaStmt))
 		distributed_check_rename(parsetree);
+	if (IsA(parsetree, DropStmt))
+		distributed_forget_dropped((DropStmt *) parsetree);
 
 	if (!IsA(parsetree, AlterTableStmt) && !IsA(parsetree, DropStmt) &&
 		!IsA(parsetree, DropOwnedStmt))

@@ -410,6 +410,44 @@ like(
 like(
 	error_of($coord, 'ALTER TABLE wide RENAME TO wide2'),
 	qr/0A000: cannot rename "wide"/, 'so is renaming a target');
+like(
+	error_of($coord, 'ALTER INDEX items RENAME TO items_x'),
+	qr/0A000: cannot rename "items"/, 'so is renaming a source through ALTER INDEX');
+$coord->safe_psql(
+	'postgres', q{
+	CREATE SCHEMA sx;
+	CREATE TABLE sx.t (merchant_id bigint PRIMARY KEY, v int);
+	SELECT create_distributed_table('sx.t', 'merchant_id', colocate_with => 'orders');
+	SELECT delta_join.create_view('sx.tv', 'SELECT merchant_id, v FROM sx.t');
+	CREATE TABLE free (k bigint PRIMARY KEY);
+	SELECT create_distributed_table('free', 'k');});
+like(
+	error_of($coord, 'ALTER SCHEMA sx RENAME TO sy'),
+	qr/0A000: cannot rename "sx"/, 'and renaming a schema that holds one of its tables');
+$coord->safe_psql('postgres', "SELECT delta_join.drop_view('sx.tv')");
+$coord->safe_psql('postgres', 'ALTER TABLE free RENAME TO free2');
+pass('a table no view uses renames freely');
+like(
+	error_of($coord,
+		"BEGIN; UPDATE orders SET amount = amount WHERE merchant_id = 1; SELECT delta_join.create_view('late', \$q\$ $agg \$q\$); COMMIT"),
+	qr/25001: cannot create a distributed delta view in a transaction that has already written or used distributed tables/,
+	'create_view after a distributed write in its transaction is refused (it hung)');
+$coord->safe_psql('postgres', q{
+	CREATE TABLE again (merchant_id bigint PRIMARY KEY, n bigint);
+	SELECT create_distributed_table('again', 'merchant_id', colocate_with => 'orders');});
+$coord->safe_psql('postgres',
+	"SELECT delta_join.create_view('again', \$q\$ SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id \$q\$)");
+$coord->safe_psql('postgres', q{
+	BEGIN;
+	DROP TABLE again;
+	CREATE TABLE again (merchant_id bigint PRIMARY KEY, n bigint);
+	SELECT create_distributed_table('again', 'merchant_id', colocate_with => 'orders');
+	INSERT INTO again VALUES (1, 30);
+	COMMIT;});
+sleep 2;
+is( $coord->safe_psql('postgres', q{INSERT INTO again VALUES (2, 5); SELECT string_agg(merchant_id || ':' || n, ',' ORDER BY merchant_id) FROM again}),
+	'1:30,2:5',
+	'a table made again under a dropped target\'s name is an ordinary table (the old view took it over)');
 $coord->safe_psql(
 	'postgres', q{
 	CREATE TABLE gone (merchant_id bigint PRIMARY KEY, n bigint);
