@@ -1349,13 +1349,14 @@ sync_new_nodes(void)
 /*
  * Run fn(arg) in a subtransaction; an error is rolled back and logged as a
  * WARNING that begins with what (unless what is NULL), and the caller goes
- * on.
+ * on.  Returns false after an error.
  */
-void
+bool
 distributed_try(void (*fn) (void *arg), void *arg, const char *what)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool ok = true;
 
 	BeginInternalSubTransaction(NULL);
 	PG_TRY();
@@ -1374,10 +1375,12 @@ distributed_try(void (*fn) (void *arg), void *arg, const char *what)
 		if (what != NULL)
 			ereport(WARNING, (errmsg("delta_join: %s: %s", what, edata->message)));
 		FreeErrorData(edata);
+		ok = false;
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(oldcxt);
 	CurrentResourceOwner = oldowner;
+	return ok;
 }
 
 /* Make this node's missing views of one distributed view (its target's name) */
@@ -1398,8 +1401,10 @@ sync_target(void *arg)
 void
 distributed_sync_node(void)
 {
+	static TimestampTz last_warning = 0;
 	List	   *targets;
 	ListCell   *lc;
+	bool		loud;
 
 	if (!distributed_defined())
 		return;
@@ -1422,11 +1427,19 @@ distributed_sync_node(void)
 	}
 	drop_shard_views(NULL, targets);
 
-	/* each view on its own: one that fails does not hold the others back */
+	/*
+	 * Each view on its own: one that fails does not hold the others back.
+	 * The failures of a round are logged at most once a minute (a view
+	 * whose source was dropped fails every round).
+	 */
+	loud = TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), 60 * 1000);
 	foreach(lc, targets)
-		distributed_try(sync_target, lfirst(lc),
-						psprintf("could not make the views of distributed view \"%s\" on this node",
-								 (char *) lfirst(lc)));
+	{
+		if (!distributed_try(sync_target, lfirst(lc),
+							 loud ? psprintf("could not make the views of distributed view \"%s\" on this node",
+											 (char *) lfirst(lc)) : NULL) && loud)
+			last_warning = GetCurrentTimestamp();
+	}
 }
 
 /*

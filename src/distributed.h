@@ -26,7 +26,7 @@ extern int	distributed_wait(const char *target, int64 timeout_ms);
 extern char *distributed_managed_by(Oid relid);
 extern bool distributed_defined(void);
 extern void distributed_sync_node(void);
-extern void distributed_try(void (*fn) (void *arg), void *arg, const char *what);
+extern bool distributed_try(void (*fn) (void *arg), void *arg, const char *what);
 extern void distributed_check_rename(Node *parsetree);
 extern void distributed_forget_dropped(DropStmt *stmt);
 
