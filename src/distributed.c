@@ -1000,6 +1000,9 @@ distributed_drop_view(const char *target, bool drop_table)
 
 	if (local_group() != 0)
 		return false;
+
+	/* changes to distributed views are made one at a time, as on one node */
+	api_lock_views();
 	relid = relation_named(target);
 	if (!OidIsValid(relid))
 		return drop_orphan_definition(target);
@@ -1044,6 +1047,7 @@ distributed_refresh(const char *target)
 		return -1;
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	api_lock_views();
 	values[0] = CStringGetTextDatum(def->target);
 	SPI_connect();
 	(void) run("UPDATE " CATALOG_TABLE " SET refreshed = pg_catalog.now()"
