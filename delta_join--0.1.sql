@@ -258,6 +258,7 @@ CREATE TABLE delta_join.distributed_catalog (
 	strategy		text,
 	options			jsonb,					-- as given to create_view
 	search_path		text NOT NULL,			-- the query's names are read under it
+	sources			text[] NOT NULL DEFAULT '{}',	-- the relations they named then
 	settings		jsonb NOT NULL,			-- settings pinned at creation
 	created			timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	refreshed		timestamptz				-- refresh on the coordinator

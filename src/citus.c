@@ -178,8 +178,18 @@ citus_shard_of(Oid relid)
 	if (isnull || get_rel_namespace(logical) != get_rel_namespace(relid))
 		return InvalidOid;
 	logical_name = get_rel_name(logical);
-	if (logical_name == NULL || strlen(logical_name) != (size_t) (underscore - name) ||
-		strncmp(logical_name, name, underscore - name) != 0)
+	if (logical_name == NULL)
 		return InvalidOid;
-	return logical;
+
+	/*
+	 * "<table>_<shard id>"; a name too long for that is shortened by Citus
+	 * ("<prefix>_<hash>_<shard id>", within NAMEDATALEN).
+	 */
+	if (strlen(logical_name) == (size_t) (underscore - name) &&
+		strncmp(logical_name, name, underscore - name) == 0)
+		return logical;
+	if (strlen(logical_name) + strlen(underscore) >= NAMEDATALEN - 1 &&
+		strncmp(logical_name, name, Min(10, underscore - name)) == 0)
+		return logical;
+	return InvalidOid;
 }

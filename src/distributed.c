@@ -107,6 +107,7 @@ typedef struct Definition
 	char	   *strategy;		/* or NULL */
 	Jsonb	   *options;		/* as given to create_view, or NULL */
 	char	   *search_path;
+	List	   *sources;		/* qualified names of the relations it read */
 	Jsonb	   *settings;
 } Definition;
 
@@ -353,6 +354,27 @@ map_columns(Node *node, ColumnMap *cm)
 	return expression_tree_walker(node, map_columns, cm);
 }
 
+static int
+list_cstring_cmp(const ListCell *a, const ListCell *b)
+{
+	return strcmp(lfirst(a), lfirst(b));
+}
+
+/* The qualified names of relids, sorted */
+static List *
+relation_names(List *relids)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	foreach(lc, relids)
+		names = lappend(names,
+						quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
+												   get_rel_name(lfirst_oid(lc))));
+	list_sort(names, list_cstring_cmp);
+	return names;
+}
+
 static List *
 query_relations(Query *query)
 {
@@ -550,6 +572,15 @@ definition_from_tuple(HeapTuple tuple, TupleDesc desc)
 	value = COLUMN("options");
 	def->options = isnull ? NULL : DatumGetJsonbPCopy(value);
 	def->search_path = TextDatumGetCString(COLUMN("search_path"));
+	{
+		Datum	   *elems;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(COLUMN("sources")), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, NULL, &nelems);
+		for (int i = 0; i < nelems; i++)
+			def->sources = lappend(def->sources, TextDatumGetCString(elems[i]));
+	}
 	def->settings = DatumGetJsonbPCopy(COLUMN("settings"));
 #undef COLUMN
 	return def;
@@ -603,13 +634,28 @@ definition_targets(void)
 	return targets;
 }
 
-/* Does this database have distributed views (definitions)? */
+/*
+ * Lock the definitions for reading if nobody keeps them locked (any role
+ * may: PUBLIC writes them, through create_view, refresh and drop_view).
+ */
+static bool
+catalog_try_lock(void)
+{
+	return ConditionalLockRelationOid(worker_catalog_relid("distributed_catalog"), AccessShareLock);
+}
+
+/*
+ * Does this database have distributed views (definitions)?  False too
+ * while someone keeps the definitions locked: the apply worker, and wait(),
+ * never queue behind such a lock.
+ */
 bool
 distributed_defined(void)
 {
 	bool		defined;
 
-	if (!OidIsValid(worker_catalog_relid("distributed_catalog")) || !citus_installed())
+	if (!OidIsValid(worker_catalog_relid("distributed_catalog")) || !citus_installed() ||
+		!catalog_try_lock())
 		return false;
 	SPI_connect();
 	if (catalog_exec("SELECT 1 FROM " CATALOG_TABLE " LIMIT 1", 0, NULL, NULL, NULL) != SPI_OK_SELECT)
@@ -737,6 +783,7 @@ distributed_create_view(const char *target, const char *text, const char *strate
 						Jsonb *options_json, DeltaOptions *options)
 {
 	Query	   *query;
+	List	   *source_names;
 	List	   *hints;
 	DeltaPlan  *plan;
 	Oid			anchor = InvalidOid;
@@ -746,9 +793,9 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	int			colocation;
 	int			target_colocation;
 	char	   *distcol;
-	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID};
-	Datum		values[6];
-	char		nulls[6] = "      ";
+	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTARRAYOID};
+	Datum		values[7];
+	char		nulls[7] = "       ";
 
 	if (GetTopTransactionIdIfAny() != InvalidTransactionId || citus_transaction_started())
 		ereport(ERROR,
@@ -771,6 +818,7 @@ distributed_create_view(const char *target, const char *text, const char *strate
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 
 	query = query_parse(text, &hints);
+	source_names = relation_names(query_relations(query));
 	plan = analyze_distributed(query, hints, options, false);
 	column = check_shard_local(plan, &anchor);
 	(void) citus_distribution(anchor, &colocation, &distcol);
@@ -832,6 +880,15 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	nulls[3] = options_json ? ' ' : 'n';
 	values[4] = CStringGetTextDatum(resolved_search_path());
 	values[5] = JsonbPGetDatum(runas_capture_settings());
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(source_names), 1));
+		ListCell   *lc;
+
+		foreach(lc, source_names)
+			elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
+		values[6] = PointerGetDatum(construct_array(elems, list_length(source_names), TEXTOID, -1,
+													false, TYPALIGN_INT));
+	}
 	/*
 	 * As the caller, over the connections the target was made through (the
 	 * nodes' trigger must see its shards), and checked there: only the
@@ -839,8 +896,8 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	 */
 	SPI_connect();
 	if (SPI_execute_with_args("INSERT INTO " CATALOG_TABLE
-							  " (target, query, strategy, options, search_path, settings)"
-							  " VALUES ($1, $2, $3, $4, $5, $6)", 6, types, values, nulls,
+							  " (target, query, strategy, options, search_path, settings, sources)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, types, values, nulls,
 							  false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into " CATALOG_TABLE);
 	SPI_finish();
@@ -1059,6 +1116,21 @@ distributed_refresh(const char *target)
 	return rows;
 }
 
+/* Where every shard is placed now, as text */
+static char *
+placements_now(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *result;
+
+	SPI_connect();
+	(void) citus_read("SELECT pg_catalog.string_agg(shardid || ':' || groupid, ',' ORDER BY shardid, groupid)"
+					  " FROM pg_catalog.pg_dist_placement", 0, NULL, NULL);
+	result = MemoryContextStrdup(cxt, spi_text(0, 1) ? spi_text(0, 1) : "");
+	SPI_finish();
+	return result;
+}
+
 /*
  * wait() on a coordinator, for a distributed view (or, target NULL, all of
  * them): every node first makes the views of the shard groups it holds and
@@ -1076,6 +1148,15 @@ distributed_wait(const char *target, int64 timeout_ms)
 
 	if (local_group() != 0)
 		return -1;
+
+	/* not behind someone who keeps the definitions locked: until the deadline */
+	while (!catalog_try_lock())
+	{
+		if (GetCurrentTimestamp() >= deadline)
+			return 0;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(100 * 1000L);
+	}
 	if (target != NULL)
 	{
 		Oid			relid = relation_named(target);
@@ -1095,13 +1176,16 @@ distributed_wait(const char *target, int64 timeout_ms)
 	for (;;)
 	{
 		bool		done = true;
+		char	   *placements = placements_now();
 
 		(void) run_on_nodes("SELECT delta_join._sync_node()");
 		foreach(lc, run_on_nodes(psprintf("SELECT delta_join._wait_node(%s, %lld)",
 										  name ? quote_literal_cstr(name) : "NULL",
 										  (long long) Max(TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline), 0))))
 			done &= (strcmp(lfirst(lc), "t") == 0);
-		if (done)
+
+		/* a group that moved meanwhile may have been waited for nowhere */
+		if (done && strcmp(placements, placements_now()) == 0)
 			return 1;
 		if (GetCurrentTimestamp() >= deadline)
 			return 0;
@@ -1162,6 +1246,24 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 							 GUC_ACTION_SAVE, true, 0, false);
 	options_resolve(&options, def->strategy, def->options);
 	query = query_parse(def->query, &hints);
+
+	/* the names must still name what they named at creation */
+	if (def->sources != NIL)
+	{
+		List	   *now = relation_names(query_relations(query));
+		ListCell   *lc1;
+		ListCell   *lc2;
+		bool		same = list_length(now) == list_length(def->sources);
+
+		forboth(lc1, now, lc2, def->sources)
+			same &= (strcmp(lfirst(lc1), lfirst(lc2)) == 0);
+		if (!same)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the query of distributed view \"%s\" now reads other tables than when it was made",
+							def->target),
+					 errhint("Drop the view and create it again.")));
+	}
 
 	foreach(lc, query_relations(query))
 	{
@@ -1570,6 +1672,10 @@ dj_sync_node(PG_FUNCTION_ARGS)
 	api_check_primary("_sync_node");
 	worker_set_distributed(MyDatabaseId);
 
+	/* (in a transaction block it would keep the view lock: leave it to the worker) */
+	if (IsTransactionBlock())
+		PG_RETURN_VOID();
+
 	/*
 	 * Anyone may have the views brought in line with the definitions their
 	 * owners wrote; the views run as their targets' owners.
@@ -1600,6 +1706,9 @@ dj_wait_node(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	Oid			save_userid;
 	int			save_sec_context;
+
+	if (!distributed_defined())
+		PG_RETURN_BOOL(false);	/* (locked by someone, or gone) */
 
 	/*
 	 * Waiting shows nothing of a view: anyone may wait for all, including
@@ -1674,6 +1783,48 @@ definition_relations(void *arg)
 	AtEOXact_GUC(true, nestlevel);
 }
 
+typedef enum DefinitionUse
+{
+	USES_NONE,
+	USES_AS_TARGET,
+	USES_AS_SOURCE
+} DefinitionUse;
+
+/*
+ * Does the distributed view of target (its definition's name) use one of
+ * relids, or a relation of one of nspids, as its target or as a source?
+ * Its query is read as the bootstrap superuser: the caller may not see the
+ * others' schemas; one that no longer parses uses no source.
+ */
+static DefinitionUse
+definition_uses(const char *target, List *relids, List *nspids)
+{
+	Oid			relid = relation_named(target);
+	Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
+	List	   *parsed = list_make1(def);
+	Oid			save_userid;
+	int			save_sec_context;
+	ListCell   *lc;
+
+	if (def == NULL)
+		return USES_NONE;
+	if (list_member_oid(relids, relid) || list_member_oid(nspids, get_rel_namespace(relid)))
+		return USES_AS_TARGET;
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	distributed_try(definition_relations, &parsed, NULL);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (list_length(parsed) < 2)
+		return USES_NONE;
+	foreach(lc, (List *) lsecond(parsed))
+	{
+		if (list_member_oid(relids, lfirst_oid(lc)) ||
+			list_member_oid(nspids, get_rel_namespace(lfirst_oid(lc))))
+			return USES_AS_SOURCE;
+	}
+	return USES_NONE;
+}
+
 /*
  * ddl_command_start, on a coordinator: refuse to rename, or move to another
  * schema, a relation a distributed view reads or writes, one of their
@@ -1687,8 +1838,6 @@ distributed_check_rename(Node *parsetree)
 	RangeVar   *relation = NULL;
 	Oid			relid = InvalidOid;
 	Oid			nspid = InvalidOid;
-	Oid			save_userid;
-	int			save_sec_context;
 	ListCell   *lc;
 
 	if (IsA(parsetree, RenameStmt))
@@ -1716,39 +1865,9 @@ distributed_check_rename(Node *parsetree)
 			return;
 	}
 
-	/*
-	 * Every definition is read, as the bootstrap superuser: the caller may
-	 * not see the others' schemas, and one that no longer parses (a source
-	 * dropped) uses nothing.
-	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	foreach(lc, definition_targets())
 	{
-		Oid			target = relation_named(lfirst(lc));
-		Definition *def = OidIsValid(target) ? definition_of(target) : NULL;
-		List	   *used = list_make1_oid(target);
-		bool		uses = false;
-		ListCell   *lc2;
-
-		if (def != NULL)
-		{
-			List	   *parsed = list_make1(def);
-
-			distributed_try(definition_relations, &parsed, NULL);
-			if (list_length(parsed) == 2)
-				used = list_concat(used, lsecond(parsed));
-		}
-		foreach(lc2, used)
-		{
-			Oid			rel = lfirst_oid(lc2);
-
-			uses |= OidIsValid(rel) &&
-				(rel == relid || get_rel_namespace(rel) == nspid);
-		}
-		if (uses)
-		{
-			SetUserIdAndSecContext(save_userid, save_sec_context);
+		if (definition_uses(lfirst(lc), list_make1_oid(relid), list_make1_oid(nspid)) != USES_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot rename \"%s\" or move it to another schema: distributed view \"%s\" uses it",
@@ -1756,34 +1875,56 @@ distributed_check_rename(Node *parsetree)
 							(char *) lfirst(lc)),
 					 errdetail("A distributed view's definition names its tables, their columns and schemas, which the nodes read again when a shard group moves."),
 					 errhint("Drop the distributed view, rename, and create it again.")));
-		}
 	}
-	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
 /*
- * ddl_command_start, on a coordinator: DROP TABLE of a distributed view's
- * target deletes its definition first, as drop_view does, so that the
- * nodes drop the shard views before Citus drops the shards, and a table
- * made again under the name is not taken for the old target.
+ * ddl_command_start, on a coordinator: DROP TABLE or DROP SCHEMA of what a
+ * distributed view uses deletes its definition first, as drop_view does, so
+ * that the nodes drop the shard views before Citus drops the shards, and a
+ * table made again under the name is not taken for the old one.  A source
+ * goes only with CASCADE, which drops the view (its target stays), as core
+ * would for a view of one node.
  */
 void
 distributed_forget_dropped(DropStmt *stmt)
 {
+	List	   *relids = NIL;
+	List	   *nspids = NIL;
 	ListCell   *lc;
 
-	if (stmt->removeType != OBJECT_TABLE || local_group() != 0 || !distributed_defined())
+	if ((stmt->removeType != OBJECT_TABLE && stmt->removeType != OBJECT_SCHEMA) ||
+		local_group() != 0 || !distributed_defined())
 		return;
 	foreach(lc, stmt->objects)
 	{
-		Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true);
-		Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
+		if (stmt->removeType == OBJECT_TABLE)
+			relids = lappend_oid(relids,
+								 RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true));
+		else
+			nspids = lappend_oid(nspids, get_namespace_oid(strVal(lfirst(lc)), true));
+	}
+
+	foreach(lc, definition_targets())
+	{
+		DefinitionUse use = definition_uses(lfirst(lc), relids, nspids);
 		Oid			types[1] = {TEXTOID};
 		Datum		values[1];
 
-		if (def == NULL)
+		if (use == USES_NONE)
 			continue;
-		values[0] = CStringGetTextDatum(def->target);
+		if (use == USES_AS_SOURCE)
+		{
+			if (stmt->behavior != DROP_CASCADE)
+				ereport(ERROR,
+						(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+						 errmsg("cannot drop a source of distributed view \"%s\"", (char *) lfirst(lc)),
+						 errhint("Drop the view first with delta_join.drop_view, or use DROP ... CASCADE, which drops the view and keeps its target.")));
+			ereport(NOTICE,
+					(errmsg("drop cascades to distributed view \"%s\" (its target stays)",
+							(char *) lfirst(lc))));
+		}
+		values[0] = CStringGetTextDatum(lfirst(lc));
 		SPI_connect();
 		(void) run("DELETE FROM " CATALOG_TABLE " WHERE target OPERATOR(pg_catalog.=) $1",
 				   1, types, values);

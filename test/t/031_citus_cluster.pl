@@ -448,6 +448,47 @@ sleep 2;
 is( $coord->safe_psql('postgres', q{INSERT INTO again VALUES (2, 5); SELECT string_agg(merchant_id || ':' || n, ',' ORDER BY merchant_id) FROM again}),
 	'1:30,2:5',
 	'a table made again under a dropped target\'s name is an ordinary table (the old view took it over)');
+# a third review: a source dropped, a schema dropped and made again, a
+# target whose name Citus shortens for its shards
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE src2 (merchant_id bigint, k bigint, v int, PRIMARY KEY (merchant_id, k));
+	SELECT create_distributed_table('src2', 'merchant_id', colocate_with => 'orders');
+	SELECT delta_join.create_view('v2', 'SELECT merchant_id, sum(v) AS s FROM src2 GROUP BY merchant_id');
+	CREATE SCHEMA so;
+	CREATE TABLE so.t (merchant_id bigint PRIMARY KEY, n bigint);
+	SELECT create_distributed_table('so.t', 'merchant_id', colocate_with => 'orders');
+	SELECT delta_join.create_view('so.t', 'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');});
+like(error_of($coord, 'DROP TABLE src2'),
+	qr/2BP01: cannot drop a source of distributed view "public.v2"/,
+	'a source of a distributed view is not dropped without CASCADE');
+like(error_of($coord, 'DROP TABLE src2 CASCADE'),
+	qr/NOTICE:  00000: drop cascades to distributed view "public.v2" \(its target stays\)/,
+	'with CASCADE the view goes, and says so');
+$coord->safe_psql('postgres', q{
+	BEGIN;
+	DROP SCHEMA so CASCADE;
+	CREATE SCHEMA so;
+	CREATE TABLE so.t (merchant_id bigint PRIMARY KEY, n bigint);
+	SELECT create_distributed_table('so.t', 'merchant_id', colocate_with => 'orders');
+	INSERT INTO so.t VALUES (1, 30);
+	COMMIT;});
+sleep 2;
+is( $coord->safe_psql('postgres',
+		q{SELECT (SELECT string_agg(merchant_id || ':' || n, ',') FROM so.t) || ' '
+		  || (SELECT count(*) FROM delta_join.distributed_catalog WHERE target IN ('public.v2', 'so.t'))}),
+	'1:30 0', 'DROP SCHEMA CASCADE takes the definitions of what it drops');
+my $long = 'a_target_whose_name_citus_shortens_for_the_names_of_its_shards';
+$coord->safe_psql('postgres',
+	"SELECT delta_join.create_view('$long', \$q\$ SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id \$q\$)");
+$coord->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE merchant_id = 2');
+is($coord->safe_psql('postgres', "SELECT delta_join.wait('$long', '60s')"),
+	't', 'a target with shortened shard names is waited for');
+$coord->safe_psql('postgres', "SELECT delta_join.drop_view('$long', false)");
+is( $workers[0]->safe_psql('postgres',
+		"SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.$long'"),
+	'0', 'and drop_view drops its shard views');
+
 $coord->safe_psql(
 	'postgres', q{
 	CREATE TABLE gone (merchant_id bigint PRIMARY KEY, n bigint);
