@@ -13,8 +13,9 @@
  * Nouns:
  *
  *	definition	a row of delta_join.distributed_catalog: the target's name,
- *				the query's text, its options, and the search_path and
- *				settings it was created under.  The coordinator makes the
+ *				the query's text, its options, the search_path ("$user"
+ *				resolved) and settings it was created under, and the
+ *				relations its names named then.  The coordinator makes the
  *				table a Citus reference table when the first distributed
  *				view is created: every node holds a copy, written in the
  *				same (two-phase) transaction, and nodes added later get one.
@@ -39,9 +40,15 @@
  *	  drops takes its view along (guard.c).
  *	- The database of a node with definitions keeps its slot and worker
  *	  even while it holds no shard group (launcher.c), so a group that moves
- *	  in is seen.  wait() and refresh on the coordinator run the sync on
- *	  every node first, so they never miss a group, even one moved to a
- *	  node added after the view.
+ *	  in is seen.  wait() on the coordinator runs the sync on every node
+ *	  first, and waits again while a group has no view or a placement
+ *	  changed, so it never misses a group, even one moved to a node added
+ *	  after the view.
+ *	- The definitions name tables and columns as text, read again on a
+ *	  node whenever a group's view is made: the coordinator's DDL guard
+ *	  refuses to rename what they name, a DROP of a target deletes its
+ *	  definition first (a source only with CASCADE), and a node refuses to
+ *	  make a view whose names now resolve to other relations.
  *
  * Citus is driven through its SQL functions and read from its catalog, so
  * delta_join needs neither its headers nor its library.
