@@ -652,17 +652,17 @@ catalog_try_lock(void)
 }
 
 /*
- * Does this database have distributed views (definitions)?  False too
- * while someone keeps the definitions locked: the apply worker, and wait(),
- * never queue behind such a lock.
+ * Does this database have distributed views (definitions)?  With nowait,
+ * false too while someone keeps the definitions locked: the apply worker
+ * and wait() never queue behind such a lock (DDL checks do wait).
  */
 bool
-distributed_defined(void)
+distributed_defined(bool nowait)
 {
 	bool		defined;
 
 	if (!OidIsValid(worker_catalog_relid("distributed_catalog")) || !citus_installed() ||
-		!catalog_try_lock())
+		(nowait && !catalog_try_lock()))
 		return false;
 	SPI_connect();
 	if (catalog_exec("SELECT 1 FROM " CATALOG_TABLE " LIMIT 1", 0, NULL, NULL, NULL) != SPI_OK_SELECT)
@@ -996,7 +996,7 @@ drop_orphan_definition(const char *target)
 	MemoryContext cxt = CurrentMemoryContext;
 	uint64		n;
 
-	if (!distributed_defined())
+	if (!distributed_defined(false))
 		return false;
 	SPI_connect();
 	n = citus_read("SELECT target FROM " CATALOG_TABLE
@@ -1173,7 +1173,7 @@ distributed_wait(const char *target, int64 timeout_ms)
 			return -1;
 		name = def->target;
 	}
-	else if (!distributed_defined())
+	else if (!distributed_defined(true))
 		return -1;
 
 	/*
@@ -1519,7 +1519,7 @@ distributed_sync_node(void)
 	ListCell   *lc;
 	bool		loud;
 
-	if (!distributed_defined())
+	if (!distributed_defined(true))
 		return;
 	worker_ensure_slot();
 
@@ -1542,10 +1542,11 @@ distributed_sync_node(void)
 
 	/*
 	 * Each view on its own: one that fails does not hold the others back.
-	 * The failures of a round are logged at most once a minute (a view
-	 * whose source was dropped fails every round).
+	 * The worker logs the failures of a round at most once a minute (a view
+	 * whose names no longer resolve fails every round).
 	 */
-	loud = TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), 60 * 1000);
+	loud = IsBackgroundWorker &&
+		TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), 60 * 1000);
 	foreach(lc, targets)
 	{
 		if (!distributed_try(sync_target, lfirst(lc),
@@ -1714,7 +1715,7 @@ dj_wait_node(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec_context;
 
-	if (!distributed_defined())
+	if (!distributed_defined(true))
 		PG_RETURN_BOOL(false);	/* (locked by someone, or gone) */
 
 	/*
@@ -1806,21 +1807,26 @@ typedef enum DefinitionUse
 static DefinitionUse
 definition_uses(const char *target, List *relids, List *nspids)
 {
-	Oid			relid = relation_named(target);
-	Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
-	List	   *parsed = list_make1(def);
+	Oid			relid;
+	Definition *def;
+	List	   *parsed;
 	Oid			save_userid;
 	int			save_sec_context;
 	ListCell   *lc;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	relid = relation_named(target);
+	def = OidIsValid(relid) ? definition_of(relid) : NULL;
+	parsed = list_make1(def);
+	if (def != NULL)
+		distributed_try(definition_relations, &parsed, NULL);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 
 	if (def == NULL)
 		return USES_NONE;
 	if (list_member_oid(relids, relid) || list_member_oid(nspids, get_rel_namespace(relid)))
 		return USES_AS_TARGET;
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	distributed_try(definition_relations, &parsed, NULL);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (list_length(parsed) < 2)
 		return USES_NONE;
 	foreach(lc, (List *) lsecond(parsed))
@@ -1863,7 +1869,7 @@ distributed_check_rename(Node *parsetree)
 		relation = ((AlterObjectSchemaStmt *) parsetree)->relation;
 	if (relation == NULL && !OidIsValid(nspid))
 		return;
-	if (local_group() != 0 || !distributed_defined())
+	if (local_group() != 0 || !distributed_defined(false))
 		return;
 	if (relation != NULL)
 	{
@@ -1901,7 +1907,7 @@ distributed_forget_dropped(DropStmt *stmt)
 	ListCell   *lc;
 
 	if ((stmt->removeType != OBJECT_TABLE && stmt->removeType != OBJECT_SCHEMA) ||
-		local_group() != 0 || !distributed_defined())
+		local_group() != 0 || !distributed_defined(false))
 		return;
 	foreach(lc, stmt->objects)
 	{

@@ -24,7 +24,7 @@ extern bool distributed_drop_view(const char *target, bool drop_table);
 extern int64 distributed_refresh(const char *target);
 extern int	distributed_wait(const char *target, int64 timeout_ms);
 extern char *distributed_managed_by(Oid relid);
-extern bool distributed_defined(void);
+extern bool distributed_defined(bool nowait);
 extern void distributed_sync_node(void);
 extern bool distributed_try(void (*fn) (void *arg), void *arg, const char *what);
 extern void distributed_check_rename(Node *parsetree);

@@ -511,7 +511,7 @@ worker_check_views(void)
 		result = (views != NIL) ? CATALOG_VIEWS : CATALOG_NO_VIEWS;
 
 		/* a node of distributed views keeps its slot for the groups to come */
-		if (distributed_defined())
+		if (distributed_defined(true))
 			worker_set_distributed(worker_dboid);
 		if (result == CATALOG_NO_VIEWS && worker_is_distributed(worker_dboid))
 			result = CATALOG_VIEWS;
