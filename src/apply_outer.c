@@ -485,7 +485,10 @@ note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	OuterApply *oa = (OuterApply *) arg;
 
 	target_output_values(writer, row, oa->values, oa->isnull);
-	note_anchors(oa, oa->values, oa->isnull);
+
+	/* (a scan of every row meets the other UNION ALL branches' rows too) */
+	if (row_is_ours(oa, oa->values, oa->isnull))
+		note_anchors(oa, oa->values, oa->isnull);
 }
 
 /*

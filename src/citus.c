@@ -6,8 +6,9 @@
  *
  * A Citus distributed or reference table keeps its rows, and their changes,
  * in shards on the worker nodes: a view over it on the coordinator would be
- * backfilled once and never see a change.  Until distributed views exist
- * (DESIGN.md section 8), such sources and targets are refused.  Views over
+ * backfilled once and never see a change.  Such sources and targets are
+ * refused, but on a coordinator's distributed path (distributed.c), which
+ * makes one view per shard group on the nodes.  Views over
  * shard tables on the node that holds them are ordinary views, and a shard
  * may be their target; drop_view does not drop it (that would break its
  * distributed table).

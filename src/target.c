@@ -575,7 +575,7 @@ check_target_not_citus(Oid relid, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("target \"%s\" is %s of Citus", name, kind),
-				 errdetail("Its rows are in shards on the worker nodes; distributed delta views are not supported yet."),
+				 errdetail("Its rows are in shards on the worker nodes, which only a distributed view, made on the coordinator over co-located distributed tables, writes."),
 				 errhint("Name a new or ordinary local table, or on each node the shard of the target that is co-located with the sources' shards.")));
 }
 

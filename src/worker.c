@@ -388,9 +388,10 @@ worker_loop(void)
 			}
 		}
 
-		if (now >= next_shard_sync && worker_is_distributed(worker_dboid))
+		if (now >= next_shard_sync)
 		{
-			worker_sync_shards();
+			if (worker_is_distributed(worker_dboid))
+				worker_sync_shards();
 			next_shard_sync = TimestampTzPlusMilliseconds(now, WORKER_SHARD_SYNC_MS);
 		}
 
@@ -583,7 +584,7 @@ worker_check_citus(List *views)
 		ereport(WARNING,
 				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
 						catalog_view_name(view), message),
-				 errhint("Drop the view: distributed delta views are not supported yet.")));
+				 errhint("Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view.")));
 	}
 }
 
