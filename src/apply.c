@@ -923,6 +923,99 @@ apply_plan(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 		apply_join(plan, batch, writer, counts);
 }
 
+/* The plan's source of that ordinal, or NULL */
+static DeltaSource *
+plan_source(DeltaPlan *plan, int ordinal)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		if (((DeltaSource *) lfirst(lc))->ordinal == ordinal)
+			return lfirst(lc);
+	}
+	return NULL;
+}
+
+/*
+ * May the view's batch be split into shares applied at once by several
+ * transactions (parallel apply, parallel.h)?  Only when no key's apply
+ * decides from target rows another share writes: the inner join's walk in
+ * upsert mode, and the aggregate's groups (a group is a key).  Outer joins,
+ * keyed recompute, UNION ALL, retract slices, truncations and recomputes of
+ * the whole are applied by one transaction.  The plan must be in the cache
+ * already: a plan is built as the target's owner, by an apply.
+ *
+ * share_by (one per source of the batch, in its order) is set to the key
+ * column whose value picks a key's share, or -1 for the whole key.  When
+ * one output column holds a key column of every source of the batch in
+ * every row (merchant_id of orders and of items, joined on it), keys with
+ * the same value there write the same target rows, and sharing by that
+ * value keeps two shares from ever writing the same row.
+ */
+bool
+apply_view_shareable(ViewRecord *view, ViewBatch *batch, int *share_by)
+{
+	CachedView *entry;
+	DeltaPlan  *plan;
+	SourceBatch *first;
+	DeltaSource *first_src;
+	ListCell   *lc;
+
+	if (view_cache == NULL || view->path != DJ_PATH_DELTA || batch->chunk ||
+		batch->sources == NIL)
+		return false;
+	entry = hash_search(view_cache, &view->view_id, HASH_FIND, NULL);
+	if (entry == NULL || !entry->valid)
+		return false;
+	plan = entry->plan;
+	if (plan->path != DJ_PATH_DELTA || plan->whole || plan->branches != NIL)
+		return false;
+	if (!(plan->kind == DJ_KIND_AGGREGATE ||
+		  (plan->kind == DJ_KIND_JOIN && !plan->has_outer && !plan->options.retract)))
+		return false;
+	foreach(lc, batch->sources)
+	{
+		if (((SourceBatch *) lfirst(lc))->truncated ||
+			plan_source(plan, ((SourceBatch *) lfirst(lc))->ordinal) == NULL)
+			return false;
+	}
+
+	for (int i = 0; i < list_length(batch->sources); i++)
+		share_by[i] = -1;
+	if (plan->kind != DJ_KIND_JOIN)
+		return true;
+
+	/* an output column that every source's key reaches */
+	first = linitial(batch->sources);
+	first_src = plan_source(plan, first->ordinal);
+	for (int k = 0; k < first_src->key_natts; k++)
+	{
+		int			column = first_src->partner_output[k];
+		bool		all = (column >= 0);
+
+		foreach(lc, batch->sources)
+		{
+			DeltaSource *src = plan_source(plan, ((SourceBatch *) lfirst(lc))->ordinal);
+			int			found = -1;
+
+			for (int k2 = 0; all && found < 0 && k2 < src->key_natts; k2++)
+			{
+				if (src->partner_output[k2] == column)
+					found = k2;
+			}
+			all &= (found >= 0);
+			if (all)
+				share_by[foreach_current_index(lc)] = found;
+		}
+		if (all)
+			return true;
+		for (int i = 0; i < list_length(batch->sources); i++)
+			share_by[i] = -1;
+	}
+	return true;
+}
+
 /*
  * Apply one view's batch.  Runs as the target's owner, with the view's
  * pinned settings; raises an error (the worker rolls back the view's

@@ -301,7 +301,10 @@ plan_cache(DeltaPlan *plan, DeltaLookup *lookup)
 	return pc->cache;
 }
 
-/* Empty the caches of the sources that changed in the batch. */
+/*
+ * Empty the caches of the sources that changed in the batch, or all of them
+ * when the batch says they may be older still.
+ */
 static void
 reset_changed_caches(DeltaPlan *plan, ViewBatch *batch)
 {
@@ -313,6 +316,11 @@ reset_changed_caches(DeltaPlan *plan, ViewBatch *batch)
 		DeltaSource *src = list_nth(plan->sources, pc->source);
 		ListCell   *lc2;
 
+		if (batch->caches_stale)
+		{
+			lookup_cache_reset(pc->cache);
+			continue;
+		}
 		foreach(lc2, batch->sources)
 		{
 			if (((SourceBatch *) lfirst(lc2))->ordinal == src->ordinal)

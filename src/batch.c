@@ -305,6 +305,18 @@ source_batch_cmp(const ListCell *a, const ListCell *b)
 	return (sa->ordinal > sb->ordinal) - (sa->ordinal < sb->ordinal);
 }
 
+/* The dirty keys a view's batch holds, over its sources */
+int64
+view_batch_nkeys(const ViewBatch *batch)
+{
+	int64		n = 0;
+	ListCell   *lc;
+
+	foreach(lc, batch->sources)
+		n += list_length(((SourceBatch *) lfirst(lc))->keys);
+	return n;
+}
+
 /* Sort a view's SourceBatches in ordinal order, as the appliers expect */
 void
 view_batch_sort_sources(ViewBatch *batch)

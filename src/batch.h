@@ -52,6 +52,9 @@ typedef struct ViewBatch
 	TimestampTz commit_time;	/* commit time of the newest change */
 	bool		chunk;			/* only keys the capture spilled (decode.h):
 								 * the view's batch itself comes after */
+	bool		caches_stale;	/* the lookup caches may hold rows older than
+								 * the batch: empty them all (a helper's
+								 * share, parallel.c) */
 } ViewBatch;
 
 /* What applying one view's batch did, added to the view's counters. */
@@ -107,6 +110,7 @@ extern HTAB *key_set_create(MemoryContext cxt);
 extern bool key_set_add(HTAB *set, int view_id, int ordinal, const StringInfo image,
 						MemoryContext cxt);
 extern void view_batch_sort_sources(ViewBatch *batch);
+extern int64 view_batch_nkeys(const ViewBatch *batch);
 extern void view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen,
 							 MemoryContext cxt);
 

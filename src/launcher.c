@@ -169,6 +169,24 @@ worker_check_shmem(void)
 				 errhint("Add delta_join to shared_preload_libraries and restart the server.")));
 }
 
+/*
+ * A dynamic background worker of ours that connects to a database, is not
+ * restarted by the postmaster, and tells this process when it starts and
+ * ends; the caller sets its name and argument.
+ */
+void
+worker_bgw_init(BackgroundWorker *bgw, const char *function, const char *type)
+{
+	memset(bgw, 0, sizeof(BackgroundWorker));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "delta_join");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
+	bgw->bgw_notify_pid = MyProcPid;
+}
+
 void
 worker_slot_name(char *name, Oid dboid)
 {
@@ -679,17 +697,10 @@ launcher_scan(long *nap_ms)
 			continue;
 		}
 
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "delta_join");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "dj_worker_main");
+		worker_bgw_init(&bgw, "dj_worker_main", "delta_join worker");
 		snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join worker for database %u",
 				 dboid);
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "delta_join worker");
 		bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
-		bgw.bgw_notify_pid = MyProcPid;
 
 		if (!RegisterDynamicBackgroundWorker(&bgw, &e->handle))
 		{

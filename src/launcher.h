@@ -17,6 +17,7 @@
 #define DJ_LAUNCHER_H
 
 #include "access/xlogdefs.h"
+#include "postmaster/bgworker.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -60,6 +61,7 @@ extern WorkerShared *worker_shared;
 extern void worker_check_shmem(void);
 extern DbWorker *worker_find_db(Oid dboid, bool create);
 extern void worker_slot_name(char *name, Oid dboid);
+extern void worker_bgw_init(BackgroundWorker *bgw, const char *function, const char *type);
 extern Oid	worker_catalog_relid(const char *relname);
 extern void worker_mark_views_stale(const char *reason);
 extern void worker_set_distributed(Oid dboid);

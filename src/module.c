@@ -25,6 +25,7 @@
 #include "postgres.h"
 
 #include <limits.h>
+#include <unistd.h>
 
 #include "access/xlog.h"
 #include "fmgr.h"
@@ -35,6 +36,7 @@
 #include "utils/varlena.h"
 
 #include "delta_join.h"
+#include "parallel.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -72,6 +74,7 @@ static bool dj_preloaded = false;
 void		_PG_init(void);
 
 static char *config_line_adding(const char *name, const char *current);
+static int	default_apply_workers(void);
 
 PG_FUNCTION_INFO_V1(dj_check_environment);
 
@@ -172,6 +175,28 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("delta_join.apply_workers",
+							"Processes that apply a database's large batches at once.",
+							"The apply worker and apply_workers - 1 helpers, each "
+							"with a share of the batch.  The default is the "
+							"number of CPUs, at most 4.",
+							&dj_apply_workers,
+							default_apply_workers(),
+							1, PARALLEL_MAX_HELPERS + 1,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.parallel_apply_min_keys",
+							"Fewest dirty keys of a batch that its apply shares with helpers.",
+							"A smaller batch is applied by the apply worker alone.",
+							&dj_parallel_apply_min_keys,
+							1000,
+							1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
 	/* a postmaster setting can only be defined while preloading */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomIntVariable("delta_join.max_views",
@@ -193,6 +218,15 @@ _PG_init(void)
 	worker_init();
 }
 
+
+/* The default of delta_join.apply_workers: the CPUs there are, at most 4 */
+static int
+default_apply_workers(void)
+{
+	long		ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return (int) Max(1, Min(ncpus, 4));
+}
 
 /* ----------------
  * Strategies

@@ -96,6 +96,7 @@
 #include "decoding.h"
 #include "delta_join.h"
 #include "launcher.h"
+#include "parallel.h"
 #include "progress.h"
 #include "runas.h"
 #include "worker.h"
@@ -138,14 +139,6 @@ typedef struct DeferredView
 	char	   *reason;			/* the last error */
 } DeferredView;
 
-/* How applying one view's part of a batch ended */
-typedef enum ViewResult
-{
-	VIEW_APPLIED,
-	VIEW_FAILED,				/* error: the view goes to state error */
-	VIEW_DEFERRED				/* a passing error: try again later */
-} ViewResult;
-
 static Oid	worker_dboid = InvalidOid;
 static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
@@ -185,6 +178,15 @@ static void worker_wait_round(void);
 static void worker_progress(void);
 static void worker_new_batch(void);
 static void worker_apply_batch(void);
+typedef struct ViewWork ViewWork;
+typedef struct AppliedViews AppliedViews;
+static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches,
+								  TimestampTz now);
+static void worker_view_done(ViewWork *vw, ViewResult result, char *message,
+							 int sqlerrcode, TimestampTz now, AppliedViews *applied);
+static ShareRound *worker_share(List *todo, XLogRecPtr end_lsn, bool spilled);
+static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
+								TimestampTz now, AppliedViews *applied);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static void worker_each_chunk(ViewRecord *view,
@@ -192,9 +194,6 @@ static void worker_each_chunk(ViewRecord *view,
 							  void *arg);
 static void apply_chunk(ViewRecord *view, ViewBatch *chunk, void *arg);
 static void defer_chunk(ViewRecord *view, ViewBatch *chunk, void *arg);
-static ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch,
-									XLogRecPtr end_lsn, ApplyCounts *counts,
-									char **message, int *sqlerrcode);
 static DeferredView *worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now);
 static void worker_defer_add(DeferredView *dv, ViewBatch *batch);
 static void worker_defer_spilled(DeferredView *dv, ViewRecord *view);
@@ -247,23 +246,7 @@ dj_worker_main(Datum main_arg)
 		proc_exit(0);
 	}
 	before_shmem_exit(worker_on_exit, (Datum) 0);
-
-	/*
-	 * Batches commit asynchronously: the slot is only confirmed past a batch
-	 * once its commit is flushed (worker_confirm), so a batch lost in a
-	 * crash is decoded again.
-	 */
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-
-	/* never wait long for a lock, and be the one a deadlock stops */
-	SetConfigOption("lock_timeout", WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("deadlock_timeout", WORKER_DEADLOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
-
-	/*
-	 * The worker runs as a superuser: its own catalog statements resolve
-	 * names in pg_catalog only, never in schemas users can create objects in.
-	 */
-	SetConfigOption("search_path", RUNAS_SEARCH_PATH, PGC_SUSET, PGC_S_SESSION);
+	worker_session_setup();
 
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -285,6 +268,28 @@ dj_worker_main(Datum main_arg)
 	}
 	PG_END_TRY();
 	proc_exit(0);
+}
+
+/* The settings of an apply worker's session, and of its helpers' */
+void
+worker_session_setup(void)
+{
+	/*
+	 * Batches commit asynchronously: the slot is only confirmed past a batch
+	 * once its commit is flushed (worker_confirm), so a batch lost in a
+	 * crash is decoded again.
+	 */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/* never wait long for a lock, and be the one a deadlock stops */
+	SetConfigOption("lock_timeout", WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("deadlock_timeout", WORKER_DEADLOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * The worker runs as a superuser: its own catalog statements resolve
+	 * names in pg_catalog only, never in schemas users can create objects in.
+	 */
+	SetConfigOption("search_path", RUNAS_SEARCH_PATH, PGC_SUSET, PGC_S_SESSION);
 }
 
 /* Publish the error that is ending the worker (in a PG_CATCH) */
@@ -324,6 +329,7 @@ worker_clear_failure(void)
 static void
 worker_on_exit(int code, Datum arg)
 {
+	parallel_stop();
 	if (MyReplicationSlot != NULL)
 		ReplicationSlotRelease();
 
@@ -359,6 +365,7 @@ worker_loop(void)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			parallel_trim();
 		}
 		worker_confirm_flushed();
 
@@ -671,13 +678,41 @@ worker_new_batch(void)
 	decoding_new_batch(batch_cxt);
 }
 
+/* A view's work in a batch (worker_apply_batch) */
+struct ViewWork
+{
+	ViewRecord *view;
+	ViewProgress *vp;
+	DeferredView *dv;			/* its waiting keys, or NULL */
+	ViewBatch  *batch;			/* its part of the captured batch, or NULL */
+	ViewBatch  *work;			/* what is applied: batch, or the keys waiting */
+	int		   *share_by;		/* shareable: what picks a key's share
+								 * (apply_view_shareable) */
+	ViewBatch  *mine;			/* shared with helpers: the worker's share */
+	ViewResult	result;			/* of the worker's share */
+};
+
+/* The views applied in a transaction, whose position it stores */
+struct AppliedViews
+{
+	int		   *ids;
+	int			n;
+};
+
 /*
- * Apply the captured batch, and the deferred views that are due, in one
- * transaction; then confirm what is done to the slot and start a new batch.
+ * Apply the captured batch, and the deferred views that are due; then
+ * confirm what is done to the slot and start a new batch.
  *
- * Keys the capture spilled to disk (decode.h) are read back a chunk of
- * max_keys at a time as each view is applied, in the same transaction, so
- * that memory stays bounded and no half of a batch is ever visible.
+ * Alone, the worker applies the batch in one transaction.  Keys the capture
+ * spilled to disk (decode.h) are read back a chunk of max_keys at a time as
+ * each view is applied, in the same transaction, so that memory stays
+ * bounded and no half of a batch is ever visible.
+ *
+ * With helpers (parallel apply, parallel.h), the views of a large batch
+ * that can be shared are split into shares: the worker applies its own in
+ * that transaction and commits it, then waits for the helpers' commits, and
+ * in a second transaction applies alone again each such view a share of
+ * which failed, and stores the shared views' positions.
  */
 static void
 worker_apply_batch(void)
@@ -687,9 +722,10 @@ worker_apply_batch(void)
 	XLogRecPtr	end_lsn = decoding_position();
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *views;
+	List	   *todo = NIL;
 	ViewProgress *progress;
-	int		   *applied_ids;
-	int			napplied = 0;
+	AppliedViews applied;
+	ShareRound *round;
 	XLogRecPtr	confirm;
 	ListCell   *lc;
 	int64		spill_at;
@@ -707,115 +743,38 @@ worker_apply_batch(void)
 	views = catalog_list_views();
 	policy = batch_policy_for(views);
 	progress = worker_progress_rows(views);
-	applied_ids = palloc(sizeof(int) * Max(list_length(views), 1));
+	applied.ids = palloc(sizeof(int) * Max(list_length(views), 1));
+	applied.n = 0;
 	worker_forget_dropped(views);
 
 	foreach(lc, views)
 	{
-		ViewRecord *view = lfirst(lc);
-		ViewProgress *vp = &progress[foreach_current_index(lc)];
-		DeferredView *dv = worker_find_deferred(view->view_id);
-		ViewBatch  *batch = NULL;
-		ViewBatch  *work;
-		ViewResult	result;
+		ViewWork   *vw = worker_view_work(lfirst(lc), &progress[foreach_current_index(lc)],
+										  batches, now);
+
+		if (vw != NULL)
+			todo = lappend(todo, vw);
+	}
+	round = worker_share(todo, end_lsn, spilled > 0);
+
+	foreach(lc, todo)
+	{
+		ViewWork   *vw = lfirst(lc);
 		char	   *message = NULL;
 		int			sqlerrcode = 0;
-		ListCell   *lc2;
+		ViewResult	result;
 
-		foreach(lc2, batches)
-		{
-			if (((ViewBatch *) lfirst(lc2))->view_id == view->view_id)
-				batch = lfirst(lc2);
-		}
-		if (batch != NULL)
-		{
-			vp->changes = batch->changes;
-			vp->commit_time = batch->commit_time;
-		}
-
-		/* stale until refreshed: its keys are dropped */
-		if (view->in_error)
-		{
-			if (dv != NULL)
-				worker_forget_deferred(dv);
-			vp->deferred = false;
-			continue;
-		}
-
-		if (dv != NULL)
-		{
-			/* the new keys join those waiting */
-			if (batch != NULL)
-				worker_defer(view, batch, now);
-			if (dv->next_try > now)
-			{
-				worker_defer_spilled(dv, view);
-				vp->deferred = true;
-				vp->retry_reason = dv->reason;
-				continue;
-			}
-			work = dv->batch;
-		}
+		pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
+		if (vw->mine != NULL)
+			vw->result = worker_apply_view(vw->view, vw->mine, end_lsn, &vw->vp->counts,
+										   false, &message, &sqlerrcode);
 		else
-			work = batch;
-		if (work == NULL)
-			continue;
-
-		/* a full recompute runs at most once per refresh_interval */
-		if (view->path == DJ_PATH_FULL)
 		{
-			TimestampTz due = TimestampTzPlusMilliseconds(worker_recomputed_at(view->view_id),
-														  view->options.refresh_interval_ms);
-
-			if (due > now)
-			{
-				if (dv == NULL)
-					dv = worker_defer(view, batch, now);
-				dv->next_try = due;
-				if (dv->reason == NULL)
-					dv->reason = MemoryContextStrdup(worker_cxt, "waiting for its refresh_interval");
-				vp->deferred = true;
-				vp->retry_reason = dv->reason;
-				continue;
-			}
+			result = worker_apply_view(vw->view, vw->work, end_lsn, &vw->vp->counts,
+									   true, &message, &sqlerrcode);
+			worker_view_done(vw, result, message, sqlerrcode, now, &applied);
 		}
-
-		pgstat_report_activity(STATE_RUNNING, catalog_view_name(view));
-		result = worker_apply_view(view, work, end_lsn, &vp->counts, &message, &sqlerrcode);
 		pgstat_report_activity(STATE_IDLE, NULL);
-
-		if (result == VIEW_DEFERRED)
-		{
-			if (dv == NULL)
-				dv = worker_defer(view, batch, now);
-			worker_defer_spilled(dv, view);
-			worker_defer_failure(dv, message, sqlerrcode);
-			if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
-			{
-				vp->deferred = true;
-				vp->retry_reason = dv->reason;
-				continue;
-			}
-			result = VIEW_FAILED;
-		}
-
-		if (dv != NULL)
-			worker_forget_deferred(dv);
-		vp->deferred = false;
-		if (result == VIEW_FAILED)
-		{
-			catalog_set_error(view->view_id, message);
-			vp->in_error = true;
-			ereport(WARNING,
-					(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-							catalog_view_name(view), message),
-					 errhint("Fix the cause, then rebuild the view with delta_join.refresh().")));
-			continue;
-		}
-		vp->applied = true;
-		applied_ids[napplied++] = view->view_id;
-		if (view->path == DJ_PATH_FULL)
-			worker_note_recompute(view->view_id, now);
 	}
 
 	/* views whose changes could not be captured (decode.c) */
@@ -831,11 +790,14 @@ worker_apply_batch(void)
 		}
 	}
 
-	catalog_set_applied(napplied, applied_ids, end_lsn);
+	catalog_set_applied(applied.n, applied.ids, end_lsn);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
 	MemoryContextSwitchTo(batch_cxt);
+
+	if (round != NULL)
+		worker_share_finish(round, todo, end_lsn, now, &applied);
+	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
 
 	progress_publish(worker_dboid, progress, list_length(views), end_lsn);
 	MemoryContextSwitchTo(oldcxt);
@@ -853,6 +815,222 @@ worker_apply_batch(void)
 		worker_clear_failure();
 		failed_before = false;
 	}
+}
+
+/*
+ * What a view applies in this batch: its part of the batch (batches), or,
+ * when it waits for another try, the keys waiting with it; NULL when it
+ * applies nothing now (in error, waiting, no work).
+ */
+static ViewWork *
+worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz now)
+{
+	DeferredView *dv = worker_find_deferred(view->view_id);
+	ViewBatch  *batch = NULL;
+	ViewBatch  *work;
+	ViewWork   *vw;
+	ListCell   *lc;
+
+	foreach(lc, batches)
+	{
+		if (((ViewBatch *) lfirst(lc))->view_id == view->view_id)
+			batch = lfirst(lc);
+	}
+	if (batch != NULL)
+	{
+		vp->changes = batch->changes;
+		vp->commit_time = batch->commit_time;
+	}
+
+	/* stale until refreshed: its keys are dropped */
+	if (view->in_error)
+	{
+		if (dv != NULL)
+			worker_forget_deferred(dv);
+		vp->deferred = false;
+		return NULL;
+	}
+
+	if (dv != NULL)
+	{
+		/* the new keys join those waiting */
+		if (batch != NULL)
+			worker_defer(view, batch, now);
+		if (dv->next_try > now)
+		{
+			worker_defer_spilled(dv, view);
+			vp->deferred = true;
+			vp->retry_reason = dv->reason;
+			return NULL;
+		}
+		work = dv->batch;
+	}
+	else
+		work = batch;
+	if (work == NULL)
+		return NULL;
+
+	/* a full recompute runs at most once per refresh_interval */
+	if (view->path == DJ_PATH_FULL)
+	{
+		TimestampTz due = TimestampTzPlusMilliseconds(worker_recomputed_at(view->view_id),
+													  view->options.refresh_interval_ms);
+
+		if (due > now)
+		{
+			if (dv == NULL)
+				dv = worker_defer(view, batch, now);
+			dv->next_try = due;
+			if (dv->reason == NULL)
+				dv->reason = MemoryContextStrdup(worker_cxt, "waiting for its refresh_interval");
+			vp->deferred = true;
+			vp->retry_reason = dv->reason;
+			return NULL;
+		}
+	}
+
+	vw = palloc0(sizeof(ViewWork));
+	vw->view = view;
+	vw->vp = vp;
+	vw->dv = dv;
+	vw->batch = batch;
+	vw->work = work;
+	return vw;
+}
+
+/*
+ * A view's work was applied with that result: note it applied, make it wait
+ * for another try, or put it in error.
+ */
+static void
+worker_view_done(ViewWork *vw, ViewResult result, char *message, int sqlerrcode,
+				 TimestampTz now, AppliedViews *applied)
+{
+	ViewRecord *view = vw->view;
+	ViewProgress *vp = vw->vp;
+	DeferredView *dv = vw->dv;
+
+	if (result == VIEW_DEFERRED)
+	{
+		if (dv == NULL)
+			dv = worker_defer(view, vw->batch, now);
+		worker_defer_spilled(dv, view);
+		worker_defer_failure(dv, message, sqlerrcode);
+		if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
+		{
+			vp->deferred = true;
+			vp->retry_reason = dv->reason;
+			return;
+		}
+		result = VIEW_FAILED;
+	}
+
+	if (dv != NULL)
+		worker_forget_deferred(dv);
+	vp->deferred = false;
+	if (result == VIEW_FAILED)
+	{
+		catalog_set_error(view->view_id, message);
+		vp->in_error = true;
+		ereport(WARNING,
+				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
+						catalog_view_name(view), message),
+				 errhint("Fix the cause, then rebuild the view with delta_join.refresh().")));
+		return;
+	}
+	vp->applied = true;
+	applied->ids[applied->n++] = view->view_id;
+	if (view->path == DJ_PATH_FULL)
+		worker_note_recompute(view->view_id, now);
+}
+
+/*
+ * Share the batch with the helpers when it is large enough and they are
+ * there: each view that can be shared (apply_view_shareable) is split, and
+ * the helpers start on their shares.  NULL when the worker applies alone.
+ * A batch that spilled is applied alone, in its one transaction.
+ */
+static ShareRound *
+worker_share(List *todo, XLogRecPtr end_lsn, bool spilled)
+{
+	int64		nkeys = 0;
+	int			nhelpers;
+	ShareRound *round;
+	ListCell   *lc;
+
+	if (spilled || dj_apply_workers <= 1)
+		return NULL;
+	foreach(lc, todo)
+	{
+		ViewWork   *vw = lfirst(lc);
+
+		vw->share_by = palloc(sizeof(int) * Max(list_length(vw->work->sources), 1));
+		if (apply_view_shareable(vw->view, vw->work, vw->share_by))
+			nkeys += view_batch_nkeys(vw->work);
+		else
+			vw->share_by = NULL;
+	}
+	if (nkeys == 0 || nkeys < dj_parallel_apply_min_keys ||
+		(nhelpers = parallel_helpers(worker_dboid)) == 0)
+		return NULL;
+
+	round = parallel_round_begin(nhelpers, end_lsn);
+	foreach(lc, todo)
+	{
+		ViewWork   *vw = lfirst(lc);
+
+		if (vw->share_by != NULL)
+			vw->mine = parallel_round_split(round, vw->work, vw->share_by);
+	}
+	parallel_round_start(round);
+	return round;
+}
+
+/*
+ * After the worker committed its shares: wait for the helpers' commits,
+ * then, in a transaction of its own, apply alone again each shared view
+ * that a share failed, and store the positions of the shared views applied.
+ */
+static void
+worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, TimestampTz now,
+					AppliedViews *applied)
+{
+	ListCell   *lc;
+
+	parallel_round_finish(round);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(batch_cxt);
+	applied->n = 0;
+	foreach(lc, todo)
+	{
+		ViewWork   *vw = lfirst(lc);
+		ViewResult	result = vw->result;
+		char	   *message = NULL;
+		int			sqlerrcode = 0;
+
+		if (vw->mine == NULL)
+			continue;
+		if (result != VIEW_APPLIED ||
+			!parallel_round_view_done(round, vw->view->view_id, &vw->vp->counts))
+		{
+			elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the view alone",
+				 catalog_view_name(vw->view));
+			memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
+			pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
+			result = worker_apply_view(vw->view, vw->work, end_lsn, &vw->vp->counts,
+									   true, &message, &sqlerrcode);
+			pgstat_report_activity(STATE_IDLE, NULL);
+		}
+		worker_view_done(vw, result, message, sqlerrcode, now, applied);
+	}
+	catalog_set_applied(applied->n, applied->ids, end_lsn);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(batch_cxt);
+	parallel_round_end(round);
 }
 
 /*
@@ -895,9 +1073,9 @@ error_is_passing(int sqlerrcode)
  * with the view's settings and its lookup timeout.  On error the
  * subtransaction is rolled back and the error returned in *message.
  */
-static ViewResult
+ViewResult
 worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
-				  ApplyCounts *counts, char **message, int *sqlerrcode)
+				  ApplyCounts *counts, bool spilled, char **message, int *sqlerrcode)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -916,7 +1094,7 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 
 		PushActiveSnapshot(GetTransactionSnapshot());
 		batch->end_lsn = end_lsn;
-		if (view->path != DJ_PATH_FULL)
+		if (spilled && view->path != DJ_PATH_FULL)
 			worker_each_chunk(view, apply_chunk, counts);
 		apply_view_batch(view, batch, counts);
 		PopActiveSnapshot();

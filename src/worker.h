@@ -28,6 +28,10 @@
 
 #include "fmgr.h"
 
+#include "access/xlogdefs.h"
+#include "batch.h"
+#include "catalog.h"
+
 /* Name of a database's slot: this prefix, then the database OID */
 #define WORKER_SLOT_PREFIX	"delta_join_"
 
@@ -37,6 +41,20 @@ extern void worker_init(void);
 /* api.c */
 extern void worker_ensure_slot(void);
 extern void worker_notify(void);
+
+/* How applying one view's part of a batch ended (worker_apply_view) */
+typedef enum ViewResult
+{
+	VIEW_APPLIED,
+	VIEW_FAILED,				/* error: the view goes to state error */
+	VIEW_DEFERRED				/* a passing error: try again later */
+} ViewResult;
+
+/* worker.c, for the helpers of parallel apply (parallel.c) */
+extern void worker_session_setup(void);
+extern ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
+									ApplyCounts *counts, bool spilled,
+									char **message, int *sqlerrcode);
 
 /* Background worker entry points (named in BackgroundWorker.bgw_function_name) */
 extern PGDLLEXPORT void dj_launcher_main(Datum main_arg);

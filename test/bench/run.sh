@@ -106,8 +106,10 @@ bindir=$("$PG_CONFIG" --bindir)
 base=""
 sock=""
 started=""
+held_pid=""
 
 cleanup() {
+	[ -n "$held_pid" ] && kill -CONT "$held_pid" 2>/dev/null
 	if [ -n "$started" ]; then
 		dj_server_stop "$base/data"
 		started=""
@@ -237,30 +239,20 @@ stop_sampler() {
 	sampler_pid=""
 }
 
-# Holding the target in EXCLUSIVE mode stops the worker at its first write
-# to it (RowExclusiveLock) without stopping decoding's WAL from piling up:
-# the way to let a backlog build while the writers run alone.
-holder_pid=""
+# Holding the worker: it is stopped (SIGSTOP) while it waits for work, so
+# that the WAL of the writers piles up, and continued (SIGCONT) to decode
+# and apply all of it.  (Holding a lock on the target instead made the view
+# wait for its retry backoff, up to 5 s, after the release, and that wait
+# counted as apply time.)
 hold_target() {	# tag view
-	q -c "DO \$\$ BEGIN
-	        LOCK TABLE $2 IN EXCLUSIVE MODE;
-	        WHILE NOT EXISTS (SELECT 1 FROM bench_stop WHERE tag = '$1-release') LOOP
-	          PERFORM pg_sleep(0.005);
-	        END LOOP;
-	      END \$\$" >/dev/null 2>"$base/holder_$1.err" &
-	holder_pid=$!
-	local i
-	for i in $(seq 1 500); do
-		[ "$(q -c "SELECT count(*) FROM pg_locks WHERE relation = '$2'::regclass
-		            AND mode = 'ExclusiveLock' AND granted")" = 1 ] && return 0
-		sleep 0.02
-	done
-	die "could not lock $2"
+	wait_view "$2"
+	held_pid=$(worker_pid)
+	[ -n "$held_pid" ] || die "no delta_join worker to hold"
+	kill -STOP "$held_pid" || die "could not stop the worker"
 }
 release_target() {	# tag
-	q -c "INSERT INTO bench_stop VALUES ('$1-release')" >/dev/null
-	wait "$holder_pid" || die "lock holder $1 failed: $(cat "$base/holder_$1.err")"
-	holder_pid=""
+	kill -CONT "$held_pid" || die "could not continue the worker"
+	held_pid=""
 }
 
 # Burst of BURST single-row updates: many small transactions, as fast as

@@ -101,6 +101,20 @@ sub settings
 
 =pod
 
+=item %parallel_apply
+
+Settings that make every batch of a view that can be shared go to parallel
+apply: the worker and two helpers, whatever the number of CPUs and however
+few keys the batch has.  For C<conf =E<gt> { %DeltaJoinTest::parallel_apply }>.
+
+=cut
+
+our %parallel_apply = (
+	'delta_join.apply_workers' => '3',
+	'delta_join.parallel_apply_min_keys' => '1',);
+
+=pod
+
 =item init_node($name, conf => { ... })
 
 A new C<PostgreSQL::Test::Cluster>, initialised for logical decoding with the

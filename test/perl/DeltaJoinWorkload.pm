@@ -474,8 +474,10 @@ sub poll_until
 	my $deadline = time() + ($seconds // 20);
 	while (time() < $deadline)
 	{
-		my ($ret, $out) = $node->psql('postgres', $sql);
-		return 1 if $ret == 0 && $out eq 't';
+		# psql may exit before it reads its input (the server is starting
+		# up): IPC::Run then dies of the broken pipe
+		my ($ret, $out) = eval { $node->psql('postgres', $sql) };
+		return 1 if defined $ret && $ret == 0 && $out eq 't';
 		usleep(100_000);
 	}
 	return 0;
@@ -496,10 +498,11 @@ sub worker_pid
 	my $deadline = time() + ($seconds // 20);
 	while (time() < $deadline)
 	{
-		my ($ret, $out) = $node->psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'"
-		);
-		return $out if $ret == 0 && $out =~ /^\d+$/;
+		my ($ret, $out) = eval {
+			$node->psql('postgres',
+				"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'");
+		};
+		return $out if defined $ret && $ret == 0 && $out =~ /^\d+$/;
 		usleep(100_000);
 	}
 	return undef;

@@ -22,6 +22,10 @@
 #
 # Finally the comparison itself is checked: a row changed behind the
 # worker's back is reported as a difference.
+#
+# The server applies with parallel apply (DeltaJoinTest::parallel_apply):
+# every batch of the views that can be shared is split between the worker
+# and two helpers.
 
 use strict;
 use warnings;
@@ -36,7 +40,8 @@ my $merchants = 5;
 my $items = 100;	   # item ids 1..100 referenced by orders
 my $initial_items = 60;	# items 1..60 exist when the view is created
 
-my $node = DeltaJoinTest::new_node('main');
+my $node = DeltaJoinTest::new_node('main',
+	conf => { %DeltaJoinTest::parallel_apply });
 
 # the view's query, in schema $s
 sub join_query
@@ -273,6 +278,10 @@ foreach my $seed (@seeds)
 	is("$missing|$extra", '2|1',
 		'self-check: a tampered and a deleted target row are both reported');
 }
+
+# parallel apply took part: helpers are started only for a batch to share
+like(slurp_file($node->logfile), qr/delta_join helper \d+ for database \d+ started/,
+	'helpers were started to apply shares');
 
 $node->stop;
 done_testing();

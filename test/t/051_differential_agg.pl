@@ -19,6 +19,10 @@
 # its query exactly (EXCEPT ALL both ways empty), groups emptied included.
 # A deterministic tail then empties some groups and moves a whole group into
 # a new one, and checks those groups by name.
+#
+# The server applies with parallel apply (DeltaJoinTest::parallel_apply):
+# every batch of the views that can be shared is split between the worker
+# and two helpers.
 
 use strict;
 use warnings;
@@ -34,7 +38,8 @@ my $orders = 900;
 my $categories = 12;
 my $events = 600;
 
-my $node = DeltaJoinTest::new_node('main');
+my $node = DeltaJoinTest::new_node('main',
+	conf => { %DeltaJoinTest::parallel_apply });
 
 sub merchant_query
 {
@@ -212,6 +217,10 @@ foreach my $seed (@seeds)
 	  DeltaJoinWorkload::diff_counts($node, $t, merchant_query($s));
 	is("$missing|$extra", '1|1', 'self-check: a tampered group is reported');
 }
+
+# parallel apply took part: helpers are started only for a batch to share
+like(slurp_file($node->logfile), qr/delta_join helper \d+ for database \d+ started/,
+	'helpers were started to apply shares');
 
 $node->stop;
 done_testing();

@@ -18,6 +18,10 @@
 # After each part, when the stream has ended, delta_join.wait() returns true
 # and every target equals its query (EXCEPT ALL both ways), every view is
 # active and a worker runs again.
+#
+# The server applies with parallel apply (DeltaJoinTest::parallel_apply):
+# every batch of the views that can be shared is split between the worker
+# and two helpers.
 
 use strict;
 use warnings;
@@ -33,7 +37,7 @@ my $seed = 6060;
 # a killed backend must restart the server (PostgreSQL::Test::Cluster turns
 # restart_after_crash off)
 my $node = DeltaJoinTest::new_node('main',
-	conf => { restart_after_crash => 'on' });
+	conf => { restart_after_crash => 'on', %DeltaJoinTest::parallel_apply });
 
 my %views = (
 	order_item_wide => q{SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
@@ -188,6 +192,10 @@ check_views('writes after the crashes');
 my $slots = $node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'delta\\_join\\_%'");
 is($slots, '1', 'one delta_join slot in the end');
+
+# parallel apply took part: helpers are started only for a batch to share
+like(slurp_file($node->logfile), qr/delta_join helper \d+ for database \d+ started/,
+	'helpers were started to apply shares');
 
 $node->stop;
 done_testing();

@@ -17,6 +17,10 @@
 # none of it is and it is replayed.  From outside, what can be checked is
 # that the recovered state converges exactly, which these checks do after
 # each of several crashes that land at different points of the stream.
+#
+# The server applies with parallel apply (DeltaJoinTest::parallel_apply):
+# every batch of the views that can be shared is split between the worker
+# and two helpers.
 
 use strict;
 use warnings;
@@ -29,7 +33,8 @@ use DeltaJoinWorkload;
 
 my $seed = 6161;
 
-my $node = DeltaJoinTest::new_node('main');
+my $node = DeltaJoinTest::new_node('main',
+	conf => { %DeltaJoinTest::parallel_apply });
 
 my %views = (
 	order_item_wide => q{SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount, o.note
@@ -149,6 +154,10 @@ ok( DeltaJoinWorkload::poll_until(
 		"SELECT confirmed_flush_lsn > '$before' FROM pg_replication_slots WHERE slot_name = '$slot'",
 		20),
 	'the slot confirms positions past the writes made after the restarts');
+
+# parallel apply took part: helpers are started only for a batch to share
+like(slurp_file($node->logfile), qr/delta_join helper \d+ for database \d+ started/,
+	'helpers were started to apply shares');
 
 $node->stop;
 done_testing();
