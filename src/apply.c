@@ -948,10 +948,10 @@ plan_source(DeltaPlan *plan, int ordinal)
  *
  * share_by (one per source of the batch, in its order) is set to the key
  * column whose value picks a key's share, or -1 for the whole key.  When
- * one output column holds a key column of every source of the batch in
- * every row (merchant_id of orders and of items, joined on it), keys with
- * the same value there write the same target rows, and sharing by that
- * value keeps two shares from ever writing the same row.
+ * the keys of several sources are shared and one output column holds a key
+ * column of each of them in every row (merchant_id of orders and of items,
+ * joined on it), sharing by that value keeps two shares from ever writing
+ * the same row: a row is written only by keys with its value there.
  */
 bool
 apply_view_shareable(ViewRecord *view, ViewBatch *batch, int *share_by)
@@ -960,10 +960,10 @@ apply_view_shareable(ViewRecord *view, ViewBatch *batch, int *share_by)
 	DeltaPlan  *plan;
 	SourceBatch *first;
 	DeltaSource *first_src;
+	int			nchanged = 0;
 	ListCell   *lc;
 
-	if (view_cache == NULL || view->path != DJ_PATH_DELTA || batch->chunk ||
-		batch->sources == NIL)
+	if (view_cache == NULL || view->path != DJ_PATH_DELTA || batch->sources == NIL)
 		return false;
 	entry = hash_search(view_cache, &view->view_id, HASH_FIND, NULL);
 	if (entry == NULL || !entry->valid)
@@ -984,6 +984,16 @@ apply_view_shareable(ViewRecord *view, ViewBatch *batch, int *share_by)
 	for (int i = 0; i < list_length(batch->sources); i++)
 		share_by[i] = -1;
 	if (plan->kind != DJ_KIND_JOIN)
+		return true;
+
+	/*
+	 * A row of the target holds one row of each source: the keys of one
+	 * source write rows apart from each other, and the whole key spreads
+	 * them best (all of a hot merchant's orders are not one share).
+	 */
+	foreach(lc, batch->sources)
+		nchanged += (((SourceBatch *) lfirst(lc))->keys != NIL);
+	if (nchanged <= 1)
 		return true;
 
 	/* an output column that every source's key reaches */

@@ -305,6 +305,19 @@ source_batch_cmp(const ListCell *a, const ListCell *b)
 	return (sa->ordinal > sb->ordinal) - (sa->ordinal < sb->ordinal);
 }
 
+/* Add what one apply did to what others did */
+void
+apply_counts_add(ApplyCounts *into, const ApplyCounts *from)
+{
+	into->keys_applied += from->keys_applied;
+	into->rows_upserted += from->rows_upserted;
+	into->rows_deleted += from->rows_deleted;
+	into->rows_unchanged += from->rows_unchanged;
+	into->lookups += from->lookups;
+	into->cache_hits += from->cache_hits;
+	into->recomputed_at = Max(into->recomputed_at, from->recomputed_at);
+}
+
 /* The dirty keys a view's batch holds, over its sources */
 int64
 view_batch_nkeys(const ViewBatch *batch)

@@ -111,6 +111,7 @@ extern bool key_set_add(HTAB *set, int view_id, int ordinal, const StringInfo im
 						MemoryContext cxt);
 extern void view_batch_sort_sources(ViewBatch *batch);
 extern int64 view_batch_nkeys(const ViewBatch *batch);
+extern void apply_counts_add(ApplyCounts *into, const ApplyCounts *from);
 extern void view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen,
 							 MemoryContext cxt);
 

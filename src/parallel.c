@@ -71,6 +71,7 @@ typedef enum SlotState
 typedef struct HelperSlot
 {
 	SlotState	state;
+	bool		stop;			/* the helper is to exit */
 	pid_t		pid;
 	Latch	   *latch;
 	dsm_handle	task;
@@ -124,6 +125,8 @@ static TimestampTz next_start = 0;
 static void pool_create(Oid dboid);
 static bool helper_start(int index);
 static void helper_forget(int index);
+static void helper_slot_reset(int index);
+static void helper_tell_stop(int index);
 static void helper_run(HelperPool *hp, dsm_handle handle);
 static ViewBatch *share_read(const char **p);
 static void share_write_source_head(StringInfo buf, const SourceBatch *sb);
@@ -186,6 +189,20 @@ helper_forget(int index)
 	SpinLockRelease(&pool->mutex);
 }
 
+/* Give the slot to a new helper */
+static void
+helper_slot_reset(int index)
+{
+	HelperSlot *slot = &pool->slots[index];
+
+	SpinLockAcquire(&pool->mutex);
+	slot->state = SLOT_EMPTY;
+	slot->stop = false;
+	slot->pid = 0;
+	slot->latch = NULL;
+	SpinLockRelease(&pool->mutex);
+}
+
 /*
  * How many helpers are ready to take a share now.  Helpers that are not
  * running are started (they are ready at a later round); when the server
@@ -217,6 +234,7 @@ parallel_helpers(Oid dboid)
 		{
 			if (now < next_start)
 				continue;
+			helper_slot_reset(i);
 			if (!helper_start(i))
 			{
 				ereport(LOG,
@@ -378,13 +396,21 @@ parallel_round_start(ShareRound *round)
 		StringInfo	data = &round->data[h];
 		Size		size = MAXALIGN(sizeof(TaskHeader)) + MAXALIGN(data->len) +
 			sizeof(ShareResult) * Max(round->nviews, 1);
-		dsm_segment *seg = dsm_create(size, 0);
-		TaskHeader *hdr = dsm_segment_address(seg);
+		dsm_segment *seg = dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+		TaskHeader *hdr;
 		HelperSlot *slot = &pool->slots[round->slot[h]];
 		Latch	   *latch;
 
+		/* no segment left: the helper has no task, and the worker its share */
+		if (seg == NULL)
+		{
+			round->died[h] = true;
+			continue;
+		}
+
 		/* the task outlives the transaction it is made in */
 		dsm_pin_mapping(seg);
+		hdr = dsm_segment_address(seg);
 		round->task[h] = seg;
 		hdr->end_lsn = round->end_lsn;
 		hdr->nviews = round->nviews;
@@ -422,7 +448,7 @@ parallel_round_finish(ShareRound *round)
 			HelperSlot *slot = &pool->slots[round->slot[h]];
 			pid_t		pid;
 
-			if (done[h])
+			if (done[h] || round->task[h] == NULL)
 				continue;
 			SpinLockAcquire(&pool->mutex);
 			if (slot->state == SLOT_DONE)
@@ -461,11 +487,15 @@ parallel_round_view_done(ShareRound *round, int view_id, ApplyCounts *counts)
 
 	for (int h = 0; h < round->nhelpers; h++)
 	{
-		TaskHeader *hdr = dsm_segment_address(round->task[h]);
-		ShareResult *results = TASK_RESULTS(hdr);
+		TaskHeader *hdr;
+		ShareResult *results;
 		bool		found = false;
 
-		for (int v = 0; v < hdr->nviews && !round->died[h]; v++)
+		if (round->died[h])
+			return false;
+		hdr = dsm_segment_address(round->task[h]);
+		results = TASK_RESULTS(hdr);
+		for (int v = 0; v < hdr->nviews; v++)
 		{
 			if (results[v].view_id != view_id)
 				continue;
@@ -477,14 +507,7 @@ parallel_round_view_done(ShareRound *round, int view_id, ApplyCounts *counts)
 					 round->slot[h] + 1, view_id, results[v].message);
 				continue;
 			}
-			counts->keys_applied += results[v].counts.keys_applied;
-			counts->rows_upserted += results[v].counts.rows_upserted;
-			counts->rows_deleted += results[v].counts.rows_deleted;
-			counts->rows_unchanged += results[v].counts.rows_unchanged;
-			counts->lookups += results[v].counts.lookups;
-			counts->cache_hits += results[v].counts.cache_hits;
-			counts->recomputed_at = Max(counts->recomputed_at,
-										results[v].counts.recomputed_at);
+			apply_counts_add(counts, &results[v].counts);
 		}
 		all &= found;
 	}
@@ -510,8 +533,27 @@ parallel_stop(void)
 	for (int i = 0; i < PARALLEL_MAX_HELPERS; i++)
 	{
 		if (helper_handle[i] != NULL)
-			TerminateBackgroundWorker(helper_handle[i]);
+			helper_tell_stop(i);
 	}
+}
+
+/*
+ * Tell a helper to exit once it is idle, quietly (a task it has is finished
+ * first: the slot is not confirmed past it anyway).  Only for a leader that
+ * exits: its slots are not given to new helpers.
+ */
+static void
+helper_tell_stop(int index)
+{
+	HelperSlot *slot = &pool->slots[index];
+	Latch	   *latch;
+
+	SpinLockAcquire(&pool->mutex);
+	slot->stop = true;
+	latch = slot->latch;
+	SpinLockRelease(&pool->mutex);
+	if (latch != NULL)
+		SetLatch(latch);
 }
 
 /* ----------------
@@ -556,6 +598,7 @@ dj_helper_main(Datum main_arg)
 	{
 		SlotState	state;
 		dsm_handle	task;
+		bool		stop;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -567,7 +610,10 @@ dj_helper_main(Datum main_arg)
 		SpinLockAcquire(&hp->mutex);
 		state = slot->state;
 		task = slot->task;
+		stop = slot->stop;
 		SpinLockRelease(&hp->mutex);
+		if (stop && state != SLOT_TASK)
+			proc_exit(0);
 		if (state == SLOT_TASK)
 		{
 			helper_run(hp, task);

@@ -184,7 +184,10 @@ static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batc
 								  TimestampTz now);
 static void worker_view_done(ViewWork *vw, ViewResult result, char *message,
 							 int sqlerrcode, TimestampTz now, AppliedViews *applied);
-static ShareRound *worker_share(List *todo, XLogRecPtr end_lsn, bool spilled);
+static ShareRound *worker_share(List *todo, XLogRecPtr end_lsn, bool spilled,
+								bool *shared_chunks);
+static void worker_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn);
+static ViewResult worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn);
 static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
 								TimestampTz now, AppliedViews *applied);
 static void worker_confirm(XLogRecPtr end_lsn);
@@ -689,7 +692,11 @@ struct ViewWork
 	int		   *share_by;		/* shareable: what picks a key's share
 								 * (apply_view_shareable) */
 	ViewBatch  *mine;			/* shared with helpers: the worker's share */
-	ViewResult	result;			/* of the worker's share */
+	bool		chunked;		/* its keys spilled: shared a chunk at a time,
+								 * after the batch's transaction */
+	ViewResult	result;			/* of the worker's share, or of the chunks */
+	char	   *message;		/* the chunks' error */
+	int			sqlerrcode;
 };
 
 /* The views applied in a transaction, whose position it stores */
@@ -726,6 +733,7 @@ worker_apply_batch(void)
 	ViewProgress *progress;
 	AppliedViews applied;
 	ShareRound *round;
+	bool		shared_chunks;
 	XLogRecPtr	confirm;
 	ListCell   *lc;
 	int64		spill_at;
@@ -755,7 +763,7 @@ worker_apply_batch(void)
 		if (vw != NULL)
 			todo = lappend(todo, vw);
 	}
-	round = worker_share(todo, end_lsn, spilled > 0);
+	round = worker_share(todo, end_lsn, spilled > 0, &shared_chunks);
 
 	foreach(lc, todo)
 	{
@@ -764,6 +772,8 @@ worker_apply_batch(void)
 		int			sqlerrcode = 0;
 		ViewResult	result;
 
+		if (vw->chunked)
+			continue;
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
 		if (vw->mine != NULL)
 			vw->result = worker_apply_view(vw->view, vw->mine, end_lsn, &vw->vp->counts,
@@ -795,7 +805,7 @@ worker_apply_batch(void)
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(batch_cxt);
 
-	if (round != NULL)
+	if (round != NULL || shared_chunks)
 		worker_share_finish(round, todo, end_lsn, now, &applied);
 	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
 
@@ -948,17 +958,23 @@ worker_view_done(ViewWork *vw, ViewResult result, char *message, int sqlerrcode,
  * Share the batch with the helpers when it is large enough and they are
  * there: each view that can be shared (apply_view_shareable) is split, and
  * the helpers start on their shares.  NULL when the worker applies alone.
- * A batch that spilled is applied alone, in its one transaction.
+ *
+ * When the batch spilled, a round of the whole would need all its keys in
+ * memory: the views that can be shared are instead marked chunked, and
+ * applied a chunk at a time after the batch's transaction, each chunk a
+ * round of its own (worker_apply_chunks); *shared_chunks says whether any
+ * is.
  */
 static ShareRound *
-worker_share(List *todo, XLogRecPtr end_lsn, bool spilled)
+worker_share(List *todo, XLogRecPtr end_lsn, bool spilled, bool *shared_chunks)
 {
 	int64		nkeys = 0;
 	int			nhelpers;
 	ShareRound *round;
 	ListCell   *lc;
 
-	if (spilled || dj_apply_workers <= 1)
+	*shared_chunks = false;
+	if (dj_apply_workers <= 1)
 		return NULL;
 	foreach(lc, todo)
 	{
@@ -970,9 +986,22 @@ worker_share(List *todo, XLogRecPtr end_lsn, bool spilled)
 		else
 			vw->share_by = NULL;
 	}
-	if (nkeys == 0 || nkeys < dj_parallel_apply_min_keys ||
-		(nhelpers = parallel_helpers(worker_dboid)) == 0)
+	if (!spilled && (nkeys == 0 || nkeys < dj_parallel_apply_min_keys))
 		return NULL;
+	if ((nhelpers = parallel_helpers(worker_dboid)) == 0)
+		return NULL;
+
+	if (spilled)
+	{
+		foreach(lc, todo)
+		{
+			ViewWork   *vw = lfirst(lc);
+
+			vw->chunked = (vw->share_by != NULL);
+			*shared_chunks |= vw->chunked;
+		}
+		return NULL;
+	}
 
 	round = parallel_round_begin(nhelpers, end_lsn);
 	foreach(lc, todo)
@@ -987,9 +1016,10 @@ worker_share(List *todo, XLogRecPtr end_lsn, bool spilled)
 }
 
 /*
- * After the worker committed its shares: wait for the helpers' commits,
- * then, in a transaction of its own, apply alone again each shared view
- * that a share failed, and store the positions of the shared views applied.
+ * After the worker committed its shares: wait for the helpers' commits, and
+ * apply the chunked views, a chunk at a time.  Then, in a transaction of its
+ * own, apply alone again each shared view that a share failed, and store
+ * the positions of the shared views applied.
  */
 static void
 worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, TimestampTz now,
@@ -997,7 +1027,15 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 {
 	ListCell   *lc;
 
-	parallel_round_finish(round);
+	if (round != NULL)
+		parallel_round_finish(round);
+	foreach(lc, todo)
+	{
+		ViewWork   *vw = lfirst(lc);
+
+		if (vw->chunked)
+			worker_apply_chunks(vw, end_lsn);
+	}
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -1008,13 +1046,14 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 	{
 		ViewWork   *vw = lfirst(lc);
 		ViewResult	result = vw->result;
-		char	   *message = NULL;
-		int			sqlerrcode = 0;
+		char	   *message = vw->message;
+		int			sqlerrcode = vw->sqlerrcode;
 
-		if (vw->mine == NULL)
+		if (vw->mine == NULL && !vw->chunked)
 			continue;
-		if (result != VIEW_APPLIED ||
-			!parallel_round_view_done(round, vw->view->view_id, &vw->vp->counts))
+		if (vw->mine != NULL &&
+			(result != VIEW_APPLIED ||
+			 !parallel_round_view_done(round, vw->view->view_id, &vw->vp->counts)))
 		{
 			elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the view alone",
 				 catalog_view_name(vw->view));
@@ -1030,7 +1069,120 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(batch_cxt);
-	parallel_round_end(round);
+	if (round != NULL)
+		parallel_round_end(round);
+}
+
+/*
+ * Apply a chunked view: each chunk of keys the capture spilled for it, then
+ * what stayed in memory, each shared with the helpers in a round of its
+ * own.  It stops at the first chunk that cannot be applied, with
+ * vw->result, message and sqlerrcode saying why; the view then waits or
+ * goes to error with all its keys, as when applied alone.
+ */
+static void
+worker_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn)
+{
+	MemoryContext chunk_cxt = AllocSetContextCreate(batch_cxt, "delta_join shared chunk",
+													ALLOCSET_DEFAULT_SIZES);
+	bool		rewind = true;
+	bool		last = false;
+
+	vw->result = VIEW_APPLIED;
+	memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
+	while (!last && vw->result == VIEW_APPLIED)
+	{
+		ViewBatch  *chunk;
+
+		MemoryContextSwitchTo(chunk_cxt);
+		chunk = decoding_batch_next_chunk(vw->view->view_id, rewind, policy.max_keys);
+		rewind = false;
+		if (chunk == NULL)
+		{
+			chunk = vw->work;
+			last = true;
+		}
+		vw->result = worker_apply_shared(vw, chunk, end_lsn);
+		MemoryContextReset(chunk_cxt);
+	}
+	pgstat_report_activity(STATE_IDLE, NULL);
+	MemoryContextSwitchTo(batch_cxt);
+	MemoryContextDelete(chunk_cxt);
+}
+
+/*
+ * One round of a chunked view: the worker applies its share of the chunk
+ * in a transaction of its own and commits, then waits for the helpers; if a
+ * share failed, it applies the whole chunk alone.  The counts go to the
+ * view's; an error to vw->message.
+ */
+static ViewResult
+worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn)
+{
+	MemoryContext cxt = CurrentMemoryContext;	/* the chunk's */
+	int		   *share_by = palloc(sizeof(int) * Max(list_length(batch->sources), 1));
+	int			nhelpers = 0;
+	ShareRound *round = NULL;
+	ApplyCounts counts;
+	ViewResult	result;
+	char	   *message = NULL;
+	int			sqlerrcode = 0;
+	bool		done = true;
+
+	memset(&counts, 0, sizeof(counts));
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(cxt);
+	pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
+	if (apply_view_shareable(vw->view, batch, share_by) &&
+		(nhelpers = parallel_helpers(worker_dboid)) > 0)
+	{
+		ViewBatch  *mine;
+
+		round = parallel_round_begin(nhelpers, end_lsn);
+		mine = parallel_round_split(round, batch, share_by);
+		parallel_round_start(round);
+		result = worker_apply_view(vw->view, mine, end_lsn, &counts, false,
+								   &message, &sqlerrcode);
+	}
+	else
+		result = worker_apply_view(vw->view, batch, end_lsn, &counts, false,
+								   &message, &sqlerrcode);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+
+	if (round != NULL)
+	{
+		parallel_round_finish(round);
+		done = parallel_round_view_done(round, vw->view->view_id, &counts);
+		parallel_round_end(round);
+	}
+	if (round != NULL && (result != VIEW_APPLIED || !done))
+	{
+		memset(&counts, 0, sizeof(counts));
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MemoryContextSwitchTo(cxt);
+		elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the chunk alone",
+			 catalog_view_name(vw->view));
+		result = worker_apply_view(vw->view, batch, end_lsn, &counts, false,
+								   &message, &sqlerrcode);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	MemoryContextSwitchTo(cxt);
+
+	if (result == VIEW_APPLIED)
+		apply_counts_add(&vw->vp->counts, &counts);
+	else
+	{
+		vw->message = MemoryContextStrdup(batch_cxt, message);
+		vw->sqlerrcode = sqlerrcode;
+	}
+	return result;
 }
 
 /*

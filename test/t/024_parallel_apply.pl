@@ -6,6 +6,8 @@
 #  1. a batch of 5,000 keys starts the helpers (apply_workers - 1 of them),
 #     is shared, and every view is exact; the counters of the shares add
 #     up (keys_applied grows by the keys of the batch, once each);
+#     a batch that spilled (a view with max_batch_size 300) is shared a
+#     chunk at a time, each chunk once;
 #  2. a join whose sources' keys share no column (orders by id, items by
 #     id) is split by whole keys, so two shares write the same target rows
 #     when both sides change: the conflicts (a unique-key race, a row
@@ -93,6 +95,7 @@ ok($node->poll_query_until('postgres',
 	'apply_workers = 3: the worker started two helpers');
 
 my $before = keys_applied();
+my $log_offset;
 $node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id <= 5000');
 exact('over 5,000 keys in one batch');
 is(keys_applied() - $before,
@@ -103,6 +106,30 @@ is( $node->safe_psql('postgres',
 		  WHERE backend_type = 'delta_join helper' AND state = 'idle'}),
 	'2',
 	'both helpers applied a share (their activity is set only by a task)');
+
+# --- 1b. a batch that spilled is shared a chunk at a time ---
+
+# a view with small batches: 5,000 keys spill beyond 2 x 300, and are read
+# back in chunks of 300, each a round
+$node->safe_psql('postgres',
+	qq{SELECT delta_join.create_view('wide_small', \$q\$ $wide \$q\$,
+	  options => '{"max_batch_size": 300}')});
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id <= 5000');
+ok(DeltaJoinWorkload::wait_views($node, 'wide_small'), 'wait() for the view of small batches');
+$before = $node->safe_psql('postgres',
+	"SELECT keys_applied FROM delta_join.status WHERE target = 'public.wide_small'");
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id <= 5000');
+exact('a spilled batch');
+DeltaJoinWorkload::is_view_equal($node, 'wide_small', $wide, 'a spilled batch: wide_small');
+like(slurp_file($node->logfile, $log_offset), qr/were spilled to disk, applied in chunks of 300/,
+	'the batch spilled');
+is( $node->safe_psql('postgres',
+		"SELECT keys_applied FROM delta_join.status WHERE target = 'public.wide_small'")
+	  - $before,
+	$node->safe_psql('postgres', 'SELECT count(*) FROM orders WHERE order_id <= 5000'),
+	'each chunk applied once: the counters add up to the batch');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('wide_small')");
 
 # --- 2. shares that meet on target rows ---
 
@@ -119,7 +146,7 @@ UPDATE items SET item_name = item_name || 'y' WHERE merchant_id = 1 + :i % 50 AN
 COMMIT;
 }
 	]);
-my $log_offset = -s $node->logfile;
+$log_offset = -s $node->logfile;
 DeltaJoinWorkload::pgbench_ok($node, $both_sides, 'writes on both sides of the joins',
 	clients => 4, transactions => 150, seed => 24);
 exact('both sides changed in the same batches');
