@@ -923,6 +923,17 @@ apply_plan(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 		apply_join(plan, batch, writer, counts);
 }
 
+/*
+ * Build the view's delta plan into the cache unless it is there, as the
+ * current user (the target's owner), so that apply_view_shareable can judge
+ * the view before its first apply.  Errors are the caller's.
+ */
+void
+apply_prepare_view(ViewRecord *view)
+{
+	(void) view_plan(view);
+}
+
 /* The plan's source of that ordinal, or NULL */
 static DeltaSource *
 plan_source(DeltaPlan *plan, int ordinal)

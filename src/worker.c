@@ -16,7 +16,10 @@
  *			then apply each view's part (apply.c) inside a subtransaction,
  *			as the target's owner with the view's pinned settings (runas.c)
  *			and its lookup_timeout; store the applied position of the views
- *			applied; commit;
+ *			applied; commit.  A large batch is shared with helpers
+ *			(parallel.h): the views that can be shared are split, each
+ *			share applied in a transaction of its own, and their positions
+ *			stored in one more transaction once every share committed;
  *	confirm	the batch's end to the slot, only after the commit, and never
  *			past a batch that is still waiting for another try.
  *
@@ -186,6 +189,7 @@ static void worker_view_done(ViewWork *vw, ViewResult result, char *message,
 							 int sqlerrcode, TimestampTz now, AppliedViews *applied);
 static ShareRound *worker_share(List *todo, XLogRecPtr end_lsn, bool spilled,
 								bool *shared_chunks);
+static void worker_prepare_view(ViewRecord *view);
 static void worker_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn);
 static ViewResult worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn);
 static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
@@ -958,6 +962,9 @@ worker_view_done(ViewWork *vw, ViewResult result, char *message, int sqlerrcode,
  * Share the batch with the helpers when it is large enough and they are
  * there: each view that can be shared (apply_view_shareable) is split, and
  * the helpers start on their shares.  NULL when the worker applies alone.
+ * A large batch starts the helpers that do not run (they take later
+ * rounds), and builds the plans of views not applied yet, so that they can
+ * be judged.
  *
  * When the batch spilled, a round of the whole would need all its keys in
  * memory: the views that can be shared are instead marked chunked, and
@@ -977,20 +984,27 @@ worker_share(List *todo, XLogRecPtr end_lsn, bool spilled, bool *shared_chunks)
 	if (dj_apply_workers <= 1)
 		return NULL;
 	foreach(lc, todo)
+		nkeys += view_batch_nkeys(((ViewWork *) lfirst(lc))->work);
+	if (!spilled && (nkeys == 0 || nkeys < dj_parallel_apply_min_keys))
+		return NULL;
+
+	/* a large batch: helpers are started if they do not run */
+	nhelpers = parallel_helpers(worker_dboid);
+	nkeys = 0;
+	foreach(lc, todo)
 	{
 		ViewWork   *vw = lfirst(lc);
 
 		vw->share_by = palloc(sizeof(int) * Max(list_length(vw->work->sources), 1));
+		if (vw->view->path == DJ_PATH_DELTA)
+			worker_prepare_view(vw->view);
 		if (apply_view_shareable(vw->view, vw->work, vw->share_by))
 			nkeys += view_batch_nkeys(vw->work);
 		else
 			vw->share_by = NULL;
 	}
-	if (!spilled && (nkeys == 0 || nkeys < dj_parallel_apply_min_keys))
-		return NULL;
-	if ((nhelpers = parallel_helpers(worker_dboid)) == 0)
-		return NULL;
 
+	/* the chunks of each round take the helpers that are ready by then */
 	if (spilled)
 	{
 		foreach(lc, todo)
@@ -1002,6 +1016,8 @@ worker_share(List *todo, XLogRecPtr end_lsn, bool spilled, bool *shared_chunks)
 		}
 		return NULL;
 	}
+	if (nhelpers == 0 || nkeys == 0)
+		return NULL;
 
 	round = parallel_round_begin(nhelpers, end_lsn);
 	foreach(lc, todo)
@@ -1013,6 +1029,39 @@ worker_share(List *todo, XLogRecPtr end_lsn, bool spilled, bool *shared_chunks)
 	}
 	parallel_round_start(round);
 	return round;
+}
+
+/*
+ * Build a view's plan before its first apply, as its target's owner, so
+ * that the batch can be shared (apply_view_shareable).  An error is left
+ * to the apply, which meets it again and handles it.
+ */
+static void
+worker_prepare_view(ViewRecord *view)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		RunAs		runas;
+
+		runas_begin(runas_target_owner(view->target), view->settings, &runas);
+		apply_prepare_view(view);
+		runas_end(&runas);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
 }
 
 /*
