@@ -393,6 +393,9 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 #endif
 	writer->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(writer->rri, writer->rel, 1, NULL, 0);
+	/* as logical replication's apply: after-row triggers find it there */
+	writer->estate->es_opened_result_relations =
+		lappend(writer->estate->es_opened_result_relations, writer->rri);
 	ExecOpenIndices(writer->rri, false);
 	EvalPlanQualInit(&writer->epqstate, writer->estate, NULL, NIL, -1);
 	writer->newslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
@@ -883,8 +886,9 @@ target_region_end(TargetWriter *writer)
 void
 target_writer_end(TargetWriter *writer)
 {
-	ExecCloseIndices(writer->rri);
 	AfterTriggerEndQuery(writer->estate);
+	/* the target's indexes, and the relations the triggers opened */
+	ExecCloseResultRelations(writer->estate);
 	EvalPlanQualEnd(&writer->epqstate);
 	ExecResetTupleTable(writer->estate->es_tupleTable, false);
 	FreeExecutorState(writer->estate);

@@ -25,7 +25,6 @@
 #include "postgres.h"
 
 #include <limits.h>
-#include <unistd.h>
 
 #include "access/xlog.h"
 #include "fmgr.h"
@@ -74,7 +73,6 @@ static bool dj_preloaded = false;
 void		_PG_init(void);
 
 static char *config_line_adding(const char *name, const char *current);
-static int	default_apply_workers(void);
 
 PG_FUNCTION_INFO_V1(dj_check_environment);
 
@@ -178,10 +176,11 @@ _PG_init(void)
 	DefineCustomIntVariable("delta_join.apply_workers",
 							"Processes that apply a database's large batches at once.",
 							"The apply worker and apply_workers - 1 helpers, each "
-							"with a share of the batch.  The default is the "
-							"number of CPUs, at most 4.",
+							"with a share of the batch, committed apart: readers "
+							"may see part of a batch.  1 (the default) keeps each "
+							"batch in one transaction.",
 							&dj_apply_workers,
-							default_apply_workers(),
+							1,
 							1, PARALLEL_MAX_HELPERS + 1,
 							PGC_SIGHUP,
 							0,
@@ -218,15 +217,6 @@ _PG_init(void)
 	worker_init();
 }
 
-
-/* The default of delta_join.apply_workers: the CPUs there are, at most 4 */
-static int
-default_apply_workers(void)
-{
-	long		ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return (int) Max(1, Min(ncpus, 4));
-}
 
 /* ----------------
  * Strategies

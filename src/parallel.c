@@ -52,12 +52,19 @@
 #include "worker.h"
 
 #define HELPER_IDLE_MS			1000	/* an idle helper looks for its leader */
-#define HELPER_START_RETRY_MS	10000	/* after a helper could not be started */
+#define HELPER_IDLE_EXIT_MS		60000	/* an idle helper gives its slot back */
+#define HELPER_START_RETRY_MS	10000	/* after a helper could not be started,
+										 * or ended without being asked */
+#define ROUND_NO_TIMEOUT_MS		600000	/* a share of a view without
+										 * lookup_timeout */
 #define ROUND_POLL_MS			100 /* the leader looks at its helpers */
 #define SHARE_MESSAGE_LEN		256
 
 int			dj_apply_workers = 1;
 int			dj_parallel_apply_min_keys = 1000;
+
+/* This process is a helper (it applies shares, quietly) */
+bool		am_helper = false;
 
 /* A helper's slot in the pool */
 typedef enum SlotState
@@ -65,11 +72,19 @@ typedef enum SlotState
 	SLOT_EMPTY,					/* no helper runs, or it is starting */
 	SLOT_IDLE,					/* the helper waits for a task */
 	SLOT_TASK,					/* it has one (task) */
-	SLOT_DONE					/* it committed it */
+	SLOT_DONE,					/* it committed it */
+	SLOT_EXITED					/* it left, idle for a long time */
 } SlotState;
 
+/*
+ * A helper owns its slot while the slot's generation is the one it was
+ * started with: the leader moves the generation on when it gives the slot
+ * to a new helper or gives up on the old one, which then writes nothing
+ * there any more and exits.
+ */
 typedef struct HelperSlot
 {
+	uint32		generation;
 	SlotState	state;
 	bool		stop;			/* the helper is to exit */
 	pid_t		pid;
@@ -108,6 +123,7 @@ typedef struct ShareResult
 struct ShareRound
 {
 	XLogRecPtr	end_lsn;
+	int64		timeout_ms;		/* a helper slower than this is stuck */
 	int			nhelpers;
 	int			slot[PARALLEL_MAX_HELPERS]; /* the pool slot of each helper */
 	StringInfoData data[PARALLEL_MAX_HELPERS];	/* each helper's shares */
@@ -163,6 +179,7 @@ helper_start(int index)
 			 index + 1, pool->dboid);
 	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(pool_seg));
 	memcpy(bgw.bgw_extra, &index, sizeof(index));
+	memcpy(bgw.bgw_extra + sizeof(index), &pool->slots[index].generation, sizeof(uint32));
 
 	/* the handle lives as long as the leader */
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
@@ -183,6 +200,7 @@ helper_forget(int index)
 	pfree(helper_handle[index]);
 	helper_handle[index] = NULL;
 	SpinLockAcquire(&pool->mutex);
+	slot->generation++;
 	slot->state = SLOT_EMPTY;
 	slot->pid = 0;
 	slot->latch = NULL;
@@ -196,6 +214,7 @@ helper_slot_reset(int index)
 	HelperSlot *slot = &pool->slots[index];
 
 	SpinLockAcquire(&pool->mutex);
+	slot->generation++;
 	slot->state = SLOT_EMPTY;
 	slot->stop = false;
 	slot->pid = 0;
@@ -229,7 +248,18 @@ parallel_helpers(Oid dboid)
 
 		if (helper_handle[i] != NULL &&
 			GetBackgroundWorkerPid(helper_handle[i], &pid) == BGWH_STOPPED)
+		{
+			SlotState	state;
+
+			SpinLockAcquire(&pool->mutex);
+			state = slot->state;
+			SpinLockRelease(&pool->mutex);
 			helper_forget(i);
+
+			/* one that ended unasked (it could not connect, say) waits */
+			if (state != SLOT_EXITED)
+				next_start = TimestampTzPlusMilliseconds(now, HELPER_START_RETRY_MS);
+		}
 		if (helper_handle[i] == NULL)
 		{
 			if (now < next_start)
@@ -274,6 +304,7 @@ parallel_round_begin(int nhelpers, XLogRecPtr end_lsn)
 
 	Assert(pool != NULL && nhelpers > 0);
 	round->end_lsn = end_lsn;
+	round->timeout_ms = 10000;
 	SpinLockAcquire(&pool->mutex);
 	for (int i = 0; i < PARALLEL_MAX_HELPERS && round->nhelpers < nhelpers; i++)
 	{
@@ -305,7 +336,8 @@ share_write_source_head(StringInfo buf, const SourceBatch *sb)
  * keys: a source that changed empties the lookup caches of its rows.
  */
 ViewBatch *
-parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by)
+parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by,
+					 int lookup_timeout_ms)
 {
 	int			nshares = round->nhelpers + 1;
 	uint32		view_hash = hash_uint32((uint32) work->view_id);
@@ -317,6 +349,7 @@ parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by)
 	*mine = *work;
 	mine->sources = NIL;
 	initStringInfo(&image);
+	round->timeout_ms += lookup_timeout_ms > 0 ? lookup_timeout_ms : ROUND_NO_TIMEOUT_MS;
 	for (int h = 0; h < round->nhelpers; h++)
 	{
 		appendBinaryStringInfo(&round->data[h], (char *) &work->view_id, sizeof(int));
@@ -419,9 +452,18 @@ parallel_round_start(ShareRound *round)
 		memset(TASK_RESULTS(hdr), 0, sizeof(ShareResult) * round->nviews);
 
 		SpinLockAcquire(&pool->mutex);
-		slot->task = dsm_segment_handle(seg);
-		slot->state = SLOT_TASK;
-		latch = slot->latch;
+		if (slot->state == SLOT_IDLE)
+		{
+			slot->task = dsm_segment_handle(seg);
+			slot->state = SLOT_TASK;
+			latch = slot->latch;
+		}
+		else
+		{
+			/* it left meanwhile: the worker takes the share */
+			round->died[h] = true;
+			latch = NULL;
+		}
 		SpinLockRelease(&pool->mutex);
 		if (latch != NULL)
 			SetLatch(latch);
@@ -437,18 +479,22 @@ void
 parallel_round_finish(ShareRound *round)
 {
 	bool		done[PARALLEL_MAX_HELPERS] = {0};
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   round->timeout_ms);
 
 	Assert(!IsTransactionState());
+	pgstat_report_activity(STATE_RUNNING, "waiting for its helpers");
 	for (;;)
 	{
 		bool		pending = false;
+		bool		late = (GetCurrentTimestamp() >= deadline);
 
 		for (int h = 0; h < round->nhelpers; h++)
 		{
 			HelperSlot *slot = &pool->slots[round->slot[h]];
 			pid_t		pid;
 
-			if (done[h] || round->task[h] == NULL)
+			if (done[h] || round->task[h] == NULL || round->died[h])
 				continue;
 			SpinLockAcquire(&pool->mutex);
 			if (slot->state == SLOT_DONE)
@@ -465,6 +511,17 @@ parallel_round_finish(ShareRound *round)
 						(errmsg("delta_join helper %d for database %u ended during a round: the worker applies its share",
 								round->slot[h] + 1, pool->dboid)));
 			}
+			else if (!done[h] && late)
+			{
+				/* stopped, or hung: it is let go, and its share redone */
+				ereport(LOG,
+						(errmsg("delta_join helper %d for database %u did not finish its share in %lld ms: it is stopped, and the worker applies its share",
+								round->slot[h] + 1, pool->dboid,
+								(long long) round->timeout_ms)));
+				TerminateBackgroundWorker(helper_handle[round->slot[h]]);
+				helper_forget(round->slot[h]);
+				round->died[h] = done[h] = true;
+			}
 			pending |= !done[h];
 		}
 		if (!pending)
@@ -474,6 +531,7 @@ parallel_round_finish(ShareRound *round)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
 /*
@@ -568,12 +626,15 @@ dj_helper_main(Datum main_arg)
 	HelperPool *hp;
 	HelperSlot *slot;
 	int			index;
+	uint32		generation;
+	TimestampTz idle_since;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	memcpy(&index, MyBgworkerEntry->bgw_extra, sizeof(index));
+	memcpy(&generation, MyBgworkerEntry->bgw_extra + sizeof(index), sizeof(generation));
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "delta_join helper");
 	seg = dsm_attach(DatumGetUInt32(main_arg));
 	if (seg == NULL || index < 0 || index >= PARALLEL_MAX_HELPERS)
@@ -584,21 +645,29 @@ dj_helper_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnectionByOid(hp->dboid, InvalidOid, 0);
 	worker_session_setup();
+	am_helper = true;
 
-	ereport(LOG,
-			(errmsg("delta_join helper %d for database %u started", index + 1, hp->dboid)));
 	SpinLockAcquire(&hp->mutex);
+	if (slot->generation != generation)
+	{
+		SpinLockRelease(&hp->mutex);
+		proc_exit(0);			/* given up on before it was ready */
+	}
 	slot->pid = MyProcPid;
 	slot->latch = MyLatch;
 	slot->state = SLOT_IDLE;
 	SpinLockRelease(&hp->mutex);
 	SetLatch(hp->leader_latch);
+	ereport(LOG,
+			(errmsg("delta_join helper %d for database %u started", index + 1, hp->dboid)));
 
+	idle_since = GetCurrentTimestamp();
 	for (;;)
 	{
 		SlotState	state;
 		dsm_handle	task;
 		bool		stop;
+		bool		mine;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -607,20 +676,31 @@ dj_helper_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
+		/*
+		 * Long idle, the slot goes back to the server's background workers
+		 * (the leader starts a helper again for a later round).
+		 */
 		SpinLockAcquire(&hp->mutex);
+		mine = (slot->generation == generation);
+		if (mine && slot->state == SLOT_IDLE &&
+			TimestampDifferenceExceeds(idle_since, GetCurrentTimestamp(), HELPER_IDLE_EXIT_MS))
+			slot->state = SLOT_EXITED;
 		state = slot->state;
 		task = slot->task;
 		stop = slot->stop;
 		SpinLockRelease(&hp->mutex);
-		if (stop && state != SLOT_TASK)
+		if (!mine || state == SLOT_EXITED || (stop && state != SLOT_TASK))
 			proc_exit(0);
+
 		if (state == SLOT_TASK)
 		{
 			helper_run(hp, task);
 			SpinLockAcquire(&hp->mutex);
-			slot->state = SLOT_DONE;
+			if (slot->generation == generation)
+				slot->state = SLOT_DONE;
 			SpinLockRelease(&hp->mutex);
 			SetLatch(hp->leader_latch);
+			idle_since = GetCurrentTimestamp();
 			continue;
 		}
 

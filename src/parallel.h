@@ -47,6 +47,7 @@
 /* settings (module.c) */
 extern int	dj_apply_workers;
 extern int	dj_parallel_apply_min_keys;
+extern bool am_helper;
 
 typedef struct ShareRound ShareRound;
 
@@ -54,7 +55,7 @@ extern int	parallel_helpers(Oid dboid);
 extern void parallel_trim(void);
 extern ShareRound *parallel_round_begin(int nhelpers, XLogRecPtr end_lsn);
 extern ViewBatch *parallel_round_split(ShareRound *round, ViewBatch *work,
-										const int *share_by);
+										const int *share_by, int lookup_timeout_ms);
 extern void parallel_round_start(ShareRound *round);
 extern void parallel_round_finish(ShareRound *round);
 extern bool parallel_round_view_done(ShareRound *round, int view_id, ApplyCounts *counts);

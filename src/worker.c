@@ -190,6 +190,8 @@ static void worker_view_done(ViewWork *vw, ViewResult result, char *message,
 static ShareRound *worker_share(List *todo, XLogRecPtr end_lsn, bool spilled,
 								bool *shared_chunks);
 static void worker_prepare_view(ViewRecord *view);
+static bool worker_shares_view(int view_id);
+static void worker_note_share_failed(int view_id);
 static void worker_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn);
 static ViewResult worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn);
 static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
@@ -998,7 +1000,9 @@ worker_share(List *todo, XLogRecPtr end_lsn, bool spilled, bool *shared_chunks)
 		vw->share_by = palloc(sizeof(int) * Max(list_length(vw->work->sources), 1));
 		if (vw->view->path == DJ_PATH_DELTA)
 			worker_prepare_view(vw->view);
-		if (apply_view_shareable(vw->view, vw->work, vw->share_by))
+		if (!worker_shares_view(vw->view->view_id))
+			vw->share_by = NULL;
+		else if (apply_view_shareable(vw->view, vw->work, vw->share_by))
 			nkeys += view_batch_nkeys(vw->work);
 		else
 			vw->share_by = NULL;
@@ -1025,10 +1029,69 @@ worker_share(List *todo, XLogRecPtr end_lsn, bool spilled, bool *shared_chunks)
 		ViewWork   *vw = lfirst(lc);
 
 		if (vw->share_by != NULL)
-			vw->mine = parallel_round_split(round, vw->work, vw->share_by);
+			vw->mine = parallel_round_split(round, vw->work, vw->share_by,
+											vw->view->options.lookup_timeout_ms);
 	}
 	parallel_round_start(round);
 	return round;
+}
+
+/*
+ * Views whose shares failed lately (their keys met on target rows, say a
+ * star join changed on both sides): each is applied alone for its next
+ * SHARE_BACKOFF large batches, so that a workload that conflicts does not
+ * pay for two applies every batch.
+ */
+typedef struct ShareBackoff
+{
+	int			view_id;
+	int			skip;			/* large batches still applied alone */
+} ShareBackoff;
+
+static List *share_backoffs = NIL;	/* ShareBackoff *, in worker_cxt */
+
+#define SHARE_BACKOFF	8
+
+static ShareBackoff *
+worker_find_backoff(int view_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, share_backoffs)
+	{
+		if (((ShareBackoff *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+	return NULL;
+}
+
+/* May this large batch share the view?  Counts down its backoff. */
+static bool
+worker_shares_view(int view_id)
+{
+	ShareBackoff *sb = worker_find_backoff(view_id);
+
+	if (sb == NULL || sb->skip == 0)
+		return true;
+	sb->skip--;
+	return false;
+}
+
+static void
+worker_note_share_failed(int view_id)
+{
+	ShareBackoff *sb = worker_find_backoff(view_id);
+
+	if (sb == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
+
+		sb = palloc0(sizeof(ShareBackoff));
+		sb->view_id = view_id;
+		share_backoffs = lappend(share_backoffs, sb);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	sb->skip = SHARE_BACKOFF;
 }
 
 /*
@@ -1104,6 +1167,7 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 			(result != VIEW_APPLIED ||
 			 !parallel_round_view_done(round, vw->view->view_id, &vw->vp->counts)))
 		{
+			worker_note_share_failed(vw->view->view_id);
 			elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the view alone",
 				 catalog_view_name(vw->view));
 			memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
@@ -1184,13 +1248,15 @@ worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
-	if (apply_view_shareable(vw->view, batch, share_by) &&
+	if (worker_shares_view(vw->view->view_id) &&
+		apply_view_shareable(vw->view, batch, share_by) &&
 		(nhelpers = parallel_helpers(worker_dboid)) > 0)
 	{
 		ViewBatch  *mine;
 
 		round = parallel_round_begin(nhelpers, end_lsn);
-		mine = parallel_round_split(round, batch, share_by);
+		mine = parallel_round_split(round, batch, share_by,
+									vw->view->options.lookup_timeout_ms);
 		parallel_round_start(round);
 		result = worker_apply_view(vw->view, mine, end_lsn, &counts, false,
 								   &message, &sqlerrcode);
@@ -1210,6 +1276,7 @@ worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn)
 	}
 	if (round != NULL && (result != VIEW_APPLIED || !done))
 	{
+		worker_note_share_failed(vw->view->view_id);
 		memset(&counts, 0, sizeof(counts));
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
@@ -1323,7 +1390,8 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 		*message = pstrdup(edata->message);
 		*sqlerrcode = edata->sqlerrcode;
 		result = error_is_passing(edata->sqlerrcode) ? VIEW_DEFERRED : VIEW_FAILED;
-		if (result == VIEW_DEFERRED)
+		/* a helper's share that fails is applied again by the worker */
+		if (result == VIEW_DEFERRED && !am_helper)
 			ereport(LOG,
 					(errmsg("delta view \"%s\" could not be applied now, trying again later: %s",
 							catalog_view_name(view), edata->message)));

@@ -44,6 +44,10 @@
 #                  off in the writers' sessions, ROUNDS rounds of write TPS
 #                  without and with the join view (2 clients), and the
 #                  view's lag at RATE writes/s
+#   STEPS=parallel load, then step 13 only: parallel apply, apply_workers 1
+#                  (the default) against PAR_WORKERS (default: the CPUs):
+#                  a 100,000-row UPDATE until fresh, the join's and the
+#                  aggregate's backlog apply
 #   STEPS=writes   load, then step 3 only, as ROUNDS (default 3) rounds of
 #                  no view / delta view / trigger copy, each ratio taken
 #                  against the no-view run of its own round
@@ -79,6 +83,7 @@ esac
 IPM=10							# items per merchant: items = NMERCHANTS * IPM
 NITEMS=$((NMERCHANTS * IPM))
 RATE=${RATE:-2000}
+PAR_WORKERS=${PAR_WORKERS:-$(nproc)}	# apply_workers of step 13
 SEED=${SEED:-42}
 CLIENTS=2						# clients of the fixed-time TPS runs
 BURST_CLIENTS=4					# clients of the bursts
@@ -510,6 +515,79 @@ bulk_step() {
 	q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
 }
 
+# Step 13: parallel apply (delta_join.apply_workers), each figure with the
+# worker alone (1, the default) and with PAR_WORKERS processes (default: the
+# CPUs), in the same run.  A warm-up batch before each measure starts the
+# helpers (they start at the first large batch, and leave after a minute
+# idle).
+set_apply_workers() {
+	q -c "ALTER SYSTEM SET delta_join.apply_workers = $1" -c "SELECT pg_reload_conf()" >/dev/null ||
+		die "setting apply_workers failed"
+	sleep 0.5
+}
+warm_up() {	# view
+	q -c "UPDATE orders SET amount = amount + 1 WHERE order_id > $NORDERS - 5000" >/dev/null ||
+		die "warm-up UPDATE failed"
+	wait_view "$1"
+}
+declare -A P_FRESH P_JOIN P_AGG	# by apply_workers
+parallel_step() {
+	local w t0 lo=0
+	dj_say "13. parallel apply, apply_workers 1 then $PAR_WORKERS: 100,000-row UPDATE until fresh, join and aggregate backlogs"
+	settle
+	t0=$(now)
+	q -c "UPDATE orders SET amount = amount + 1 WHERE order_id <= $BULK" >/dev/null || die "bare UPDATE failed"
+	P_BARE=$(calc "$(now) - $t0")
+	q -c "SELECT delta_join.create_view('order_item_wide', \$q\$ $JOIN_QUERY \$q\$)" >/dev/null ||
+		die "create_view(order_item_wide) failed"
+	for w in 1 "$PAR_WORKERS"; do
+		set_apply_workers "$w"
+		warm_up order_item_wide
+		settle
+		lo=$((lo + BULK))
+		t0=$(now)
+		q -c "UPDATE orders SET amount = amount + 1 WHERE order_id > $lo AND order_id <= $lo + $BULK" >/dev/null ||
+			die "UPDATE with the view failed"
+		wait_view order_item_wide
+		P_FRESH[$w]=$(calc "$(now) - $t0")
+		burst backlog "par_join_$w" order_item_wide update_uniform.pgbench
+		P_JOIN[$w]=$B_RATE
+	done
+	P_JOIN_CHECK=$(q -c "SELECT count(*) FROM (($JOIN_QUERY) EXCEPT ALL TABLE order_item_wide) m") ||
+		die "comparing order_item_wide failed"
+	q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
+	q -c "SELECT delta_join.create_view('merchant_summary', \$q\$ $AGG_QUERY \$q\$)" >/dev/null ||
+		die "create_view(merchant_summary) failed"
+	for w in 1 "$PAR_WORKERS"; do
+		set_apply_workers "$w"
+		warm_up merchant_summary
+		burst backlog "par_agg_$w" merchant_summary update_uniform.pgbench
+		P_AGG[$w]=$B_RATE
+	done
+	P_AGG_CHECK=$(q -c "SELECT count(*) FROM ((($AGG_QUERY) EXCEPT ALL TABLE merchant_summary)
+	                    UNION ALL (TABLE merchant_summary EXCEPT ALL ($AGG_QUERY))) d") ||
+		die "comparing merchant_summary failed"
+	q -c "SELECT delta_join.drop_view('merchant_summary')" >/dev/null || die "drop_view failed"
+	set_apply_workers 1
+}
+parallel_report() {
+	local n=$PAR_WORKERS f
+	for w in 1 "$n"; do
+		f=$(ratio "${P_FRESH[$w]}" "$P_BARE")
+		row "13. UPDATE until fresh, apply_workers $w" "$(fmt "${P_FRESH[$w]}" 2) s" \
+			"bare UPDATE $(fmt "$P_BARE" 2) s" "$f" "<= 2.0" "$(verdict "$f" "<=" 2.0)"
+	done
+	for w in 1 "$n"; do
+		row "    join backlog, apply_workers $w" "$(fmt "${P_JOIN[$w]}") /s" "apply_workers 1" \
+			"$(ratio "${P_JOIN[$w]}" "${P_JOIN[1]}")" ">= 80000" "$(verdict "${P_JOIN[$w]}" ">=" 80000)"
+	done
+	for w in 1 "$n"; do
+		row "    agg uniform backlog, apply_workers $w" "$(fmt "${P_AGG[$w]}") /s" "apply_workers 1" \
+			"$(ratio "${P_AGG[$w]}" "${P_AGG[1]}")" ">= 50000" "$(verdict "${P_AGG[$w]}" ">=" 50000)"
+	done
+	echo "checks: order_item_wide lacks $P_JOIN_CHECK rows of its query; merchant_summary differs in $P_AGG_CHECK rows"
+}
+
 bulk_report() {
 	row "11. bare UPDATE of $BULK orders (no view)" "$(fmt "$U_BARE" 2) s" "" "" "" ""
 	row "    same UPDATE with the view, until fresh" "$(fmt "$U_FRESH" 2) s" "bare $(fmt "$U_BARE" 2) s" "$(ratio "$U_FRESH" "$U_BARE")" "<= 2.0" "$(verdict "$(ratio "$U_FRESH" "$U_BARE")" "<=" 2.0)"
@@ -655,6 +733,17 @@ if [ "$STEPS" = bulk ]; then
 	row "figure" "value" "baseline" "ratio" "target" "verdict"
 	line
 	bulk_report
+	exit 0
+fi
+if [ "$STEPS" = parallel ]; then
+	parallel_step
+	echo
+	echo "delta_join benchmark, step 13  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "orders $NORDERS, items $NITEMS; bursts $BURST updates x $BURST_CLIENTS clients, worker held, then released"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	parallel_report
 	exit 0
 fi
 if [ "$STEPS" = commits ]; then
