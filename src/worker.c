@@ -946,6 +946,11 @@ worker_view_done(ViewWork *vw, ViewResult result, char *message, int sqlerrcode,
 	vp->deferred = false;
 	if (result == VIEW_FAILED)
 	{
+		ViewRecord	current;
+
+		/* dropped since the views were read (its target is gone): no error */
+		if (!catalog_get_view(view->view_id, &current))
+			return;
 		catalog_set_error(view->view_id, message);
 		vp->in_error = true;
 		ereport(WARNING,
