@@ -1,13 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * apply_join.c
- *	  Delta join: for each dirty primary key of a source, fetch the current
- *	  row, look up the other sources through index prefixes, and upsert the
- *	  joined rows into the target.
+ *	  Delta join: for each dirty primary key of a source, take its row, look
+ *	  up the other sources through index prefixes, and upsert the joined
+ *	  rows into the target.
  *
- * No join state is kept: every result row is recomputed from the current
- * source rows, so applying a key twice, or out of order, gives the same
- * target (DESIGN.md §2).  A dirty key whose row is gone produces nothing;
+ * No join state is kept: every result row is recomputed from the source
+ * rows, so applying a key twice gives the same target (DESIGN.md §2).  The
+ * dirty key's own row is the one its last change in the batch left, when
+ * decoding kept it (batch.h), or else the row fetched by the key; the other
+ * sources' rows are always looked up as they are now.  Batches are applied
+ * in order, so a key's row as of its last change is applied last.  Keys
+ * applied out of order -- those of a deferred view, or spilled to disk, or
+ * sent to a helper -- come without their rows and are fetched.  A dirty key
+ * whose row is gone produces nothing;
  * its earlier result rows stay (residual rows of the upsert semantics) --
  * unless the view is in retract mode: then the target rows holding the
  * key (its slice) that the walk does not produce again are deleted.
@@ -42,6 +48,8 @@
 typedef struct WalkScans
 {
 	LookupScan *fetch;			/* the driver, by primary key */
+	TupleTableSlot *row_slot;	/* the driver's decoded rows, or NULL: they
+								 * are not readable as its rows now */
 	int			nlookups;
 	DeltaLookup **lookups;
 	LookupScan **scans;
@@ -330,7 +338,7 @@ reset_changed_caches(DeltaPlan *plan, ViewBatch *batch)
 }
 
 static WalkScans *
-walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
+walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk, SourceBatch *sb)
 {
 	WalkScans  *ws = palloc0(sizeof(WalkScans));
 	DeltaSource *driver = list_nth(plan->sources, walk->driver);
@@ -339,6 +347,13 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk)
 	ws->fetch = lookup_begin(driver->relid, driver->pk_index, driver->pk_natts, NULL, NULL,
 							 GetActiveSnapshot());
 	ws->fetch->match_nulls = driver->key_has_nulls;
+
+	/* the source may have changed its columns since the rows were decoded */
+	if (ws->fetch->nparts == 1 && RelationGetRelid(ws->fetch->heaps[0]) == sb->relid &&
+		(sb->rowdesc == NULL ||
+		 row_type_fits(sb->rowdesc, RelationGetDescr(ws->fetch->heaps[0]))))
+		ws->row_slot = MakeSingleTupleTableSlot(RelationGetDescr(ws->fetch->heaps[0]),
+												&TTSOpsHeapTuple);
 	ws->nlookups = list_length(walk->lookups);
 	ws->lookups = palloc(sizeof(DeltaLookup *) * Max(ws->nlookups, 1));
 	ws->scans = palloc(sizeof(LookupScan *) * Max(ws->nlookups, 1));
@@ -374,6 +389,8 @@ walk_scans_end(WalkScans *ws)
 	int64		lookups = ws->fetch->count;
 
 	lookup_end(ws->fetch);
+	if (ws->row_slot != NULL)
+		ExecDropSingleTupleTableSlot(ws->row_slot);
 	for (int i = 0; i < ws->nlookups; i++)
 	{
 		lookups += ws->scans[i]->count;
@@ -478,7 +495,7 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 		if (plan->options.retract && !key_slice)
 			note_slices(&ja, driver, sb->keys);
 
-		ws = walk_scans_begin(plan, walk);
+		ws = walk_scans_begin(plan, walk, sb);
 		foreach(lc2, sb->keys)
 		{
 			DirtyKey   *key = lfirst(lc2);
@@ -486,7 +503,16 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 			int64		emitted = ja.emitted;
 
 			counts->keys_applied++;
-			if (lookup_rescan(ws->fetch, key->values, key->isnull))
+			if (key->row_known && ws->row_slot != NULL)
+			{
+				if (key->row != NULL)
+				{
+					ExecStoreHeapTuple(key->row, ws->row_slot, false);
+					store_source(&ja, walk->driver, ws->row_slot);
+					walk_from(&ja, ws, 0);
+				}
+			}
+			else if (lookup_rescan(ws->fetch, key->values, key->isnull))
 			{
 				while ((slot = lookup_next(ws->fetch)) != NULL)
 				{

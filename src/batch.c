@@ -114,6 +114,7 @@ typedef struct KeyTag
 typedef struct KeyEntry
 {
 	KeyTag		tag;			/* hash key */
+	DirtyKey   *key;			/* the key's DirtyKey, set by the caller */
 } KeyEntry;
 
 /* Append the image of the key (values, isnull) of a source of that shape */
@@ -162,7 +163,7 @@ dirty_key_image(StringInfo buf, const SourceBatch *shape,
 DirtyKey *
 dirty_key_make(const SourceBatch *shape, const Datum *values, const bool *isnull)
 {
-	DirtyKey   *key = palloc(sizeof(DirtyKey));
+	DirtyKey   *key = palloc0(sizeof(DirtyKey));
 
 	key->values = palloc(Max(shape->nkeys, 1) * sizeof(Datum));
 	key->isnull = palloc(Max(shape->nkeys, 1) * sizeof(bool));
@@ -182,7 +183,7 @@ dirty_key_make(const SourceBatch *shape, const Datum *values, const bool *isnull
 DirtyKey *
 dirty_key_from_image(const SourceBatch *shape, const char *image, uint32 *len)
 {
-	DirtyKey   *key = palloc(sizeof(DirtyKey));
+	DirtyKey   *key = palloc0(sizeof(DirtyKey));
 	const char *p = image;
 
 	key->values = palloc(Max(shape->nkeys, 1) * sizeof(Datum));
@@ -266,12 +267,12 @@ key_set_create(MemoryContext cxt)
 }
 
 /*
- * Add the key of that image to the set, a copy of the image in cxt; false
- * if it was there.
+ * The place of the key of that image in the set for its DirtyKey: NULL if
+ * the key is new, and a copy of the image is then made in cxt.
  */
-bool
-key_set_add(HTAB *set, int view_id, int ordinal, const StringInfo image,
-			MemoryContext cxt)
+DirtyKey **
+key_set_enter(HTAB *set, int view_id, int ordinal, const StringInfo image,
+			  MemoryContext cxt)
 {
 	KeyTag		tag;
 	KeyEntry   *entry;
@@ -292,8 +293,32 @@ key_set_add(HTAB *set, int view_id, int ordinal, const StringInfo image,
 
 		memcpy(data, image->data, image->len);
 		entry->tag.data = data;
+		entry->key = NULL;
 	}
-	return !found;
+	return &entry->key;
+}
+
+/*
+ * Can rows formed in the row type "stored" be read as rows of "current"?
+ * Only when every column is stored the same way: a change of a column's
+ * type, or a column added or dropped, says no.
+ */
+bool
+row_type_fits(TupleDesc stored, TupleDesc current)
+{
+	if (stored->natts != current->natts)
+		return false;
+	for (int i = 0; i < stored->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(stored, i);
+		Form_pg_attribute b = TupleDescAttr(current, i);
+
+		if (a->atttypid != b->atttypid || a->attisdropped != b->attisdropped ||
+			a->attlen != b->attlen || a->attbyval != b->attbyval ||
+			a->attalign != b->attalign)
+			return false;
+	}
+	return true;
 }
 
 static int
@@ -384,11 +409,17 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 		foreach(lc2, src->keys)
 		{
 			DirtyKey   *key = lfirst(lc2);
+			DirtyKey  **slot;
 
 			resetStringInfo(&image);
 			dirty_key_image(&image, src, key->values, key->isnull);
-			if (key_set_add(seen, into->view_id, src->ordinal, &image, cxt))
-				dst->keys = lappend(dst->keys, dirty_key_make(src, key->values, key->isnull));
+			slot = key_set_enter(seen, into->view_id, src->ordinal, &image, cxt);
+			if (*slot == NULL)
+			{
+				/* without its row: a later batch may have changed it */
+				*slot = dirty_key_make(src, key->values, key->isnull);
+				dst->keys = lappend(dst->keys, *slot);
+			}
 		}
 	}
 	view_batch_sort_sources(into);

@@ -14,6 +14,8 @@
 #ifndef DJ_BATCH_H
 #define DJ_BATCH_H
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "access/xlogdefs.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
@@ -23,11 +25,20 @@
 /*
  * One dirty key: the values of the source's key columns (source_catalog.
  * key_columns, in that order, typed as the root relation's columns).
+ *
+ * Decoding also keeps, when it can, the source row as the batch's last
+ * change of the key left it (decode.c): row_known, and row, or NULL if that
+ * change deleted it.  The join applier then uses it instead of fetching the
+ * row by its key.  Under eventual semantics that is as good as the row the
+ * fetch would find: a later change of the row is decoded, and applied, in a
+ * later batch.  Without it (row_known false) the row is fetched.
  */
 typedef struct DirtyKey
 {
 	Datum	   *values;
 	bool	   *isnull;
+	bool		row_known;
+	HeapTuple	row;			/* in the SourceBatch's rowdesc */
 } DirtyKey;
 
 /* The dirty keys of one source of one view. */
@@ -40,6 +51,10 @@ typedef struct SourceBatch
 	int16	   *typlen;
 	bool	   *typbyval;
 	List	   *keys;			/* DirtyKey *, no two equal */
+	TupleDesc	rowdesc;		/* the row type of the keys' rows, as decoded;
+								 * NULL: no key has a row */
+	bool		rows_off;		/* the row type changed within the batch: keep
+								 * no rows */
 } SourceBatch;
 
 /* The part of a batch that concerns one view. */
@@ -107,8 +122,9 @@ extern DirtyKey *dirty_key_make(const SourceBatch *shape, const Datum *values,
 extern DirtyKey *dirty_key_from_image(const SourceBatch *shape, const char *image,
 									  uint32 *len);
 extern HTAB *key_set_create(MemoryContext cxt);
-extern bool key_set_add(HTAB *set, int view_id, int ordinal, const StringInfo image,
-						MemoryContext cxt);
+extern DirtyKey **key_set_enter(HTAB *set, int view_id, int ordinal,
+							   const StringInfo image, MemoryContext cxt);
+extern bool row_type_fits(TupleDesc stored, TupleDesc current);
 extern void view_batch_sort_sources(ViewBatch *batch);
 extern int64 view_batch_nkeys(const ViewBatch *batch);
 extern void apply_counts_add(ApplyCounts *into, const ApplyCounts *from);

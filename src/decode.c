@@ -16,6 +16,16 @@
  * to the capture as a dirty key of every (view, source) the relation feeds.
  * A TRUNCATE of a source marks its SourceBatch truncated.
  *
+ * The key of a row's last change in the batch also keeps the row that change
+ * left (batch.h, DirtyKey.row), so that the join applier need not fetch it:
+ * the new tuple of an INSERT or UPDATE, nothing after a DELETE.  Not when
+ * the row could not be read later as it is: a row of a partition (the
+ * applier reads rows in the root's row type), one with a TOASTed value (its
+ * pointer leads into the reorder buffer, or to a value that may be gone), a
+ * key with NULLs (several rows may share it), or beyond DECODED_ROWS_MAX
+ * bytes of rows in memory; nor after a TRUNCATE of the source, or an UPDATE
+ * that moved the row from the key.  Those keys' rows are fetched.
+ *
  * Rules the callbacks live by:
  *
  *	- They run while the reorder buffer replays a committed transaction,
@@ -72,6 +82,9 @@
 #include "delta_join.h"
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
+
+/* Bytes of decoded rows a capture keeps in memory, at most */
+#define DECODED_ROWS_MAX	(64 * 1024 * 1024)
 
 /* One (view, source) a decoded relation feeds. */
 typedef struct SourceTarget
@@ -168,9 +181,12 @@ static void decode_build_entry(DecodeState *state, DecodeCapture *cap,
 							   Relation relation, RelEntry *entry);
 static void decode_report_broken(DecodeCapture *cap, int view_id,
 								 char *message);
-static void decode_capture_key(DecodeState *state, DecodeCapture *cap,
+static DirtyKey *decode_capture_key(DecodeState *state, DecodeCapture *cap,
 							   SourceTarget *target, HeapTuple tuple,
 							   TupleDesc desc, bool skip_unchanged_toast);
+static void decode_keep_row(DecodeCapture *cap, SourceTarget *target, DirtyKey *key,
+							Relation relation, HeapTuple tuple);
+static void decode_forget_row(DecodeCapture *cap, DirtyKey *key);
 static void decode_target_batch(DecodeCapture *cap, SourceTarget *target);
 static void decode_spill_keys(DecodeCapture *cap);
 static void decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn,
@@ -315,17 +331,92 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	for (i = 0; i < entry->ntargets; i++)
 	{
 		SourceTarget *target = &entry->targets[i];
+		DirtyKey   *newkey = NULL;
+		DirtyKey   *oldkey;
 
 		/*
 		 * An unchanged TOASTed key value comes as a pointer to the stored
 		 * value; the old tuple, which is then logged, has it.
 		 */
 		if (newtuple != NULL)
-			decode_capture_key(state, cap, target, newtuple, desc,
-							   oldtuple != NULL);
+		{
+			newkey = decode_capture_key(state, cap, target, newtuple, desc,
+										oldtuple != NULL);
+			if (newkey != NULL)
+				decode_keep_row(cap, target, newkey, relation, newtuple);
+		}
 		if (oldtuple != NULL)
-			decode_capture_key(state, cap, target, oldtuple, desc, false);
+		{
+			oldkey = decode_capture_key(state, cap, target, oldtuple, desc, false);
+			if (oldkey == NULL || oldkey == newkey)
+				continue;
+			if (change->action == REORDER_BUFFER_CHANGE_DELETE)
+				decode_keep_row(cap, target, oldkey, relation, NULL);
+			else
+				decode_forget_row(cap, oldkey);	/* moved away (or not captured) */
+		}
 	}
+}
+
+/* The key's row is to be fetched */
+static void
+decode_forget_row(DecodeCapture *cap, DirtyKey *key)
+{
+	if (key->row != NULL)
+	{
+		cap->row_bytes -= key->row->t_len;
+		heap_freetuple(key->row);
+		key->row = NULL;
+	}
+	key->row_known = false;
+}
+
+/*
+ * The key's last change left this row (NULL: deleted it), in the row type
+ * of relation.  Kept when it can be read later as it is (see the top of the
+ * file); otherwise the row is to be fetched.
+ */
+static void
+decode_keep_row(DecodeCapture *cap, SourceTarget *target, DirtyKey *key,
+				Relation relation, HeapTuple tuple)
+{
+	SourceBatch *sb = target->source_batch;
+	TupleDesc	desc = RelationGetDescr(relation);
+	MemoryContext oldcxt;
+
+	decode_forget_row(cap, key);
+	for (int k = 0; k < sb->nkeys; k++)
+	{
+		if (key->isnull[k])
+			return;
+	}
+	if (tuple == NULL)
+	{
+		key->row_known = true;
+		return;
+	}
+	if (RelationGetRelid(relation) != sb->relid || HeapTupleHasExternal(tuple) ||
+		cap->row_bytes + tuple->t_len > DECODED_ROWS_MAX || sb->rows_off)
+		return;
+
+	if (sb->rowdesc == NULL)
+	{
+		oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+		sb->rowdesc = CreateTupleDescCopy(desc);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	else if (!row_type_fits(sb->rowdesc, desc))
+	{
+		/* a column changed in the batch: no rows at all */
+		sb->rows_off = true;
+		return;
+	}
+
+	oldcxt = MemoryContextSwitchTo(cap->keys_cxt);
+	key->row = heap_copytuple(tuple);
+	MemoryContextSwitchTo(oldcxt);
+	key->row_known = true;
+	cap->row_bytes += tuple->t_len;
 }
 
 /*
@@ -361,8 +452,14 @@ decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		decode_count_change(cap, txn, entry);
 		for (i = 0; i < entry->ntargets; i++)
 		{
+			SourceBatch *sb;
+			ListCell   *lc;
+
 			decode_target_batch(cap, &entry->targets[i]);
-			entry->targets[i].source_batch->truncated = true;
+			sb = entry->targets[i].source_batch;
+			sb->truncated = true;
+			foreach(lc, sb->keys)
+				decode_forget_row(cap, lfirst(lc));
 		}
 	}
 }
@@ -816,18 +913,21 @@ decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn, RelEntry *entry)
 }
 
 /*
- * Add the key of one tuple to the target's SourceBatch unless it is there.
+ * Add the key of one tuple to the target's SourceBatch unless it is there,
+ * and return its DirtyKey; NULL if the key was not captured, or went to
+ * disk with every key in memory.
  *
  * With skip_unchanged_toast, a key value stored out of line and left
  * unchanged (which decoding hands over as a pointer to the stored value)
  * means the key did not change and is captured from the old tuple: skip it.
  */
-static void
+static DirtyKey *
 decode_capture_key(DecodeState *state, DecodeCapture *cap,
 				   SourceTarget *target, HeapTuple tuple, TupleDesc desc,
 				   bool skip_unchanged_toast)
 {
 	StringInfo	image = &state->image;
+	DirtyKey  **slot;
 	int			k;
 
 	if (target->nkeys > state->maxkeys)
@@ -859,10 +959,10 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 			if (VARATT_IS_EXTERNAL_ONDISK(v))
 			{
 				if (skip_unchanged_toast)
-					return;
+					return NULL;
 				elog(WARNING, "key of view %d in relation %u is stored out of line and was not logged; the change is not captured",
 					 target->view_id, target->source_relid);
-				return;
+				return NULL;
 			}
 			if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
 				state->values[k] = PointerGetDatum(detoast_attr(v));
@@ -873,18 +973,24 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 
 	resetStringInfo(image);
 	dirty_key_image(image, target->source_batch, state->values, state->isnull);
-	if (key_set_add(cap->keys, target->view_id, target->ordinal, image, cap->keys_cxt))
+	slot = key_set_enter(cap->keys, target->view_id, target->ordinal, image, cap->keys_cxt);
+	if (*slot == NULL)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(cap->keys_cxt);
 		SourceBatch *sb = target->source_batch;
 
-		sb->keys = lappend(sb->keys, dirty_key_make(sb, state->values, state->isnull));
+		*slot = dirty_key_make(sb, state->values, state->isnull);
+		sb->keys = lappend(sb->keys, *slot);
 		cap->nkeys++;
 		MemoryContextSwitchTo(oldcxt);
 
 		if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
+		{
 			decode_spill_keys(cap);
+			return NULL;
+		}
 	}
+	return *slot;
 }
 
 /* ----------------
@@ -981,6 +1087,7 @@ decode_spill_keys(DecodeCapture *cap)
 
 	cap->nspilled += cap->nkeys;
 	cap->nkeys = 0;
+	cap->row_bytes = 0;
 	MemoryContextReset(cap->keys_cxt);
 	cap->keys = key_set_create(cap->keys_cxt);
 }

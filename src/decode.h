@@ -56,6 +56,7 @@ typedef struct DecodeCapture
 	HTAB	   *sources;		/* (view_id, ordinal) -> SourceBatch */
 	HTAB	   *views;			/* view_id -> ViewBatch */
 	int64		nkeys;			/* entries in keys */
+	int64		row_bytes;		/* of the rows the keys in memory keep */
 	int64		spill_at;		/* spill the keys when this many (0: never) */
 	List	   *spills;			/* the views' spill files (decode.c) */
 	int64		nspilled;		/* keys written to them */
