@@ -385,6 +385,8 @@ decode_keep_row(DecodeCapture *cap, SourceTarget *target, DirtyKey *key,
 	MemoryContext oldcxt;
 
 	decode_forget_row(cap, key);
+	if (RelationGetRelid(relation) != sb->relid)
+		return;
 	for (int k = 0; k < sb->nkeys; k++)
 	{
 		if (key->isnull[k])
@@ -395,8 +397,8 @@ decode_keep_row(DecodeCapture *cap, SourceTarget *target, DirtyKey *key,
 		key->row_known = true;
 		return;
 	}
-	if (RelationGetRelid(relation) != sb->relid || HeapTupleHasExternal(tuple) ||
-		cap->row_bytes + tuple->t_len > DECODED_ROWS_MAX || sb->rows_off)
+	if (HeapTupleHasExternal(tuple) || sb->rows_off ||
+		cap->row_bytes + tuple->t_len > DECODED_ROWS_MAX)
 		return;
 
 	if (sb->rowdesc == NULL)
