@@ -125,16 +125,21 @@ decoding_read(BatchPolicy policy)
 	capture.live_catalog = worker_catalog_relid("source_catalog");
 	capture.spill_at = batch_policy_spill_at(policy);
 
-	/*
-	 * The reader allocates its decode buffer and long records in the
-	 * current context when it needs them, and keeps them across calls.
-	 */
-	oldcxt = MemoryContextSwitchTo(decoding->context);
+	oldcxt = CurrentMemoryContext;
 	while (reader->EndRecPtr < flush)
 	{
 		XLogRecord *record;
 		char	   *errm = NULL;
 
+		/*
+		 * The reader allocates its decode buffer, its buffer for records
+		 * that span pages, and oversized records in the current context
+		 * when it needs them, and keeps them across calls: in the decoding
+		 * context, every time.  Replaying a transaction (in
+		 * LogicalDecodingProcessRecord) leaves CurrentMemoryContext in the
+		 * context of our transaction, which is gone at its commit.
+		 */
+		MemoryContextSwitchTo(decoding->context);
 		record = XLogReadRecord(reader, &errm);
 		if (errm)
 			elog(ERROR, "could not read WAL for logical decoding: %s", errm);

@@ -15,7 +15,8 @@
 # logical messages sized so that the last one ends at a page boundary.
 # Each state is held, idle, for longer than the worker's idle wake-up; the
 # worker that ran before must still run, and the server log must show no
-# failed flush request.  Then writes are still applied.
+# failed flush request.  Then writes are still applied.  Last, records
+# larger than the reader's buffer, read after a commit (see below).
 
 use strict;
 use warnings;
@@ -136,6 +137,36 @@ $node->safe_psql(
 	UPDATE items SET item_name = 'after ' || item_id WHERE merchant_id = 2;
 	INSERT INTO orders VALUES (1, 2, 1000, 5);});
 DeltaJoinWorkload::check_views($node, \%views, 'after');
+
+# ---- records larger than the reader's buffer, after a commit ----
+#
+# A 300 kB logical message is one WAL record, larger than the buffer in
+# which the WAL reader puts together records that span pages, so the reader
+# makes that buffer larger.  Read in the same decoding round as a source
+# transaction's commit (the worker is stopped meanwhile), and then again in
+# later rounds: the reader must keep its buffer in memory of its own.  It
+# was once made in the memory of the round's transaction (where replaying
+# the commit leaves the current context), freed at its end, and written to
+# by the next round: the worker crashed, and again after every restart.
+for my $round (1 .. 3)
+{
+	kill 'STOP', $pid;
+	$node->safe_psql('postgres',
+		"UPDATE orders SET amount = amount + 1 WHERE order_id % 10 = $round");
+	$node->safe_psql('postgres',
+		"SELECT pg_logical_emit_message(false, 'big', repeat('x', 300000))");
+	$node->safe_psql('postgres',
+		"UPDATE items SET item_name = item_name || '+' WHERE item_id = $round");
+	kill 'CONT', $pid;
+	is( $node->safe_psql(
+			'postgres', "SELECT delta_join.wait('order_item_wide', '60s')"),
+		't',
+		"big records, round $round: the view caught up");
+}
+is(DeltaJoinWorkload::worker_pid($node), $pid,
+	'big records: the worker that read them still runs');
+DeltaJoinWorkload::check_views($node, \%views, 'after big records');
+ok(!$node->log_contains(qr/terminated by signal/), 'big records: no process crashed');
 
 $node->stop;
 done_testing();
