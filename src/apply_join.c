@@ -32,6 +32,9 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_am.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_opfamily.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -39,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "apply.h"
 #include "lookup.h"
@@ -337,6 +341,55 @@ reset_changed_caches(DeltaPlan *plan, ViewBatch *batch)
 	}
 }
 
+/*
+ * Are two values of each of the first natts columns of the index equal
+ * under its equality exactly when their bytes are?  Dirty keys are told
+ * apart by their bytes (batch.c).  Where the index calls different bytes
+ * equal -- numeric 1.0 and 1.00, text under a case-insensitive collation
+ * -- two dirty keys of a batch may be one row, each with the row as of
+ * another change, and only a fetch says which is current.  The btree
+ * families of pg_catalog whose equality is that of the bytes (text's with
+ * a deterministic collation) say yes; any other says no.
+ */
+static bool
+key_bytes_tell_equality(Relation index, int natts)
+{
+	static const char *const exact[] = {
+		"integer_ops", "oid_ops", "bool_ops", "char_ops", "bytea_ops",
+		"datetime_ops", "time_ops", "uuid_ops", "enum_ops", "pg_lsn_ops",
+		"text_ops", "text_pattern_ops"
+	};
+
+	for (int i = 0; i < natts; i++)
+	{
+		HeapTuple	tuple;
+		Form_pg_opfamily family;
+		bool		ok = false;
+
+		tuple = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(index->rd_opfamily[i]));
+		if (!HeapTupleIsValid(tuple))
+			return false;
+		family = (Form_pg_opfamily) GETSTRUCT(tuple);
+		if (family->opfmethod == BTREE_AM_OID &&
+			family->opfnamespace == PG_CATALOG_NAMESPACE)
+		{
+			for (int f = 0; f < (int) lengthof(exact); f++)
+			{
+				if (strcmp(NameStr(family->opfname), exact[f]) == 0)
+					ok = true;
+			}
+		}
+		ReleaseSysCache(tuple);
+		if (ok && (index->rd_opfamily[i] == TEXT_BTREE_FAM_OID ||
+				   index->rd_opfamily[i] == TEXT_PATTERN_BTREE_FAM_OID))
+			ok = OidIsValid(index->rd_indcollation[i]) &&
+				get_collation_isdeterministic(index->rd_indcollation[i]);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
 static WalkScans *
 walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk, SourceBatch *sb)
 {
@@ -348,10 +401,14 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk, SourceBatch *sb)
 							 GetActiveSnapshot());
 	ws->fetch->match_nulls = driver->key_has_nulls;
 
-	/* the source may have changed its columns since the rows were decoded */
+	/*
+	 * Decoded rows, unless the source has changed its columns since they
+	 * were decoded, or its key's bytes do not tell equal keys.
+	 */
 	if (ws->fetch->nparts == 1 && RelationGetRelid(ws->fetch->heaps[0]) == sb->relid &&
 		(sb->rowdesc == NULL ||
-		 row_type_fits(sb->rowdesc, RelationGetDescr(ws->fetch->heaps[0]))))
+		 row_type_fits(sb->rowdesc, RelationGetDescr(ws->fetch->heaps[0]))) &&
+		key_bytes_tell_equality(ws->fetch->indexes[0], driver->pk_natts))
 		ws->row_slot = MakeSingleTupleTableSlot(RelationGetDescr(ws->fetch->heaps[0]),
 												&TTSOpsHeapTuple);
 	ws->nlookups = list_length(walk->lookups);

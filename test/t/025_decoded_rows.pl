@@ -10,6 +10,8 @@
 #     buffer) and an unchanged one (a pointer to the stored value);
 #  3. the row type of the source changed after the rows were decoded: a
 #     column's type changed by a rewrite, a column added, one dropped;
+#     keys equal under their index with other bytes (numeric, a
+#     case-insensitive collation);
 #  4. a TRUNCATE after changes of the same source in the batch;
 #  5. a partitioned source, one of its partitions with its columns in
 #     another order (rows of partitions are fetched).
@@ -54,7 +56,14 @@ $node->safe_psql(
 	                     score int, label text);
 	CREATE INDEX ON scores (merchant_id, item_id);
 	INSERT INTO scores SELECT s, 1 + s % 3, 1 + s % 10, s, 'label ' || s
-	  FROM generate_series(1, 40) s;});
+	  FROM generate_series(1, 40) s;
+	CREATE TABLE amounts (id numeric PRIMARY KEY, merchant_id bigint, item_id bigint, v int);
+	CREATE INDEX ON amounts (merchant_id, item_id);
+	INSERT INTO amounts SELECT a, 1, 1 + a % 10, a FROM generate_series(1, 20) a;
+	CREATE COLLATION nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+	CREATE TABLE tags (tag text COLLATE nocase PRIMARY KEY, merchant_id bigint, item_id bigint, v int);
+	CREATE INDEX ON tags (merchant_id, item_id);
+	INSERT INTO tags SELECT 'tag' || t, 2, 1 + t % 10, t FROM generate_series(1, 20) t;});
 
 my %query = (
 	wide => $DeltaJoinTest::wide_query,
@@ -65,9 +74,13 @@ my %query = (
 	  . 'JOIN items i ON i.merchant_id = d.merchant_id AND i.item_id = d.item_id',
 	scores_wide => 'SELECT s.score_id, s.label, i.item_name FROM scores s '
 	  . 'JOIN items i ON i.merchant_id = s.merchant_id AND i.item_id = s.item_id',
+	amounts_retract => 'SELECT a.id, a.v, i.merchant_id, i.item_id, i.item_name FROM amounts a '
+	  . 'JOIN items i ON i.merchant_id = a.merchant_id AND i.item_id = a.item_id',
+	tags_retract => 'SELECT t.tag, t.v, i.merchant_id, i.item_id, i.item_name FROM tags t '
+	  . 'JOIN items i ON i.merchant_id = t.merchant_id AND i.item_id = t.item_id',
 	events_wide => 'SELECT e.merchant_id, e.event_id, e.what, i.item_name FROM events e '
 	  . 'JOIN items i ON i.merchant_id = e.merchant_id AND i.item_id = e.item_id');
-my %retract = (wide_retract => 1, docs_retract => 1);
+my %retract = (wide_retract => 1, docs_retract => 1, amounts_retract => 1, tags_retract => 1);
 foreach my $view (sort keys %query)
 {
 	my $options = $retract{$view} ? q{, options => '{"retract": true}'} : '';
@@ -172,6 +185,29 @@ one_batch(
 	q{ALTER TABLE orders ALTER COLUMN extra TYPE varchar(20)},
 	q{ALTER TABLE orders ALTER COLUMN extra DROP DEFAULT},
 	q{ALTER TABLE orders ALTER COLUMN extra TYPE int USING length(extra)});
+
+# 3b. Keys that are equal with other bytes: numeric 1.0 and 1.00, text
+# under a case-insensitive collation.  Each is a dirty key of its own, with
+# the row as of another change: the last of them, deleting the row of the
+# other bytes, must not delete the row in the target.
+one_batch(
+	'equal keys with other bytes',
+	'UPDATE amounts SET id = 1.00 WHERE id = 1.0',
+	'UPDATE amounts SET id = 1.0 WHERE id = 1.00',
+	'DELETE FROM amounts WHERE id = 1.0',
+	'INSERT INTO amounts VALUES (1.00, 1, 2, 11)',
+	'DELETE FROM amounts WHERE id = 2',
+	'INSERT INTO amounts VALUES (2.000, 1, 3, 12)',
+	'UPDATE amounts SET v = v + 1 WHERE id = 2.0',
+	q{UPDATE tags SET tag = 'TAG1' WHERE tag = 'tag1'},
+	q{DELETE FROM tags WHERE tag = 'Tag1'},
+	q{INSERT INTO tags VALUES ('tAg1', 2, 4, 99)},
+	q{DELETE FROM tags WHERE tag = 'tag2'},
+	q{INSERT INTO tags VALUES ('TAG2', 2, 5, 98)});
+is( $node->safe_psql('postgres',
+		q{SELECT count(*) FROM amounts_retract WHERE id IN (1, 2)} . ' UNION ALL '
+		  . q{SELECT count(*) FROM tags_retract WHERE tag IN ('tag1', 'tag2')}),
+	"2\n2", 'equal keys with other bytes: their rows are in the targets');
 
 # 4. A TRUNCATE drops the rows the batch had decoded before it.
 one_batch(
