@@ -41,6 +41,7 @@
 #include "access/xact.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -936,6 +937,33 @@ void
 apply_prepare_view(ViewRecord *view)
 {
 	(void) view_plan(view);
+}
+
+/*
+ * Lock what the view's apply reads and writes -- its sources (and their
+ * partitions), the views its query reads, its target -- as the apply will,
+ * so that the caller can take the snapshot the apply reads under only
+ * then.  A table rewrite (ALTER TABLE ... TYPE) writes every row anew in
+ * its own transaction: to a snapshot taken before it committed, while the
+ * apply waited for its lock, the table would look empty.
+ */
+void
+apply_lock_view(ViewRecord *view)
+{
+	CachedView *entry;
+
+	(void) view_plan(view);
+	entry = hash_search(view_cache, &view->view_id, HASH_FIND, NULL);
+	Assert(entry != NULL);
+	for (int i = 0; i < entry->nrelids; i++)
+	{
+		Oid			relid = entry->relids[i];
+		LOCKMODE	mode = (relid == view->target) ? RowExclusiveLock : AccessShareLock;
+
+		LockRelationOid(relid, mode);
+		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			(void) find_all_inheritors(relid, mode, NULL);
+	}
 }
 
 /* The plan's source of that ordinal, or NULL */

@@ -197,6 +197,7 @@ static ViewResult worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr
 static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
 								TimestampTz now, AppliedViews *applied);
 static void worker_confirm(XLogRecPtr end_lsn);
+static void forget_own_cancel(void);
 static void worker_confirm_flushed(void);
 static void worker_each_chunk(ViewRecord *view,
 							  void (*fn) (ViewRecord *view, ViewBatch *chunk, void *arg),
@@ -1342,6 +1343,23 @@ error_is_passing(int sqlerrcode)
 }
 
 /*
+ * The view's lookup_timeout (STATEMENT_TIMEOUT) and the worker's
+ * lock_timeout may go off together.  One of them raises the error that ends
+ * the view's apply; the other, going off while that error unwinds, leaves a
+ * cancel pending that would end the worker's next step instead.  It
+ * belonged to the view's apply, which is over: forget it.
+ */
+static void
+forget_own_cancel(void)
+{
+	bool		timed_out = get_timeout_indicator(LOCK_TIMEOUT, true);
+
+	timed_out |= get_timeout_indicator(STATEMENT_TIMEOUT, true);
+	if (timed_out)
+		QueryCancelPending = false;
+}
+
+/*
  * Apply the batch of one view inside a subtransaction, as the target's owner
  * with the view's settings and its lookup timeout.  On error the
  * subtransaction is rolled back and the error returned in *message.
@@ -1365,6 +1383,10 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 		if (view->options.lookup_timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
 
+		/* the snapshot is taken once what the view reads is locked */
+		PushActiveSnapshot(GetTransactionSnapshot());
+		apply_lock_view(view);
+		PopActiveSnapshot();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		batch->end_lsn = end_lsn;
 		if (spilled && view->path != DJ_PATH_FULL)
@@ -1372,7 +1394,8 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 		apply_view_batch(view, batch, counts);
 		PopActiveSnapshot();
 
-		disable_timeout(STATEMENT_TIMEOUT, false);
+		disable_timeout(STATEMENT_TIMEOUT, true);
+		forget_own_cancel();
 		runas_end(&runas);
 
 		ReleaseCurrentSubTransaction();
@@ -1383,11 +1406,12 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 	{
 		ErrorData  *edata;
 
-		disable_timeout(STATEMENT_TIMEOUT, false);
+		disable_timeout(STATEMENT_TIMEOUT, true);
 		MemoryContextSwitchTo(oldcxt);
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
+		forget_own_cancel();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
 

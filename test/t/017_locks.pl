@@ -14,6 +14,7 @@ use warnings;
 
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use DeltaJoinTest;
 use DeltaJoinWorkload;
 
@@ -220,6 +221,36 @@ is(DeltaJoinTest::differs($node, 'wide', $DeltaJoinTest::wide_query), '0',
 	'the join view equals its query');
 is(DeltaJoinTest::differs($node, 'summary', $DeltaJoinTest::summary_query), '0',
 	'the aggregate view equals its query');
+
+# ---- a source rewritten while the worker waits for its lock ----
+#
+# ALTER TABLE ... TYPE writes every row of the table anew, in its own
+# transaction.  The worker locks what a view reads before it takes the
+# snapshot it reads them under: with the snapshot taken first, a rewrite
+# that committed while the worker waited for its lock left the table empty
+# to that snapshot, so the walks from the other source's changes found no
+# rows, and the view kept the old values for good.
+$node->safe_psql('postgres', 'ALTER TABLE orders ADD COLUMN note int DEFAULT 1');
+is(wait_view('wide', '60s'), 't', 'rewrite: caught up before');
+foreach my $round (1 .. 3)
+{
+	my $rewriter = $node->background_psql('postgres');
+	$rewriter->query_safe('BEGIN');
+	$rewriter->query_safe(
+		'ALTER TABLE orders ALTER COLUMN note TYPE ' . ($round % 2 ? 'bigint' : 'int'));
+	$node->safe_psql('postgres', "UPDATE items SET item_name = 'rewrite $round, ' || item_id");
+	# the worker begins the batch and waits for its lock on orders, for
+	# less than its lock_timeout
+	usleep(400_000);
+	$rewriter->query_safe('COMMIT');
+	$rewriter->quit;
+	is(wait_view('wide', '60s'), 't', "rewrite $round: caught up");
+	is( $node->safe_psql(
+			'postgres',
+			"SELECT count(*) FROM (($DeltaJoinTest::wide_query) EXCEPT ALL TABLE wide) d"),
+		'0',
+		"rewrite $round: wide has every row of its query, with the new names");
+}
 
 $node->stop;
 done_testing();
