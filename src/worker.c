@@ -291,6 +291,15 @@ worker_session_setup(void)
 	 */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
+	/*
+	 * Whatever the database or role says: each view's apply takes its own
+	 * snapshot once what it reads is locked (worker_apply_view), which only
+	 * READ COMMITTED allows; and the worker writes.
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET,
+					PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
 	/* never wait long for a lock, and be the one a deadlock stops */
 	SetConfigOption("lock_timeout", WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("deadlock_timeout", WORKER_DEADLOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);

@@ -230,7 +230,19 @@ is(DeltaJoinTest::differs($node, 'summary', $DeltaJoinTest::summary_query), '0',
 # that committed while the worker waited for its lock left the table empty
 # to that snapshot, so the walks from the other source's changes found no
 # rows, and the view kept the old values for good.
+# The same holds when the database's default isolation is REPEATABLE READ,
+# which would fix one snapshot for the worker's whole batch: the worker
+# runs its transactions READ COMMITTED whatever the database says.
 $node->safe_psql('postgres', 'ALTER TABLE orders ADD COLUMN note int DEFAULT 1');
+$node->safe_psql('postgres',
+	"ALTER DATABASE postgres SET default_transaction_isolation = 'repeatable read'");
+my $old_worker = DeltaJoinWorkload::worker_pid($node);
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($old_worker)");
+ok( $node->poll_query_until(
+		'postgres', qq{
+		SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE backend_type = 'delta_join worker' AND pid <> $old_worker}),
+	'rewrite: a worker runs again, under the new database default');
 is(wait_view('wide', '60s'), 't', 'rewrite: caught up before');
 foreach my $round (1 .. 3)
 {
@@ -251,6 +263,7 @@ foreach my $round (1 .. 3)
 		'0',
 		"rewrite $round: wide has every row of its query, with the new names");
 }
+$node->safe_psql('postgres', 'ALTER DATABASE postgres RESET default_transaction_isolation');
 
 $node->stop;
 done_testing();
