@@ -161,11 +161,11 @@ apply_forget_views(void)
 }
 
 /*
- * The view's delta plan, from the cache or built now (as the current user,
- * who must be the target's owner).
+ * The view's cache entry, its delta plan from the cache or built now (as
+ * the current user, who must be the target's owner).
  */
-static DeltaPlan *
-view_plan(ViewRecord *view)
+static CachedView *
+view_entry(ViewRecord *view)
 {
 	CachedView *entry;
 	bool		found;
@@ -187,7 +187,7 @@ view_plan(ViewRecord *view)
 
 	entry = hash_search(view_cache, &view->view_id, HASH_ENTER, &found);
 	if (found && entry->valid)
-		return entry->plan;
+		return entry;
 	if (found)
 		MemoryContextDelete(entry->cxt);
 	entry->valid = false;
@@ -215,7 +215,14 @@ view_plan(ViewRecord *view)
 	entry->valid = (invalidations == seen);
 	elog(DEBUG1, "delta_join: built the plan of view %d (target \"%s\")",
 		 view->view_id, get_rel_name(view->target));
-	return entry->plan;
+	return entry;
+}
+
+/* The view's delta plan (view_entry) */
+static DeltaPlan *
+view_plan(ViewRecord *view)
+{
+	return view_entry(view)->plan;
 }
 
 /*
@@ -950,11 +957,8 @@ apply_prepare_view(ViewRecord *view)
 void
 apply_lock_view(ViewRecord *view)
 {
-	CachedView *entry;
+	CachedView *entry = view_entry(view);
 
-	(void) view_plan(view);
-	entry = hash_search(view_cache, &view->view_id, HASH_FIND, NULL);
-	Assert(entry != NULL);
 	for (int i = 0; i < entry->nrelids; i++)
 	{
 		Oid			relid = entry->relids[i];
