@@ -947,17 +947,43 @@ apply_prepare_view(ViewRecord *view)
 }
 
 /*
+ * Was the relation created or its storage replaced (a rewrite, a TRUNCATE)
+ * -- its pg_class row written -- by a transaction that snapshot does not
+ * see?  Through the syscache, whose tuples tell a frozen xmin.
+ */
+static bool
+relation_written_after(Oid relid, Snapshot snapshot)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		after = false;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+
+		after = TransactionIdIsNormal(xmin) && XidInMVCCSnapshot(xmin, snapshot);
+		ReleaseSysCache(tuple);
+	}
+	return after;
+}
+
+/*
  * Lock what the view's apply reads and writes -- its sources (and their
  * partitions), the views its query reads, its target -- as the apply will,
- * so that the caller can take the snapshot the apply reads under only
- * then.  A table rewrite (ALTER TABLE ... TYPE) writes every row anew in
- * its own transaction: to a snapshot taken before it committed, while the
- * apply waited for its lock, the table would look empty.
+ * before the apply reads under its snapshot.  A table rewrite (ALTER TABLE
+ * ... TYPE) writes every row anew in its own transaction, and a TRUNCATE
+ * gives the table new, empty storage: to a snapshot that does not see
+ * them, the table would look empty.  When the snapshot was taken before
+ * the locks (snapshot, the batch's), returns false if such a change of one
+ * of the relations committed after it; the view must then be applied
+ * under a later snapshot.  Without one, the caller takes its snapshot
+ * once the locks are held, and always gets true.
  */
-void
-apply_lock_view(ViewRecord *view)
+bool
+apply_lock_view(ViewRecord *view, Snapshot snapshot)
 {
 	CachedView *entry = view_entry(view);
+	bool		seen = true;
 
 	for (int i = 0; i < entry->nrelids; i++)
 	{
@@ -965,9 +991,33 @@ apply_lock_view(ViewRecord *view)
 		LOCKMODE	mode = (relid == view->target) ? RowExclusiveLock : AccessShareLock;
 
 		LockRelationOid(relid, mode);
+		if (snapshot != NULL && relation_written_after(relid, snapshot))
+			seen = false;
 		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
-			(void) find_all_inheritors(relid, mode, NULL);
+		{
+			List	   *parts = find_all_inheritors(relid, mode, NULL);
+			ListCell   *lc;
+
+			foreach(lc, parts)
+			{
+				if (snapshot != NULL && relation_written_after(lfirst_oid(lc), snapshot))
+					seen = false;
+			}
+		}
 	}
+	return seen;
+}
+
+/*
+ * Is the view's apply one recompute of the whole (a full recompute, an
+ * aggregate without GROUP BY), whatever its keys?
+ */
+bool
+apply_view_whole(ViewRecord *view)
+{
+	DeltaPlan  *plan = view_plan(view);
+
+	return plan->path == DJ_PATH_FULL || plan->whole;
 }
 
 /* The plan's source of that ordinal, or NULL */

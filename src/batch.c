@@ -270,6 +270,18 @@ key_set_create(MemoryContext cxt)
  * The place of the key of that image in the set for its DirtyKey: NULL if
  * the key is new, and a copy of the image is then made in cxt.
  */
+static void
+key_tag_init(KeyTag *tag, int view_id, int ordinal, const StringInfo image)
+{
+	memset(tag, 0, sizeof(KeyTag));
+	tag->view_id = view_id;
+	tag->ordinal = ordinal;
+	tag->len = image->len;
+	tag->data = image->data;
+	tag->hash = hash_combine(hash_bytes((const unsigned char *) image->data, image->len),
+							 hash_combine((uint32) view_id, (uint32) ordinal));
+}
+
 DirtyKey **
 key_set_enter(HTAB *set, int view_id, int ordinal, const StringInfo image,
 			  MemoryContext cxt)
@@ -278,14 +290,7 @@ key_set_enter(HTAB *set, int view_id, int ordinal, const StringInfo image,
 	KeyEntry   *entry;
 	bool		found;
 
-	memset(&tag, 0, sizeof(tag));
-	tag.view_id = view_id;
-	tag.ordinal = ordinal;
-	tag.len = image->len;
-	tag.data = image->data;
-	tag.hash = hash_combine(hash_bytes((const unsigned char *) image->data, image->len),
-							hash_combine((uint32) view_id, (uint32) ordinal));
-
+	key_tag_init(&tag, view_id, ordinal, image);
 	entry = hash_search(set, &tag, HASH_ENTER, &found);
 	if (!found)
 	{
@@ -296,6 +301,21 @@ key_set_enter(HTAB *set, int view_id, int ordinal, const StringInfo image,
 		entry->key = NULL;
 	}
 	return &entry->key;
+}
+
+/*
+ * The place of the key of that image in the set for its DirtyKey, or NULL
+ * when the set does not hold it.
+ */
+DirtyKey **
+key_set_find(HTAB *set, int view_id, int ordinal, const StringInfo image)
+{
+	KeyTag		tag;
+	KeyEntry   *entry;
+
+	key_tag_init(&tag, view_id, ordinal, image);
+	entry = hash_search(set, &tag, HASH_FIND, NULL);
+	return entry ? &entry->key : NULL;
 }
 
 /*
@@ -360,6 +380,66 @@ void
 view_batch_sort_sources(ViewBatch *batch)
 {
 	list_sort(batch->sources, source_batch_cmp);
+}
+
+/*
+ * A copy of batch whose lists of sources and keys are its own (the keys
+ * are shared), in the current memory context, for view_batch_take to take
+ * pieces of.
+ */
+ViewBatch *
+view_batch_copy(const ViewBatch *batch)
+{
+	ViewBatch  *copy = palloc(sizeof(ViewBatch));
+	ListCell   *lc;
+
+	*copy = *batch;
+	copy->sources = NIL;
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = palloc(sizeof(SourceBatch));
+
+		*sb = *(SourceBatch *) lfirst(lc);
+		sb->keys = list_copy(sb->keys);
+		copy->sources = lappend(copy->sources, sb);
+	}
+	return copy;
+}
+
+/*
+ * Take the first n keys out of batch, as a batch of their own allocated in
+ * the current memory context: the next piece of a view's apply
+ * (worker.c).  The first piece taken from a batch has every source of it,
+ * with its TRUNCATEs, so that applying it empties the lookup caches of
+ * every source that changed; later ones have only the sources of their
+ * keys.
+ */
+ViewBatch *
+view_batch_take(ViewBatch *batch, int64 n, bool first)
+{
+	ViewBatch  *piece = palloc(sizeof(ViewBatch));
+	ListCell   *lc;
+
+	*piece = *batch;
+	piece->sources = NIL;
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+		int			take = (int) Min(n, (int64) list_length(sb->keys));
+		SourceBatch *part;
+
+		if (take == 0 && !first)
+			continue;
+		part = palloc(sizeof(SourceBatch));
+		*part = *sb;
+		part->keys = list_copy_head(sb->keys, take);
+		part->truncated = first && sb->truncated;
+		piece->sources = lappend(piece->sources, part);
+		sb->keys = list_delete_first_n(sb->keys, take);
+		sb->truncated = false;
+		n -= take;
+	}
+	return piece;
 }
 
 /*

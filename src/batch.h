@@ -124,9 +124,13 @@ extern DirtyKey *dirty_key_from_image(const SourceBatch *shape, const char *imag
 extern HTAB *key_set_create(MemoryContext cxt);
 extern DirtyKey **key_set_enter(HTAB *set, int view_id, int ordinal,
 							   const StringInfo image, MemoryContext cxt);
+extern DirtyKey **key_set_find(HTAB *set, int view_id, int ordinal,
+							   const StringInfo image);
 extern bool row_type_fits(TupleDesc stored, TupleDesc current);
 extern void view_batch_sort_sources(ViewBatch *batch);
 extern int64 view_batch_nkeys(const ViewBatch *batch);
+extern ViewBatch *view_batch_copy(const ViewBatch *batch);
+extern ViewBatch *view_batch_take(ViewBatch *batch, int64 n, bool first);
 extern void apply_counts_add(ApplyCounts *into, const ApplyCounts *from);
 extern void view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen,
 							 MemoryContext cxt);

@@ -24,9 +24,13 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -35,6 +39,7 @@
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "catalog.h"
 #include "options.h"
@@ -186,7 +191,7 @@ catalog_managed_by(Oid target)
 }
 
 #define VIEW_COLUMNS "view_id, target, query_view, kind, options, settings, " \
-	"state, applied_lsn, path"
+	"state, applied_lsn, path, ctid"
 
 /* Fill *view from row i of the current SPI result (sources not read). */
 static void
@@ -212,6 +217,7 @@ read_view_row(uint64 i, ViewRecord *view)
 	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
 	if (!analyze_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
 		elog(ERROR, "delta view %d has an unknown path", view->view_id);
+	view->catalog_tid = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 10, &isnull));
 }
 
 /* A SourceRecord from row i of the current SPI result */
@@ -319,6 +325,39 @@ catalog_get_view(int view_id, ViewRecord *view)
 		return false;
 	*view = *(ViewRecord *) linitial(views);
 	return true;
+}
+
+/*
+ * Was the view's catalog row, as catalog_list_views read it, written by a
+ * transaction that snapshot does not see: a create_view or refresh() that
+ * committed after it was taken?  The row is fetched by its tid, in C,
+ * because only its tuple header tells a frozen xmin from an old one.  The
+ * caller's transaction read the row: it holds a lock on view_catalog that
+ * keeps the row where it was.
+ */
+bool
+catalog_view_written_after(ViewRecord *view, Snapshot snapshot)
+{
+	Oid			relid = get_relname_relid("view_catalog",
+										  get_namespace_oid(DJ_SCHEMA, false));
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ItemPointerData tid = view->catalog_tid;
+	bool		after = false;
+
+	if (table_tuple_fetch_row_version(rel, &tid, SnapshotAny, slot))
+	{
+		bool		should_free;
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		TransactionId xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+
+		after = TransactionIdIsNormal(xmin) && XidInMVCCSnapshot(xmin, snapshot);
+		if (should_free)
+			heap_freetuple(tuple);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+	return after;
 }
 
 /* Every view of the database, in view_id order (ViewRecord *). */

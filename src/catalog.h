@@ -11,7 +11,9 @@
 #include "access/xlogdefs.h"
 #include "analyze.h"
 #include "utils/jsonb.h"
+#include "storage/itemptr.h"
 #include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 /* One row of delta_join.source_catalog. */
 typedef struct SourceRecord
@@ -36,6 +38,7 @@ typedef struct ViewRecord
 	bool		in_error;
 	XLogRecPtr	applied_lsn;
 	List	   *sources;		/* SourceRecord *, in ordinal order */
+	ItemPointerData catalog_tid;	/* of the catalog row read */
 } ViewRecord;
 
 /* The key columns of one (view, source) a relation feeds, for decoding. */
@@ -57,6 +60,7 @@ extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern char *catalog_managed_by(Oid target);
 extern bool catalog_get_view(int view_id, ViewRecord *view);
 extern List *catalog_list_views(void);
+extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
 extern void catalog_set_error(int view_id, const char *message);

@@ -184,8 +184,16 @@ static void decode_report_broken(DecodeCapture *cap, int view_id,
 static DirtyKey *decode_capture_key(DecodeState *state, DecodeCapture *cap,
 							   SourceTarget *target, HeapTuple tuple,
 							   TupleDesc desc, bool skip_unchanged_toast);
-static void decode_keep_row(DecodeCapture *cap, SourceTarget *target, DirtyKey *key,
-							Relation relation, HeapTuple tuple);
+static bool decode_key_image(DecodeState *state, SourceTarget *target, HeapTuple tuple,
+							 TupleDesc desc, bool skip_unchanged_toast);
+static void decode_keep_row(DecodeState *state, DecodeCapture *cap, SourceTarget *target,
+							DirtyKey *key, Relation relation, HeapTuple tuple);
+static void decode_carry_key(DecodeState *state, DecodeCapture *cap, ReorderBufferTXN *txn,
+							 SourceTarget *target, HeapTuple tuple, TupleDesc desc,
+							 bool skip_unchanged_toast);
+static void decode_carry(DecodeCapture *cap, ReorderBufferTXN *txn, SourceTarget *target,
+						 StringInfo image);
+static void decode_carried_in(DecodeCapture *cap, CarriedKey *ck);
 static void decode_forget_row(DecodeCapture *cap, DirtyKey *key);
 static void decode_target_batch(DecodeCapture *cap, SourceTarget *target);
 static void decode_spill_keys(DecodeCapture *cap);
@@ -258,10 +266,19 @@ decode_shutdown(LogicalDecodingContext *ctx)
 		active_state = NULL;
 }
 
+/*
+ * A transaction's changes are about to be replayed: does the batch's
+ * snapshot see it?  Its changes are carried to the next batch if not.
+ */
 static void
 decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 {
-	/* nothing to do: a transaction matters only through its changes */
+	DecodeCapture *cap = capture_of(ctx);
+
+	if (cap == NULL)
+		return;
+	cap->txn_hidden = (cap->snapshot != NULL &&
+					   XidInMVCCSnapshot(txn->xid, cap->snapshot));
 }
 
 /*
@@ -327,6 +344,20 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	}
 
 	desc = RelationGetDescr(relation);
+	if (cap->txn_hidden)
+	{
+		for (i = 0; i < entry->ntargets; i++)
+		{
+			if (newtuple != NULL)
+				decode_carry_key(state, cap, txn, &entry->targets[i], newtuple, desc,
+								 oldtuple != NULL);
+			if (oldtuple != NULL)
+				decode_carry_key(state, cap, txn, &entry->targets[i], oldtuple, desc,
+								 false);
+		}
+		return;
+	}
+
 	decode_count_change(cap, txn, entry);
 	for (i = 0; i < entry->ntargets; i++)
 	{
@@ -343,7 +374,7 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			newkey = decode_capture_key(state, cap, target, newtuple, desc,
 										oldtuple != NULL);
 			if (newkey != NULL)
-				decode_keep_row(cap, target, newkey, relation, newtuple);
+				decode_keep_row(state, cap, target, newkey, relation, newtuple);
 		}
 		if (oldtuple != NULL)
 		{
@@ -351,7 +382,7 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			if (oldkey == NULL || oldkey == newkey)
 				continue;
 			if (change->action == REORDER_BUFFER_CHANGE_DELETE)
-				decode_keep_row(cap, target, oldkey, relation, NULL);
+				decode_keep_row(state, cap, target, oldkey, relation, NULL);
 			else
 				decode_forget_row(cap, oldkey);	/* moved away (or not captured) */
 		}
@@ -377,8 +408,8 @@ decode_forget_row(DecodeCapture *cap, DirtyKey *key)
  * file); otherwise the row is to be fetched.
  */
 static void
-decode_keep_row(DecodeCapture *cap, SourceTarget *target, DirtyKey *key,
-				Relation relation, HeapTuple tuple)
+decode_keep_row(DecodeState *state, DecodeCapture *cap, SourceTarget *target,
+				DirtyKey *key, Relation relation, HeapTuple tuple)
 {
 	SourceBatch *sb = target->source_batch;
 	TupleDesc	desc = RelationGetDescr(relation);
@@ -386,6 +417,12 @@ decode_keep_row(DecodeCapture *cap, SourceTarget *target, DirtyKey *key,
 
 	decode_forget_row(cap, key);
 	if (RelationGetRelid(relation) != sb->relid)
+		return;
+
+	/* a transaction the snapshot does not see changed it (state->image) */
+	if (cap->hidden_keys != NULL &&
+		key_set_find(cap->hidden_keys, target->view_id, target->ordinal,
+					 &state->image) != NULL)
 		return;
 	for (int k = 0; k < sb->nkeys; k++)
 	{
@@ -451,6 +488,12 @@ decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		if (entry->ntargets == 0)
 			continue;
 
+		if (cap->txn_hidden)
+		{
+			for (i = 0; i < entry->ntargets; i++)
+				decode_carry(cap, txn, &entry->targets[i], NULL);
+			continue;
+		}
 		decode_count_change(cap, txn, entry);
 		for (i = 0; i < entry->ntargets; i++)
 		{
@@ -763,6 +806,8 @@ decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt)
 	HASHCTL		hctl;
 	uint64		generation = cap->generation;
 	int64		spill_at = cap->spill_at;
+	MemoryContext carry_cxt = cap->carry_cxt;
+	List	   *carried = cap->carried;
 
 	Assert(cap->spills == NIL);
 	memset(cap, 0, sizeof(DecodeCapture));
@@ -770,6 +815,14 @@ decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt)
 	cap->batch_cxt = batch_cxt;
 	cap->generation = generation + 1;
 	cap->spill_at = spill_at;
+
+	/* what is carried outlives the batch: beside it, under the same parent */
+	if (carry_cxt == NULL)
+		carry_cxt = AllocSetContextCreate(MemoryContextGetParent(batch_cxt),
+										  "delta_join carried keys",
+										  ALLOCSET_SMALL_SIZES);
+	cap->carry_cxt = carry_cxt;
+	cap->carried = carried;
 
 	cap->keys_cxt = AllocSetContextCreate(batch_cxt, "delta_join dirty keys",
 										  ALLOCSET_DEFAULT_SIZES);
@@ -792,6 +845,173 @@ bool
 decode_capture_is_empty(DecodeCapture *cap)
 {
 	return cap->nchanges == 0 && cap->broken == NIL;
+}
+
+/*
+ * The batch will be applied under snapshot: the transactions it does not
+ * see are carried to the next batch as they are decoded, and what earlier
+ * batches carried is put in this one, if the snapshot sees it now, or
+ * carried on.  Before the batch decodes anything.
+ */
+void
+decode_capture_set_snapshot(DecodeCapture *cap, Snapshot snapshot)
+{
+	List	   *carried = cap->carried;
+	MemoryContext old_cxt = cap->carry_cxt;
+	ListCell   *lc;
+
+	cap->snapshot = snapshot;
+	if (carried == NIL)
+		return;
+
+	cap->carried = NIL;
+	cap->carry_cxt = AllocSetContextCreate(MemoryContextGetParent(old_cxt),
+										   "delta_join carried keys",
+										   ALLOCSET_SMALL_SIZES);
+	foreach(lc, carried)
+	{
+		CarriedKey *ck = lfirst(lc);
+
+		if (XidInMVCCSnapshot(ck->xid, snapshot))
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(cap->carry_cxt);
+			CarriedKey *copy = palloc(sizeof(CarriedKey));
+
+			*copy = *ck;
+			copy->typlen = palloc(Max(ck->nkeys, 1) * sizeof(int16));
+			copy->typbyval = palloc(Max(ck->nkeys, 1) * sizeof(bool));
+			memcpy(copy->typlen, ck->typlen, ck->nkeys * sizeof(int16));
+			memcpy(copy->typbyval, ck->typbyval, ck->nkeys * sizeof(bool));
+			if (ck->image != NULL)
+			{
+				copy->image = palloc(Max(ck->len, 1));
+				memcpy(copy->image, ck->image, ck->len);
+			}
+			cap->carried = lappend(cap->carried, copy);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		else
+			decode_carried_in(cap, ck);
+	}
+	MemoryContextDelete(old_cxt);
+}
+
+/* Put a carried key (or TRUNCATE) whose transaction is now seen in the batch */
+static void
+decode_carried_in(DecodeCapture *cap, CarriedKey *ck)
+{
+	SourceTarget target;
+
+	memset(&target, 0, sizeof(target));
+	target.view_id = ck->view_id;
+	target.ordinal = ck->ordinal;
+	target.source_relid = ck->relid;
+	target.nkeys = ck->nkeys;
+	target.typlen = ck->typlen;
+	target.typbyval = ck->typbyval;
+	decode_target_batch(cap, &target);
+
+	if (cap->first_change_time == 0)
+		cap->first_change_time = GetCurrentTimestamp();
+	cap->nchanges++;
+	target.view_batch->changes++;
+
+	if (ck->truncated)
+		target.source_batch->truncated = true;
+	else
+	{
+		StringInfoData image;
+		DirtyKey  **slot;
+
+		image.data = ck->image;
+		image.len = ck->len;
+		slot = key_set_enter(cap->keys, ck->view_id, ck->ordinal, &image, cap->keys_cxt);
+		if (*slot == NULL)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(cap->keys_cxt);
+			uint32		used;
+
+			*slot = dirty_key_from_image(target.source_batch, ck->image, &used);
+			target.source_batch->keys = lappend(target.source_batch->keys, *slot);
+			cap->nkeys++;
+			MemoryContextSwitchTo(oldcxt);
+			if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
+				decode_spill_keys(cap);
+		}
+	}
+}
+
+/* Where the first transaction whose keys are carried commits, or invalid */
+XLogRecPtr
+decode_capture_carried_lsn(DecodeCapture *cap)
+{
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	ListCell   *lc;
+
+	foreach(lc, cap->carried)
+	{
+		CarriedKey *ck = lfirst(lc);
+
+		if (XLogRecPtrIsInvalid(lsn) || ck->commit_lsn < lsn)
+			lsn = ck->commit_lsn;
+	}
+	return lsn;
+}
+
+/*
+ * The key of a tuple of a transaction the batch's snapshot does not see:
+ * carry it to the next batch, and keep no row for it in this one.
+ */
+static void
+decode_carry_key(DecodeState *state, DecodeCapture *cap, ReorderBufferTXN *txn,
+				 SourceTarget *target, HeapTuple tuple, TupleDesc desc,
+				 bool skip_unchanged_toast)
+{
+	DirtyKey  **slot;
+
+	if (!decode_key_image(state, target, tuple, desc, skip_unchanged_toast))
+		return;
+	decode_carry(cap, txn, target, &state->image);
+
+	if (cap->hidden_keys == NULL)
+		cap->hidden_keys = key_set_create(cap->batch_cxt);
+	(void) key_set_enter(cap->hidden_keys, target->view_id, target->ordinal,
+						 &state->image, cap->batch_cxt);
+	if (target->generation == cap->generation &&
+		(slot = key_set_find(cap->keys, target->view_id, target->ordinal,
+							 &state->image)) != NULL &&
+		*slot != NULL)
+		decode_forget_row(cap, *slot);
+}
+
+/* Carry a key's image (NULL: a TRUNCATE of the source) to the next batch */
+static void
+decode_carry(DecodeCapture *cap, ReorderBufferTXN *txn, SourceTarget *target,
+			 StringInfo image)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cap->carry_cxt);
+	CarriedKey *ck = palloc0(sizeof(CarriedKey));
+
+	ck->xid = txn->xid;
+	ck->commit_lsn = txn->final_lsn;
+	ck->view_id = target->view_id;
+	ck->ordinal = target->ordinal;
+	ck->relid = target->source_relid;
+	ck->nkeys = target->nkeys;
+	ck->typlen = palloc(Max(target->nkeys, 1) * sizeof(int16));
+	ck->typbyval = palloc(Max(target->nkeys, 1) * sizeof(bool));
+	memcpy(ck->typlen, target->typlen, target->nkeys * sizeof(int16));
+	memcpy(ck->typbyval, target->typbyval, target->nkeys * sizeof(bool));
+	if (image == NULL)
+		ck->truncated = true;
+	else
+	{
+		ck->len = image->len;
+		ck->image = palloc(Max(image->len, 1));
+		memcpy(ck->image, image->data, image->len);
+	}
+	cap->carried = lappend(cap->carried, ck);
+	MemoryContextSwitchTo(oldcxt);
 }
 
 static int
@@ -886,19 +1106,6 @@ decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn, RelEntry *entry)
 		cap->first_change_time = GetCurrentTimestamp();
 	cap->nchanges++;
 
-	/* a transaction's changes arrive together: note its xid once */
-	if (cap->nxids == 0 || cap->xids[cap->nxids - 1] != txn->xid)
-	{
-		if (cap->nxids == cap->maxxids)
-		{
-			cap->maxxids = Max(64, cap->maxxids * 2);
-			cap->xids = cap->xids == NULL ?
-				MemoryContextAlloc(cap->batch_cxt, sizeof(TransactionId) * cap->maxxids) :
-				repalloc(cap->xids, sizeof(TransactionId) * cap->maxxids);
-		}
-		cap->xids[cap->nxids++] = txn->xid;
-	}
-
 	for (i = 0; i < entry->ntargets; i++)
 	{
 		SourceTarget *target = &entry->targets[i];
@@ -912,6 +1119,18 @@ decode_count_change(DecodeCapture *cap, ReorderBufferTXN *txn, RelEntry *entry)
 		if (txn->xact_time.commit_time > vb->commit_time)
 			vb->commit_time = txn->xact_time.commit_time;
 	}
+}
+
+/* The shape of a target's keys, as dirty_key_image and its kin take it */
+static SourceBatch *
+source_shape(SourceTarget *target)
+{
+	static SourceBatch shape;
+
+	shape.nkeys = target->nkeys;
+	shape.typlen = target->typlen;
+	shape.typbyval = target->typbyval;
+	return &shape;
 }
 
 /*
@@ -928,8 +1147,42 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 				   SourceTarget *target, HeapTuple tuple, TupleDesc desc,
 				   bool skip_unchanged_toast)
 {
-	StringInfo	image = &state->image;
 	DirtyKey  **slot;
+
+	if (!decode_key_image(state, target, tuple, desc, skip_unchanged_toast))
+		return NULL;
+
+	decode_target_batch(cap, target);
+	slot = key_set_enter(cap->keys, target->view_id, target->ordinal, &state->image,
+						 cap->keys_cxt);
+	if (*slot == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(cap->keys_cxt);
+		SourceBatch *sb = target->source_batch;
+
+		*slot = dirty_key_make(sb, state->values, state->isnull);
+		sb->keys = lappend(sb->keys, *slot);
+		cap->nkeys++;
+		MemoryContextSwitchTo(oldcxt);
+
+		if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
+		{
+			decode_spill_keys(cap);
+			return NULL;
+		}
+	}
+	return *slot;
+}
+
+/*
+ * The key of one tuple for a target: its values in state->values and
+ * state->isnull (detoasted), its image in state->image.  False when it is
+ * not captured (see decode_capture_key).
+ */
+static bool
+decode_key_image(DecodeState *state, SourceTarget *target, HeapTuple tuple,
+				 TupleDesc desc, bool skip_unchanged_toast)
+{
 	int			k;
 
 	if (target->nkeys > state->maxkeys)
@@ -961,38 +1214,19 @@ decode_capture_key(DecodeState *state, DecodeCapture *cap,
 			if (VARATT_IS_EXTERNAL_ONDISK(v))
 			{
 				if (skip_unchanged_toast)
-					return NULL;
+					return false;
 				elog(WARNING, "key of view %d in relation %u is stored out of line and was not logged; the change is not captured",
 					 target->view_id, target->source_relid);
-				return NULL;
+				return false;
 			}
 			if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
 				state->values[k] = PointerGetDatum(detoast_attr(v));
 		}
 	}
 
-	decode_target_batch(cap, target);
-
-	resetStringInfo(image);
-	dirty_key_image(image, target->source_batch, state->values, state->isnull);
-	slot = key_set_enter(cap->keys, target->view_id, target->ordinal, image, cap->keys_cxt);
-	if (*slot == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(cap->keys_cxt);
-		SourceBatch *sb = target->source_batch;
-
-		*slot = dirty_key_make(sb, state->values, state->isnull);
-		sb->keys = lappend(sb->keys, *slot);
-		cap->nkeys++;
-		MemoryContextSwitchTo(oldcxt);
-
-		if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
-		{
-			decode_spill_keys(cap);
-			return NULL;
-		}
-	}
-	return *slot;
+	resetStringInfo(&state->image);
+	dirty_key_image(&state->image, source_shape(target), state->values, state->isnull);
+	return true;
 }
 
 /* ----------------

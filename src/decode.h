@@ -20,6 +20,14 @@
  * in memory.  A key may then be read more than once: applying a key twice
  * does no harm.
  *
+ * The snapshot a batch is applied under is taken before the WAL it covers
+ * is decoded (worker.c, "consistent snapshots").  A transaction may write
+ * its commit record before that snapshot is taken and leave the proc array
+ * only after: decoded, but not seen by the snapshot.  Its keys are not put
+ * in the batch but carried to the next one, whose snapshot sees it
+ * (CarriedKey); meanwhile the capture keeps no decoded row for a key such a
+ * transaction touched, since that row would be newer than the snapshot.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef DJ_DECODE_H
@@ -29,6 +37,7 @@
 #include "nodes/pg_list.h"
 #include "storage/buffile.h"
 #include "utils/hsearch.h"
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
 #include "batch.h"
@@ -45,6 +54,25 @@ typedef struct BrokenView
 	int			view_id;
 	char	   *message;
 } BrokenView;
+
+/*
+ * A dirty key (or a TRUNCATE) of a transaction the batch's snapshot did not
+ * see, carried to the next batch.  Lives in DecodeCapture.carry_cxt.
+ */
+typedef struct CarriedKey
+{
+	TransactionId xid;
+	XLogRecPtr	commit_lsn;		/* where the transaction's commit record starts */
+	int			view_id;
+	int			ordinal;
+	Oid			relid;			/* the source, as registered */
+	int			nkeys;			/* the shape of its key (SourceBatch) */
+	int16	   *typlen;
+	bool	   *typbyval;
+	bool		truncated;		/* a TRUNCATE of the source, not a key */
+	uint32		len;			/* the key's image (batch.c) */
+	char	   *image;
+} CarriedKey;
 
 typedef struct DecodeCapture
 {
@@ -63,9 +91,6 @@ typedef struct DecodeCapture
 	int64		nchanges;		/* changes of sources captured */
 	List	   *broken;			/* BrokenView *, one per view */
 	TimestampTz first_change_time;	/* when the first change was captured */
-	TransactionId *xids;		/* transactions with captured changes */
-	int			nxids;
-	int			maxxids;
 	XLogRecPtr	last_commit_lsn;	/* newest commit decoded, source or not */
 	TimestampTz last_commit_time;
 
@@ -76,9 +101,24 @@ typedef struct DecodeCapture
 	 * extension, and its views with it.
 	 */
 	Oid			live_catalog;
+
+	/*
+	 * The snapshot the batch is applied under (NULL: every decoded
+	 * transaction counts as seen), and what is carried past it: the keys
+	 * of transactions it does not see, in carry_cxt, which outlives the
+	 * batch.  hidden_keys holds the images of the keys those transactions
+	 * touched in this batch (their rows are not kept).
+	 */
+	Snapshot	snapshot;
+	bool		txn_hidden;		/* the transaction being decoded is not seen */
+	HTAB	   *hidden_keys;
+	MemoryContext carry_cxt;
+	List	   *carried;		/* CarriedKey * */
 } DecodeCapture;
 
 extern void decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt);
+extern void decode_capture_set_snapshot(DecodeCapture *cap, Snapshot snapshot);
+extern XLogRecPtr decode_capture_carried_lsn(DecodeCapture *cap);
 extern void decode_capture_release(DecodeCapture *cap);
 extern bool decode_capture_is_empty(DecodeCapture *cap);
 extern List *decode_capture_batches(DecodeCapture *cap);

@@ -6,12 +6,15 @@
  *
  * The apply worker (worker.c) acquires its database's slot and starts the
  * driver once; the context then stays open for the worker's life.  Each
- * decoding_read() decodes what is flushed, and the output plugin (decode.c)
- * adds the dirty keys of every decoded change of a source to the capture,
- * until all is read or the batch policy (batch.h) says the batch is full or
- * due.  The capture is this file's own: the worker asks for its batches, its
- * spilled chunks, its broken views, and waits for its transactions to be
- * visible, through the functions below.
+ * decoding_read() decodes, in the batch's transaction and for the snapshot
+ * the batch is applied under, the WAL up to a position read after that
+ * snapshot was taken; the output plugin (decode.c) adds the dirty keys of
+ * every decoded change of a source to the capture, or carries them to the
+ * next batch when the snapshot does not see their transaction, until all
+ * is read or the batch policy (batch.h) says the batch is full or due.
+ * The capture is this file's own: the worker asks for its batches, its
+ * spilled chunks, its broken views and what it carries through the
+ * functions below.
  *
  * IDENTIFICATION
  *	  src/decoding.c
@@ -27,7 +30,6 @@
 #include "replication/decode.h"
 #include "replication/logical.h"
 #include "replication/slot.h"
-#include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -40,6 +42,8 @@
 
 static LogicalDecodingContext *decoding = NULL;
 static DecodeCapture capture;
+
+static bool decoding_batch_due(BatchPolicy policy);
 
 /*
  * Read a page of WAL for decoding, but only what is flushed: where
@@ -97,36 +101,37 @@ decoding_position(void)
 }
 
 /*
- * Decode the WAL flushed so far into the capture, stopping early when the
- * batch is full or due.  Returns true when all flushed WAL has been read.
+ * Decode the WAL up to upto into the capture, in the caller's transaction,
+ * for a batch to be applied under snapshot (decode.h: the changes of
+ * transactions it does not see are carried to the next batch).  Stops early
+ * when the batch is full or due.  Returns true when everything before upto
+ * has been read.
+ *
+ * upto is a WAL insert position read after the snapshot was taken: every
+ * transaction the snapshot sees has its commit record before it.  Changes
+ * of asynchronous commits would wait for the WAL writer: what is needed is
+ * flushed here, so that it can be decoded now.
  */
 bool
-decoding_read(BatchPolicy policy)
+decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto)
 {
 	XLogReaderState *reader = decoding->reader;
-	XLogRecPtr	flush;
-	XLogRecPtr	insert = progress_wal_position_now();
 	int			nrecords = 0;
 	bool		caught_up = false;
 	MemoryContext oldcxt;
 
-	/*
-	 * Changes of asynchronous commits would wait for the WAL writer:
-	 * flush what was written, so that it can be decoded now.
-	 */
-	if (insert > GetFlushRecPtr(NULL))
-		XLogFlush(insert);
-	flush = GetFlushRecPtr(NULL);
-	if (reader->EndRecPtr >= flush)
+	if (upto > GetFlushRecPtr(NULL))
+		XLogFlush(upto);
+	decode_capture_set_snapshot(&capture, snapshot);
+	if (reader->EndRecPtr >= upto)
 		return true;
 
-	StartTransactionCommand();
 	apply_reset_system_caches();
 	capture.live_catalog = worker_catalog_relid("source_catalog");
 	capture.spill_at = batch_policy_spill_at(policy);
 
 	oldcxt = CurrentMemoryContext;
-	while (reader->EndRecPtr < flush)
+	while (reader->EndRecPtr < upto)
 	{
 		XLogRecord *record;
 		char	   *errm = NULL;
@@ -157,12 +162,18 @@ decoding_read(BatchPolicy policy)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
-	caught_up |= (reader->EndRecPtr >= flush);
+	caught_up |= (reader->EndRecPtr >= upto);
 	MemoryContextSwitchTo(oldcxt);
 
 	apply_reset_system_caches();
-	CommitTransactionCommand();
 	return caught_up;
+}
+
+/* Is there WAL beyond what was decoded? */
+bool
+decoding_behind(void)
+{
+	return decoding->reader->EndRecPtr < progress_wal_position_now();
 }
 
 /* ----------------
@@ -191,22 +202,15 @@ decoding_batch_empty(void)
 	return decode_capture_is_empty(&capture);
 }
 
-/* When the batch will be due (its first change plus the timeout) */
-TimestampTz
-decoding_batch_due_at(BatchPolicy policy)
-{
-	return batch_policy_due_at(policy, capture.first_change_time);
-}
-
 /* The batch is full, or its oldest change has waited long enough */
-bool
+static bool
 decoding_batch_due(BatchPolicy policy)
 {
 	if (decode_capture_is_empty(&capture))
 		return false;
 	if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
 		return true;
-	return GetCurrentTimestamp() >= decoding_batch_due_at(policy);
+	return GetCurrentTimestamp() >= batch_policy_due_at(policy, capture.first_change_time);
 }
 
 /* How many keys the batch spilled to disk (decode.h), and at how many */
@@ -243,21 +247,36 @@ decoding_batch_broken(void)
 }
 
 /*
- * A transaction writes its commit record before it leaves the proc array,
- * and until it has left, snapshots do not see its changes.  Decoding can
- * be that quick: wait until every transaction whose changes are in the
- * batch is visible, or the batch would recompute rows from their old
- * versions and the change would be lost.  Most are long gone (older than
- * RecentXmin, which the snapshot taken here refreshes), which costs a
- * comparison each.  In a transaction.
+ * Where the first transaction whose keys the capture carries to the next
+ * batch commits (decode.h), or invalid: nothing from there on is applied
+ * yet, so neither the slot nor the views' positions may move past it.
  */
-void
-decoding_wait_visible(void)
+XLogRecPtr
+decoding_carried_lsn(void)
 {
-	(void) GetTransactionSnapshot();
-	for (int i = 0; i < capture.nxids; i++)
+	return decode_capture_carried_lsn(&capture);
+}
+
+/*
+ * Are keys carried to the next batch whose transactions have left the
+ * proc array, so that a new snapshot would see them?
+ */
+bool
+decoding_carried_ready(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, capture.carried)
 	{
-		if (TransactionIdIsInProgress(capture.xids[i]))
-			XactLockTableWait(capture.xids[i], NULL, NULL, XLTW_None);
+		if (!TransactionIdIsInProgress(((CarriedKey *) lfirst(lc))->xid))
+			return true;
 	}
+	return false;
+}
+
+/* Are keys carried to the next batch? */
+bool
+decoding_carrying(void)
+{
+	return capture.carried != NIL;
 }

@@ -820,8 +820,8 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		batch->caches_stale = true;
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(view));
 		results[v].applied =
-			(worker_apply_view(view, batch, hdr->end_lsn, &results[v].counts,
-							   false, &message, &sqlerrcode) == VIEW_APPLIED);
+			(worker_apply_view(view, batch, &results[v].counts, false, NULL, false,
+							   NULL, &message, &sqlerrcode) == VIEW_APPLIED);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (!results[v].applied)
 			strlcpy(results[v].message, message ? message : "", SHARE_MESSAGE_LEN);

@@ -6,22 +6,44 @@
  *
  * One worker runs per database that has views (launcher.c starts it).  It
  * owns the database's slot, keeps one decoding context open for its whole
- * life (the decoding driver, decoding.c), and loops:
+ * life (the decoding driver, decoding.c), and makes each batch in ONE
+ * transaction (worker_batch):
  *
- *	decode	the WAL flushed so far; the output plugin (decode.c) adds the
- *			dirty keys of every decoded change of a source to the batch's
- *			capture, until all is read or the batch policy (batch.h) says
- *			the batch is full or due;
- *	apply	the batch in ONE transaction: read the views from the catalog,
- *			then apply each view's part (apply.c) inside a subtransaction,
- *			as the target's owner with the view's pinned settings (runas.c)
- *			and its lookup_timeout; store the applied position of the views
- *			applied; commit.  A large batch is shared with helpers
+ *	snapshot	take the snapshot the batch is applied under, and read the
+ *			WAL insert position after it;
+ *	decode	the WAL up to that position; the output plugin (decode.c)
+ *			adds the dirty keys of every decoded change of a source to the
+ *			batch's capture, and carries to the next batch those of the
+ *			transactions the snapshot does not see (decode.h);
+ *	apply	read the views from the catalog, then apply each view's part
+ *			(apply.c) inside a subtransaction, as the target's owner with
+ *			the view's pinned settings (runas.c) and its lookup_timeout,
+ *			under the batch's snapshot; store the applied position of the
+ *			views applied; commit.  A large batch is shared with helpers
  *			(parallel.h): the views that can be shared are split, each
  *			share applied in a transaction of its own, and their positions
  *			stored in one more transaction once every share committed;
  *	confirm	the batch's end to the slot, only after the commit, and never
- *			past a batch that is still waiting for another try.
+ *			past a batch that is still waiting for another try or a
+ *			transaction whose keys are carried.
+ *
+ * Consistency: every transaction the batch's snapshot sees committed before
+ * the position decoding reads up to, so the batch holds every change that
+ * snapshot sees and the views before it had not; each view it applies is
+ * recomputed, key by key, from the sources as that snapshot sees them.  At
+ * the batch's commit, each view it applied (exactly, its whole part) holds
+ * its query's result over the sources at that snapshot, and all of them at
+ * the same one.  What breaks that, on purpose: a batch cut short because it
+ * was full (a backlog larger than max_batch_size), a view that took more
+ * than its time slice (below), and parallel apply's shares, each committed
+ * on its own with a snapshot of its own.
+ *
+ * Time slices: a view's part of a batch is applied a piece at a time, and
+ * once WORKER_SLICE_MS (or half its lookup_timeout) has passed, what is
+ * left waits for the next batch (VIEW_PARTIAL), where it is applied at once
+ * with that batch's other work.  The other views never wait behind one
+ * view's large batch for much longer than a slice, and a large batch makes
+ * progress with every try instead of starting again after a timeout.
  *
  * After a crash decoding restarts from the last confirmed position and
  * replays; applying is idempotent (DESIGN.md section 2).
@@ -45,8 +67,8 @@
  * decoded is always seen.  When the catalog shows no view left, the worker
  * drops the slot and exits.
  *
- * Idle behaviour: a worker that has read all flushed WAL sleeps on its latch
- * for at most WORKER_IDLE_MS, then looks at the flush pointer again;
+ * Idle behaviour: a worker that has read all the WAL there is sleeps on its
+ * latch for at most WORKER_IDLE_MS, then looks at the WAL again;
  * committing backends (a commit callback), delta_join.wait() and
  * worker_notify() set its latch to wake it at once.
  *
@@ -60,9 +82,9 @@
  * its transactions: beyond that the capture spills them to temporary files,
  * one per view, and each view reads its own back in chunks of
  * max_batch_size, each in memory freed before the next, as it is applied
- * (worker_each_chunk) -- still in the batch's one transaction.  A deferred
- * view copies the keys it waits for into memory of its own, each key once
- * however many batches brought it.
+ * (Pieces) -- still in the batch's one transaction.  A deferred view copies
+ * the keys it waits for into memory of its own, each key once however many
+ * batches brought it.
  *
  * IDENTIFICATION
  *	  src/worker.c
@@ -105,6 +127,7 @@
 #include "worker.h"
 
 #define WORKER_IDLE_MS			1000	/* idle wake-up: commits set the latch */
+#define WORKER_CARRY_POLL_MS	10	/* look again at carried keys' transactions */
 #define WORKER_CATALOG_CHECK_MS 10000	/* re-read the views at least this often */
 #define WORKER_SHARD_SYNC_MS	1000	/* look at the shard groups held this
 										 * often (distributed views) */
@@ -115,6 +138,11 @@
 #define WORKER_RETRY_MIN_MS		100 /* first backoff of a deferred view */
 #define WORKER_RETRY_MAX_MS		5000	/* longest backoff */
 #define WORKER_TIMEOUT_TRIES	3	/* lookup_timeouts before an error */
+#define WORKER_SLICE_MS			1000	/* most time one view's apply takes
+										 * in a batch while others wait */
+#define WORKER_PIECE_MS			50	/* time a piece of it should take */
+#define WORKER_PIECE_FIRST_KEYS 16	/* keys of a view's first piece */
+#define WORKER_PIECE_MAX_KEYS	(1 << 20)
 
 /* What a look at the catalog found */
 typedef enum CatalogCheck
@@ -178,15 +206,18 @@ static TimestampTz worker_next_retry(void);
 static void worker_check_citus(List *views);
 static void worker_sync_shards(void);
 static void worker_wait_round(void);
+static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
+static void worker_batch(bool retry_due);
 static void worker_new_batch(void);
-static void worker_apply_batch(void);
+static void worker_apply_batch(Snapshot snapshot);
 typedef struct ViewWork ViewWork;
 typedef struct AppliedViews AppliedViews;
 static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches,
 								  TimestampTz now);
-static void worker_view_done(ViewWork *vw, ViewResult result, char *message,
-							 int sqlerrcode, TimestampTz now, AppliedViews *applied);
+static void worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest,
+							 char *message, int sqlerrcode, TimestampTz now,
+							 AppliedViews *applied);
 static ShareRound *worker_share(List *todo, XLogRecPtr end_lsn, bool spilled,
 								bool *shared_chunks);
 static void worker_prepare_view(ViewRecord *view);
@@ -202,10 +233,11 @@ static void worker_confirm_flushed(void);
 static void worker_each_chunk(ViewRecord *view,
 							  void (*fn) (ViewRecord *view, ViewBatch *chunk, void *arg),
 							  void *arg);
-static void apply_chunk(ViewRecord *view, ViewBatch *chunk, void *arg);
 static void defer_chunk(ViewRecord *view, ViewBatch *chunk, void *arg);
 static DeferredView *worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now);
 static void worker_defer_add(DeferredView *dv, ViewBatch *batch);
+static DeferredView *worker_defer_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest,
+									   TimestampTz now);
 static void worker_defer_spilled(DeferredView *dv, ViewRecord *view);
 static void worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode);
 static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
@@ -377,7 +409,6 @@ worker_loop(void)
 		uint64		generation;
 		TimestampTz now;
 		TimestampTz retry;
-		bool		caught_up;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -424,41 +455,26 @@ worker_loop(void)
 		if (!decoding_running())
 			worker_start_decoding();
 
-		worker_wait_round();
-		caught_up = decoding_read(policy);
-		retry = worker_next_retry();
-
 		/*
-		 * A batch is applied as soon as decoding has caught up with the WAL
-		 * there is; max_batch_size and batch_timeout only bound it while WAL
-		 * keeps coming.
+		 * A batch is made and applied as soon as there is WAL to read, a
+		 * view is due for another try, or keys carried from the last batch
+		 * belong to transactions a new snapshot would see.  A transaction
+		 * can stay between its commit record and the end of its commit for
+		 * a while (waiting for a synchronous standby): its carried keys are
+		 * looked at again every WORKER_CARRY_POLL_MS.
 		 */
-		if (!decoding_batch_empty() || (retry != 0 && retry <= now))
+		worker_wait_round();
+		now = GetCurrentTimestamp();
+		retry = worker_next_retry();
+		if (decoding_behind() || (retry != 0 && retry <= now) || decoding_carried_ready())
 		{
-			if (caught_up || decoding_batch_due(policy) || (retry != 0 && retry <= now))
-			{
-				worker_apply_batch();
-				if (caught_up)
-					next_round = batch_policy_next_round(policy, GetCurrentTimestamp());
-				continue;
-			}
-		}
-		else if (decoding_position() > batch_start_lsn)
-			worker_progress();
-
-		if (!caught_up)
+			worker_batch(retry != 0 && retry <= now);
 			continue;
+		}
 
 		{
-			long		timeout = WORKER_IDLE_MS;
+			long		timeout = decoding_carrying() ? WORKER_CARRY_POLL_MS : WORKER_IDLE_MS;
 
-			if (!decoding_batch_empty())
-			{
-				TimestampTz due = decoding_batch_due_at(policy);
-
-				timeout = Max(1, Min(timeout,
-									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), due)));
-			}
 			if (retry != 0)
 				timeout = Max(1, Min(timeout,
 									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), retry)));
@@ -669,17 +685,79 @@ worker_start_decoding(void)
 }
 
 /*
+ * How far a batch that decoded the WAL up to here covers every view: up to
+ * the first transaction whose keys it carries to the next batch, if any.
+ */
+static XLogRecPtr
+worker_covered_lsn(void)
+{
+	XLogRecPtr	end_lsn = decoding_position();
+	XLogRecPtr	carried = decoding_carried_lsn();
+
+	if (!XLogRecPtrIsInvalid(carried) && carried < end_lsn)
+		return carried;
+	return end_lsn;
+}
+
+/*
  * Nothing captured, but WAL was read: every view is as fresh as the WAL
- * read, deferred views aside.  Publish it and let the slot move on.
+ * read, deferred views and carried keys aside.  Publish it and let the
+ * slot move on.
  */
 static void
 worker_progress(void)
 {
-	XLogRecPtr	end_lsn = decoding_position();
+	XLogRecPtr	end_lsn = worker_covered_lsn();
 
+	if (end_lsn <= batch_start_lsn)
+		return;
 	worker_confirm(end_lsn);
 	progress_advance(worker_dboid, end_lsn);
 	batch_start_lsn = end_lsn;
+}
+
+/*
+ * Make a batch and apply it, in one transaction (consistent snapshots,
+ * DESIGN.md section 5): take the snapshot the batch is applied under,
+ * read the WAL insert position after it -- every transaction the snapshot
+ * sees has its commit record before that position -- and decode up to
+ * there.  The keys of the transactions the snapshot does not see are
+ * carried to the next batch (decode.h).  Every key the batch applies is
+ * then recomputed under that one snapshot, and every change the snapshot
+ * sees is in this batch or an earlier one: when the batch commits, each
+ * view it applied holds its query's result over the sources as that
+ * snapshot saw them.
+ *
+ * Only a batch that reached the position is whole in that sense: one that
+ * stopped early because it was full (a backlog larger than max_batch_size)
+ * leaves the changes after it to the next batch.  A view whose work takes
+ * longer than its time slice commits part of it (worker_apply_view).
+ */
+static void
+worker_batch(bool retry_due)
+{
+	Snapshot	snapshot;
+	XLogRecPtr	upto;
+	bool		caught_up;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	upto = progress_wal_position_now();
+	caught_up = decoding_read(policy, snapshot, upto);
+
+	if (decoding_batch_empty() && !retry_due)
+	{
+		UnregisterSnapshot(snapshot);
+		CommitTransactionCommand();
+		worker_progress();
+		worker_new_batch();
+		return;
+	}
+
+	worker_apply_batch(snapshot);
+	if (caught_up)
+		next_round = batch_policy_next_round(policy, GetCurrentTimestamp());
 }
 
 /* Start a new batch, in memory of its own. */
@@ -738,11 +816,11 @@ struct AppliedViews
  * which failed, and stores the shared views' positions.
  */
 static void
-worker_apply_batch(void)
+worker_apply_batch(Snapshot snapshot)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(batch_cxt);
 	List	   *batches = decoding_batch_views();
-	XLogRecPtr	end_lsn = decoding_position();
+	XLogRecPtr	end_lsn = worker_covered_lsn();
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *views;
 	List	   *todo = NIL;
@@ -759,9 +837,6 @@ worker_apply_batch(void)
 		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
 			 (long long) spill_at, (long long) spilled, policy.max_keys);
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	decoding_wait_visible();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(batch_cxt);
 	views = catalog_list_views();
@@ -792,13 +867,15 @@ worker_apply_batch(void)
 			continue;
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
 		if (vw->mine != NULL)
-			vw->result = worker_apply_view(vw->view, vw->mine, end_lsn, &vw->vp->counts,
-										   false, &message, &sqlerrcode);
+			vw->result = worker_apply_view(vw->view, vw->mine, &vw->vp->counts, false,
+										   snapshot, false, NULL, &message, &sqlerrcode);
 		else
 		{
-			result = worker_apply_view(vw->view, vw->work, end_lsn, &vw->vp->counts,
-									   true, &message, &sqlerrcode);
-			worker_view_done(vw, result, message, sqlerrcode, now, &applied);
+			ViewBatch  *rest = NULL;
+
+			result = worker_apply_view(vw->view, vw->work, &vw->vp->counts, true,
+									   snapshot, true, &rest, &message, &sqlerrcode);
+			worker_view_done(vw, result, rest, message, sqlerrcode, now, &applied);
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);
 	}
@@ -818,6 +895,7 @@ worker_apply_batch(void)
 
 	catalog_set_applied(applied.n, applied.ids, end_lsn);
 	PopActiveSnapshot();
+	UnregisterSnapshot(snapshot);
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(batch_cxt);
 
@@ -890,6 +968,13 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 			return NULL;
 		}
 		work = dv->batch;
+		if (work == NULL)
+		{
+			/* nothing waits with it any more */
+			worker_forget_deferred(dv);
+			vp->deferred = false;
+			return NULL;
+		}
 	}
 	else
 		work = batch;
@@ -929,12 +1014,31 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
  * for another try, or put it in error.
  */
 static void
-worker_view_done(ViewWork *vw, ViewResult result, char *message, int sqlerrcode,
-				 TimestampTz now, AppliedViews *applied)
+worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message,
+				 int sqlerrcode, TimestampTz now, AppliedViews *applied)
 {
 	ViewRecord *view = vw->view;
 	ViewProgress *vp = vw->vp;
 	DeferredView *dv = vw->dv;
+
+	/*
+	 * Part of the work was done and committed with the batch (its time
+	 * slice ran out), or none could be done under the batch's snapshot:
+	 * what is left is applied by the next batch, at once.
+	 */
+	if (result == VIEW_PARTIAL || result == VIEW_LATER)
+	{
+		dv = worker_defer_rest(view, dv, rest, now);
+		if (result == VIEW_PARTIAL)
+		{
+			dv->tries = dv->timeouts = 0;
+			dv->first_failure = 0;
+		}
+		vp->deferred = true;
+		vp->retry_reason = dv->reason;
+		vp->applied = (result == VIEW_PARTIAL);	/* its counts */
+		return;
+	}
 
 	if (result == VIEW_DEFERRED)
 	{
@@ -1187,11 +1291,11 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 				 catalog_view_name(vw->view));
 			memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
 			pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
-			result = worker_apply_view(vw->view, vw->work, end_lsn, &vw->vp->counts,
-									   true, &message, &sqlerrcode);
+			result = worker_apply_view(vw->view, vw->work, &vw->vp->counts, true,
+									   NULL, false, NULL, &message, &sqlerrcode);
 			pgstat_report_activity(STATE_IDLE, NULL);
 		}
-		worker_view_done(vw, result, message, sqlerrcode, now, applied);
+		worker_view_done(vw, result, NULL, message, sqlerrcode, now, applied);
 	}
 	catalog_set_applied(applied->n, applied->ids, end_lsn);
 	PopActiveSnapshot();
@@ -1273,11 +1377,11 @@ worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn)
 		mine = parallel_round_split(round, batch, share_by,
 									vw->view->options.lookup_timeout_ms);
 		parallel_round_start(round);
-		result = worker_apply_view(vw->view, mine, end_lsn, &counts, false,
+		result = worker_apply_view(vw->view, mine, &counts, false, NULL, false, NULL,
 								   &message, &sqlerrcode);
 	}
 	else
-		result = worker_apply_view(vw->view, batch, end_lsn, &counts, false,
+		result = worker_apply_view(vw->view, batch, &counts, false, NULL, false, NULL,
 								   &message, &sqlerrcode);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -1299,7 +1403,7 @@ worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn)
 		MemoryContextSwitchTo(cxt);
 		elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the chunk alone",
 			 catalog_view_name(vw->view));
-		result = worker_apply_view(vw->view, batch, end_lsn, &counts, false,
+		result = worker_apply_view(vw->view, batch, &counts, false, NULL, false, NULL,
 								   &message, &sqlerrcode);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -1369,17 +1473,197 @@ forget_own_cancel(void)
 }
 
 /*
- * Apply the batch of one view inside a subtransaction, as the target's owner
- * with the view's settings and its lookup timeout.  On error the
- * subtransaction is rolled back and the error returned in *message.
+ * The keys of a view's work, a piece at a time: first the keys the capture
+ * spilled for it (when its work includes them), a chunk at a time, then
+ * its batch in memory.  Pieces are applied one after another in the
+ * view's subtransaction (worker_apply_view), each seeing what the earlier
+ * ones wrote.
+ */
+typedef struct Pieces
+{
+	ViewRecord *view;
+	bool		spilled;		/* chunks of spilled keys are still to read */
+	bool		rewind;			/* the first chunk is still to read */
+	MemoryContext chunk_cxt;	/* holds the chunk being taken apart */
+	ViewBatch  *from;			/* a copy of the chunk or batch being taken
+								 * apart, or NULL */
+	bool		first;			/* no piece was taken from it yet */
+	ViewBatch  *batch;			/* the batch in memory, once the chunks are
+								 * read; NULL once taken */
+} Pieces;
+
+/*
+ * The next piece of at most n keys, in the pieces' chunk memory; NULL when
+ * every key was taken.
+ */
+static ViewBatch *
+pieces_next(Pieces *pc, int64 n)
+{
+	while (pc->from == NULL || (!pc->first && view_batch_nkeys(pc->from) == 0))
+	{
+		MemoryContext oldcxt;
+
+		MemoryContextReset(pc->chunk_cxt);
+		oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
+		pc->from = NULL;
+		if (pc->spilled)
+		{
+			pc->from = decoding_batch_next_chunk(pc->view->view_id, pc->rewind,
+												 policy.max_keys);
+			pc->rewind = false;
+			pc->spilled = (pc->from != NULL);
+		}
+		if (pc->from == NULL && pc->batch != NULL)
+		{
+			pc->from = view_batch_copy(pc->batch);
+			pc->batch = NULL;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		if (pc->from == NULL)
+			return NULL;
+		pc->first = true;
+	}
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
+		ViewBatch  *piece = view_batch_take(pc->from, n, pc->first);
+
+		MemoryContextSwitchTo(oldcxt);
+		pc->first = false;
+		return piece;
+	}
+}
+
+/*
+ * Every key not taken yet, as one batch in CurrentMemoryContext (each key
+ * once, without its row); NULL when none is left.
+ */
+static ViewBatch *
+pieces_rest(Pieces *pc)
+{
+	ViewBatch  *rest = palloc0(sizeof(ViewBatch));
+	HTAB	   *seen = key_set_create(CurrentMemoryContext);
+	MemoryContext cxt = CurrentMemoryContext;
+
+	rest->view_id = pc->view->view_id;
+	if (pc->from != NULL)
+		view_batch_merge(rest, pc->from, seen, cxt);
+	while (pc->spilled)
+	{
+		ViewBatch  *chunk;
+		MemoryContext oldcxt;
+
+		MemoryContextReset(pc->chunk_cxt);
+		oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
+		chunk = decoding_batch_next_chunk(pc->view->view_id, pc->rewind, policy.max_keys);
+		MemoryContextSwitchTo(oldcxt);
+		pc->rewind = false;
+		pc->spilled = (chunk != NULL);
+		if (chunk != NULL)
+			view_batch_merge(rest, chunk, seen, cxt);
+	}
+	if (pc->batch != NULL)
+		view_batch_merge(rest, pc->batch, seen, cxt);
+	hash_destroy(seen);
+	return rest;
+}
+
+/*
+ * How many keys a view's next piece takes, learned from its last pieces: a
+ * piece should take about WORKER_PIECE_MS, so that the view's time slice is
+ * checked often enough, and not much less, so that a piece's fixed cost
+ * (the target's writer, the lookups' scans) stays small.
+ */
+typedef struct PieceSize
+{
+	int			view_id;
+	int64		keys;
+} PieceSize;
+
+static List *piece_sizes = NIL;	/* PieceSize *, in TopMemoryContext */
+
+static PieceSize *
+worker_piece_size(int view_id)
+{
+	PieceSize  *ps;
+	ListCell   *lc;
+	MemoryContext oldcxt;
+
+	foreach(lc, piece_sizes)
+	{
+		if (((PieceSize *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);	/* helpers have no worker_cxt */
+	ps = palloc(sizeof(PieceSize));
+	ps->view_id = view_id;
+	ps->keys = WORKER_PIECE_FIRST_KEYS;
+	piece_sizes = lappend(piece_sizes, ps);
+	MemoryContextSwitchTo(oldcxt);
+	return ps;
+}
+
+static void
+worker_piece_took(PieceSize *ps, int64 keys, long ms)
+{
+	if (keys < ps->keys)
+		return;					/* the last piece: says little */
+	if (ms < WORKER_PIECE_MS / 4)
+		ps->keys = Min(ps->keys * 2, WORKER_PIECE_MAX_KEYS);
+	else if (ms > WORKER_PIECE_MS * 2)
+		ps->keys = Max(ps->keys / 2, 1);
+}
+
+/*
+ * Apply a view's work, as the target's owner with the view's settings and
+ * its lookup timeout, in a subtransaction: on error it is rolled back and
+ * the error returned in *message.
+ *
+ * snapshot is the batch's, under which the view is applied (seeing what
+ * the batch's earlier views wrote), or NULL: a snapshot taken once what the
+ * view reads is locked (a helper's share, a view applied again alone).  A
+ * view whose tables or catalog row were written by a transaction the
+ * batch's snapshot does not see -- created, refreshed, rewritten or
+ * truncated after it was taken -- cannot be applied under it (a rewrite is
+ * not MVCC-safe: to that snapshot the table looks empty): VIEW_LATER, with
+ * all the work in *rest for the next batch.
+ *
+ * With sliced, the view's work is applied a piece at a time and stops
+ * after its time slice (WORKER_SLICE_MS, or half its lookup_timeout if
+ * that is less), committing what it did with the batch: VIEW_PARTIAL, and
+ * what is left in *rest (in CurrentMemoryContext), so that other views do
+ * not wait behind one view's large batch and each try makes progress.  A
+ * recompute of the whole (full recompute, an aggregate without GROUP BY)
+ * is one piece.
+ *
+ * With spilled, the keys the capture spilled for the view are part of its
+ * work, applied first.
  */
 ViewResult
-worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
-				  ApplyCounts *counts, bool spilled, char **message, int *sqlerrcode)
+worker_apply_view(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, bool spilled,
+				  Snapshot snapshot, bool sliced, ViewBatch **rest,
+				  char **message, int *sqlerrcode)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	volatile ViewResult result = VIEW_APPLIED;
+	PieceSize  *volatile ps = worker_piece_size(view->view_id);
+	Pieces		pc;
+
+	memset(&pc, 0, sizeof(pc));
+	pc.view = view;
+	pc.spilled = spilled && view->path != DJ_PATH_FULL;
+	pc.rewind = true;
+	pc.batch = batch;
+	pc.chunk_cxt = AllocSetContextCreate(oldcxt, "delta_join pieces",
+										 ALLOCSET_DEFAULT_SIZES);
+
+	/* not even its catalog row is what the snapshot sees */
+	if (snapshot != NULL && catalog_view_written_after(view, snapshot))
+	{
+		*rest = pieces_rest(&pc);
+		MemoryContextDelete(pc.chunk_cxt);
+		return VIEW_LATER;
+	}
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
@@ -1387,21 +1671,59 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 	PG_TRY();
 	{
 		RunAs		runas;
+		TimestampTz started = GetCurrentTimestamp();
+		int			slice_ms = WORKER_SLICE_MS;
+		bool		whole = (view->path == DJ_PATH_FULL);
+		ViewBatch  *piece;
 
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
 		if (view->options.lookup_timeout_ms > 0)
+		{
 			enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
+			slice_ms = Min(slice_ms, view->options.lookup_timeout_ms / 2);
+		}
 
-		/* the snapshot is taken once what the view reads is locked */
+		/* the snapshot is used once what the view reads is locked */
 		PushActiveSnapshot(GetTransactionSnapshot());
-		apply_lock_view(view);
+		if (!apply_lock_view(view, snapshot))
+			result = VIEW_LATER;
+		whole |= apply_view_whole(view);
 		PopActiveSnapshot();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		batch->end_lsn = end_lsn;
-		if (spilled && view->path != DJ_PATH_FULL)
-			worker_each_chunk(view, apply_chunk, counts);
-		apply_view_batch(view, batch, counts);
-		PopActiveSnapshot();
+
+		if (result == VIEW_APPLIED)
+		{
+			if (snapshot != NULL)
+			{
+				PushCopiedSnapshot(snapshot);
+				UpdateActiveSnapshotCommandId();
+			}
+			else
+				PushActiveSnapshot(GetTransactionSnapshot());
+
+			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX : ps->keys)) != NULL)
+			{
+				TimestampTz piece_started = GetCurrentTimestamp();
+
+				apply_view_batch(view, piece, counts);
+
+				/* the next piece sees what this one wrote */
+				CommandCounterIncrement();
+				UpdateActiveSnapshotCommandId();
+				worker_piece_took(ps, view_batch_nkeys(piece),
+								  TimestampDifferenceMilliseconds(piece_started,
+																  GetCurrentTimestamp()));
+				if (sliced && !whole &&
+					TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms))
+				{
+					MemoryContextSwitchTo(oldcxt);
+					*rest = pieces_rest(&pc);
+					if (view_batch_nkeys(*rest) > 0)
+						result = VIEW_PARTIAL;
+					break;
+				}
+			}
+			PopActiveSnapshot();
+		}
 
 		disable_timeout(STATEMENT_TIMEOUT, true);
 		forget_own_cancel();
@@ -1410,6 +1732,9 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+
+		if (result == VIEW_LATER)
+			*rest = pieces_rest(&pc);
 	}
 	PG_CATCH();
 	{
@@ -1428,6 +1753,9 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 		*message = pstrdup(edata->message);
 		*sqlerrcode = edata->sqlerrcode;
 		result = error_is_passing(edata->sqlerrcode) ? VIEW_DEFERRED : VIEW_FAILED;
+		/* a piece that ran out of time: the next try takes smaller ones */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ps->keys = Max(ps->keys / 4, 1);
 		/* a helper's share that fails is applied again by the worker */
 		if (result == VIEW_DEFERRED && !am_helper)
 			ereport(LOG,
@@ -1437,6 +1765,7 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
 	}
 	PG_END_TRY();
 
+	MemoryContextDelete(pc.chunk_cxt);
 	return result;
 }
 
@@ -1463,17 +1792,6 @@ worker_each_chunk(ViewRecord *view, void (*fn) (ViewRecord *view, ViewBatch *chu
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(chunk_cxt);
-}
-
-static void
-apply_chunk(ViewRecord *view, ViewBatch *chunk, void *arg)
-{
-	apply_view_batch(view, chunk, (ApplyCounts *) arg);
-
-	/* what comes next (a chunk, the view's batch) sees what this one wrote */
-	CommandCounterIncrement();
-	PopActiveSnapshot();
-	PushActiveSnapshot(GetTransactionSnapshot());
 }
 
 /* When a full-recompute view last recomputed (0: not since the worker started) */
@@ -1555,6 +1873,45 @@ worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now)
 	return dv;
 }
 
+/*
+ * What is left of a view's work (rest: NULL when nothing) becomes its work
+ * waiting for the next batch, which tries it at once; the keys it waited
+ * with, if any, are replaced (rest holds what is left of them).
+ */
+static DeferredView *
+worker_defer_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest, TimestampTz now)
+{
+	MemoryContext old_cxt = NULL;
+	MemoryContext oldcxt;
+
+	if (dv == NULL)
+		dv = worker_defer(view, NULL, now);
+	else
+	{
+		/* rest may share keys with the waiting work: copy, then free */
+		old_cxt = dv->cxt;
+		dv->cxt = AllocSetContextCreate(worker_cxt, "delta_join deferred view",
+										ALLOCSET_DEFAULT_SIZES);
+		dv->seen = key_set_create(dv->cxt);
+		dv->batch = NULL;
+	}
+	if (rest != NULL)
+		worker_defer_add(dv, rest);
+	if (old_cxt != NULL)
+		MemoryContextDelete(old_cxt);
+
+	dv->next_try = now;
+	if (dv->reason)
+		pfree(dv->reason);
+	oldcxt = MemoryContextSwitchTo(worker_cxt);
+	dv->reason = rest == NULL || view_batch_nkeys(dv->batch) == 0 ?
+		pstrdup("applying the rest of a large batch") :
+		psprintf("applying the rest of a large batch: %lld keys left",
+				 (long long) view_batch_nkeys(dv->batch));
+	MemoryContextSwitchTo(oldcxt);
+	return dv;
+}
+
 /* Add a batch of a deferred view's to the work waiting, each key once */
 static void
 worker_defer_add(DeferredView *dv, ViewBatch *batch)
@@ -1592,6 +1949,8 @@ worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode)
 	MemoryContext oldcxt;
 
 	dv->tries++;
+	if (dv->first_failure == 0)
+		dv->first_failure = GetCurrentTimestamp();
 	if (sqlerrcode == ERRCODE_QUERY_CANCELED)
 		dv->timeouts++;
 	else

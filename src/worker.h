@@ -29,6 +29,7 @@
 #include "fmgr.h"
 
 #include "access/xlogdefs.h"
+#include "utils/snapshot.h"
 #include "batch.h"
 #include "catalog.h"
 
@@ -47,14 +48,17 @@ typedef enum ViewResult
 {
 	VIEW_APPLIED,
 	VIEW_FAILED,				/* error: the view goes to state error */
-	VIEW_DEFERRED				/* a passing error: try again later */
+	VIEW_DEFERRED,				/* a passing error: try again later */
+	VIEW_PARTIAL,				/* its time slice ran out: the rest waits */
+	VIEW_LATER					/* its tables changed after the batch's
+								 * snapshot: all of it waits */
 } ViewResult;
 
 /* worker.c, for the helpers of parallel apply (parallel.c) */
 extern void worker_session_setup(void);
-extern ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch, XLogRecPtr end_lsn,
-									ApplyCounts *counts, bool spilled,
-									char **message, int *sqlerrcode);
+extern ViewResult worker_apply_view(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts,
+									bool spilled, Snapshot snapshot, bool sliced,
+									ViewBatch **rest, char **message, int *sqlerrcode);
 
 /* Background worker entry points (named in BackgroundWorker.bgw_function_name) */
 extern PGDLLEXPORT void dj_launcher_main(Datum main_arg);

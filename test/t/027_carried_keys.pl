@@ -1,0 +1,109 @@
+# Consistent snapshots (issue 18, item 4): a batch is applied under one
+# snapshot, taken before the WAL it covers is decoded.  A transaction whose
+# commit record is in that WAL but which the snapshot does not see -- it
+# has not left the proc array yet -- has its keys carried to a later
+# batch, and neither the slot nor the views' positions move past it.
+#
+# A transaction waiting for a synchronous standby that does not exist stays
+# in that state for as long as we like: its commit record is written and
+# flushed, but no snapshot sees it.  Every other session commits locally.
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+
+my $node = DeltaJoinTest::new_node('carried',
+	conf => { synchronous_standby_names => 'nobody', synchronous_commit => 'local' });
+DeltaJoinTest::orders_items($node);
+$node->safe_psql(
+	'postgres', qq{
+	SELECT delta_join.create_view('wide', '$DeltaJoinTest::wide_query');
+	SELECT delta_join.create_view('summary', '$DeltaJoinTest::summary_query');});
+
+# A transaction that commits and then waits for the standby: T.
+sub start_stuck
+{
+	my ($sql) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+			"SET synchronous_commit = on; $sql" ],
+		'>', \$out, '2>', \$err);
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+	  or die 'the transaction did not start waiting for the standby';
+	return $h;
+}
+
+sub release_stuck
+{
+	my ($h) = @_;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET synchronous_standby_names = ''; SELECT pg_reload_conf()");
+	$h->finish;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf()");
+}
+
+# T adds an order of merchant 1 and renames an item of merchant 2
+my $h = start_stuck(q{BEGIN;
+	INSERT INTO orders VALUES (1, 1, 1001, 500);
+	UPDATE items SET item_name = 'renamed by T' WHERE merchant_id = 2 AND item_id = 2;
+	COMMIT;});
+
+# after T's commit record: changes of the same group, of other rows
+$node->safe_psql('postgres', 'INSERT INTO orders VALUES (1, 2, 1002, 7)');
+$node->poll_query_until('postgres',
+	'SELECT count(*) = 1 FROM wide WHERE order_id = 1002')
+  or die 'the change after T was not applied';
+pass('a change committed after T is applied while T waits: the worker is not held up');
+
+is($node->safe_psql('postgres', 'SELECT count(*) FROM wide WHERE order_id = 1001'),
+	'0', 'T\'s order is not in the join view: no snapshot sees it yet');
+is( $node->safe_psql('postgres',
+		'SELECT order_count, total_amount FROM summary WHERE merchant_id = 1'),
+	'101|5057.00',
+	'merchant 1\'s group counts the order after T, not T\'s: what a snapshot saw');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM wide WHERE item_name = 'renamed by T'"),
+	'0', 'T\'s renamed item is not in the join view either');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(timeout => '1s')"),
+	'f', 'wait() does not return true while a change committed before it is not applied');
+
+release_stuck($h);
+is($node->safe_psql('postgres', "SELECT delta_join.wait(timeout => '30s')"),
+	't', 'once T is seen, its carried keys are applied');
+is(DeltaJoinTest::differs($node, 'wide', $DeltaJoinTest::wide_query),
+	'0', 'the join view equals its query');
+is(DeltaJoinTest::differs($node, 'summary', $DeltaJoinTest::summary_query),
+	'0', 'the aggregate view equals its query');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM wide WHERE order_id = 1001'),
+	'1', 'T\'s order is there');
+
+# A crash while T waits: the slot was not confirmed past T, so its changes
+# are decoded again after the restart.
+$h = start_stuck(q{BEGIN;
+	INSERT INTO orders VALUES (3, 3, 2001, 1);
+	DELETE FROM orders WHERE merchant_id = 2 AND order_id = 5;
+	COMMIT;});
+$node->safe_psql('postgres', 'INSERT INTO orders VALUES (3, 4, 2002, 2)');
+$node->poll_query_until('postgres',
+	'SELECT count(*) = 1 FROM wide WHERE order_id = 2002')
+  or die 'the change after T was not applied';
+$node->stop('immediate');
+$h->finish;
+$node->append_conf('postgresql.conf', "synchronous_standby_names = ''");
+$node->start;
+is($node->safe_psql('postgres', "SELECT delta_join.wait(timeout => '30s')"),
+	't', 'after a crash while T waited, the views converge');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM wide WHERE order_id = 2001'),
+	'1', 'T\'s insert was decoded again and applied');
+is(DeltaJoinTest::differs($node, 'summary', $DeltaJoinTest::summary_query),
+	'0', 'T\'s delete too: the aggregate view equals its query');
+
+$node->stop;
+done_testing();
