@@ -103,6 +103,7 @@ JOIN delta_join.view_catalog c ON c.target = 'eve.copy'::regclass
 LEFT JOIN delta_join._stat() s ON s.view_id = c.view_id
 WHERE v.target = 'eve.copy';
 SELECT slot_exists, views_room FROM delta_join._database_state();
+SELECT delta_join._database_wait();
 SELECT delta_join._name('eve.copy'), delta_join._owner('eve.copy')::regrole,
        delta_join._mode('full', '{}');
 -- (no Citus here: the distributed views' functions have nothing to say)

@@ -247,6 +247,7 @@ worker_ensure_slot(void)
 	ReplicationSlot *slot;
 
 	worker_check_shmem();
+	catalog_require_version();
 	worker_slot_name(name, MyDatabaseId);
 
 	if (IsolationUsesXactSnapshot())

@@ -4,7 +4,8 @@
  *	  How far each view is applied: published in shared memory by the apply
  *	  worker after each batch (progress_publish, progress_advance), waited
  *	  for by delta_join.wait(), and read by delta_join.status through
- *	  delta_join._stat() and delta_join._database_state().
+ *	  delta_join._stat(), delta_join._database_state() and
+ *	  delta_join._database_wait().
  *
  * The entries live in WorkerShared.views (launcher.h), one per view of any
  * database, delta_join.max_views of them; WorkerShared.lock protects them.
@@ -50,6 +51,7 @@
 PG_FUNCTION_INFO_V1(dj_wait);
 PG_FUNCTION_INFO_V1(dj_stat);
 PG_FUNCTION_INFO_V1(dj_database_state);
+PG_FUNCTION_INFO_V1(dj_database_wait);
 
 /* A timeout longer than this is no timeout (and cannot overflow) */
 #define WAIT_FOREVER_MS		INT64CONST(1000000000000)
@@ -444,6 +446,7 @@ dj_wait(PG_FUNCTION_ARGS)
 
 	api_check_primary("wait");
 	worker_check_shmem();
+	catalog_require_version();
 	views = catalog_list_views();
 	waited = views;
 
@@ -649,4 +652,21 @@ dj_database_state(PG_FUNCTION_ARGS)
 	values[3] = CStringGetTextDatum(failure);
 	nulls[3] = (failure[0] == '\0');
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * delta_join._database_wait() returns why no view of this database can be
+ * applied now, whatever its own state, or NULL: the library does not run
+ * the version of the extension's SQL objects installed here
+ * (catalog_version_problem).  delta_join.status gives it as the reason of
+ * every view.
+ */
+Datum
+dj_database_wait(PG_FUNCTION_ARGS)
+{
+	char	   *reason = catalog_version_problem();
+
+	if (reason == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(reason));
 }
