@@ -96,11 +96,13 @@ REVOKE EXECUTE ON FUNCTION
 FROM PUBLIC;
 
 --
--- 2. Why a database's views wait, whatever their own state (upgrades): the
---    library does not run the version of these objects (until ALTER
---    EXTENSION delta_join UPDATE, or a restart that loads the library
---    installed with them).  status shows it as the reason of every view,
---    stalled.
+-- 2. Why a database's views wait, whatever their own state (issue 18,
+--    item 12, and upgrades): the library does not run the version of these
+--    objects (until ALTER EXTENSION delta_join UPDATE, or a restart that
+--    loads the library installed with them), or the database's replication
+--    slot is being created and waits for transactions to end (a prepared
+--    transaction ends only when committed or rolled back).  status shows
+--    it as the reason of every view, stalled.
 --
 CREATE FUNCTION delta_join._database_wait()
 RETURNS text

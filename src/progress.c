@@ -658,14 +658,17 @@ dj_database_state(PG_FUNCTION_ARGS)
  * delta_join._database_wait() returns why no view of this database can be
  * applied now, whatever its own state, or NULL: the library does not run
  * the version of the extension's SQL objects installed here
- * (catalog_version_problem).  delta_join.status gives it as the reason of
- * every view.
+ * (catalog_version_problem), or the database's slot is being created and
+ * waits for transactions to end (worker_slot_wait_reason).
+ * delta_join.status gives it as the reason of every view.
  */
 Datum
 dj_database_wait(PG_FUNCTION_ARGS)
 {
 	char	   *reason = catalog_version_problem();
 
+	if (reason == NULL && !RecoveryInProgress())
+		reason = worker_slot_wait_reason();
 	if (reason == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(reason));
