@@ -15,7 +15,8 @@
  *				a dynamic background worker, one per database with a slot
  *				(worker.c).
  *	launcher	a static background worker that starts a worker for every
- *				slot named like ours, and restarts one that died after
+ *				slot named like ours (once made: not while a backend still
+ *				creates it), and restarts one that died after
  *				LAUNCHER_RESTART_MS.  It needs no database connection: the
  *				slots are in shared memory.  A slot is the only record of
  *				which databases need a worker, so after a restart the
@@ -273,9 +274,9 @@ oldest_prepared(char **gid, char **database, uint64 *count)
 }
 
 /*
- * About to wait for the start point of a new slot: say once, as a WARNING,
- * which prepared transaction it waits for and what ends the wait.  Returns
- * that transaction's gid, or NULL.
+ * About to make a slot, which waits for its start point: say once, as a
+ * WARNING, which prepared transaction it will wait for and what ends the
+ * wait.  Returns that transaction's gid, or NULL.
  */
 static char *
 slot_wait_warn(void)
@@ -333,7 +334,13 @@ worker_slot_wait_reason(void)
 	worker_slot_name(name, MyDatabaseId);
 	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
 	slot = SearchNamedReplicationSlot(name, false);
-	creating = (slot != NULL && slot->data.persistency == RS_EPHEMERAL);
+	creating = false;
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		creating = (slot->data.persistency == RS_EPHEMERAL);
+		SpinLockRelease(&slot->mutex);
+	}
 	LWLockRelease(ReplicationSlotControlLock);
 	if (!creating)
 		return NULL;
@@ -404,9 +411,9 @@ worker_ensure_slot(void)
 	 * Ephemeral until its start point is found: an error drops it.  The
 	 * launcher leaves it alone meanwhile (launcher_scan).
 	 */
-	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
 	wait.slot = name;
 	wait.prepared = slot_wait_warn();
+	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
 	wait.callback.callback = slot_wait_context;
 	wait.callback.arg = &wait;
 	wait.callback.previous = error_context_stack;
