@@ -23,7 +23,10 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 # (a stale object compiled against an older struct layout crashes).
 DJ_HEADERS = $(wildcard src/*.h)
 EXTENSION = delta_join
-DATA = delta_join--0.1.sql
+# Released install scripts stay as released; each new version adds an
+# update script, and a fresh install runs them in order (see
+# delta_join--0.1--0.2.sql).
+DATA = delta_join--0.1.sql delta_join--0.1--0.2.sql
 PGFILEDESC = "delta_join - incremental wide tables"
 
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter

@@ -102,12 +102,16 @@ api_check_primary(const char *function)
 				 errhint("Run it on the primary.  delta_join.views and delta_join.status can be read here.")));
 }
 
-/* One change to the views of this database at a time (see the banner). */
+/*
+ * One change to the views of this database at a time (see the banner), and
+ * only to a catalog this library runs.
+ */
 void
 api_lock_views(void)
 {
 	Oid			catalog_relid = worker_catalog_relid("view_catalog");
 
+	catalog_require_version();
 	if (!OidIsValid(catalog_relid))
 		elog(ERROR, "delta_join.view_catalog does not exist");
 	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);

@@ -17,9 +17,18 @@
  * the output plugin calls under a historic snapshot, where SPI cannot run:
  * it scans source_catalog directly.
  *
+ * The catalog's layout is that of the extension's version installed in the
+ * database, which may not be the one this library was made for: between
+ * the installation of a new library and ALTER EXTENSION delta_join UPDATE
+ * it is older.  catalog_version_check() says whether the library runs it
+ * (delta_join.h, DJ_OLDEST_VERSION); where it does not, the apply worker
+ * waits and the view functions refuse, naming what to do.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <ctype.h>
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -28,6 +37,7 @@
 #include "access/tableam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -593,4 +603,159 @@ catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
 	}
 	systable_endscan(scan);
 	return result;
+}
+
+/* ----------------------------------------------------------------
+ *		Versions (DJ_VERSION, DJ_OLDEST_VERSION in delta_join.h)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The version of delta_join's SQL objects in this database
+ * (pg_extension.extversion), or NULL when the extension is not installed.
+ */
+static char *
+installed_version(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum(DJ_EXTENSION_NAME));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool		isnull;
+		Datum		value = heap_getattr(tuple, Anum_pg_extension_extversion,
+										 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(value));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * Read one number of a version ("0.2", "1.10") at *p and step past it and
+ * its dot; a version that has run out reads as zeros.  False when *p is not
+ * of that form.
+ */
+static bool
+version_part(const char **p, long *value)
+{
+	char	   *end;
+
+	*value = 0;
+	if (**p == '\0')
+		return true;
+	if (!isdigit((unsigned char) **p))
+		return false;
+	*value = strtol(*p, &end, 10);
+	*p = end;
+	if (**p == '.' && isdigit((unsigned char) (*p)[1]))
+		(*p)++;
+	return **p == '\0' || isdigit((unsigned char) **p);
+}
+
+/*
+ * Compare two versions: *result <0, 0 or >0.  False when one of them is not
+ * made of numbers separated by dots.
+ */
+static bool
+compare_versions(const char *a, const char *b, int *result)
+{
+	*result = 0;
+	while (*a != '\0' || *b != '\0')
+	{
+		long		x;
+		long		y;
+
+		if (!version_part(&a, &x) || !version_part(&b, &y))
+			return false;
+		if (x != y)
+		{
+			*result = (x < y) ? -1 : 1;
+			return true;
+		}
+	}
+	return true;
+}
+
+/*
+ * Can this library run the SQL objects installed in this database?
+ * CATALOG_VERSION_OK when it can (or the extension is not installed);
+ * otherwise *installed is their version, and the answer says what to do:
+ * update them (CATALOG_VERSION_OLDER), or restart the server so that it
+ * loads the library installed with them (CATALOG_VERSION_NEWER, also for a
+ * version this library cannot read).  Needs a transaction.
+ */
+CatalogVersion
+catalog_version_check(char **installed)
+{
+	char	   *version = installed_version();
+	int			cmp;
+
+	*installed = version;
+	if (version == NULL)
+		return CATALOG_VERSION_OK;
+	if (!compare_versions(version, DJ_OLDEST_VERSION, &cmp))
+		return CATALOG_VERSION_NEWER;
+	if (cmp < 0)
+		return CATALOG_VERSION_OLDER;
+	(void) compare_versions(version, DJ_VERSION, &cmp);
+	return (cmp > 0) ? CATALOG_VERSION_NEWER : CATALOG_VERSION_OK;
+}
+
+/*
+ * Why this library does not run the SQL objects of this database, as the
+ * reason delta_join.status gives, or NULL when it runs them.
+ */
+char *
+catalog_version_problem(void)
+{
+	char	   *installed;
+
+	switch (catalog_version_check(&installed))
+	{
+		case CATALOG_VERSION_OK:
+			return NULL;
+		case CATALOG_VERSION_OLDER:
+			return psprintf("the SQL objects of delta_join in this database are version %s, older than the library (version %s) runs: run ALTER EXTENSION delta_join UPDATE",
+							installed, DJ_VERSION);
+		case CATALOG_VERSION_NEWER:
+			break;
+	}
+	return psprintf("the SQL objects of delta_join in this database are version %s, which the library (version %s) does not run: restart the server, so that it loads the library installed with them",
+					installed, DJ_VERSION);
+}
+
+/*
+ * Refuse to go on when this library does not run the SQL objects of this
+ * database: views are not created, changed or waited for until they are
+ * updated (or the library that goes with them is loaded).
+ */
+void
+catalog_require_version(void)
+{
+	char	   *installed;
+	CatalogVersion check = catalog_version_check(&installed);
+
+	if (check == CATALOG_VERSION_OK)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the SQL objects of delta_join in this database are version %s, which the library (version %s) does not run",
+					installed, DJ_VERSION),
+			 errdetail("The library runs the objects of versions %s to %s.",
+					   DJ_OLDEST_VERSION, DJ_VERSION),
+			 check == CATALOG_VERSION_OLDER ?
+			 errhint("Run ALTER EXTENSION delta_join UPDATE.") :
+			 errhint("Restart the server, so that it loads the library installed with version %s.",
+					 installed)));
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.h
- *	  Reading and writing delta_join.view_catalog and source_catalog.
+ *	  Reading and writing delta_join.view_catalog and source_catalog, and
+ *	  whether this library runs the version they are of.
  *
  *-------------------------------------------------------------------------
  */
@@ -52,6 +53,17 @@ typedef struct SourceKeys
 	bool		lookup_only;	/* its changes trigger nothing */
 } SourceKeys;
 
+/* Can this library run the SQL objects of the database (catalog_version_check)? */
+typedef enum CatalogVersion
+{
+	CATALOG_VERSION_OK,			/* DJ_OLDEST_VERSION to DJ_VERSION */
+	CATALOG_VERSION_OLDER,		/* older: ALTER EXTENSION delta_join UPDATE */
+	CATALOG_VERSION_NEWER		/* newer, or unreadable: load their library */
+} CatalogVersion;
+
+extern CatalogVersion catalog_version_check(char **installed);
+extern char *catalog_version_problem(void);
+extern void catalog_require_version(void);
 extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 						 const char *nulls);
 extern int	catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan,

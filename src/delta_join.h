@@ -31,6 +31,23 @@
 
 #define DJ_SCHEMA			"delta_join"
 #define DJ_PLUGIN_NAME		"delta_join"
+#define DJ_EXTENSION_NAME	"delta_join"
+
+/*
+ * Versions of the extension's SQL objects (its catalog, views and
+ * functions: pg_extension.extversion).  This library is made for
+ * DJ_VERSION (default_version in delta_join.control) and runs the objects
+ * of every version from DJ_OLDEST_VERSION on correctly.  Between the
+ * installation of a new library and ALTER EXTENSION delta_join UPDATE, or
+ * after an update that ran before the server loaded the library installed
+ * with it, a database whose objects are of another version is not touched:
+ * its views wait and delta_join.status says what to run
+ * (catalog_version_problem, catalog.c).  A release whose update script
+ * changes what the library reads or writes raises DJ_OLDEST_VERSION to
+ * itself, unless the library keeps a path for the older objects.
+ */
+#define DJ_VERSION			"0.2"
+#define DJ_OLDEST_VERSION	"0.1"
 
 /* A full recompute runs at most this often by default (option refresh_interval) */
 #define DJ_DEFAULT_REFRESH_INTERVAL_MS	1000

@@ -683,10 +683,34 @@ run(const char *sql, int nargs, Oid *types, Datum *values)
 	return SPI_processed;
 }
 
+/* The role that owns the Citus extension, which Citus reaches the nodes as */
+static Oid
+citus_owner(void)
+{
+	Oid			owner = InvalidOid;
+
+	SPI_connect();
+	if (citus_read("SELECT extowner FROM pg_catalog.pg_extension"
+				   " WHERE extname OPERATOR(pg_catalog.=) 'citus'", 0, NULL, NULL) == 1)
+		owner = atooid(spi_text(0, 1));
+	SPI_finish();
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("distributed delta views need Citus")));
+	return owner;
+}
+
 /*
- * Run a statement on every node (Citus's run_command_on_all_nodes, each in
- * its own transaction); an error on a node is raised here, naming it.
- * Returns the nodes' results, as text.
+ * Run one of our internal functions on every node (Citus's
+ * run_command_on_all_nodes, each in its own transaction); an error on a
+ * node is raised here, naming it.  Returns the nodes' results, as text.
+ *
+ * They run as the owner of Citus, the role its own maintenance connects to
+ * the nodes as, and not as the caller: the functions are not executable by
+ * PUBLIC (_prepare_node makes a node's slot and keeps it without views).
+ * Restricted as catalog statements are (runas.c): nothing the caller
+ * defined runs with those rights.
  */
 static List *
 run_on_nodes(const char *sql)
@@ -695,8 +719,10 @@ run_on_nodes(const char *sql)
 	Datum		values[1] = {CStringGetTextDatum(sql)};
 	List	   *results = NIL;
 	MemoryContext cxt = CurrentMemoryContext;
+	RunAs		runas;
 	uint64		n;
 
+	runas_begin(citus_owner(), NULL, &runas);
 	SPI_connect();
 	n = run("SELECT nodeid, success, result FROM pg_catalog.run_command_on_all_nodes($1)",
 			1, types, values);
@@ -716,6 +742,7 @@ run_on_nodes(const char *sql)
 		MemoryContextSwitchTo(spi);
 	}
 	SPI_finish();
+	runas_end(&runas);
 	return results;
 }
 
@@ -1644,7 +1671,8 @@ dj_on_distributed_catalog(PG_FUNCTION_ARGS)
 /*
  * _prepare_node(): make this database's slot, and keep it (with its worker)
  * while no shard group is here yet: the coordinator calls it on every node
- * before its first write of a distributed view.
+ * before its first write of a distributed view (run_on_nodes).  Not
+ * executable by PUBLIC: any role could make the slot otherwise.
  */
 Datum
 dj_prepare_node(PG_FUNCTION_ARGS)
@@ -1670,7 +1698,10 @@ sync_node(void *arg)
 	distributed_sync_node();
 }
 
-/* _sync_node(): distributed_sync_node, for the coordinator's wait() */
+/*
+ * _sync_node(): distributed_sync_node, for the coordinator's wait() and
+ * its worker (not executable by PUBLIC, as _prepare_node).
+ */
 Datum
 dj_sync_node(PG_FUNCTION_ARGS)
 {
@@ -1685,8 +1716,8 @@ dj_sync_node(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 
 	/*
-	 * Anyone may have the views brought in line with the definitions their
-	 * owners wrote; the views run as their targets' owners.
+	 * The views are brought in line with the definitions their owners wrote
+	 * and run as their targets' owners, whoever asked.
 	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
@@ -1700,7 +1731,8 @@ dj_sync_node(PG_FUNCTION_ARGS)
 /*
  * _wait_node(target text, timeout_ms bigint) RETURNS boolean: wait for this
  * node's shard views of one distributed view (all if NULL); false when one
- * of its shard groups here has no view, or a wait timed out.
+ * of its shard groups here has no view, or a wait timed out.  For the
+ * coordinator's wait() (not executable by PUBLIC, as _prepare_node).
  */
 Datum
 dj_wait_node(PG_FUNCTION_ARGS)
@@ -1719,8 +1751,8 @@ dj_wait_node(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);	/* (locked by someone, or gone) */
 
 	/*
-	 * Waiting shows nothing of a view: anyone may wait for all, including
-	 * those in schemas they cannot use.
+	 * Waiting shows nothing of a view: the coordinator's wait() waits for
+	 * all, including those in schemas its caller cannot use.
 	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);

@@ -15,7 +15,8 @@
  *				a dynamic background worker, one per database with a slot
  *				(worker.c).
  *	launcher	a static background worker that starts a worker for every
- *				slot named like ours, and restarts one that died after
+ *				slot named like ours (once made: not while a backend still
+ *				creates it), and restarts one that died after
  *				LAUNCHER_RESTART_MS.  It needs no database connection: the
  *				slots are in shared memory.  A slot is the only record of
  *				which databases need a worker, so after a restart the
@@ -86,6 +87,15 @@ static void worker_wake(Oid dboid);
 static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
 static void worker_drop_slot_on_abort(void);
+
+/* A slot being created by this backend (worker_ensure_slot) */
+typedef struct SlotWait
+{
+	const char *slot;
+	const char *prepared;		/* gid of the prepared transaction it waits
+								 * for, or NULL */
+	ErrorContextCallback callback;
+} SlotWait;
 
 /* ----------------
  * Start-up and shared memory
@@ -226,6 +236,121 @@ worker_catalog_relid(const char *relname)
 }
 
 /* ----------------
+ * Why a slot being created waits
+ * ----------------
+ */
+
+/*
+ * Creating a slot waits until every transaction that has written, in any
+ * database, has ended (DecodingContextFindStartpoint).  A transaction in
+ * progress ends by itself; a prepared one only when someone commits or
+ * rolls it back, maybe never.  The oldest prepared transaction of the
+ * server, if there is one: its gid and database, and how many there are.
+ */
+static bool
+oldest_prepared(char **gid, char **database, uint64 *count)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		found;
+
+	SPI_connect();
+	if (catalog_exec("SELECT gid, database, pg_catalog.count(*) OVER ()"
+					 " FROM pg_catalog.pg_prepared_xacts ORDER BY prepared LIMIT 1",
+					 0, NULL, NULL, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_prepared_xacts");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		*gid = MemoryContextStrdup(cxt, SPI_getvalue(tuple, desc, 1));
+		*database = MemoryContextStrdup(cxt, SPI_getvalue(tuple, desc, 2));
+		*count = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
+	}
+	SPI_finish();
+	return found;
+}
+
+/*
+ * About to make a slot, which waits for its start point: say once, as a
+ * WARNING, which prepared transaction it will wait for and what ends the
+ * wait.  Returns that transaction's gid, or NULL.
+ */
+static char *
+slot_wait_warn(void)
+{
+	char	   *gid;
+	char	   *database;
+	uint64		count;
+
+	if (!oldest_prepared(&gid, &database, &count))
+		return NULL;
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 count == 1 ?
+			 errmsg("the replication slot of this database waits for prepared transaction \"%s\" to end",
+					gid) :
+			 errmsg("the replication slot of this database waits for %llu prepared transactions to end, the oldest \"%s\"",
+					(unsigned long long) count, gid),
+			 errdetail("Creating the slot waits for every transaction that has written, in any database, to end; a prepared transaction ends only when it is committed or rolled back.  \"%s\" is in database \"%s\".",
+					   gid, database),
+			 errhint("Run COMMIT PREPARED %s or ROLLBACK PREPARED %s in database \"%s\", or cancel this statement and create the view later.",
+					 quote_literal_cstr(gid), quote_literal_cstr(gid), database)));
+	return gid;
+}
+
+/* Error context of a slot being created: what it waits for */
+static void
+slot_wait_context(void *arg)
+{
+	SlotWait   *wait = (SlotWait *) arg;
+
+	if (wait->prepared != NULL)
+		errcontext("creating replication slot \"%s\", which waits for prepared transaction \"%s\" to end",
+				   wait->slot, wait->prepared);
+	else
+		errcontext("creating replication slot \"%s\" for the delta views of this database",
+				   wait->slot);
+}
+
+/*
+ * Why this database's views wait for their slot, as delta_join.status
+ * says: it is being created (worker_ensure_slot), and waits for a prepared
+ * transaction or transactions in progress.  NULL when it is not.
+ */
+char *
+worker_slot_wait_reason(void)
+{
+	char		name[NAMEDATALEN];
+	ReplicationSlot *slot;
+	bool		creating;
+	char	   *gid;
+	char	   *database;
+	uint64		count;
+
+	worker_check_shmem();
+	worker_slot_name(name, MyDatabaseId);
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot = SearchNamedReplicationSlot(name, false);
+	creating = false;
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		creating = (slot->data.persistency == RS_EPHEMERAL);
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	if (!creating)
+		return NULL;
+	if (oldest_prepared(&gid, &database, &count))
+		return psprintf("the replication slot of this database is being created and waits for prepared transaction \"%s\" (database \"%s\") to end: COMMIT PREPARED or ROLLBACK PREPARED it",
+						gid, database);
+	return pstrdup("the replication slot of this database is being created and waits for the transactions that have written to end");
+}
+
+/* ----------------
  * What api.c calls
  * ----------------
  */
@@ -245,8 +370,10 @@ worker_ensure_slot(void)
 	Oid			catalog_relid = worker_catalog_relid("view_catalog");
 	bool		views_exist;
 	ReplicationSlot *slot;
+	SlotWait	wait;
 
 	worker_check_shmem();
+	catalog_require_version();
 	worker_slot_name(name, MyDatabaseId);
 
 	if (IsolationUsesXactSnapshot())
@@ -280,8 +407,17 @@ worker_ensure_slot(void)
 
 	CheckLogicalDecodingRequirements();
 
-	/* Ephemeral until its start point is found: an error drops it. */
+	/*
+	 * Ephemeral until its start point is found: an error drops it.  The
+	 * launcher leaves it alone meanwhile (launcher_scan).
+	 */
+	wait.slot = name;
+	wait.prepared = slot_wait_warn();
 	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+	wait.callback.callback = slot_wait_context;
+	wait.callback.arg = &wait;
+	wait.callback.previous = error_context_stack;
+	error_context_stack = &wait.callback;
 	PG_TRY();
 	{
 		LogicalDecodingContext *ctx;
@@ -303,6 +439,7 @@ worker_ensure_slot(void)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	error_context_stack = wait.callback.previous;
 	ReplicationSlotRelease();
 
 	ereport(LOG,
@@ -621,14 +758,23 @@ launcher_scan(long *nap_ms)
 		NameData	name;
 		Oid			database;
 		bool		in_use;
+		bool		creating;
 
 		SpinLockAcquire(&s->mutex);
 		in_use = s->in_use;
 		name = s->data.name;
 		database = s->data.database;
+		creating = (s->data.persistency == RS_EPHEMERAL);
 		SpinLockRelease(&s->mutex);
 
-		if (in_use && OidIsValid(database) &&
+		/*
+		 * A slot still ephemeral is being created by a backend, which holds
+		 * it until its start point is found, perhaps for long (see
+		 * worker_slot_wait_reason): its worker would only fail to acquire
+		 * it, again and again.  It is started once the slot is made
+		 * persistent and the backend wakes us (worker_wake).
+		 */
+		if (in_use && !creating && OidIsValid(database) &&
 			strncmp(NameStr(name), WORKER_SLOT_PREFIX,
 					strlen(WORKER_SLOT_PREFIX)) == 0 &&
 			strtoul(NameStr(name) + strlen(WORKER_SLOT_PREFIX), NULL, 10) == database &&

@@ -66,5 +66,6 @@ extern Oid	worker_catalog_relid(const char *relname);
 extern void worker_mark_views_stale(const char *reason);
 extern void worker_set_distributed(Oid dboid);
 extern bool worker_is_distributed(Oid dboid);
+extern char *worker_slot_wait_reason(void);
 
 #endif							/* DJ_LAUNCHER_H */

@@ -4,7 +4,8 @@
  *	  How far each view is applied: published in shared memory by the apply
  *	  worker after each batch (progress_publish, progress_advance), waited
  *	  for by delta_join.wait(), and read by delta_join.status through
- *	  delta_join._stat() and delta_join._database_state().
+ *	  delta_join._stat(), delta_join._database_state() and
+ *	  delta_join._database_wait().
  *
  * The entries live in WorkerShared.views (launcher.h), one per view of any
  * database, delta_join.max_views of them; WorkerShared.lock protects them.
@@ -50,6 +51,7 @@
 PG_FUNCTION_INFO_V1(dj_wait);
 PG_FUNCTION_INFO_V1(dj_stat);
 PG_FUNCTION_INFO_V1(dj_database_state);
+PG_FUNCTION_INFO_V1(dj_database_wait);
 
 /* A timeout longer than this is no timeout (and cannot overflow) */
 #define WAIT_FOREVER_MS		INT64CONST(1000000000000)
@@ -444,6 +446,7 @@ dj_wait(PG_FUNCTION_ARGS)
 
 	api_check_primary("wait");
 	worker_check_shmem();
+	catalog_require_version();
 	views = catalog_list_views();
 	waited = views;
 
@@ -522,8 +525,43 @@ dj_wait(PG_FUNCTION_ARGS)
  */
 
 /*
+ * The views of this database whose target's owner the caller can act as:
+ * those whose retry reasons it may read (they quote errors, which may
+ * quote rows).
+ */
+static List *
+views_of_caller(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(GetUserId())};
+	List	   *view_ids = NIL;
+
+	SPI_connect();
+	if (catalog_exec("SELECT v.view_id FROM delta_join.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.target"
+					 " WHERE pg_catalog.pg_has_role($1, c.relowner, 'USAGE')",
+					 1, types, values, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read delta_join.view_catalog");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int			view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		view_ids = lappend_int(view_ids, view_id);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return view_ids;
+}
+
+/*
  * delta_join._stat() returns the counters of this database's views from
- * shared memory, one row per view the worker has seen.
+ * shared memory, one row per view the worker has seen.  Any role may call
+ * it (delta_join.status does, as the role reading it): retry_reason is
+ * NULL but for the views whose target's owner the caller can act as.
  *
  * applied_commit_time is the commit time of the newest change applied, and
  * NULL once the view has caught up with all WAL written (so that the lag
@@ -534,8 +572,10 @@ dj_stat(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	XLogRecPtr	now_lsn = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : progress_wal_position_now();
+	List	   *readable;
 
 	worker_check_shmem();
+	readable = views_of_caller();
 	InitMaterializedSRF(fcinfo, 0);
 
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
@@ -562,7 +602,8 @@ dj_stat(PG_FUNCTION_ARGS)
 		values[8] = Int64GetDatum(stat->counts.lookups);
 		values[9] = Int64GetDatum(stat->counts.cache_hits);
 		values[10] = CStringGetTextDatum(stat->retry_reason);
-		nulls[10] = (stat->retry_reason[0] == '\0');
+		nulls[10] = (stat->retry_reason[0] == '\0' ||
+					 !list_member_int(readable, stat->view_id));
 		values[11] = TimestampTzGetDatum(stat->counts.recomputed_at);
 		nulls[11] = (stat->counts.recomputed_at == 0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -611,4 +652,24 @@ dj_database_state(PG_FUNCTION_ARGS)
 	values[3] = CStringGetTextDatum(failure);
 	nulls[3] = (failure[0] == '\0');
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * delta_join._database_wait() returns why no view of this database can be
+ * applied now, whatever its own state, or NULL: the library does not run
+ * the version of the extension's SQL objects installed here
+ * (catalog_version_problem), or the database's slot is being created and
+ * waits for transactions to end (worker_slot_wait_reason).
+ * delta_join.status gives it as the reason of every view.
+ */
+Datum
+dj_database_wait(PG_FUNCTION_ARGS)
+{
+	char	   *reason = catalog_version_problem();
+
+	if (reason == NULL && !RecoveryInProgress())
+		reason = worker_slot_wait_reason();
+	if (reason == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(reason));
 }

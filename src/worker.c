@@ -65,7 +65,10 @@
  * Which views exist, and their state, is read from the catalog in every
  * apply transaction, so a refresh or drop committed before a change was
  * decoded is always seen.  When the catalog shows no view left, the worker
- * drops the slot and exits.
+ * drops the slot and exits.  While the library does not run the version of
+ * the extension installed in the database (catalog_version_problem), it
+ * reads and applies nothing, keeps its slot where it is, and looks again
+ * every WORKER_IDLE_MS.
  *
  * Idle behaviour: a worker that has read all the WAL there is sleeps on its
  * latch for at most WORKER_IDLE_MS, then looks at the WAL again;
@@ -149,7 +152,9 @@ typedef enum CatalogCheck
 {
 	CATALOG_VIEWS,				/* the database has views */
 	CATALOG_NO_VIEWS,			/* it has none: the slot is dropped */
-	CATALOG_BUSY				/* a transaction is changing the views */
+	CATALOG_BUSY,				/* a transaction is changing the views */
+	CATALOG_WAIT				/* the library does not run the extension's
+								 * version here: wait for its update */
 } CatalogCheck;
 
 /*
@@ -176,6 +181,7 @@ static MemoryContext worker_cxt = NULL;
 static MemoryContext batch_cxt = NULL;	/* the capture's; reset by each batch */
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
 static List *deferred_views = NIL;	/* DeferredView *, in worker_cxt */
+static bool worker_waiting = false; /* for the extension's update */
 
 /* When each full-recompute view last recomputed (in worker_cxt) */
 typedef struct Recompute
@@ -403,6 +409,7 @@ worker_loop(void)
 	uint64		seen_generation = 0;
 	TimestampTz next_check = 0;
 	TimestampTz next_shard_sync = 0;
+	CatalogCheck check = CATALOG_VIEWS;
 
 	for (;;)
 	{
@@ -425,8 +432,6 @@ worker_loop(void)
 		now = GetCurrentTimestamp();
 		if (generation != seen_generation || now >= next_check)
 		{
-			CatalogCheck check;
-
 			/* a view was created, dropped or refreshed: rebuild plans */
 			if (generation != seen_generation)
 				apply_forget_views();
@@ -435,6 +440,8 @@ worker_loop(void)
 			next_check = TimestampTzPlusMilliseconds(now,
 													 check == CATALOG_BUSY ?
 													 WORKER_BUSY_RETRY_MS :
+													 check == CATALOG_WAIT ?
+													 WORKER_IDLE_MS :
 													 WORKER_CATALOG_CHECK_MS);
 			if (check == CATALOG_NO_VIEWS)
 			{
@@ -443,6 +450,15 @@ worker_loop(void)
 								worker_dboid, worker_slot)));
 				return;
 			}
+		}
+
+		/* nothing is read or applied until the extension is updated */
+		if (check == CATALOG_WAIT)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 WORKER_IDLE_MS, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
 		}
 
 		if (now >= next_shard_sync)
@@ -529,6 +545,7 @@ worker_check_views(void)
 {
 	Oid			catalog_relid;
 	CatalogCheck result;
+	char	   *problem;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -537,6 +554,15 @@ worker_check_views(void)
 	catalog_relid = worker_catalog_relid("view_catalog");
 	if (!OidIsValid(catalog_relid))
 		result = CATALOG_NO_VIEWS;	/* the extension was dropped */
+	else if ((problem = catalog_version_problem()) != NULL)
+	{
+		/* said once; delta_join.status says it to every reader */
+		if (!worker_waiting)
+			ereport(LOG,
+					(errmsg("delta_join worker for database %u waits: %s",
+							worker_dboid, problem)));
+		result = CATALOG_WAIT;
+	}
 	else if (ConditionalLockRelationOid(catalog_relid, ShareLock))
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(batch_cxt);
@@ -570,6 +596,11 @@ worker_check_views(void)
 		if (SearchNamedReplicationSlot(worker_slot, true) != NULL)
 			ReplicationSlotDrop(worker_slot, true);
 	}
+	if (worker_waiting && result != CATALOG_WAIT)
+		ereport(LOG,
+				(errmsg("delta_join worker for database %u goes on: the library runs the extension's version installed now",
+						worker_dboid)));
+	worker_waiting = (result == CATALOG_WAIT);
 
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -839,6 +870,13 @@ worker_apply_batch(Snapshot snapshot)
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(batch_cxt);
+
+	/*
+	 * The extension updated since the last look at the catalog, to a version
+	 * this library does not run: end here, applying nothing (the next
+	 * worker waits, worker_check_views).
+	 */
+	catalog_require_version();
 	views = catalog_list_views();
 	policy = batch_policy_for(views);
 	progress = worker_progress_rows(views);

@@ -36,8 +36,8 @@ my $node = DeltaJoinTest::new_node('main');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'delta_join'"),
-	'0.1',
-	'CREATE EXTENSION installs version 0.1');
+	'0.2',
+	'CREATE EXTENSION installs version 0.2');
 is( $node->safe_psql(
 		'postgres', 'SHOW delta_join.strategy'),
 	'eventual',

@@ -1,0 +1,166 @@
+/* delta_join--0.1--0.2.sql */
+
+\echo Use "ALTER EXTENSION delta_join UPDATE" to load this file. \quit
+
+--
+-- Version 0.2: every change to the SQL objects since the 0.1 release, in
+-- the order made.  A fresh install of 0.2 runs delta_join--0.1.sql, then
+-- this script, so a database made with 0.2 and one updated from 0.1 are the
+-- same.  Add a change as a numbered section at the end, saying what it
+-- changes and why.
+--
+-- The library (src/catalog.c, catalog_version_problem) runs the SQL objects
+-- of every version from DJ_OLDEST_VERSION to DJ_VERSION (src/delta_join.h):
+-- a change that the library cannot run on the older objects raises
+-- DJ_OLDEST_VERSION, and until ALTER EXTENSION delta_join UPDATE the
+-- database's views then wait, saying so in delta_join.status.
+--
+
+--
+-- 1. Privileges of the internal objects (issue 18, item 9).
+--
+-- In 0.1 every function of the schema was executable by PUBLIC, internal
+-- ones included: any role could call _prepare_node() and make the
+-- database's replication slot, with an apply worker and no view, so that
+-- WAL was retained and DROP DATABASE refused.  Each object the scripts
+-- create, who may use it, and why:
+--
+--   interface: create_view, explain, drop_view, refresh, wait, the
+--   aggregates first_value and last_value, the views views and status:
+--   PUBLIC.  They check the caller's rights themselves (see README, "A view
+--   is bound once, and runs as its target's owner").
+--
+--   Called by the public views as the role reading them (PostgreSQL checks
+--   EXECUTE on a view's functions against that role): PUBLIC, and safe to
+--   call directly.
+--     _stat()					counters; retry_reason only for the roles that
+--								can act as the target's owner, as in status
+--     _database_state()		worker, slot, room: nothing of any view
+--     _database_wait()			(new, section 2)
+--     _name(), _owner(), _mode()
+--								read pg_class, or compute from arguments
+--     _is_coordinator(), _distributed_targets(), _shard_groups(),
+--     _node_shard_groups()	Citus: the coordinator's shard_groups runs
+--								_node_shard_groups() on every node as the
+--								reader, which reads _local_status there as
+--								that role
+--     type _shard_group			the rows _shard_groups() reads from the nodes
+--     views _local_status, shard_groups, distributed_views,
+--     distributed_status		SELECT, as in 0.1
+--
+--   Internal, executable by superusers only (REVOKE from PUBLIC below):
+--     _check_environment()	run by the install script
+--     _prepare_node(), _sync_node(), _wait_node()
+--								run on every Citus node by the coordinator's
+--								create_view and wait(), which call them as
+--								Citus's extension owner (distributed.c), the
+--								role Citus itself reaches the nodes as
+--     _keep_first(), _keep_last()
+--								support functions of first_value and
+--								last_value: PostgreSQL checks them against
+--								the aggregates' owner
+--     _on_distributed_catalog(), _guard_target()
+--								trigger functions: a trigger runs without
+--								EXECUTE, which only CREATE TRIGGER checks;
+--								delta_join creates both triggers as a
+--								superuser, and nobody else may put them on a
+--								table of their own (_on_distributed_catalog
+--								reads any row as a definition)
+--     _on_ddl_start(), _on_ddl_end(), _on_sql_drop()
+--								event trigger functions (likewise)
+--
+--   Tables (unchanged): view_catalog (SELECT on every column but
+--   last_error, which may quote rows) and source_catalog (SELECT) are
+--   written by the extension's functions as the bootstrap superuser;
+--   distributed_catalog is written by create_view, refresh and drop_view on
+--   the Citus coordinator as the caller, over the connections Citus opens
+--   as the caller, and its trigger lets only a target's owner write its
+--   row.  The sequence of view_catalog has no grant.  The schema: USAGE.
+--
+-- A new function is executable by PUBLIC unless its section revokes it
+-- (sql/86_privileges lists what PUBLIC may execute, so that a new one is
+-- noticed).
+--
+REVOKE EXECUTE ON FUNCTION
+	delta_join._check_environment(),
+	delta_join._prepare_node(),
+	delta_join._sync_node(),
+	delta_join._wait_node(text, bigint),
+	delta_join._keep_first(anyelement, anyelement),
+	delta_join._keep_last(anyelement, anyelement),
+	delta_join._on_distributed_catalog(),
+	delta_join._guard_target(),
+	delta_join._on_ddl_start(),
+	delta_join._on_ddl_end(),
+	delta_join._on_sql_drop()
+FROM PUBLIC;
+
+--
+-- 2. Why a database's views wait, whatever their own state (issue 18,
+--    item 12, and upgrades): the library does not run the version of these
+--    objects (until ALTER EXTENSION delta_join UPDATE, or a restart that
+--    loads the library installed with them), or the database's replication
+--    slot is being created and waits for transactions to end (a prepared
+--    transaction ends only when committed or rolled back).  status shows
+--    it as the reason of every view, stalled.
+--
+CREATE FUNCTION delta_join._database_wait()
+RETURNS text
+AS 'MODULE_PATHNAME', 'dj_database_wait'
+LANGUAGE C STRICT VOLATILE;
+
+-- _local_status as in 0.1, with _database_wait() as the first reason
+CREATE OR REPLACE VIEW delta_join._local_status AS
+SELECT delta_join._name(v.target) AS target,
+	   CASE WHEN v.state = 'error' THEN 'error'
+			WHEN r.reason IS NOT NULL THEN 'stalled'
+			ELSE v.state END AS state,
+	   coalesce(r.reason, CASE WHEN o.owner_sees THEN s.retry_reason END) AS reason,
+	   p.applied_lsn,
+	   CASE WHEN v.state = 'error' THEN NULL ELSE p.behind END AS lag_bytes,
+	   -- now minus the commit time of the newest applied change; zero once
+	   -- everything written so far is applied
+	   CASE WHEN s.applied_commit_time IS NULL OR p.behind = 0 THEN interval '0'
+			ELSE greatest(pg_catalog.now() - s.applied_commit_time, interval '0')
+	   END AS lag,
+	   coalesce(s.changes_seen, 0) AS changes_seen,
+	   coalesce(s.keys_applied, 0) AS keys_applied,
+	   coalesce(s.rows_upserted, 0) AS rows_upserted,
+	   coalesce(s.rows_deleted, 0) AS rows_deleted,
+	   coalesce(s.rows_unchanged, 0) AS rows_unchanged,
+	   coalesce(s.lookups, 0) AS lookups,
+	   coalesce(s.cache_hits, 0) AS cache_hits,
+	   CASE WHEN o.owner_sees THEN v.last_error
+			WHEN v.last_error IS NOT NULL THEN '(shown to the owner of the target only)' END AS last_error,
+	   v.last_error_time,
+	   v.stale_since_lsn,
+	   s.last_recompute,		-- keyed and full recompute: when it last ran
+	   delta_join._mode(v.path, v.options) AS mode
+FROM delta_join.view_catalog v
+LEFT JOIN delta_join._stat() s USING (view_id)
+CROSS JOIN delta_join._database_state() d
+CROSS JOIN delta_join._database_wait() dw(reason)
+CROSS JOIN LATERAL (
+	-- errors may quote rows: only roles acting as the target's owner see them
+	SELECT pg_catalog.pg_has_role(delta_join._owner(v.target), 'USAGE') AS owner_sees) o
+CROSS JOIN LATERAL (
+	SELECT CASE WHEN pg_catalog.pg_is_in_recovery()
+				THEN pg_catalog.pg_last_wal_replay_lsn()
+				ELSE pg_catalog.pg_current_wal_lsn() END AS now_lsn) w
+CROSS JOIN LATERAL (
+	SELECT greatest(v.applied_lsn, s.applied_lsn) AS applied_lsn,
+		   greatest(pg_catalog.pg_wal_lsn_diff(w.now_lsn,
+											   greatest(v.applied_lsn, s.applied_lsn)),
+					0)::bigint AS behind) p
+CROSS JOIN LATERAL (
+	SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+				WHEN dw.reason IS NOT NULL THEN dw.reason
+				WHEN NOT d.slot_exists
+				THEN 'the replication slot of this database is missing: refresh the view'
+				WHEN d.worker_failure IS NOT NULL AND p.behind > 0
+				THEN 'the apply worker failed and is restarted: ' OPERATOR(pg_catalog.||) d.worker_failure
+				WHEN d.worker_pid IS NULL AND p.behind > 0
+				THEN 'no apply worker runs for this database (see the server log; max_worker_processes)'
+				WHEN s.view_id IS NULL AND NOT d.views_room
+				THEN 'the view has no place in shared memory (delta_join.max_views): its changes are not applied'
+		   END AS reason) r;
