@@ -174,6 +174,36 @@ SELECT * FROM delta_join.explain('SELECT g, string_agg(name, '','' ORDER BY name
 SELECT * FROM delta_join.explain('SELECT g, string_agg(n::text, '','' ORDER BY n) AS ns FROM scores GROUP BY g');
 
 --
+-- create_view raises the first of them, with its SQLSTATE, detail and hint
+--
+CREATE FUNCTION try_create(target text, query text) RETURNS SETOF text LANGUAGE plpgsql AS $f$
+DECLARE
+  st text; msg text; det text; hnt text;
+BEGIN
+  PERFORM delta_join.create_view(target, query, strategy => 'auto');
+  RETURN NEXT 'created ' || target;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+                          det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+  RETURN NEXT st || ': ' || msg;
+  RETURN NEXT 'DETAIL: ' || det;
+  RETURN NEXT 'HINT: ' || hnt;
+END $f$;
+SELECT * FROM try_create('refused', 'SELECT id, x FROM scores LIMIT 5');
+SELECT * FROM try_create('refused', 'SELECT id, x FROM scores ORDER BY x LIMIT 5');
+SELECT * FROM try_create('refused', 'SELECT DISTINCT ON (g) g, id FROM scores');
+SELECT * FROM try_create('refused', 'SELECT DISTINCT ON (g) g, id FROM scores ORDER BY g, x');
+SELECT * FROM try_create('refused', 'SELECT id, row_number() OVER (ORDER BY x) AS rn FROM scores');
+SELECT * FROM try_create('refused', 'SELECT id, string_agg(x, '''') OVER (PARTITION BY g) AS xs FROM scores');
+SELECT * FROM try_create('refused', 'SELECT id, first_value(id) OVER (PARTITION BY g ORDER BY x) AS f FROM scores');
+SELECT * FROM try_create('refused', 'SELECT g, ARRAY(SELECT s.id FROM scores s WHERE s.g = groups.g) AS ids FROM groups');
+SELECT * FROM try_create('refused', 'SELECT g, ARRAY(SELECT s.id FROM scores s WHERE s.g = groups.g ORDER BY s.x) AS ids FROM groups');
+SELECT * FROM try_create('refused', 'SELECT g, string_agg(n::text, '','' ORDER BY n) AS ns FROM scores GROUP BY g');
+SELECT * FROM try_create('refused', 'SELECT g, string_agg(x, '','') AS xs FROM scores GROUP BY g');
+SELECT * FROM try_create('refused', 'SELECT g, array_agg(DISTINCT n) AS ns FROM scores GROUP BY g');
+SELECT * FROM try_create('refused', 'SELECT id FROM scores TABLESAMPLE SYSTEM (50) WHERE g IN (SELECT g FROM groups TABLESAMPLE BERNOULLI (50))');
+
+--
 -- 6. What is accepted is the same under every plan: materialized, changed
 --    (ties come and go), and compared with its query under each plan.
 --

@@ -687,9 +687,15 @@ row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level)
 		return;
 
 	name = get_func_name(agg->aggfnoid);
+	if (agg->aggdistinct != NIL)
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 4: DISTINCT inside aggregate %s() keeps one of values that are equal but can differ", name),
+			   pstrdup("Of the values its DISTINCT finds equal, it keeps the one it reads first, which recomputing a group reproduces only if equal values are the same value."),
+			   pstrdup("Aggregate values whose equal values are the same (e.g. cast to text), or remove DISTINCT."));
+		return;
+	}
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-		   agg->aggdistinct != NIL ?
-		   psprintf("delta view rule 4: DISTINCT inside aggregate %s() keeps one of values that are equal but can differ", name) :
 		   agg->aggorder == NIL ?
 		   psprintf("delta view rule 4: aggregate %s() needs ORDER BY inside the call", name) :
 		   psprintf("delta view rule 4: the ORDER BY inside aggregate %s() can leave ties", name),
