@@ -22,20 +22,23 @@
  *	  must appear in the select list (rule 8); filters on other columns are
  *	  rejected unless residual rows are accepted (rule 6).
  *
- * Every rejection goes through analysis_reject(): it raises an error, or, for
- * delta_join.explain(), records the failure and lets the analysis go on so
- * that all failed rules are listed at once.  What later steps index by
+ * Every rejection goes through analysis_reject(): it raises an error (the
+ * worker's analysis of a registered view), or, when a path is chosen for
+ * create_view and delta_join.explain() alike, records the failure and lets
+ * the analysis go on, so that all failed rules are listed at once and the
+ * next path is tried without catching an error.  What later steps index by
  * column (the classes of equal columns) is only built once no column
  * outside a source's user columns is referenced.
  *
  * Nothing here runs code of the query: no expression is evaluated.
  * Everything is allocated in the caller's memory context.
  *
- * The rules live in four files sharing one Analysis state (analysis.h):
- * this one has the driver, the sources (rule 1), the shape (rule 5), the
- * output columns and aggregates (rule 7); determinism.c has rule 4;
- * analyze_join.c the join (rules 2, 3, 6 and 8); explain.c the text of
- * delta_join.explain().
+ * The rules live in files sharing one Analysis state (analysis.h): this
+ * one has the driver, the sources (rule 1), the shape (rule 5), the output
+ * columns and aggregates (rule 7); determinism.c and row_order.c have
+ * rule 4; analyze_join.c the join (rules 2, 3, 6 and 8); analyze_union.c
+ * UNION ALL; analyze_full.c the full-recompute path; flatten.c what is
+ * inlined first; explain.c the text of delta_join.explain().
  *
  *-------------------------------------------------------------------------
  */
@@ -888,7 +891,6 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	}
 	analysis_flatten(a, query);
 	referenced = analysis_referenced_rtes(query);
-	plan->query = query;
 
 	if (query->setOperations)
 	{

@@ -24,10 +24,10 @@
 
 #include "access/table.h"
 #include "catalog/catalog.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -44,7 +44,7 @@ typedef struct TableWalk
 	Analysis   *a;
 	List	   *relids;			/* the tables read, each once */
 	List	   *driving;		/* ... those read once not as lookup-only */
-	List	   *views;			/* the views expanded, against cycles */
+	List	   *views;			/* the views being expanded, against cycles */
 	List	   *hinted;			/* range-table entries hinted lookup_only */
 	bool		lookup_only;	/* under one of them */
 } TableWalk;

@@ -559,9 +559,18 @@ DeltaPlan *
 catalog_view_plan(ViewRecord *view)
 {
 	DeltaPlan  *plan = analyze_view(view);
+	ViewRecord	current;
 
 	check_source_keys(view, plan);
-	if (catalog_sources_changed(view, plan))
+
+	/*
+	 * (The record may have been read before the DDL that changed the tables
+	 * committed, with the refresh that registered them: compare with the
+	 * catalog as the analysis read it.)
+	 */
+	if (catalog_sources_changed(view, plan) &&
+		(!catalog_find_view(view->target, &current) ||
+		 catalog_sources_changed(&current, plan)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the tables delta view \"%s\" reads changed since it was filled",

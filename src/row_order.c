@@ -255,7 +255,6 @@ note_column(TiedColumns *tied, Var *var, Oid op)
 	return true;
 }
 
-
 /*
  * The equalities every row of the level satisfies: those of WHERE and of
  * the ON conditions of inner joins (an outer join's ON condition does not
