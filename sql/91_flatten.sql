@@ -44,6 +44,8 @@ CREATE OR REPLACE VIEW active_users AS SELECT id, name || now()::text AS name FR
 -- a security_barrier view is not inlined: its conditions come first
 CREATE VIEW guarded_users WITH (security_barrier) AS SELECT id, name FROM users WHERE active;
 SELECT * FROM delta_join.explain('SELECT u.id, u.name FROM guarded_users u');
+-- (a rule like any other: strategy auto reads it through a full recompute)
+SELECT * FROM delta_join.explain('SELECT u.id, u.name FROM guarded_users u', strategy => 'auto');
 -- nor a view of more than joins, projections and filters
 CREATE VIEW domain_counts AS SELECT user_id, count(*) AS n FROM domains GROUP BY user_id;
 SELECT * FROM delta_join.explain('SELECT u.id, u.name, c.n FROM users u JOIN domain_counts c ON c.user_id = u.id');

@@ -73,6 +73,42 @@ SELECT * FROM delta_join.explain($$
   SELECT p.id, r.usd FROM payments /*+ OPTIONS('lookup_only'='true') */ p
   JOIN rates /*+ OPTIONS('lookup_only'='true') */ r ON r.currency = p.currency $$);
 
+-- ... on every path, whatever the query: one table, an aggregate's only
+-- source, a keyed recompute, a full recompute
+SELECT delta_join.create_view('frozen', $$
+  SELECT id, amount FROM payments /*+ OPTIONS('lookup_only'='true') */ $$);
+SELECT delta_join.create_view('frozen', $$
+  SELECT currency, count(*) AS n FROM payments /*+ OPTIONS('lookup_only'='true') */ GROUP BY currency $$);
+SELECT * FROM delta_join.explain($$
+  SELECT currency, count(*) AS n FROM payments /*+ OPTIONS('lookup_only'='true') */ GROUP BY currency $$,
+  strategy => 'auto');
+SELECT delta_join.create_view('frozen', $$
+  SELECT count(*) AS n, sum(amount) AS total FROM payments /*+ OPTIONS('lookup_only'='true') */ $$,
+  strategy => 'auto');
+SELECT delta_join.create_view('frozen', $$
+  SELECT DISTINCT p.currency FROM payments /*+ OPTIONS('lookup_only'='true') */ p
+  JOIN rates /*+ OPTIONS('lookup_only'='true') */ r ON r.currency = p.currency $$, strategy => 'none');
+
+-- explain shows lookup-only sources on every path: a keyed recompute (a
+-- join on columns no index leads) ...
+\set keyed_q 'SELECT p.id, r.currency AS rate_currency FROM payments p JOIN rates /*+ OPTIONS(''lookup_only''=''true'') */ r ON r.usd = p.amount'
+SELECT * FROM delta_join.explain(:'keyed_q', strategy => 'auto');
+-- ... and a full recompute, where the hinted table's changes are not
+-- captured either: the view moves when another source changes
+\set full_q 'SELECT p.currency, sum(p.amount * r.usd) AS usd FROM payments p JOIN rates /*+ OPTIONS(''lookup_only''=''true'') */ r ON r.currency = p.currency GROUP BY p.currency HAVING count(*) > 0'
+SELECT * FROM delta_join.explain(:'full_q', strategy => 'none');
+SELECT delta_join.create_view('usd_by_currency', :'full_q', strategy => 'none',
+  options => '{"refresh_interval": "10ms"}');
+SELECT target, mode, sources, lookup_only FROM delta_join.views WHERE target = 'lk.usd_by_currency';
+SELECT * FROM usd_by_currency ORDER BY currency;
+UPDATE rates SET usd = 100 WHERE currency = 'GBP';
+SELECT delta_join.wait('lk.usd_by_currency');
+SELECT * FROM usd_by_currency ORDER BY currency;
+INSERT INTO payments VALUES (7, 'EUR', 1);
+SELECT delta_join.wait('lk.usd_by_currency');
+SELECT * FROM usd_by_currency ORDER BY currency;
+SELECT * FROM diff('usd_by_currency', :'full_q');
+
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA lk CASCADE;

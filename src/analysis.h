@@ -2,8 +2,9 @@
  *
  * analysis.h
  *	  What the files of the analyzer share: the state of one analysis and
- *	  the helpers every rule uses.  Private to analyze.c, analyze_join.c,
- *	  determinism.c and explain.c; the rest of the library sees analyze.h.
+ *	  the helpers every rule uses.  Private to the files of the analyzer
+ *	  (analyze*.c, determinism.c, row_order.c, flatten.c, explain.c); the
+ *	  rest of the library sees analyze.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -69,6 +70,8 @@ typedef struct Analysis
 /* analyze.c */
 extern void analysis_reject(Analysis *a, int code, char *message, char *detail, char *hint);
 extern bool analysis_check_citus(Analysis *a, Oid relid, const char *label);
+extern bool analysis_check_rls(Analysis *a, Oid relid, const char *label);
+extern bool analysis_some_source_drives(Analysis *a);
 extern char *analysis_source_name(DeltaSource *src);
 extern char *analysis_source_label(DeltaSource *src);
 extern char *analysis_column_label(DeltaSource *src, AttrNumber attno);
@@ -86,6 +89,11 @@ extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOp
 /* determinism.c */
 extern void analysis_check_determinism(Analysis *a, Query *query);
 
+/* row_order.c */
+extern void row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level);
+extern void row_order_check_level(Analysis *a, Query *level);
+extern void row_order_check_array(Analysis *a, SubLink *sublink);
+
 /* analyze_join.c */
 extern int	analysis_column_id(Analysis *a, int source, AttrNumber attno);
 extern int	analysis_class_of(Analysis *a, int id);
@@ -102,10 +110,10 @@ extern void analysis_join(Analysis *a);
 extern List *explain_lines(Analysis *a, const DeltaOptions *options);
 
 /* analyze_full.c */
-extern void analysis_full(Analysis *a, Query *query);
+extern void analysis_full(Analysis *a, Query *query, List *hints);
 
 /* flatten.c */
-extern void analysis_flatten(Query *query);
+extern void analysis_flatten(Analysis *a, Query *query);
 extern Bitmapset *analysis_referenced_rtes(Query *query);
 
 #endif							/* DJ_ANALYSIS_H */

@@ -22,20 +22,23 @@
  *	  must appear in the select list (rule 8); filters on other columns are
  *	  rejected unless residual rows are accepted (rule 6).
  *
- * Every rejection goes through analysis_reject(): it raises an error, or, for
- * delta_join.explain(), records the failure and lets the analysis go on so
- * that all failed rules are listed at once.  What later steps index by
+ * Every rejection goes through analysis_reject(): it raises an error (the
+ * worker's analysis of a registered view), or, when a path is chosen for
+ * create_view and delta_join.explain() alike, records the failure and lets
+ * the analysis go on, so that all failed rules are listed at once and the
+ * next path is tried without catching an error.  What later steps index by
  * column (the classes of equal columns) is only built once no column
  * outside a source's user columns is referenced.
  *
  * Nothing here runs code of the query: no expression is evaluated.
  * Everything is allocated in the caller's memory context.
  *
- * The rules live in four files sharing one Analysis state (analysis.h):
- * this one has the driver, the sources (rule 1), the shape (rule 5), the
- * output columns and aggregates (rule 7); determinism.c has rule 4;
- * analyze_join.c the join (rules 2, 3, 6 and 8); explain.c the text of
- * delta_join.explain().
+ * The rules live in files sharing one Analysis state (analysis.h): this
+ * one has the driver, the sources (rule 1), the shape (rule 5), the output
+ * columns and aggregates (rule 7); determinism.c and row_order.c have
+ * rule 4; analyze_join.c the join (rules 2, 3, 6 and 8); analyze_union.c
+ * UNION ALL; analyze_full.c the full-recompute path; flatten.c what is
+ * inlined first; explain.c the text of delta_join.explain().
  *
  *-------------------------------------------------------------------------
  */
@@ -65,6 +68,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "partitioning/partdefs.h"
+#include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
@@ -174,6 +178,27 @@ apply_hints(Analysis *a, List *hints)
 			src->seed_buffer_capacity = hint->seed_buffer_capacity;
 		}
 	}
+}
+
+/*
+ * A view whose every source is lookup-only never changes: the changes of
+ * those sources are not even captured.  Returns false after reject.
+ */
+bool
+analysis_some_source_drives(Analysis *a)
+{
+	ListCell   *lc;
+
+	foreach(lc, a->plan->sources)
+	{
+		if (!((DeltaSource *) lfirst(lc))->lookup_only)
+			return true;
+	}
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   pstrdup("delta view rule 2: every source is lookup-only"),
+		   pstrdup("A lookup-only source's changes trigger nothing, so the view would never change."),
+		   pstrdup("Remove the lookup_only hint from the table whose changes should drive the view."));
+	return false;
 }
 
 /* ----------------------------------------------------------------
@@ -350,6 +375,24 @@ analysis_check_citus(Analysis *a, Oid relid, const char *label)
 }
 
 /*
+ * Row-level security must not apply to a source, for the role analyzing
+ * the query (at creation, the one who will own a new target; then its
+ * owner): lookups read the sources directly, and a recompute under
+ * policies would depend on who runs it.  Returns false after reject.
+ */
+bool
+analysis_check_rls(Analysis *a, Oid relid, const char *label)
+{
+	if (check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED)
+		return true;
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   psprintf("delta view rule 1: row-level security applies to source %s", label),
+		   pstrdup("A view's rows are computed once for all its readers, by lookups and recomputes that read the sources directly: row security policies, which filter rows by who reads them, cannot apply."),
+		   pstrdup("Create the view as a role that bypasses row-level security on the table (its owner, or a role with BYPASSRLS)."));
+	return false;
+}
+
+/*
  * Check one relation range-table entry against rule 1 and describe it as a
  * source.  Returns NULL (after reject) when it cannot be one.
  */
@@ -446,14 +489,8 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 		!analysis_partitions_decodable(a, rte->relid, label))
 		return NULL;
 
-	if (check_enable_rls(rte->relid, InvalidOid, true) == RLS_ENABLED)
-	{
-		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-			   psprintf("delta view rule 1: row-level security applies to source %s", label),
-			   pstrdup("Lookups read the sources directly, so row security policies could not be applied to them."),
-			   pstrdup("Create the view as a role that bypasses row-level security on the table (its owner, or a role with BYPASSRLS)."));
+	if (!analysis_check_rls(a, rte->relid, label))
 		return NULL;
-	}
 
 	if (get_rel_namespace(rte->relid) == get_namespace_oid(DJ_SCHEMA, true))
 	{
@@ -738,10 +775,15 @@ analyze_aggregate(Analysis *a)
 
 	analysis_map_key(a, key_ids);
 
+	/* (in retract mode, a group that stops passing HAVING is deleted) */
 	plan->has_filter = (query->havingQual != NULL &&
 						!condition_on_group_key(query->havingQual, src));
-	if (plan->has_filter && !plan->options.ignore_non_unique_key_filter)
-		analysis_reject_filter(a, "an aggregate", "HAVING");
+	if (plan->has_filter && !plan->options.ignore_non_unique_key_filter &&
+		!plan->options.retract)
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   pstrdup("delta view rule 6: HAVING condition on an aggregate could leave a group's earlier row behind"),
+			   pstrdup("Without retract mode, a group that stops passing HAVING keeps the row written for it earlier (a group left without rows is deleted)."),
+			   pstrdup("Create the view with options => '{\"retract\": true}', which deletes such a group, or accept the rows left behind with options => '{\"ignore_non_unique_key_filter\": true}'."));
 }
 
 /* ----------------------------------------------------------------
@@ -806,16 +848,35 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	Bitmapset  *referenced;
 	ListCell   *lc;
 
-	/* the analysis flattens the query in place: work on a copy */
+	/*
+	 * The analysis flattens the query in place: work on a copy.  Lock what
+	 * it reads first, as the rewriter does a view's stored query: a query
+	 * view loaded by the worker names relations nothing has locked, which
+	 * a concurrent DROP may take away while they are looked at.
+	 */
 	query = copyObject(query);
+	AcquireRewriteLocks(query, true, false);
 	a->plan = plan;
 	plan->options = *options;
 	plan->path = a->path;
 	plan->tag_column = -1;
+	plan->query = query;
+
+	/*
+	 * (Before anything else: flattening would drop a WITH entry nothing
+	 * reads, and the statement with it.)
+	 */
+	if (query->hasModifyingCTE)
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   pstrdup("delta view rule 5: data-modifying statements in WITH are not supported"),
+			   pstrdup("A view's query runs again at every recompute and refresh: it may only read."),
+			   pstrdup("Run the INSERT, UPDATE or DELETE on its own, and keep only the SELECT in the view's query."));
+		return plan;
+	}
 	if (a->path == DJ_PATH_FULL)
 	{
-		plan->query = query;
-		analysis_full(a, query);
+		analysis_full(a, query, hints);
 		return plan;
 	}
 
@@ -828,9 +889,8 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 		plan->options.retract = true;
 		plan->options.ignore_non_unique_key_filter = true;
 	}
-	analysis_flatten(query);
+	analysis_flatten(a, query);
 	referenced = analysis_referenced_rtes(query);
-	plan->query = query;
 
 	if (query->setOperations)
 	{
@@ -840,7 +900,6 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	}
 
 	check_query_shape(a, query);
-	analysis_check_determinism(a, query);
 
 	/* Sources (rule 1) */
 	nrtes = list_length(query->rtable);
@@ -896,6 +955,8 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 		}
 	}
 
+	analysis_check_determinism(a, query);
+
 	/*
 	 * If some FROM item was rejected, or a column outside the sources' user
 	 * columns is read, the rest cannot be checked safely.
@@ -911,6 +972,8 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	}
 
 	apply_hints(a, hints);
+	if (!analysis_some_source_drives(a))
+		return plan;
 
 	/* column classes: every column of every source is a column id */
 	a->col_offset = palloc(sizeof(int) * list_length(plan->sources));
@@ -966,64 +1029,69 @@ analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaP
 	return analysis_query(&a, query, hints, options);
 }
 
-/* Is the error being handled the failure of a rule (not a bug, a syntax error ...)? */
-static bool
-error_is_rule_failure(ErrorData *edata)
-{
-	return strncmp(edata->message, "delta view rule", 15) == 0;
-}
-
-/*
- * Try one path; NULL, with the rule it failed in *why, if the query does
- * not follow its rules.
- */
-static DeltaPlan *
-try_path(Query *query, List *hints, const DeltaOptions *options, DeltaPath path,
-		 char **why)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-	DeltaPlan  *volatile plan = NULL;
-
-	PG_TRY();
-	{
-		plan = analyze_plan_path(query, hints, options, path);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		if (!error_is_rule_failure(edata))
-			PG_RE_THROW();
-		FlushErrorState();
-		*why = edata->message;
-	}
-	PG_END_TRY();
-	return plan;
-}
-
 /*
  * The path of a view under its strategy (DESIGN.md §2): eventual, the
  * delta rewrite or an error; auto, the delta rewrite if the query is
  * eligible, else keyed recompute if it has a delta view's shape, else full
  * recompute; none, keyed recompute or full recompute.  Rule 4 applies on
- * every path: a query no path accepts raises the error of the last one.
+ * every path.
+ *
+ * create_view and explain() take this one way: each path the strategy
+ * allows is analyzed in turn, the rules it fails collected, until one
+ * takes the query.  With lines, explain()'s text of every path tried is
+ * appended to *lines, and NULL returned if none takes it; without, a
+ * query no path takes raises the first rule the last path failed.
  */
+static DeltaPlan *
+choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines)
+{
+	DeltaPath	first = (options->strategy == DJ_STRATEGY_NONE) ? DJ_PATH_KEYED : DJ_PATH_DELTA;
+	DeltaPath	last = (options->strategy == DJ_STRATEGY_EVENTUAL) ? DJ_PATH_DELTA : DJ_PATH_FULL;
+	Failure    *failure = NULL;
+
+	for (int path = first; path <= (int) last; path++)
+	{
+		Analysis	a = {0};
+		DeltaPlan  *plan;
+
+		a.collect = true;
+		a.path = (DeltaPath) path;
+		plan = analysis_query(&a, query, hints, options);
+		if (lines != NULL)
+			*lines = list_concat(*lines, explain_lines(&a, options));
+		if (a.failures == NIL)
+			return plan;
+		failure = linitial(a.failures);
+	}
+	if (lines == NULL)
+		ereport(ERROR,
+				(errcode(failure->code),
+				 errmsg("%s", failure->message),
+				 failure->detail ? errdetail("%s", failure->detail) : 0,
+				 failure->hint ? errhint("%s", failure->hint) : 0));
+	return NULL;
+}
+
+/* The plan of a new view (create_view): see choose_path */
 DeltaPlan *
 analyze_choose_path(Query *query, List *hints, const DeltaOptions *options)
 {
-	DeltaPlan  *plan;
-	char	   *why = NULL;
+	return choose_path(query, hints, options, NULL);
+}
 
-	if (options->strategy == DJ_STRATEGY_EVENTUAL)
-		return analyze_plan_path(query, hints, options, DJ_PATH_DELTA);
-	if (options->strategy == DJ_STRATEGY_AUTO &&
-		(plan = try_path(query, hints, options, DJ_PATH_DELTA, &why)) != NULL)
-		return plan;
-	if ((plan = try_path(query, hints, options, DJ_PATH_KEYED, &why)) != NULL)
-		return plan;
-	return analyze_plan_path(query, hints, options, DJ_PATH_FULL);
+/*
+ * explain(): the plan of the path create_view would take, as lines of
+ * text, after what ruled out the paths tried before it; or the rules each
+ * path fails.  Errors that are not rule failures (syntax, unknown tables)
+ * are raised as usual.
+ */
+List *
+explain_plan(Query *query, List *hints, const DeltaOptions *options)
+{
+	List	   *lines = NIL;
+
+	(void) choose_path(query, hints, options, &lines);
+	return lines;
 }
 
 const char *
@@ -1055,30 +1123,3 @@ analyze_parse_path(const char *name, DeltaPath *path)
 	return false;
 }
 
-
-/*
- * The delta plan of a query as lines of text, or the list of rules it
- * fails.  Errors that are not rule failures (syntax, unknown tables) are
- * raised as usual.
- */
-List *
-explain_plan(Query *query, List *hints, const DeltaOptions *options)
-{
-	List	   *lines = NIL;
-	DeltaPath	first = (options->strategy == DJ_STRATEGY_NONE) ? DJ_PATH_KEYED : DJ_PATH_DELTA;
-	DeltaPath	last = (options->strategy == DJ_STRATEGY_EVENTUAL) ? DJ_PATH_DELTA : DJ_PATH_FULL;
-
-	/* each path the strategy allows, until one takes the query */
-	for (int path = first; path <= (int) last; path++)
-	{
-		Analysis	a = {0};
-
-		a.collect = true;
-		a.path = (DeltaPath) path;
-		(void) analysis_query(&a, query, hints, options);
-		lines = list_concat(lines, explain_lines(&a, options));
-		if (a.failures == NIL)
-			break;
-	}
-	return lines;
-}

@@ -201,6 +201,5 @@ extern DeltaPlan *analyze_choose_path(Query *query, List *hints, const DeltaOpti
 extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options);
 extern const char *analyze_path_name(DeltaPath path);
 extern bool analyze_parse_path(const char *name, DeltaPath *path);
-extern void analyze_check_determinism(Query *query);
 
 #endif							/* DJ_ANALYZE_H */

@@ -481,7 +481,7 @@ api_refresh_view(ViewRecord *view, bool by_caller)
 	DeltaPlan  *plan;
 	uint64		rows;
 
-	plan = catalog_view_plan(view);
+	plan = catalog_view_plan_to_fill(view);
 	if (by_caller)
 		check_lock_rights(plan);
 	target_guard(view->target);

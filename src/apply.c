@@ -197,8 +197,13 @@ view_entry(ViewRecord *view)
 	oldcxt = MemoryContextSwitchTo(entry->cxt);
 	entry->plan = catalog_view_plan(view);
 	target_validate(view->target, entry->plan, true);
-	/* the sources, and the views the query reads (their placeholders) */
-	entry->relids = palloc(sizeof(Oid) * (list_length(entry->plan->query->rtable) + 2));
+	/*
+	 * The sources, and the views the query reads (their placeholders); a
+	 * full recompute's sources are also the tables under those views and
+	 * the inheritance children of the tables it reads.
+	 */
+	entry->relids = palloc(sizeof(Oid) * (list_length(entry->plan->query->rtable) +
+										  list_length(entry->plan->sources) + 2));
 	foreach(lc, entry->plan->query->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
@@ -206,6 +211,8 @@ view_entry(ViewRecord *view)
 		if (rte->rtekind == RTE_RELATION)
 			entry->relids[n++] = rte->relid;
 	}
+	foreach(lc, entry->plan->sources)
+		entry->relids[n++] = ((DeltaSource *) lfirst(lc))->relid;
 	entry->relids[n++] = view->target;
 	entry->relids[n++] = view->query_view;
 	entry->nrelids = n;

@@ -252,6 +252,7 @@ read_source_row(uint64 i)
 		src->key_attnums[k] = DatumGetInt16(elems[k]);
 	hint_from_jsonb(&src->hint, DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
 	src->hint.rtindex = src->ordinal;
+	src->hint.relid = src->relid;
 	return src;
 }
 
@@ -513,19 +514,10 @@ catalog_hints(ViewRecord *view)
 	return hints;
 }
 
-/*
- * The delta plan of a registered view: its bound query, analyzed with its
- * options and hints.  The dirty keys decoding captures for each source
- * (source_catalog.key_attnums) must still be the key columns of the plan:
- * a source's key redefined since (which the DDL guard refuses) would hand
- * the wrong values to the lookups.
- */
-DeltaPlan *
-catalog_view_plan(ViewRecord *view)
+/* A registered view's bound query, analyzed with its options and hints */
+static DeltaPlan *
+analyze_view(ViewRecord *view)
 {
-	DeltaPlan  *plan;
-	ListCell   *lc;
-
 	if (!OidIsValid(view->query_view))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -533,9 +525,23 @@ catalog_view_plan(ViewRecord *view)
 						catalog_view_name(view)),
 				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
 				 errhint("Drop the view with delta_join.drop_view and create it again.")));
-
-	plan = analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
+	return analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
 							 view->path);
+}
+
+/*
+ * The dirty keys decoding captures for each source of a delta view or a
+ * keyed recompute (source_catalog.key_attnums) must still be the key
+ * columns of the plan: a source's key redefined since (which the DDL guard
+ * refuses) would hand the wrong values to the lookups.
+ */
+static void
+check_source_keys(ViewRecord *view, DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	if (plan->path == DJ_PATH_FULL)
+		return;
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);
@@ -556,6 +562,84 @@ catalog_view_plan(ViewRecord *view)
 					 errdetail("Changes of the source are captured by other columns than the view now needs."),
 					 errhint("Rebuild the view with delta_join.refresh().")));
 	}
+}
+
+/*
+ * Are the tables a full recompute's query reads now (its plan's sources)
+ * other than those whose changes are captured for it?  An inheritance
+ * child that came or went, a view it reads replaced: rows came or went
+ * without changes of a source, and a new table's changes are not
+ * captured.  (The sources of the other paths are range-table entries of
+ * the bound query, which do not change.)
+ */
+bool
+catalog_sources_changed(ViewRecord *view, DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	if (plan->path != DJ_PATH_FULL)
+		return false;
+	if (list_length(plan->sources) != list_length(view->sources))
+		return true;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		bool		found = false;
+		ListCell   *lc2;
+
+		foreach(lc2, view->sources)
+		{
+			SourceRecord *rec = lfirst(lc2);
+
+			found |= (rec->relid == src->relid && rec->hint.lookup_only == src->lookup_only);
+		}
+		if (!found)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The delta plan of a registered view, as the worker applies it: its bound
+ * query analyzed with its options and hints, its sources still those whose
+ * changes are captured.
+ */
+DeltaPlan *
+catalog_view_plan(ViewRecord *view)
+{
+	DeltaPlan  *plan = analyze_view(view);
+	ViewRecord	current;
+
+	check_source_keys(view, plan);
+
+	/*
+	 * (The record may have been read before the DDL that changed the tables
+	 * committed, with the refresh that registered them: compare with the
+	 * catalog as the analysis read it.)
+	 */
+	if (catalog_sources_changed(view, plan) &&
+		(!catalog_find_view(view->target, &current) ||
+		 catalog_sources_changed(&current, plan)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the tables delta view \"%s\" reads changed since it was filled",
+						catalog_view_name(view)),
+				 errdetail("An inheritance child of a table it reads came or went, or a view it reads was replaced, without a refresh: rows came or went without changes of its sources."),
+				 errhint("Rebuild the view with delta_join.refresh().")));
+	return plan;
+}
+
+/*
+ * The plan of a view about to be filled again, which registers its sources
+ * anew (catalog_rewrite_sources): as catalog_view_plan, but the tables a
+ * full recompute reads may have changed.
+ */
+DeltaPlan *
+catalog_view_plan_to_fill(ViewRecord *view)
+{
+	DeltaPlan  *plan = analyze_view(view);
+
+	check_source_keys(view, plan);
 	return plan;
 }
 

@@ -82,6 +82,8 @@ extern void catalog_rewrite_sources(int view_id, DeltaPlan *plan);
 extern char *catalog_view_name(ViewRecord *view);
 extern List *catalog_hints(ViewRecord *view);
 extern DeltaPlan *catalog_view_plan(ViewRecord *view);
+extern DeltaPlan *catalog_view_plan_to_fill(ViewRecord *view);
+extern bool catalog_sources_changed(ViewRecord *view, DeltaPlan *plan);
 extern List *catalog_decode_sources(Relation catrel, Oid catindex, Oid relid);
 
 #endif							/* DJ_CATALOG_H */

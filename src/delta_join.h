@@ -99,6 +99,9 @@ typedef struct DeltaHint
 {
 	int			location;		/* offset of the comment in the query text */
 	int			rtindex;		/* the source it follows, once matched */
+	Oid			relid;			/* read back from source_catalog: its source's
+								 * table (a full recompute's sources are
+								 * tables, not range-table entries) */
 	int			cache_size;		/* -1: not given */
 	bool		cache_enabled;
 	bool		cache_enabled_set;

@@ -8,10 +8,11 @@
  * their arguments and the settings a view pins (the transaction's time,
  * the session, the role, the catalogs); user-defined stable functions (they
  * may read tables that are not sources); aggregates whose support functions
- * are not deterministic; aggregates whose result depends on the order of
- * their input, called without ORDER BY; system columns and whole-row
- * references; TABLESAMPLE.  The whole query is walked, subqueries included,
- * so the fallback paths apply the same rule.
+ * are not deterministic; system columns and whole-row references;
+ * TABLESAMPLE; and what depends on the order in which rows that tie come
+ * (row_order.c).  The whole query is walked, subqueries, CTEs and the
+ * views the full-recompute path reads included, so every path applies the
+ * same rule.
  *
  *-------------------------------------------------------------------------
  */
@@ -185,267 +186,21 @@ reject_function(Analysis *a, Oid funcid, Unfit why, const char *context)
 }
 
 /*
- * Aggregates whose result depends on the order of their input: without an
- * ORDER BY inside the call that orders rows totally, a recompute may not
- * reproduce their value.  Nothing in the catalogs says whether a
- * user-defined aggregate is one of them, so they all count as such.
- */
-static bool
-aggregate_is_order_sensitive(Oid aggfnoid)
-{
-	static const char *const names[] = {
-		"string_agg", "array_agg", "json_agg", "jsonb_agg", "json_object_agg",
-		"jsonb_object_agg", "json_object_agg_unique", "jsonb_object_agg_unique",
-		"json_object_agg_strict", "jsonb_object_agg_strict",
-		"json_object_agg_unique_strict", "jsonb_object_agg_unique_strict",
-		"xmlagg",
-	};
-	char	   *name = get_func_name(aggfnoid);
-	Oid			nspid = get_func_namespace(aggfnoid);
-
-	if (nspid == get_namespace_oid(DJ_SCHEMA, true))
-		return strcmp(name, "first_value") == 0 || strcmp(name, "last_value") == 0;
-	if (aggfnoid >= FirstNormalObjectId)
-		return true;
-	for (size_t i = 0; i < lengthof(names); i++)
-		if (strcmp(name, names[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Note the plain columns of the query level among the expressions */
-static void
-collect_plain_columns(List *exprs, Bitmapset **columns)
-{
-	ListCell   *lc;
-
-	foreach(lc, exprs)
-	{
-		Node	   *expr = lfirst(lc);
-
-		while (expr && IsA(expr, RelabelType))
-			expr = (Node *) ((RelabelType *) expr)->arg;
-		if (expr && IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0 &&
-			((Var *) expr)->varattno > 0)
-		{
-			Var		   *var = (Var *) expr;
-
-			columns[var->varno - 1] = bms_add_member(columns[var->varno - 1],
-													 var->varattno);
-		}
-	}
-}
-
-/* Note the column pairs a qual of the join tree says are equal */
-static bool
-equalities_walker(Node *node, List **pairs)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, BoolExpr) && ((BoolExpr *) node)->boolop == AND_EXPR)
-		return expression_tree_walker(node, equalities_walker, pairs);
-	if (IsA(node, List))
-		return expression_tree_walker(node, equalities_walker, pairs);
-	if (IsA(node, FromExpr))
-	{
-		FromExpr   *from = (FromExpr *) node;
-
-		(void) equalities_walker((Node *) from->fromlist, pairs);
-		return equalities_walker(from->quals, pairs);
-	}
-	if (IsA(node, JoinExpr))
-	{
-		JoinExpr   *join = (JoinExpr *) node;
-
-		(void) equalities_walker(join->larg, pairs);
-		(void) equalities_walker(join->rarg, pairs);
-		return equalities_walker(join->quals, pairs);
-	}
-	if (IsA(node, OpExpr) && list_length(((OpExpr *) node)->args) == 2 &&
-		op_mergejoinable(((OpExpr *) node)->opno, exprType(linitial(((OpExpr *) node)->args))))
-	{
-		Node	   *l = strip_implicit_coercions(linitial(((OpExpr *) node)->args));
-		Node	   *r = strip_implicit_coercions(lsecond(((OpExpr *) node)->args));
-
-		if (IsA(l, Var) && IsA(r, Var) &&
-			((Var *) l)->varlevelsup == 0 && ((Var *) r)->varlevelsup == 0)
-			*pairs = lappend(*pairs, list_make2(l, r));
-	}
-	return false;
-}
-
-/*
- * Add the columns the join tree's equalities make equal to those noted:
- * a row that joined has the same value in both (a null-extended one has no
- * row of the nullable table at all).
- */
-static void
-add_equal_columns(Query *level, Bitmapset **columns)
-{
-	List	   *pairs = NIL;
-	bool		changed = true;
-
-	(void) equalities_walker((Node *) level->jointree, &pairs);
-	while (changed)
-	{
-		ListCell   *lc;
-
-		changed = false;
-		foreach(lc, pairs)
-		{
-			Var		   *l = linitial(lfirst(lc));
-			Var		   *r = lsecond(lfirst(lc));
-			bool		has_l = bms_is_member(l->varattno, columns[l->varno - 1]);
-			bool		has_r = bms_is_member(r->varattno, columns[r->varno - 1]);
-
-			if (has_l != has_r)
-			{
-				if (has_l)
-					columns[r->varno - 1] = bms_add_member(columns[r->varno - 1], r->varattno);
-				else
-					columns[l->varno - 1] = bms_add_member(columns[l->varno - 1], l->varattno);
-				changed = true;
-			}
-		}
-	}
-}
-
-/* Does some unique index of the relation have all its columns among these? */
-static bool
-columns_cover_unique_index(Oid relid, Bitmapset *columns)
-{
-	Relation	rel = table_open(relid, AccessShareLock);
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
-	bool		covered = false;
-
-	foreach(lc, indexes)
-	{
-		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index index;
-		bool		all = true;
-
-		if (!HeapTupleIsValid(tuple))
-			continue;
-		index = (Form_pg_index) GETSTRUCT(tuple);
-		if (index->indisunique && index->indimmediate && index->indisvalid &&
-			heap_attisnull(tuple, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(tuple, Anum_pg_index_indexprs, NULL))
-		{
-			for (int i = 0; i < index->indnkeyatts; i++)
-				if (!bms_is_member(index->indkey.values[i], columns))
-					all = false;
-			covered = all;
-		}
-		ReleaseSysCache(tuple);
-		if (covered)
-			break;
-	}
-	list_free(indexes);
-	table_close(rel, AccessShareLock);
-	return covered;
-}
-
-/*
- * Are two values of the expression's type that are equal the same value?
- * Not for numeric (1.0 = 1.00), float (-0 = 0), a nondeterministic
- * collation (case-insensitive ...): the btree "equalimage" support function
- * of the type's default operator class says.
- */
-static bool
-equal_means_same(Node *expr)
-{
-	Oid			type = exprType(expr);
-	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
-	Oid			opfamily;
-	Oid			opcintype;
-	Oid			proc;
-
-	if (!OidIsValid(opclass))
-		return false;
-	opfamily = get_opclass_family(opclass);
-	opcintype = get_opclass_input_type(opclass);
-	proc = get_opfamily_proc(opfamily, opcintype, opcintype, BTEQUALIMAGE_PROC);
-	if (!OidIsValid(proc))
-		return false;
-	return DatumGetBool(OidFunctionCall1Coll(proc, exprCollation(expr),
-											 ObjectIdGetDatum(opcintype)));
-}
-
-/*
- * Does the aggregate's ORDER BY order its input rows so that rows tied on
- * it pass the same arguments?  It does if it sorts on every argument, or
- * if, with the GROUP BY columns, it covers a unique key of every table the
- * rows come from (then no two rows tie).  A NULL key column does not break
- * this: unique keys with NULLs belong to null-extended rows, at most one
- * per combination of the other tables' rows.
- */
-static bool
-aggregate_order_is_total(Aggref *agg, Query *level)
-{
-	List	   *sort_exprs = NIL;
-	List	   *group_exprs = NIL;
-	Bitmapset **columns;
-	ListCell   *lc;
-	int			rti;
-	bool		args_sorted = true;
-
-	foreach(lc, agg->aggorder)
-		sort_exprs = lappend(sort_exprs,
-							 get_sortgroupclause_expr(lfirst(lc), agg->args));
-	foreach(lc, agg->args)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		/* (constant arguments, such as string_agg's separator, tie anyway) */
-		if (!tle->resjunk && contain_var_clause((Node *) tle->expr) &&
-			(!list_member(sort_exprs, tle->expr) || !equal_means_same((Node *) tle->expr)))
-			args_sorted = false;
-	}
-	if (args_sorted)
-		return true;
-
-	/* Aggrefs under the level are read from their own level only */
-	if (level == NULL || agg->agglevelsup != 0)
-		return false;
-	columns = palloc0(sizeof(Bitmapset *) * list_length(level->rtable));
-	collect_plain_columns((List *) flatten_join_alias_vars(level, (Node *) sort_exprs), columns);
-	foreach(lc, level->groupClause)
-		group_exprs = lappend(group_exprs,
-							  get_sortgroupclause_expr(lfirst(lc), level->targetList));
-	collect_plain_columns((List *) flatten_join_alias_vars(level, (Node *) group_exprs), columns);
-	add_equal_columns(level, columns);
-
-	rti = 0;
-	foreach(lc, level->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-
-		rti++;
-		if (rte->rtekind == RTE_JOIN)
-			continue;
-		if (rte->rtekind != RTE_RELATION ||
-			!columns_cover_unique_index(rte->relid, columns[rti - 1]))
-			return false;
-	}
-	return true;
-}
-
-/*
  * An aggregate is as deterministic as its support functions (pg_proc says
  * nothing useful about an aggregate itself): built-in ones follow the
- * function rule, user-defined ones must be immutable.
+ * function rule, user-defined ones must be immutable.  The same holds for
+ * an aggregate called as a window function.
  */
 static void
-check_aggregate(Analysis *a, Aggref *agg, Query *level)
+check_aggregate_support(Analysis *a, Oid aggfnoid)
 {
-	HeapTuple	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg->aggfnoid));
+	HeapTuple	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
 	Form_pg_aggregate form;
 	Oid			support[8];
 	char	   *context;
 
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for aggregate %u", agg->aggfnoid);
+		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
 	form = (Form_pg_aggregate) GETSTRUCT(tuple);
 	support[0] = form->aggtransfn;
 	support[1] = form->aggfinalfn;
@@ -457,7 +212,7 @@ check_aggregate(Analysis *a, Aggref *agg, Query *level)
 	support[7] = form->aggmfinalfn;
 	ReleaseSysCache(tuple);
 
-	context = psprintf("aggregate %s()", get_func_name(agg->aggfnoid));
+	context = psprintf("aggregate %s()", get_func_name(aggfnoid));
 	for (size_t i = 0; i < lengthof(support); i++)
 	{
 		Unfit		why;
@@ -474,22 +229,21 @@ check_aggregate(Analysis *a, Aggref *agg, Query *level)
 			return;
 		}
 	}
+}
 
-	if (agg->aggdistinct == NIL && aggregate_is_order_sensitive(agg->aggfnoid) &&
-		!aggregate_order_is_total(agg, level))
-	{
-		const char *name = get_func_name(agg->aggfnoid);
-
-		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-			   agg->aggorder == NIL ?
-			   psprintf("delta view rule 4: aggregate %s() needs ORDER BY inside the call", name) :
-			   psprintf("delta view rule 4: the ORDER BY inside aggregate %s() can leave ties", name),
-			   agg->aggfnoid >= FirstNormalObjectId ?
-			   pstrdup("The result of a user-defined aggregate may depend on the order of its input rows, which recomputing a group reproduces only if no two rows tie.") :
-			   pstrdup("Its result depends on the order of its input rows, which recomputing a group reproduces only if no two rows tie."),
-			   psprintf("Order by all its arguments, or add columns to the ORDER BY until it covers a unique key of each table, e.g. %s(x ORDER BY x) or %s(x ORDER BY t.id).",
-						name, name));
-	}
+/* A sample of a table's rows is not the same sample after a change */
+static void
+check_tablesample(Analysis *a, RangeTblEntry *rte)
+{
+	if (rte->rtekind != RTE_RELATION || rte->tablesample == NULL)
+		return;
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   psprintf("delta view rule 4: TABLESAMPLE on \"%s\" AS %s is not deterministic",
+					quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+											   get_rel_name(rte->relid)),
+					quote_identifier(rte->eref->aliasname)),
+		   pstrdup("A lookup must reproduce the same result each time a row is recomputed."),
+		   pstrdup("Remove TABLESAMPLE."));
 }
 
 /* The name SQL gives a value function, for messages */
@@ -600,15 +354,26 @@ determinism_walker(Node *node, DeterminismWalk *walk)
 	{
 		Aggref	   *agg = (Aggref *) node;
 
-		check_aggregate(walk->a, agg, list_nth(walk->levels, agg->agglevelsup));
+		check_aggregate_support(walk->a, agg->aggfnoid);
+		row_order_check_aggregate(walk->a, agg, list_nth(walk->levels, agg->agglevelsup));
+	}
+	if (IsA(node, WindowFunc) && ((WindowFunc *) node)->winagg)
+		check_aggregate_support(walk->a, ((WindowFunc *) node)->winfnoid);
+	if (IsA(node, SubLink) && ((SubLink *) node)->subLinkType == ARRAY_SUBLINK)
+		row_order_check_array(walk->a, (SubLink *) node);
+	if (IsA(node, RangeTblEntry))
+	{
+		check_tablesample(walk->a, (RangeTblEntry *) node);
+		return false;
 	}
 	if (IsA(node, Query))
 	{
 		bool		result;
 
 		walk->levels = lcons(node, walk->levels);
-		result = query_tree_walker((Query *) node, determinism_walker, walk, 0);
-		walk->levels = list_delete_first(walk->levels);
+		row_order_check_level(walk->a, (Query *) node);
+		result = query_tree_walker((Query *) node, determinism_walker, walk,
+								   QTW_EXAMINE_RTES_BEFORE);		walk->levels = list_delete_first(walk->levels);
 		return result;
 	}
 	if (check_functions_in_node(node, unfit_function_checker, walk))
@@ -621,36 +386,9 @@ void
 analysis_check_determinism(Analysis *a, Query *query)
 {
 	DeterminismWalk walk = {0};
-	ListCell   *lc;
 
 	walk.a = a;
 	walk.levels = list_make1(query);
-	(void) query_tree_walker(query, determinism_walker, &walk, 0);
-
-	foreach(lc, query->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-
-		if (rte->rtekind == RTE_RELATION && rte->tablesample)
-			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-				   psprintf("delta view rule 4: TABLESAMPLE on \"%s\" AS %s is not deterministic",
-							quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
-													   get_rel_name(rte->relid)),
-							quote_identifier(rte->eref->aliasname)),
-				   pstrdup("A lookup must reproduce the same result each time a row is recomputed."),
-				   pstrdup("Remove TABLESAMPLE."));
-	}
+	row_order_check_level(a, query);
+	(void) query_tree_walker(query, determinism_walker, &walk, QTW_EXAMINE_RTES_BEFORE);
 }
-
-/*
- * Rule 4 alone, for any query (the fallback paths): raises the first
- * failure.
- */
-void
-analyze_check_determinism(Query *query)
-{
-	Analysis	a = {0};
-
-	analysis_check_determinism(&a, query);
-}
-

@@ -97,18 +97,25 @@ source_titles(Analysis *a, Bitmapset *sources)
 	return buf.data;
 }
 
-/* Every source of a plan, by title */
+/* The sources of a plan that are lookup-only, or those that are not */
 static char *
-source_titles_all(DeltaPlan *plan)
+source_titles_all(DeltaPlan *plan, bool lookup_only)
 {
 	StringInfoData buf;
 	ListCell   *lc;
 
 	initStringInfo(&buf);
 	foreach(lc, plan->sources)
-		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", source_title(lfirst(lc)));
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (src->lookup_only == lookup_only)
+			appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", source_title(src));
+	}
 	return buf.data;
 }
+
+#define LOOKUP_ONLY_NOTE ", lookup only: its changes are not applied"
 
 /*
  * The seeds' client parameters of asynchronous lookups, given as options or
@@ -207,7 +214,10 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 						pstrdup("Full Recompute -> no key: the difference is a multiset difference"));
 		lines = lappend(lines, psprintf("  when a source changed, at most once per refresh_interval (%d ms): the query recomputed, only the difference written",
 										options->refresh_interval_ms));
-		lines = lappend(lines, psprintf("  sources (any change): %s", source_titles_all(plan)));
+		lines = lappend(lines, psprintf("  sources (any change): %s", source_titles_all(plan, false)));
+		if (*source_titles_all(plan, true) != '\0')
+			lines = lappend(lines, psprintf("  lookup only (their changes are not applied): %s",
+											source_titles_all(plan, true)));
 	}
 	else if (plan->path == DJ_PATH_KEYED)
 	{
@@ -218,11 +228,15 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 		{
 			DeltaSource *src = lfirst(lc);
 
-			lines = lappend(lines, psprintf("  on change of %s: %s", source_title(src),
-											plan->whole ? "the one group recomputed" :
-											plan->kind == DJ_KIND_AGGREGATE ?
-											"its groups recomputed, with plans the planner chooses" :
-											"the rows of its key recomputed and replaced, with plans the planner chooses"));
+			if (src->lookup_only)
+				lines = lappend(lines, psprintf("  %s: read as the others change" LOOKUP_ONLY_NOTE,
+												source_title(src)));
+			else
+				lines = lappend(lines, psprintf("  on change of %s: %s", source_title(src),
+												plan->whole ? "the one group recomputed" :
+												plan->kind == DJ_KIND_AGGREGATE ?
+												"its groups recomputed, with plans the planner chooses" :
+												"the rows of its key recomputed and replaced, with plans the planner chooses"));
 		}
 	}
 	else if (plan->branches != NIL)
@@ -272,10 +286,11 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 				lines = lappend(lines, psprintf("  %s: lookup by %s prefix %s%s",
 												source_title(src), index_label(src->lookup_index),
 												lookup_columns(src, src->lookup_index, src->lookup_nkeys),
-												src->lookup_only ? ", lookup only: its changes are not applied" : ""));
+												src->lookup_only ? LOOKUP_ONLY_NOTE : ""));
 			else
-				lines = lappend(lines, psprintf("  %s: fetch by %s",
-												source_title(src), index_label(src->pk_index)));
+				lines = lappend(lines, psprintf("  %s: fetch by %s%s",
+												source_title(src), index_label(src->pk_index),
+												src->lookup_only ? LOOKUP_ONLY_NOTE : ""));
 		}
 		if (list_length(plan->sources) > 2 || plan->has_outer)
 		{

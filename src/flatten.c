@@ -42,7 +42,7 @@
 
 #include "analysis.h"
 
-static void flatten_level(Query *query);
+static void flatten_level(Analysis *a, Query *query);
 
 /* ----------------------------------------------------------------
  *		Views
@@ -57,26 +57,27 @@ static bool is_simple_subquery(Query *sub);
  * source).
  */
 static void
-inline_view(RangeTblEntry *rte)
+inline_view(Analysis *a, RangeTblEntry *rte)
 {
 	Relation	rel = table_open(rte->relid, AccessShareLock);
 	Query	   *view_query = copyObject(get_view_query(rel));
 	RangeTblEntry *old_rte;
 
-	flatten_level(view_query);
+	AcquireRewriteLocks(view_query, true, false);
+	flatten_level(a, view_query);
 	if (!is_simple_subquery(view_query))
 	{
 		table_close(rel, AccessShareLock);
 		return;
 	}
 
+	/* (rejected, then inlined all the same: the rest is still judged) */
 	if (RelationIsSecurityView(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("delta view rule 1: source \"%s\" is a security_barrier view",
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: source \"%s\" is a security_barrier view",
 						RelationGetRelationName(rel)),
-				 errdetail("Its conditions must be applied before the query's, which a delta view, reading the view's tables directly, cannot promise."),
-				 errhint("Use the view's tables in the query, or a view without security_barrier.")));
+			   pstrdup("Its conditions must be applied before the query's, which a delta view, reading the view's tables directly, cannot promise."),
+			   pstrdup("Use the view's tables in the query, or a view without security_barrier."));
 
 	/* the view's own check, as the caller's, goes to its OLD placeholder */
 	old_rte = rt_fetch(PRS2_OLD_VARNO, view_query->rtable);
@@ -286,7 +287,7 @@ replace_pulled_up_columns(Query *query, PulledUp *p)
  * on the nullable side of an outer join.
  */
 static Node *
-pull_up_in(Query *query, Node *jtnode, bool nullable, List **pulled)
+pull_up_in(Analysis *a, Query *query, Node *jtnode, bool nullable, List **pulled)
 {
 	if (IsA(jtnode, RangeTblRef))
 	{
@@ -295,7 +296,7 @@ pull_up_in(Query *query, Node *jtnode, bool nullable, List **pulled)
 
 		if (rte->rtekind != RTE_SUBQUERY || rte->lateral)
 			return jtnode;
-		flatten_level(rte->subquery);
+		flatten_level(a, rte->subquery);
 		if (!is_simple_subquery(rte->subquery) ||
 			(nullable && !outputs_go_null(rte->subquery)))
 			return jtnode;
@@ -307,17 +308,17 @@ pull_up_in(Query *query, Node *jtnode, bool nullable, List **pulled)
 		ListCell   *lc;
 
 		foreach(lc, from->fromlist)
-			lfirst(lc) = pull_up_in(query, lfirst(lc), nullable, pulled);
+			lfirst(lc) = pull_up_in(a, query, lfirst(lc), nullable, pulled);
 		return jtnode;
 	}
 	if (IsA(jtnode, JoinExpr))
 	{
 		JoinExpr   *join = (JoinExpr *) jtnode;
 
-		join->larg = pull_up_in(query, join->larg,
+		join->larg = pull_up_in(a, query, join->larg,
 								nullable || join->jointype == JOIN_RIGHT ||
 								join->jointype == JOIN_FULL, pulled);
-		join->rarg = pull_up_in(query, join->rarg,
+		join->rarg = pull_up_in(a, query, join->rarg,
 								nullable || join->jointype == JOIN_LEFT ||
 								join->jointype == JOIN_FULL, pulled);
 		return jtnode;
@@ -331,7 +332,7 @@ pull_up_in(Query *query, Node *jtnode, bool nullable, List **pulled)
  */
 
 static void
-flatten_level(Query *query)
+flatten_level(Analysis *a, Query *query)
 {
 	List	   *pulled = NIL;
 	Bitmapset  *referenced;
@@ -346,9 +347,9 @@ flatten_level(Query *query)
 		/* (not the OLD and NEW placeholders of a view's own query) */
 		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_VIEW &&
 			bms_is_member(foreach_current_index(lc) + 1, referenced))
-			inline_view(rte);
+			inline_view(a, rte);
 	}
-	query->jointree = (FromExpr *) pull_up_in(query, (Node *) query->jointree, false,
+	query->jointree = (FromExpr *) pull_up_in(a, query, (Node *) query->jointree, false,
 											  &pulled);
 	foreach(lc, pulled)
 		replace_pulled_up_columns(query, lfirst(lc));
@@ -359,9 +360,9 @@ flatten_level(Query *query)
  * and simple subqueries in FROM inlined.
  */
 void
-analysis_flatten(Query *query)
+analysis_flatten(Analysis *a, Query *query)
 {
-	flatten_level(query);
+	flatten_level(a, query);
 }
 
 /* Collect the range-table indexes a join tree references */

@@ -16,15 +16,19 @@
  *					view: SET UNLOGGED on a source or a target, a primary
  *					key dropped or redefined, a replica identity that no
  *					longer logs an aggregate's group key (on any partition),
- *					a child table inheriting from a source, a partition
- *					created without the replica identity the view needs or
+ *					a child table inheriting from a source (but of a full
+ *					recompute, see below), an unlogged or foreign one, a
+ *					partition created without the replica identity the view needs or
  *					unlogged, a target column added or changed, a rule on a
  *					target, its guard trigger disabled, a table inheriting
  *					it or a table it becomes a partition of ...  (Triggers
  *					and rules count as their table.)  A partition attached
  *					to or detached from a source brings rows in or out
  *					without decodable changes: the views over it are
- *					refreshed in the same transaction.  A target renamed or
+ *					refreshed in the same transaction; so is a full
+ *					recompute whose query now reads other tables (an
+ *					inheritance child created, attached, detached or
+ *					dropped), which registers them as its sources.  A target renamed or
  *					given to another owner takes its query view along.
  *	ddl_command_start
  *					DETACH PARTITION CONCURRENTLY of a source, and DROP INDEX
@@ -260,7 +264,7 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 
 	PG_TRY();
 	{
-		DeltaPlan  *plan = catalog_view_plan(view);
+		DeltaPlan  *plan = catalog_view_plan_to_fill(view);
 
 		target_validate(view->target, plan, true);
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
@@ -383,7 +387,9 @@ guard_refresh_readers(List *views, Oid relid, const char *command)
 
 		if (view_reads(view, relid))
 			guard_repair(view, command,
-						 psprintf("the partitions of \"%s\" changed (%s)",
+						 psprintf("the %s of \"%s\" changed (%s)",
+								  get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+								  "partitions" : "inheritance children",
 								  get_rel_name(relid), command));
 	}
 }
@@ -754,6 +760,25 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 
 	foreach(lc, refresh)
 		guard_refresh_readers(views, lfirst_oid(lc), command);
+
+	/*
+	 * The tables a full recompute reads, changed: an inheritance child of
+	 * one came or went.  (Read again: a refresh above may have registered
+	 * them already.)
+	 */
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+		ViewRecord	current;
+
+		if (view->path != DJ_PATH_FULL || !view_concerns(view, relids) ||
+			!catalog_find_view(view->target, &current) || current.in_error ||
+			!OidIsValid(current.query_view))
+			continue;
+		if (catalog_sources_changed(&current, catalog_view_plan_to_fill(&current)))
+			guard_repair(&current, command,
+						 psprintf("the tables it reads changed (%s)", command));
+	}
 	PG_RETURN_VOID();
 }
 

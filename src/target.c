@@ -756,6 +756,21 @@ compare_oid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Does this transaction hold a lock on the relation that keeps writers out? */
+static bool
+locked_by_me(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	for (LOCKMODE mode = ShareLock; mode <= AccessExclusiveLock; mode++)
+	{
+		if (LockHeldByMe(&tag, mode))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Take a SHARE lock on every source and every partition of a partitioned
  * one, all or none: try each without waiting; when one is taken, give back
@@ -815,8 +830,22 @@ target_lock_sources(DeltaPlan *plan)
 
 		foreach(lc, held)
 			UnlockRelationOid(lfirst_oid(lc), ShareLock);
-		LockRelationOid(busy, ShareLock);
-		UnlockRelationOid(busy, ShareLock);
+
+		/*
+		 * When this transaction already keeps writers out of the busy one
+		 * (the DDL whose guard refreshes the view: ATTACH PARTITION,
+		 * INHERIT ...), the writers waiting behind it are what makes it
+		 * busy: our blocking request is granted ahead of them, and the next
+		 * try without waiting would fail again, forever.  Keep that one
+		 * (it holds back no writer that our lock did not already).
+		 */
+		if (locked_by_me(busy))
+			LockRelationOid(busy, ShareLock);
+		else
+		{
+			LockRelationOid(busy, ShareLock);
+			UnlockRelationOid(busy, ShareLock);
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
 }

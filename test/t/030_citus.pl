@@ -92,7 +92,7 @@ like(
 	'a local table joined to a distributed one is refused');
 like(
 	error_of(
-		q{SELECT delta_join.create_view('merchants', 'SELECT merchant_id, amount FROM orders ORDER BY amount LIMIT 3', strategy => 'auto')}
+		q{SELECT delta_join.create_view('merchants', 'SELECT merchant_id, amount FROM orders ORDER BY amount, merchant_id, order_id LIMIT 3', strategy => 'auto')}
 	),
 	qr/0A000: distributed delta view: only joins and aggregates of co-located tables can be distributed/,
 	'a query for the full-recompute path is refused');
