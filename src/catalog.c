@@ -34,13 +34,11 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
-#include "access/tableam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -201,7 +199,7 @@ catalog_managed_by(Oid target)
 }
 
 #define VIEW_COLUMNS "view_id, target, query_view, kind, options, settings, " \
-	"state, applied_lsn, path, ctid"
+	"state, applied_lsn, path"
 
 /* Fill *view from row i of the current SPI result (sources not read). */
 static void
@@ -227,7 +225,6 @@ read_view_row(uint64 i, ViewRecord *view)
 	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
 	if (!analyze_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
 		elog(ERROR, "delta view %d has an unknown path", view->view_id);
-	view->catalog_tid = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 10, &isnull));
 }
 
 /* A SourceRecord from row i of the current SPI result */
@@ -339,12 +336,12 @@ catalog_get_view(int view_id, ViewRecord *view)
 }
 
 /*
- * Was the view's catalog row, as catalog_list_views read it, written by a
- * transaction that snapshot does not see: a create_view or refresh() that
- * committed after it was taken?  The row is fetched by its tid, in C,
- * because only its tuple header tells a frozen xmin from an old one.  The
- * caller's transaction read the row: it holds a lock on view_catalog that
- * keeps the row where it was.
+ * Was the view's catalog row written by a transaction that snapshot does
+ * not see: a create_view or refresh() that committed after it was taken?
+ * The row is read as it is now, in C, because only its tuple header tells
+ * a frozen xmin from an old one.  The caller holds the locks that such a
+ * transaction takes on the target, so that the row read now is the last
+ * one.  A view whose row is gone was dropped meanwhile: true.
  */
 bool
 catalog_view_written_after(ViewRecord *view, Snapshot snapshot)
@@ -352,21 +349,21 @@ catalog_view_written_after(ViewRecord *view, Snapshot snapshot)
 	Oid			relid = get_relname_relid("view_catalog",
 										  get_namespace_oid(DJ_SCHEMA, false));
 	Relation	rel = table_open(relid, AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	ItemPointerData tid = view->catalog_tid;
-	bool		after = false;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		after = true;
 
-	if (table_tuple_fetch_row_version(rel, &tid, SnapshotAny, slot))
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(view->view_id));
+	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true,
+							  GetLatestSnapshot(), 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		bool		should_free;
-		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
 		TransactionId xmin = HeapTupleHeaderGetXmin(tuple->t_data);
 
 		after = TransactionIdIsNormal(xmin) && XidInMVCCSnapshot(xmin, snapshot);
-		if (should_free)
-			heap_freetuple(tuple);
 	}
-	ExecDropSingleTupleTableSlot(slot);
+	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return after;
 }

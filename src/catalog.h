@@ -12,7 +12,6 @@
 #include "access/xlogdefs.h"
 #include "analyze.h"
 #include "utils/jsonb.h"
-#include "storage/itemptr.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
@@ -39,7 +38,6 @@ typedef struct ViewRecord
 	bool		in_error;
 	XLogRecPtr	applied_lsn;
 	List	   *sources;		/* SourceRecord *, in ordinal order */
-	ItemPointerData catalog_tid;	/* of the catalog row read */
 } ViewRecord;
 
 /* The key columns of one (view, source) a relation feeds, for decoding. */

@@ -1695,14 +1695,6 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, bool 
 	pc.chunk_cxt = AllocSetContextCreate(oldcxt, "delta_join pieces",
 										 ALLOCSET_DEFAULT_SIZES);
 
-	/* not even its catalog row is what the snapshot sees */
-	if (snapshot != NULL && catalog_view_written_after(view, snapshot))
-	{
-		*rest = pieces_rest(&pc);
-		MemoryContextDelete(pc.chunk_cxt);
-		return VIEW_LATER;
-	}
-
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 
@@ -1721,9 +1713,14 @@ worker_apply_view(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, bool 
 			slice_ms = Min(slice_ms, view->options.lookup_timeout_ms / 2);
 		}
 
-		/* the snapshot is used once what the view reads is locked */
+		/*
+		 * The snapshot is used once what the view reads is locked: a
+		 * create_view or refresh() that held the target is over, and its
+		 * catalog row tells whether the snapshot sees it.
+		 */
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (!apply_lock_view(view, snapshot))
+		if (!apply_lock_view(view, snapshot) ||
+			(snapshot != NULL && catalog_view_written_after(view, snapshot)))
 			result = VIEW_LATER;
 		whole |= apply_view_whole(view);
 		PopActiveSnapshot();
