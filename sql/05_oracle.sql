@@ -45,6 +45,12 @@ SELECT * FROM diff('first_one', 'SELECT a, b FROM ties ORDER BY a LIMIT 1');
 SELECT * FROM diff('firsts', 'SELECT DISTINCT ON (a) a, b FROM ties ORDER BY a, b');
 \set VERBOSITY default
 
+-- plans_differing(), which oracle_views() runs on the query of every view
+-- (each file calls it before dropping its views), compares the plans
+-- with each other, without a target
+SELECT cardinality(plans_differing('SELECT DISTINCT ON (a) a, b FROM ties')) > 0 AS depends_on_the_plan;
+SELECT cardinality(plans_differing('SELECT DISTINCT ON (a) a, b FROM ties ORDER BY a, b')) > 0 AS depends_on_the_plan;
+
 -- diff() leaves the session's settings as they were
 SELECT current_setting('enable_seqscan') AS enable_seqscan, current_setting('jit') AS jit,
        current_setting('max_parallel_workers_per_gather') AS max_parallel_workers_per_gather;

@@ -73,6 +73,8 @@ SELECT * FROM delta_join.explain($$
   SELECT p.id, r.usd FROM payments /*+ OPTIONS('lookup_only'='true') */ p
   JOIN rates /*+ OPTIONS('lookup_only'='true') */ r ON r.currency = p.currency $$);
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA lk CASCADE;

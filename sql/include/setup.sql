@@ -7,7 +7,8 @@
 --  - diff(target, query): the rows of the query missing from the target, the
 --    rows of the target the query does not return (both with EXCEPT ALL, so
 --    duplicates count), and the number of rows of the target.  A target that
---    equals its query gives 0 | 0 | <rows>.
+--    equals its query gives 0 | 0 | <rows>;
+--  - oracle_views(): the plan oracle (below) over every view's query.
 --
 -- diff() is also a plan oracle: it runs the query under each plan of
 -- dj_plans() -- the session's own, then with one kind of plan node turned
@@ -96,4 +97,56 @@ BEGIN
             HINT = 'A query whose result depends on the plan cannot be maintained: create_view must refuse it (rule 4).';
   END IF;
 END $f$;
+
+-- plans_differing(query): the plans of dj_plans() under which the query's
+-- rows differ from those as planned -- compared as a multiset of their
+-- text forms (their number and the sum of their hashes), all under one
+-- snapshot; none when the result does not depend on the plan.
+CREATE OR REPLACE FUNCTION public.plans_differing(query text)
+RETURNS text[] LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+  plan record;
+  setting record;
+  saved jsonb;
+  jit_saved text := current_setting('jit');
+  fingerprint text;
+  first text;
+  differing text[] := '{}';
+BEGIN
+  PERFORM set_config('jit', 'off', true);
+  FOR plan IN SELECT * FROM public.dj_plans() LOOP
+    saved := '{}';
+    FOR setting IN SELECT * FROM jsonb_each_text(plan.settings) LOOP
+      saved := saved || jsonb_build_object(setting.key, current_setting(setting.key));
+      PERFORM set_config(setting.key, setting.value, true);
+    END LOOP;
+    EXECUTE format('SELECT count(*) || '' rows, '' || coalesce(sum(hashtextextended(r::text, 0)::numeric), 0)
+                    FROM (%s) r', query)
+      INTO fingerprint;
+    FOR setting IN SELECT * FROM jsonb_each_text(saved) LOOP
+      PERFORM set_config(setting.key, setting.value, true);
+    END LOOP;
+    IF first IS NULL THEN
+      first := fingerprint;
+    ELSIF fingerprint <> first THEN
+      differing := differing || plan.label;
+    END IF;
+  END LOOP;
+  PERFORM set_config('jit', jit_saved, true);
+  RETURN differing;
+END $f$;
+
+-- oracle_views(): the plan oracle over the query of every active view
+-- (read from its query view, as bound; a view in error may have lost the
+-- right to read its sources): how many were checked, and those whose
+-- result depends on the plan.  Each file calls it before it drops its
+-- views, so that every query accepted in the suite is checked.
+CREATE OR REPLACE FUNCTION public.oracle_views(OUT views bigint, OUT depend_on_the_plan text)
+LANGUAGE sql STABLE AS $f$
+  SELECT count(*),
+         string_agg(target || ' (' || array_to_string(differing, ', ') || ')', '; ' ORDER BY target)
+           FILTER (WHERE cardinality(differing) > 0)
+  FROM (SELECT v.target, public.plans_differing('TABLE ' || v.query_view) AS differing
+        FROM delta_join.views v WHERE v.state = 'active' AND v.query_view IS NOT NULL) d
+$f$;
 RESET client_min_messages;
