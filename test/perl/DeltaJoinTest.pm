@@ -392,6 +392,10 @@ sub target_diff
 	my $dbname = $opts{dbname} // 'postgres';
 	my $mode = $opts{mode} // 'exact';
 	die "unknown mode $mode" unless $mode eq 'exact' || $mode eq 'upsert';
+	die 'as_text compares whole rows: it has no key for mode upsert'
+	  if $opts{as_text} && $mode eq 'upsert';
+	# the query goes inside a CTE
+	$query =~ s/;\s*$//;
 
 	my ($q, $t) =
 	  $opts{as_text}
@@ -497,6 +501,7 @@ sub target_ok
 	my $dbname = $opts{dbname} // 'postgres';
 	my $upsert = ($opts{mode} // 'exact') eq 'upsert';
 	my $c = target_diff($node, $target, $query, %opts);
+	$query =~ s/;\s*$//;
 
 	my $holds =
 	  $upsert
