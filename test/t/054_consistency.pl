@@ -73,8 +73,9 @@ $node->safe_psql(
 	CREATE SEQUENCE domain_ids START 1000;
 	INSERT INTO users SELECT u, 'first ' || u, 'last ' || u FROM generate_series(1, $users) u;
 	INSERT INTO domains SELECT d, 1 + d % 12, 'd' || d || '.example' FROM generate_series(1, 20) d;});
+# (users 2..9 have two domains, 1 and 10..12 one)
 
-# target => [ query, strategy, options ]
+# target => [ query, strategy, options (json) ]
 my %views = (
 	agg => [ 'SELECT grp, sum(balance) AS total, count(*) AS n FROM accounts GROUP BY grp' ],
 	keyed => [
@@ -83,23 +84,23 @@ my %views = (
 	whole => [
 		'SELECT grp, sum(balance) AS total, count(*) AS n, rank() OVER (ORDER BY grp) AS r '
 		  . 'FROM accounts GROUP BY grp',
-		'auto', { refresh_interval => '20ms' }
+		'auto', '{"refresh_interval": "20ms"}'
 	],
 	halves => [
 		q{SELECT 'even' AS half, l.order_id, l.item_id, i.name FROM order_items l }
 		  . q{JOIN items i ON i.id = l.item_id WHERE l.order_id % 2 = 0 }
 		  . q{UNION ALL SELECT 'odd', l.order_id, l.item_id, i.name FROM order_items l }
 		  . q{JOIN items i ON i.id = l.item_id WHERE l.order_id % 2 = 1},
-		undef, { retract => 'true' }
+		undef, '{"retract": true}'
 	],
 	lines => [
 		'SELECT l.order_id, l.item_id, i.name FROM order_items l JOIN items i ON i.id = l.item_id',
-		undef, { retract => 'true' }
+		undef, '{"retract": true}'
 	],
 	ud_rt => [
 		'SELECT u.id AS user_id, u.firstname, d.id AS domain_id, d.domain_name '
 		  . 'FROM users u LEFT JOIN domains d ON d.user_id = u.id',
-		undef, { retract => 'true' }
+		undef, '{"retract": true}'
 	],
 	ud_up => [
 		'SELECT u.id AS user_id, u.firstname, d.id AS domain_id, d.domain_name '
@@ -115,12 +116,10 @@ my %check = (ud_up => { mode => 'upsert', sides => [ [ ['user_id'], 'domain_id' 
 foreach my $t (sort keys %views)
 {
 	my ($query, $strategy, $options) = @{ $views{$t} };
-	my $opts = join(', ', map { qq{"$_": "$options->{$_}"} } sort keys %{ $options // {} });
-	$opts =~ s/"true"/true/g;
 	$node->safe_psql('postgres',
 		"SELECT delta_join.create_view('$t', \$q\$ $query \$q\$, strategy => "
 		  . (defined $strategy ? "'$strategy'" : 'NULL')
-		  . ", options => '{$opts}')");
+		  . ', options => ' . (defined $options ? "'$options'" : 'NULL') . ')');
 	is($node->safe_psql('postgres', "SELECT mode FROM delta_join.views WHERE target::regclass = '$t'::regclass"),
 		$mode{$t}, "$t is maintained by $mode{$t}");
 }
