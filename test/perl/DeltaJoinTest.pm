@@ -316,16 +316,17 @@ hash reference of counts under the first plan:
 
 =item C<extra>: rows of the target the query does not return;
 
-=item C<live_extra> (mode upsert): those of them whose key the query
-returns with other values -- not residual rows: stale ones;
+=item C<live_extra> (mode upsert): the keys of those of them that the
+query returns with other values -- not residual rows: stale ones;
 
-=item C<beside> (with C<sides>): null-extended rows of the target beside a
-joined row of the same preserved key ("order 7, no item" next to "order 7,
-item 3");
+=item C<beside> (with C<sides>): the preserved keys that have a
+null-extended row of the target beside a joined row ("order 7, no item"
+next to "order 7, item 3");
 
-=item C<shadowed> (with C<sides>): missing rows that are null-extended rows
-whose preserved key has a joined row in the target (a residual joined row
-left in place of the null-extended row: a likely cause of C<missing>);
+=item C<shadowed> (with C<sides>): the preserved keys of missing rows that
+are null-extended rows and have a joined row in the target (a residual
+joined row left in place of the null-extended row: a likely cause of
+C<missing>);
 
 =item C<qrows>, C<trows>: rows of the query and of the target;
 
@@ -361,14 +362,6 @@ different rows).
 
 =cut
 
-# (x.a, x.b) IS NOT DISTINCT FROM (y.a, y.b), for a list of columns
-sub _same_cols
-{
-	my ($l, $r, $cols) = @_;
-	return '(' . join(', ', map { "$l.$_" } @$cols) . ') IS NOT DISTINCT FROM ('
-	  . join(', ', map { "$r.$_" } @$cols) . ')';
-}
-
 # The columns of the target's primary key, else of its first unique index
 sub _target_key
 {
@@ -402,31 +395,35 @@ sub target_diff
 	  ? ("SELECT r::text AS r FROM ($query) r", "SELECT r::text AS r FROM $target r")
 	  : ($query, "TABLE $target");
 
+	# Keys are compared with set operations (INTERSECT), which take NULLs
+	# for equal, as IS NOT DISTINCT FROM does, but hash or sort: a join on
+	# IS NOT DISTINCT FROM compares every row with every row.
 	my $live_extra = '0';
 	if ($mode eq 'upsert')
 	{
-		my $key = $opts{key} // _target_key($node, $dbname, $target);
-		$live_extra = '(SELECT count(*) FROM dj_extra r WHERE EXISTS (SELECT FROM dj_query q WHERE '
-		  . _same_cols('q', 'r', $key) . '))';
+		my $key = join(', ', @{ $opts{key} // _target_key($node, $dbname, $target) });
+		$live_extra = "(SELECT count(*) FROM (SELECT $key FROM dj_extra "
+		  . "INTERSECT SELECT $key FROM dj_query) k)";
 	}
 
 	# target-only counts: the first plan's statement computes them
 	my ($beside, $shadowed) = ('0', '0');
 	if ($opts{sides})
 	{
-		my @cond;
+		my (@beside, @shadowed);
 		foreach my $side (@{ $opts{sides} })
 		{
 			my ($preserved, $partner) = @$side;
-			push @cond,
-			  "(r.$partner IS NULL AND r.$preserved->[0] IS NOT NULL AND EXISTS ("
-			  . 'SELECT FROM dj_target j WHERE '
-			  . _same_cols('j', 'r', $preserved)
-			  . " AND j.$partner IS NOT NULL))";
+			my $p = join(', ', @$preserved);
+			my $null_extended = "$partner IS NULL AND $preserved->[0] IS NOT NULL";
+			my $joined = "SELECT $p FROM dj_target WHERE $partner IS NOT NULL";
+			push @beside, "(SELECT count(*) FROM (SELECT $p FROM dj_target WHERE $null_extended "
+			  . "INTERSECT $joined) k)";
+			push @shadowed, "(SELECT count(*) FROM (SELECT $p FROM dj_missing WHERE $null_extended "
+			  . "INTERSECT $joined) k)";
 		}
-		my $cond = join(' OR ', @cond);
-		$beside = "(SELECT count(*) FROM dj_target r WHERE $cond)";
-		$shadowed = "(SELECT count(*) FROM dj_missing r WHERE $cond)";
+		$beside = join(' + ', @beside);
+		$shadowed = join(' + ', @shadowed);
 	}
 
 	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSET LOCAL jit = off;\n";
@@ -450,7 +447,7 @@ SELECT '$label', (SELECT count(*) FROM dj_missing), (SELECT count(*) FROM dj_ext
 	{
 		my ($label, $m, $e, $le, $qn, $tn, $bs, $sh) = split /\|/, $line;
 		my $counts = "$qn rows, $m of them missing from the target, $e rows of the target "
-		  . "not among them" . ($mode eq 'upsert' ? " ($le with a key the query returns)" : '');
+		  . "not among them" . ($mode eq 'upsert' ? " ($le keys of them the query returns)" : '');
 		$c{plans}{$label} = $counts;
 		if (!defined $first)
 		{
