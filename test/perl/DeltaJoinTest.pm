@@ -567,18 +567,22 @@ sub status_text
 # PostgreSQL::Test::Cluster's own END block stops every node it started,
 # and BAIL_OUTs when pg_ctl cannot stop one, which ends prove for every
 # other file too.  This END block runs first (it is compiled after the
-# framework's): it notes each node whose postmaster is gone, so that the
-# framework does not try to stop it, and makes the file fail.
+# framework's) and stops the nodes itself, a failure failing the file.
+# (Whether the postmaster still runs cannot be told beforehand: until its
+# parent reaps it, a dead one is a zombie, which kill 0 finds.)
 END
 {
+	my $exit_code = $?;
+
 	foreach my $node (@PostgreSQL::Test::Cluster::all_nodes)
 	{
-		next unless defined $node->{_pid} && !kill(0, $node->{_pid});
-		diag('server "' . $node->name . '" is no longer running: it crashed (see '
+		next if !defined $node->{_pid} || $node->stop('immediate', fail_ok => 1);
+		diag('server "' . $node->name . '" could not be stopped: it crashed (see '
 			  . $node->logfile . ')');
 		$node->{_pid} = undef;
-		$? = 1 if $? == 0;
+		$exit_code ||= 1;
 	}
+	$? = $exit_code;
 }
 
 1;
