@@ -32,9 +32,9 @@ PGFILEDESC = "delta_join - incremental wide tables"
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
 
 # pg_regress: every sql/NN_topic.sql, in name order, on a temporary server
-# whose configuration is generated (output_plugin_libraries is only set when
-# the server has that parameter).  The temporary server lives outside
-# tmp_check, which prove_installcheck deletes.
+# configured by test/server_conf.sh (the settings of every test server, in
+# one place).  The temporary server lives outside tmp_check, which
+# prove_installcheck deletes.
 REGRESS = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
 REGRESS_CONF = .build/regress.conf
 REGRESS_PREP = $(REGRESS_CONF)
@@ -46,8 +46,13 @@ ISOLATION = $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test/isolation --temp-config=$(REGRESS_CONF) \
 	--temp-instance=./tmp_check_iso
 
-# TAP: every test/t/*.pl, with test/perl on the include path (DeltaJoinTest)
+# TAP: every test/t/*.pl, with test/perl on the include path (DeltaJoinTest),
+# TAP_JOBS at a time (each file starts servers of its own, on ports and in
+# folders of its own), the longest-numbered first: the crash and
+# differential tests, which take longest, start early instead of ending
+# the run alone.
 TAP_TESTS = 1
+TAP_JOBS = 2
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 EXTRA_CLEAN = .build tmp_check_regress tmp_check_iso output_iso
@@ -64,7 +69,7 @@ $(OBJS): $(DJ_HEADERS)
 
 # Makefile.global resets PROVE_FLAGS; "override" appends to any value given
 # on the command line instead.
-override PROVE_FLAGS += -I test/perl
+override PROVE_FLAGS += -I test/perl -j$(TAP_JOBS) --reverse --timer
 
 regress_installcheck: $(REGRESS_PREP)
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
@@ -85,12 +90,9 @@ endif
 # The server binary the regression configuration is generated for
 PG_POSTGRES = $(if $(bindir),$(bindir)/postgres,postgres)
 
-$(REGRESS_CONF): test/regress.conf.in $(wildcard $(PG_POSTGRES))
+$(REGRESS_CONF): test/server_conf.sh $(wildcard $(PG_POSTGRES))
 	@mkdir -p $(dir $@)
-	@{ cat test/regress.conf.in; \
-	  if $(PG_POSTGRES) --describe-config 2>/dev/null | grep -q '^output_plugin_libraries[[:space:]]'; then \
-	    echo "output_plugin_libraries = 'pgoutput, test_decoding, delta_join'"; \
-	  fi; } > $@.tmp && mv $@.tmp $@
+	@sh test/server_conf.sh $(PG_POSTGRES) regress > $@.tmp && mv $@.tmp $@
 
 test:
 	@PG_CONFIG='$(PG_CONFIG)' MAKE='$(MAKE)' bash test/run_tests.sh

@@ -2,7 +2,7 @@
 -- Installing delta_join
 --
 -- The test server preloads the library and decodes WAL (see
--- test/regress.conf.in), so CREATE EXTENSION succeeds.  TAP test
+-- test/server_conf.sh), so CREATE EXTENSION succeeds.  TAP test
 -- t/001_install.pl shows how it fails on servers that are not set up.
 --
 CREATE EXTENSION delta_join;

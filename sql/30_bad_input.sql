@@ -135,6 +135,8 @@ SELECT delta_join.create_view('good_target', $$
   SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id $$);
 SELECT * FROM good_target;
 SELECT target, sources FROM delta_join.views;
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view('good_target');
 
 SET client_min_messages = warning;

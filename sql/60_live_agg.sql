@@ -120,6 +120,8 @@ SELECT delta_join.wait();
 SELECT * FROM big_merchants ORDER BY merchant_id;
 
 SELECT target, state, last_error FROM delta_join.status ORDER BY target;
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA agg CASCADE;

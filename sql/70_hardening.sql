@@ -54,6 +54,8 @@ INSERT INTO acct VALUES (2, 'bob');
 SELECT delta_join.wait('hard.acct_copy', '10s');
 SELECT state, last_error FROM delta_join.status WHERE target = 'hard.acct_copy';
 SELECT * FROM acct_copy ORDER BY id;
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view('hard.acct_copy');
 
 --
@@ -72,6 +74,8 @@ ALTER TABLE orders ALTER amount TYPE float8;
 INSERT INTO orders VALUES (1, 1, 2, 20.5);
 SELECT delta_join.wait('wide', '10s');
 SELECT state, last_error FROM delta_join.status WHERE target = 'hard.wide';
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view('wide');
 
 --
@@ -118,6 +122,8 @@ SELECT delta_join.create_view('public.things_copy', 'SELECT id, v FROM things');
 RESET search_path;
 SELECT delta_join.refresh('public.things_copy');
 SELECT * FROM public.things_copy;
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view('public.things_copy');
 DROP TABLE public.things;
 SET search_path = hard, public;
@@ -181,6 +187,8 @@ CREATE TABLE pairs_dup (a int NOT NULL, b int NOT NULL, v int);
 CREATE UNIQUE INDEX ON pairs_dup (a, a);
 SELECT delta_join.create_view('pairs_dup', 'SELECT a, b, v FROM pairs');
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA hard CASCADE;

@@ -77,6 +77,8 @@ SELECT delta_join.wait('pin.visit_hours');
 -- hours of the day in Los Angeles, not in this session's time zone
 SELECT * FROM visit_hours;
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA pin CASCADE;

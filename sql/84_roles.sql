@@ -115,6 +115,8 @@ ALTER TABLE roles.prices SET LOGGED;
 SET ROLE dj_alice;
 SELECT delta_join.refresh('roles.alice_prices');
 RESET ROLE;
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 ALTER TABLE roles.prices OWNER TO dj_alice;
 SET ROLE dj_alice;
 ALTER TABLE roles.prices SET UNLOGGED;
@@ -180,6 +182,8 @@ INSERT INTO roles.orders VALUES (1, 2, 104, 7);
 SELECT delta_join.wait('roles.alice_wide');
 SELECT * FROM roles.seen;
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view('roles.alice_wide');
 SET client_min_messages = warning;
 DROP SCHEMA roles CASCADE;

@@ -190,6 +190,8 @@ CREATE INDEX ON shop_orders (i);
 SELECT delta_join.create_view('shop_noted',
   'SELECT o.m, o.o, n.note FROM shop_orders o LEFT JOIN shop_notes n ON n.note_id = o.i');
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA outer_j CASCADE;

@@ -114,6 +114,8 @@ UPDATE users SET name = 'ADA' WHERE id = 1;
 SELECT delta_join.wait('flat.reader_view', '5s');
 SELECT state, last_error FROM delta_join.status WHERE target = 'flat.reader_view';
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA flat CASCADE;

@@ -63,6 +63,8 @@ SELECT * FROM delta_join.explain($$
   SELECT 'web' AS channel, w.customer_id AS id, count(*) AS n FROM web_orders w GROUP BY w.customer_id
   UNION ALL SELECT 'store', s.id, 1 FROM store_orders s $$);
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA uni CASCADE;

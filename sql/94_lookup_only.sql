@@ -109,6 +109,8 @@ SELECT delta_join.wait('lk.usd_by_currency');
 SELECT * FROM usd_by_currency ORDER BY currency;
 SELECT * FROM diff('usd_by_currency', :'full_q');
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA lk CASCADE;

@@ -129,6 +129,8 @@ INSERT INTO customers VALUES (13, 'y', 'venus');
 SELECT delta_join.wait('fall.slow_regions', '1s');
 SELECT * FROM slow_regions ORDER BY region;
 SELECT state, lag_bytes > 0 AS behind FROM delta_join.status WHERE target = 'fall.slow_regions';
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view('fall.slow_regions');
 
 --
@@ -256,6 +258,8 @@ INSERT INTO orders VALUES (2, 2, 20);
 SELECT delta_join.wait('fall.seed_lookups');
 SELECT * FROM diff('seed_lookups', :'seeds_q');
 
+-- every view's query gives the same rows under every plan (setup.sql)
+SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA fall CASCADE;

@@ -204,9 +204,10 @@ dj_free_port() {
 }
 
 # dj_server_init DATADIR SOCKDIR PORT [SETTINGS]: initdb as postgres, then
-# a configuration for delta_join (socket only, wal_level = logical, the
-# library preloaded, output_plugin_libraries where the server has it) plus
-# SETTINGS, lines of postgresql.conf.
+# a configuration for delta_join: socket only, the settings of every test
+# server (test/server_conf.sh: wal_level = logical, the library preloaded,
+# output_plugin_libraries where the server has it...), then SETTINGS, lines
+# of postgresql.conf.
 dj_server_init() {
 	local data=$1 sock=$2 port=$3 extra=${4:-} bindir conf
 	bindir=$("$PG_CONFIG" --bindir)
@@ -219,14 +220,8 @@ dj_server_init() {
 listen_addresses = ''
 port = $port
 unix_socket_directories = '$sock'
-wal_level = logical
-shared_preload_libraries = 'delta_join'
+$(sh "$DJ_ROOT/test/server_conf.sh" "$bindir/postgres")
 $extra"
-	# Only servers from 15.20 on know this parameter; others would not start.
-	if dj_as_pg "$bindir/postgres" -C output_plugin_libraries -D "$data" >/dev/null 2>&1; then
-		conf="$conf
-output_plugin_libraries = 'pgoutput, test_decoding, delta_join'"
-	fi
 	printf '%s\n' "$conf" | dj_as_pg tee -a "$data/postgresql.conf" >/dev/null
 }
 

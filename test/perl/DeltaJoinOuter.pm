@@ -13,15 +13,16 @@ retract-mode differential and crash TAP tests
   my $q = DeltaJoinOuter::in_schema($DeltaJoinOuter::views{b}[0], 's17');
   my $scripts = DeltaJoinOuter::scripts('s17', 4);    # pgbench -f arguments
   DeltaJoinWorkload::pgbench_ok($node, $scripts, 'writes', clients => 4, ...);
-  DeltaJoinWorkload::is_outer_upsert($node, 's17.b_up', $q, 'seed 17',
+  DeltaJoinTest::target_ok($node, 's17.b_up', $q, 'seed 17',
 	  %{ $DeltaJoinOuter::views{b}[1] });
 
 =head1 DESCRIPTION
 
 Seven tables in one schema: merchants, items, orders and store_orders
 (orders.item_id is a join column outside the primary key, with an index
-on (merchant_id, item_id)), users and domains (an index on
-domains.user_id), and fa and fb (joined on k, outside their keys, indexed).
+on (merchant_id, item_id)), users and domains (DESIGN.md §1's second
+example, from C<DeltaJoinTest::worked_example>), and fa and fb (joined on
+k, outside their keys, indexed).
 C<%views> holds the outer-join queries the tests maintain, by shape:
 
   a  orders LEFT JOIN items on (merchant_id, item_id)          N:1
@@ -31,8 +32,10 @@ C<%views> holds the outer-join queries the tests maintain, by shape:
   u  'web' orders JOIN items UNION ALL 'store' store_orders LEFT JOIN items
 
 each as C<[ query, spec ]>, the query naming its tables C<SCHEMA.name>
-(C<in_schema> puts a schema there) and the spec being what
-C<DeltaJoinWorkload::outer_counts> and C<is_outer_upsert> take.
+(C<in_schema> puts a schema there) and the spec being the options of
+C<DeltaJoinTest::target_ok> for the view in upsert mode: the columns that
+carry the key of every source (C<key>), and the preserved and partner
+columns of each outer side (C<sides>).
 C<$inner_query> is orders JOIN items with a filter on columns outside the
 result's key (which retract mode allows).
 
@@ -52,6 +55,7 @@ package DeltaJoinOuter;
 use strict;
 use warnings;
 
+use DeltaJoinTest;
 use DeltaJoinWorkload;
 
 =pod
@@ -66,7 +70,7 @@ The queries, as described above.
 
 =cut
 
-# name => [ query in schema SCHEMA, spec for is_outer_upsert ]
+# name => [ query in schema SCHEMA, options of target_ok in upsert mode ]
 our %views = (
 	a => [
 		q{SELECT o.merchant_id, o.order_id, o.item_id, o.amount, o.note,
@@ -74,7 +78,8 @@ our %views = (
   FROM SCHEMA.orders AS o
   LEFT JOIN SCHEMA.items AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id},
 		{
-			combo => [qw(merchant_id order_id i_merchant_id i_item_id)],
+			mode => 'upsert',
+			key => [qw(merchant_id order_id i_merchant_id i_item_id)],
 			sides => [ [ [qw(merchant_id order_id)], 'i_item_id' ] ]
 		}
 	],
@@ -83,7 +88,8 @@ our %views = (
   FROM SCHEMA.users AS u
   LEFT JOIN SCHEMA.domains AS d ON d.user_id = u.id},
 		{
-			combo => [qw(user_id domain_id)],
+			mode => 'upsert',
+			key => [qw(user_id domain_id)],
 			sides => [ [ ['user_id'], 'domain_id' ] ]
 		}
 	],
@@ -91,7 +97,8 @@ our %views = (
 		q{SELECT fa.id AS a_id, fb.id AS b_id, fa.k AS a_k, fb.k AS b_k, fa.av, fb.bv
   FROM SCHEMA.fa FULL JOIN SCHEMA.fb ON fa.k = fb.k},
 		{
-			combo => [qw(a_id b_id)],
+			mode => 'upsert',
+			key => [qw(a_id b_id)],
 			sides => [ [ ['a_id'], 'b_id' ], [ ['b_id'], 'a_id' ] ]
 		}
 	],
@@ -102,7 +109,8 @@ our %views = (
   JOIN SCHEMA.merchants AS m ON m.merchant_id = o.merchant_id
   LEFT JOIN SCHEMA.items AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id},
 		{
-			combo => [qw(merchant_id order_id i_merchant_id i_item_id)],
+			mode => 'upsert',
+			key => [qw(merchant_id order_id i_merchant_id i_item_id)],
 			sides => [ [ [qw(merchant_id order_id)], 'i_item_id' ] ]
 		}
 	],
@@ -117,7 +125,8 @@ SELECT 'store' AS channel, s.merchant_id, s.order_id, s.item_id, s.amount,
   FROM SCHEMA.store_orders AS s
   LEFT JOIN SCHEMA.items AS i ON s.merchant_id = i.merchant_id AND s.item_id = i.item_id},
 		{
-			combo => [qw(channel merchant_id order_id i_merchant_id i_item_id)],
+			mode => 'upsert',
+			key => [qw(channel merchant_id order_id i_merchant_id i_item_id)],
 			sides => [ [ [qw(channel merchant_id order_id)], 'i_item_id' ] ]
 		}
 	]);
@@ -155,10 +164,10 @@ domains 0..199 (user_id 0..89), fa and fb 0..79 with k 0..29.
 sub create_schema
 {
 	my ($node, $s, $seed) = @_;
+	DeltaJoinTest::worked_example($node, schema => $s, orders_items => 0, users_domains => 1);
 	$node->safe_psql(
 		'postgres', qq{
 		SELECT setseed(1.0 / $seed);
-		CREATE SCHEMA $s;
 		CREATE TABLE $s.merchants (merchant_id bigint PRIMARY KEY, mname text);
 		CREATE TABLE $s.items (
 		  merchant_id bigint, item_id bigint, item_name text, price numeric(12,3),
@@ -169,9 +178,6 @@ sub create_schema
 		  PRIMARY KEY (merchant_id, order_id));
 		CREATE INDEX ON $s.orders (merchant_id, item_id);
 		CREATE TABLE $s.store_orders (LIKE $s.orders INCLUDING INDEXES);
-		CREATE TABLE $s.users (id bigint PRIMARY KEY, firstname text, lastname text);
-		CREATE TABLE $s.domains (id bigint PRIMARY KEY, user_id bigint, domain_name text);
-		CREATE INDEX ON $s.domains (user_id);
 		CREATE TABLE $s.fa (id bigint PRIMARY KEY, k bigint, av text);
 		CREATE INDEX ON $s.fa (k);
 		CREATE TABLE $s.fb (id bigint PRIMARY KEY, k bigint, bv text);

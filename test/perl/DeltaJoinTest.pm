@@ -2,7 +2,8 @@
 
 =head1 NAME
 
-DeltaJoinTest - start PostgreSQL servers ready for delta_join TAP tests
+DeltaJoinTest - servers, the worked example and the one comparison of a
+target with its query, for the delta_join TAP tests
 
 =head1 SYNOPSIS
 
@@ -18,14 +19,26 @@ DeltaJoinTest - start PostgreSQL servers ready for delta_join TAP tests
   my $bare = DeltaJoinTest::init_node('bare',
 	  conf => { shared_preload_libraries => undef });
 
+  # orders and items of DESIGN.md §1, with rows
+  DeltaJoinTest::worked_example($node);
+
+  # the target holds its query's result, under every plan
+  DeltaJoinTest::target_ok($node, 'wide', $DeltaJoinTest::wide_query, 'after writes');
+  DeltaJoinTest::target_ok($node, 'wide', $query, 'after deletes', mode => 'upsert');
+
 =head1 DESCRIPTION
 
 A delta_join server needs C<wal_level = logical>, the library in
 C<shared_preload_libraries> and, on servers that have the parameter
 (PostgreSQL 15.20 and later minors), C<delta_join> in
-C<output_plugin_libraries>.  This module writes those settings, and only
-those the server knows: an unknown parameter in postgresql.conf stops a
-server from starting.
+C<output_plugin_libraries>.  Those settings, and the others every test
+server gets, are written once, in F<test/server_conf.sh>; this module reads
+them from there.
+
+C<target_ok> is the one check that a target holds its query's result
+(DESIGN.md §6.1), and a plan oracle: it runs the query under several
+plans and requires every plan to give the same answer.  The pg_regress
+tests' C<diff()> (F<sql/include/setup.sql>) does the same.
 
 Tests find this module through C<PROVE_FLAGS = -I test/perl> (the Makefile).
 
@@ -36,55 +49,48 @@ package DeltaJoinTest;
 use strict;
 use warnings;
 
+use File::Basename qw(dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Test::More;
 
-# Cached answer of has_output_plugin_libraries()
-my $has_opl;
+# test/server_conf.sh, beside this module's folder
+my $server_conf = dirname(__FILE__) . '/../server_conf.sh';
+
+# Cached output of test/server_conf.sh
+my %server_conf;
 
 =pod
 
-=head1 FUNCTIONS
+=head1 SERVERS
 
 =over
 
-=item has_output_plugin_libraries()
-
-True when the server binary on PATH has the C<output_plugin_libraries>
-parameter.
-
-=cut
-
-sub has_output_plugin_libraries
-{
-	if (!defined $has_opl)
-	{
-		my ($stdout, $stderr) = run_command([ 'postgres', '--describe-config' ]);
-		$has_opl = ($stdout =~ /^output_plugin_libraries\t/m) ? 1 : 0;
-	}
-	return $has_opl;
-}
-
-=pod
-
 =item settings(%overrides)
 
-The postgresql.conf settings of a delta_join server, as a hash reference:
-ours, then C<%overrides> (a value of undef drops the setting).
+The postgresql.conf settings of a delta_join test server, as a hash
+reference: those of F<test/server_conf.sh> for the server on PATH, then
+C<%overrides> (a value of undef drops the setting).
 
 =cut
 
 sub settings
 {
 	my (%overrides) = @_;
-	my %conf = (
-		wal_level => 'logical',
-		shared_preload_libraries => 'delta_join',
-		max_replication_slots => '10',
-		max_worker_processes => '16',);
-	$conf{output_plugin_libraries} = 'pgoutput, test_decoding, delta_join'
-	  if has_output_plugin_libraries();
 
+	if (!%server_conf)
+	{
+		my ($stdout, $stderr) = run_command([ 'sh', $server_conf, 'postgres' ]);
+		foreach my $line (split /\n/, $stdout)
+		{
+			my ($name, $value) = $line =~ /^(\S+) = '(.*)'$/
+			  or die "unexpected line from $server_conf: $line";
+			$server_conf{$name} = $value;
+		}
+		die "$server_conf printed no setting: $stderr" unless %server_conf;
+	}
+
+	my %conf = %server_conf;
 	while (my ($name, $value) = each %overrides)
 	{
 		if (defined $value)
@@ -97,6 +103,20 @@ sub settings
 		}
 	}
 	return \%conf;
+}
+
+=pod
+
+=item has_output_plugin_libraries()
+
+True when the server on PATH has the C<output_plugin_libraries> parameter
+(F<test/server_conf.sh> sets it only then).
+
+=cut
+
+sub has_output_plugin_libraries
+{
+	return exists settings()->{output_plugin_libraries};
 }
 
 =pod
@@ -163,11 +183,36 @@ sub new_node
 
 =pod
 
-=item orders_items($node, $dbname)
+=back
 
-Creates the worked example of DESIGN.md §1 in database C<$dbname>
-(default postgres): C<orders> and C<items>, with a few rows.  The queries
-of its two views are C<$DeltaJoinTest::wide_query> (the join) and
+=head1 THE WORKED EXAMPLE
+
+=over
+
+=item worked_example($node, %options)
+
+Creates the tables of DESIGN.md §1:
+
+  orders (merchant_id, item_id, order_id, amount numeric(18,2) [, note text])
+    primary key (merchant_id, item_id, order_id)
+  items (merchant_id, item_id, item_name text [, price numeric(12,3)])
+    primary key (merchant_id, item_id)
+
+and, with C<users_domains>, its second example:
+
+  users (id primary key, firstname, lastname)
+  domains (id primary key, user_id, domain_name), an index on user_id
+
+Options: C<dbname> (default postgres); C<schema> to create them in (it is
+created too; default: the first schema of the search path);
+C<orders_items> (default true) and C<users_domains> (default false): which
+tables; C<note> and C<price>: the optional columns; C<merchants>
+(default 3), C<items> (per merchant, default 10) and C<orders> (per
+merchant, default 100): the rows of orders and items, C<item I> for item
+I and order O of each merchant with item C<1 + O % items> and amount O;
+C<rows =E<gt> 0> creates the tables empty (users and domains are always
+created empty).  The queries of the example's two views are
+C<$DeltaJoinTest::wide_query> (the join) and
 C<$DeltaJoinTest::summary_query> (the aggregate).
 
 =cut
@@ -179,41 +224,336 @@ our $summary_query =
   'SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount '
   . 'FROM orders GROUP BY merchant_id';
 
-sub orders_items
+sub worked_example
 {
-	my ($node, $dbname) = @_;
-	$node->safe_psql(
-		$dbname // 'postgres', q{
-		CREATE TABLE orders (
-			merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
-			PRIMARY KEY (merchant_id, item_id, order_id));
-		CREATE TABLE items (
-			merchant_id bigint, item_id bigint, item_name text,
-			PRIMARY KEY (merchant_id, item_id));
-		INSERT INTO items SELECT m, i, 'item ' || i
-		  FROM generate_series(1, 3) m, generate_series(1, 10) i;
-		INSERT INTO orders SELECT m, 1 + o % 10, o, o
-		  FROM generate_series(1, 3) m, generate_series(1, 100) o;});
+	my ($node, %opts) = @_;
+	my $s = defined $opts{schema} ? "$opts{schema}." : '';
+	my $sql = defined $opts{schema} ? "CREATE SCHEMA $opts{schema};\n" : '';
+
+	if ($opts{orders_items} // 1)
+	{
+		my $note = $opts{note} ? ",\n  note text" : '';
+		my $price = $opts{price} ? ",\n  price numeric(12,3)" : '';
+		$sql .= qq{CREATE TABLE ${s}orders (
+  merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2)$note,
+  PRIMARY KEY (merchant_id, item_id, order_id));
+CREATE TABLE ${s}items (
+  merchant_id bigint, item_id bigint, item_name text$price,
+  PRIMARY KEY (merchant_id, item_id));
+};
+		if ($opts{rows} // 1)
+		{
+			my $merchants = $opts{merchants} // 3;
+			my $items = $opts{items} // 10;
+			my $orders = $opts{orders} // 100;
+			$sql .= qq{INSERT INTO ${s}items (merchant_id, item_id, item_name)
+  SELECT m, i, 'item ' || i FROM generate_series(1, $merchants) m, generate_series(1, $items) i;
+INSERT INTO ${s}orders (merchant_id, item_id, order_id, amount)
+  SELECT m, 1 + o % $items, o, o FROM generate_series(1, $merchants) m, generate_series(1, $orders) o;
+};
+		}
+	}
+	if ($opts{users_domains})
+	{
+		$sql .= qq{CREATE TABLE ${s}users (id bigint PRIMARY KEY, firstname text, lastname text);
+CREATE TABLE ${s}domains (id bigint PRIMARY KEY, user_id bigint, domain_name text);
+CREATE INDEX ON ${s}domains (user_id);
+};
+	}
+	$node->safe_psql($opts{dbname} // 'postgres', $sql);
 }
 
 =pod
 
-=item differs($node, $target, $query, $dbname)
+=back
 
-The number of rows of the target and of the query's result that the other
-lacks, counting duplicates: 0 when the target equals its query.
+=head1 DOES THE TARGET HOLD ITS QUERY'S RESULT?
+
+=over
+
+=item @plans
+
+The plans every query is run under, as C<[ label, { setting =E<gt> value } ]>:
+the session's own, then each kind of plan node turned off in turn, then
+parallel plans forced and none.  The same list as C<dj_plans()> of
+F<sql/include/setup.sql>.  JIT is off for all (a node turned off costs
+1e10, far above C<jit_above_cost>, and compiling would cost more than
+running; JIT changes no result).
 
 =cut
 
-sub differs
+our @plans = (
+	[ 'as planned', {} ],
+	[ 'enable_hashagg = off', { enable_hashagg => 'off' } ],
+	[ 'enable_sort = off', { enable_sort => 'off' } ],
+	[ 'enable_seqscan = off', { enable_seqscan => 'off' } ],
+	[ 'enable_nestloop = off', { enable_nestloop => 'off' } ],
+	[ 'enable_hashjoin = off', { enable_hashjoin => 'off' } ],
+	[ 'enable_mergejoin = off', { enable_mergejoin => 'off' } ],
+	[
+		'parallel plans forced',
+		{
+			parallel_setup_cost => '0',
+			parallel_tuple_cost => '0',
+			min_parallel_table_scan_size => '0',
+			max_parallel_workers_per_gather => '2'
+		}
+	],
+	[ 'no parallel plan', { max_parallel_workers_per_gather => '0' } ]);
+
+=pod
+
+=item target_diff($node, $target, $query, %options)
+
+Compares the target with the result of its query as multisets (EXCEPT ALL
+both ways, so duplicates count), under every plan of C<@plans>, all in one
+REPEATABLE READ transaction: every plan reads the same rows.  Returns a
+hash reference of counts under the first plan:
+
+=over
+
+=item C<missing>: rows of the query the target lacks;
+
+=item C<extra>: rows of the target the query does not return;
+
+=item C<live_extra> (mode upsert): the keys of those of them that the
+query returns with other values -- not residual rows: stale ones;
+
+=item C<beside> (with C<sides>): the preserved keys that have a
+null-extended row of the target beside a joined row ("order 7, no item"
+next to "order 7, item 3");
+
+=item C<shadowed> (with C<sides>): the preserved keys of missing rows that
+are null-extended rows and have a joined row in the target (a residual
+joined row left in place of the null-extended row: a likely cause of
+C<missing>);
+
+=item C<qrows>, C<trows>: rows of the query and of the target;
+
+=back
+
+and C<dependent>: the labels of the plans whose result compares otherwise
+with the target (missing, extra, live_extra or the number of rows):
+empty unless the query's result depends on the plan.  C<plans> holds each
+plan's counts as text, for diagnostics.
+
+Options:
+
+=over
+
+=item C<dbname> (default postgres);
+
+=item C<mode>: C<exact> (default) or C<upsert>, where a deleted source row
+leaves its earlier rows in the target ("residual rows", DESIGN.md §2);
+
+=item C<key> (mode upsert): the columns that name a row's source rows
+(default: those of the target's primary key, else of its first unique
+index).  An extra row whose key the query still returns is stale, not
+residual;
+
+=item C<sides> (outer joins): C<[ [ [ preserved columns ], partner column ], ... ]>:
+a row is null-extended on that side when the partner column is NULL and
+the first preserved column is not (a FULL JOIN has two sides);
+
+=item C<as_text>: compare the rows' text forms (C<1.0> and C<1.00> are then
+different rows).
+
+=back
+
+=cut
+
+# The columns of the target's primary key, else of its first unique index
+sub _target_key
 {
-	my ($node, $target, $query, $dbname) = @_;
-	return $node->safe_psql(
-		$dbname // 'postgres', qq{
-		SELECT count(*) FROM (
-			(TABLE $target EXCEPT ALL ($query))
+	my ($node, $dbname, $target) = @_;
+	my $cols = $node->safe_psql(
+		$dbname, qq{
+		SELECT string_agg(quote_ident(a.attname), ',' ORDER BY k.n)
+		FROM (SELECT indexrelid, indkey FROM pg_index
+		      WHERE indrelid = '$target'::regclass AND indisunique AND indpred IS NULL
+		      ORDER BY indisprimary DESC, indexrelid LIMIT 1) i,
+		     unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+		JOIN pg_attribute a ON a.attrelid = '$target'::regclass AND a.attnum = k.attnum});
+	die "target $target has no primary key or unique index: give key => [ ... ]"
+	  if $cols eq '';
+	return [ split /,/, $cols ];
+}
+
+sub target_diff
+{
+	my ($node, $target, $query, %opts) = @_;
+	my $dbname = $opts{dbname} // 'postgres';
+	my $mode = $opts{mode} // 'exact';
+	die "unknown mode $mode" unless $mode eq 'exact' || $mode eq 'upsert';
+	die 'as_text compares whole rows: it has no key for mode upsert'
+	  if $opts{as_text} && $mode eq 'upsert';
+	# the query goes inside a CTE
+	$query =~ s/;\s*$//;
+
+	my ($q, $t) =
+	  $opts{as_text}
+	  ? ("SELECT r::text AS r FROM ($query) r", "SELECT r::text AS r FROM $target r")
+	  : ($query, "TABLE $target");
+
+	# Keys are compared with set operations (INTERSECT), which take NULLs
+	# for equal, as IS NOT DISTINCT FROM does, but hash or sort: a join on
+	# IS NOT DISTINCT FROM compares every row with every row.
+	my $live_extra = '0';
+	if ($mode eq 'upsert')
+	{
+		my $key = join(', ', @{ $opts{key} // _target_key($node, $dbname, $target) });
+		$live_extra = "(SELECT count(*) FROM (SELECT $key FROM dj_extra "
+		  . "INTERSECT SELECT $key FROM dj_query) k)";
+	}
+
+	# target-only counts: the first plan's statement computes them
+	my ($beside, $shadowed) = ('0', '0');
+	if ($opts{sides})
+	{
+		my (@beside, @shadowed);
+		foreach my $side (@{ $opts{sides} })
+		{
+			my ($preserved, $partner) = @$side;
+			my $p = join(', ', @$preserved);
+			my $null_extended = "$partner IS NULL AND $preserved->[0] IS NOT NULL";
+			my $joined = "SELECT $p FROM dj_target WHERE $partner IS NOT NULL";
+			push @beside, "(SELECT count(*) FROM (SELECT $p FROM dj_target WHERE $null_extended "
+			  . "INTERSECT $joined) k)";
+			push @shadowed, "(SELECT count(*) FROM (SELECT $p FROM dj_missing WHERE $null_extended "
+			  . "INTERSECT $joined) k)";
+		}
+		$beside = join(' + ', @beside);
+		$shadowed = join(' + ', @shadowed);
+	}
+
+	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSET LOCAL jit = off;\n";
+	foreach my $i (0 .. $#plans)
+	{
+		my ($label, $set) = @{ $plans[$i] };
+		$script .= "SET LOCAL $_ = '$set->{$_}';\n" foreach sort keys %$set;
+		$script .= qq{WITH dj_query AS MATERIALIZED ($q), dj_target AS MATERIALIZED ($t),
+     dj_missing AS MATERIALIZED (TABLE dj_query EXCEPT ALL TABLE dj_target),
+     dj_extra AS MATERIALIZED (TABLE dj_target EXCEPT ALL TABLE dj_query)
+SELECT '$label', (SELECT count(*) FROM dj_missing), (SELECT count(*) FROM dj_extra),
+       $live_extra, (SELECT count(*) FROM dj_query), (SELECT count(*) FROM dj_target), }
+		  . ($i == 0 ? "$beside, $shadowed" : '0, 0') . ";\n";
+		$script .= "SET LOCAL $_ TO DEFAULT;\n" foreach sort keys %$set;
+	}
+	$script .= "COMMIT;\n";
+
+	my %c = (plans => {}, dependent => []);
+	my $first;
+	foreach my $line (split /\n/, $node->safe_psql($dbname, $script))
+	{
+		my ($label, $m, $e, $le, $qn, $tn, $bs, $sh) = split /\|/, $line;
+		my $counts = "$qn rows, $m of them missing from the target, $e rows of the target "
+		  . "not among them" . ($mode eq 'upsert' ? " ($le keys of them the query returns)" : '');
+		$c{plans}{$label} = $counts;
+		if (!defined $first)
+		{
+			$first = $counts;
+			@c{qw(missing extra live_extra qrows trows beside shadowed)} =
+			  ($m, $e, $le, $qn, $tn, $bs, $sh);
+		}
+		elsif ($counts ne $first)
+		{
+			push @{ $c{dependent} }, $label;
+		}
+	}
+	die "target_diff: expected " . scalar(@plans) . " plans, got " . scalar(keys %{ $c{plans} })
+	  unless keys %{ $c{plans} } == @plans;
+	return \%c;
+}
+
+=pod
+
+=item target_ok($node, $target, $query, $name, %options)
+
+Asserts that the target holds its query's result (options as for
+C<target_diff>):
+
+=over
+
+=item the query's result does not depend on the plan: every plan of
+C<@plans> compares alike with the target.  A query whose result does is a
+determinism bug (create_view must refuse it), reported as such, apart from
+a target that differs from its query;
+
+=item mode exact: the target equals the query's result;
+
+=item mode upsert: every row of the query is in the target, and every
+extra row is residual (its key is no longer in the query); with C<sides>,
+no null-extended row sits beside a joined row of the same preserved key.
+
+=back
+
+On failure, shows the counts, some differing rows and the views' status.
+Returns the counts of C<target_diff>.
+
+=cut
+
+sub target_ok
+{
+	my ($node, $target, $query, $name, %opts) = @_;
+	my $dbname = $opts{dbname} // 'postgres';
+	my $upsert = ($opts{mode} // 'exact') eq 'upsert';
+	my $c = target_diff($node, $target, $query, %opts);
+	$query =~ s/;\s*$//;
+
+	my $holds =
+	  $upsert
+	  ? $c->{missing} == 0 && $c->{live_extra} == 0 && $c->{beside} == 0
+	  : $c->{missing} == 0 && $c->{extra} == 0;
+	my $what =
+	  $upsert
+	  ? "every row of its query is in $target, every extra row is residual ($c->{extra})"
+	  : "$target equals its query";
+	return $c if ok($holds && !@{ $c->{dependent} }, "$name: $what ($c->{qrows} rows, every plan)");
+
+	if (@{ $c->{dependent} })
+	{
+		diag("the query's result depends on the plan (a determinism bug: create_view "
+			  . "must refuse such a query); compared with $target ($c->{trows} rows):\n"
+			  . join("\n", map { "  $_->[0]: $c->{plans}{$_->[0]}" } @plans));
+	}
+	if (!$holds)
+	{
+		diag("the target differs from its query: target $c->{trows} rows, query "
+			  . "$c->{qrows} rows; $c->{missing} missing, $c->{extra} extra"
+			  . ($upsert ? " ($c->{live_extra} of them not residual)" : '')
+			  . ($opts{sides} ? "; $c->{beside} null-extended beside joined, $c->{shadowed} "
+				  . "of the missing rows null-extended with a joined row of their preserved key "
+				  . "in the target" : ''));
+		my ($q, $t) =
+		  $opts{as_text}
+		  ? ("SELECT r::text FROM ($query) r", "SELECT r::text FROM $target r")
+		  : ($query, "TABLE $target");
+		diag(
+			$node->safe_psql(
+				$dbname, qq{
+			(SELECT 'missing' AS side, d::text FROM (($q) EXCEPT ALL $t) d LIMIT 10)
 			UNION ALL
-			(($query) EXCEPT ALL TABLE $target)) d});
+			(SELECT 'extra', d::text FROM ($t EXCEPT ALL ($q)) d LIMIT 10)}));
+	}
+	diag(status_text($node, $dbname));
+	return $c;
+}
+
+=pod
+
+=item status_text($node, $dbname)
+
+C<delta_join.status> as text, for diagnostics.
+
+=cut
+
+sub status_text
+{
+	my ($node, $dbname) = @_;
+	my ($ret, $out, $err) = $node->psql($dbname // 'postgres',
+		'SELECT * FROM delta_join.status ORDER BY target',
+		extra_params => [ '-x' ]);
+	return "delta_join.status:\n$out$err";
 }
 
 =pod
@@ -221,5 +561,28 @@ sub differs
 =back
 
 =cut
+
+# A server that crashed and shut down (the test framework turns
+# restart_after_crash off) must fail its test file, not the whole run:
+# PostgreSQL::Test::Cluster's own END block stops every node it started,
+# and BAIL_OUTs when pg_ctl cannot stop one, which ends prove for every
+# other file too.  This END block runs first (it is compiled after the
+# framework's) and stops the nodes itself, a failure failing the file.
+# (Whether the postmaster still runs cannot be told beforehand: until its
+# parent reaps it, a dead one is a zombie, which kill 0 finds.)
+END
+{
+	my $exit_code = $?;
+
+	foreach my $node (@PostgreSQL::Test::Cluster::all_nodes)
+	{
+		next if !defined $node->{_pid} || $node->stop('immediate', fail_ok => 1);
+		diag('server "' . $node->name . '" could not be stopped: it crashed (see '
+			  . $node->logfile . ')');
+		$node->{_pid} = undef;
+		$exit_code ||= 1;
+	}
+	$? = $exit_code;
+}
 
 1;

@@ -23,17 +23,14 @@ delta_join differential and crash TAP tests
   my $res = DeltaJoinWorkload::pgbench_finish($h);
 
   ok(DeltaJoinWorkload::wait_views($node), 'wait() returns true');
-  DeltaJoinWorkload::is_view_equal($node, 's.target', $query, 'seed 17');
+  DeltaJoinTest::target_ok($node, 's.target', $query, 'seed 17');
 
 =head1 DESCRIPTION
 
 The invariant these tests check (DESIGN.md §6.1): after
-C<delta_join.wait()>, a view's target equals the result of its query as a
-multiset: C<query EXCEPT ALL target> and C<target EXCEPT ALL query> are both
-empty.  With deletes on a join source, residual rows are allowed, so only
-C<query EXCEPT ALL target> must be empty (C<is_view_superset>).  Outer-join
-views in upsert mode have one more rule: no null-extended row beside a
-joined row of the same preserved-side row (C<is_outer_upsert>).
+C<delta_join.wait()>, a view's target holds the result of its query; the
+check is C<DeltaJoinTest::target_ok>, for one view, or C<check_views> here
+(C<wait()>, then each view).
 
 Writes come from pgbench custom scripts run by several clients at once;
 C<--random-seed> makes each client's sequence of random values repeat from
@@ -48,6 +45,7 @@ package DeltaJoinWorkload;
 use strict;
 use warnings;
 
+use DeltaJoinTest;
 use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -204,223 +202,6 @@ sub wait_views
 
 =pod
 
-=item diff_counts($node, $target, $query)
-
-Returns (rows of the query missing from the target, rows of the target the
-query does not return, rows of the target, rows of the query), counting
-duplicates (EXCEPT ALL).
-
-=cut
-
-sub diff_counts
-{
-	my ($node, $target, $query) = @_;
-	my $out = $node->safe_psql(
-		'postgres', qq{
-		SELECT (SELECT count(*) FROM (($query) EXCEPT ALL TABLE $target) d),
-		       (SELECT count(*) FROM (TABLE $target EXCEPT ALL ($query)) d),
-		       (SELECT count(*) FROM $target),
-		       (SELECT count(*) FROM ($query) q)});
-	return split /\|/, $out;
-}
-
-# a few rows of each difference, for diagnostics
-sub _diff_sample
-{
-	my ($node, $target, $query) = @_;
-	return $node->safe_psql(
-		'postgres', qq{
-		(SELECT 'missing' AS side, d::text FROM (($query) EXCEPT ALL TABLE $target) d LIMIT 10)
-		UNION ALL
-		(SELECT 'extra', d::text FROM (TABLE $target EXCEPT ALL ($query)) d LIMIT 10)});
-}
-
-=pod
-
-=item is_view_equal($node, $target, $query, $name)
-
-Asserts that the target equals the query's result (EXCEPT ALL both ways
-empty); on failure shows some differing rows and the view's status.
-Returns the number of rows of the target.
-
-=cut
-
-sub is_view_equal
-{
-	my ($node, $target, $query, $name) = @_;
-	my ($missing, $extra, $trows, $qrows) =
-	  diff_counts($node, $target, $query);
-	ok($missing == 0 && $extra == 0,
-		"$name: $target equals its query ($trows rows)")
-	  or diag("$missing rows of the query missing from the target, "
-		  . "$extra extra rows in the target; target $trows rows, query $qrows rows\n"
-		  . _diff_sample($node, $target, $query) . "\n"
-		  . status_text($node));
-	return $trows;
-}
-
-=pod
-
-=item is_view_superset($node, $target, $query, $name)
-
-Asserts that every row of the query's result is in the target (query
-EXCEPT ALL target is empty): what a join view guarantees after deletes,
-which leave residual rows.  Returns the number of extra (residual) rows.
-
-=cut
-
-sub is_view_superset
-{
-	my ($node, $target, $query, $name) = @_;
-	my ($missing, $extra, $trows, $qrows) =
-	  diff_counts($node, $target, $query);
-	ok($missing == 0,
-		"$name: every row of the query is in $target ($qrows rows, $extra residual)")
-	  or diag("$missing rows of the query missing from the target; "
-		  . "target $trows rows, query $qrows rows\n"
-		  . _diff_sample($node, $target, $query) . "\n"
-		  . status_text($node));
-	return $extra;
-}
-
-=pod
-
-=item outer_counts($node, $target, $query, combo => [ ... ], sides => [ [ [ ... ], $col ], ... ])
-
-Compares the target of an outer-join view with its query (DESIGN.md §2,
-"Outer delta joins").  C<combo> names the select-list columns that carry
-the key of every source: a row's combination of source rows.  Each entry
-of C<sides> is C<[ [ preserved columns ], partner column ]>: a row is
-null-extended on that side when the partner column is NULL and the first
-preserved column is not (a FULL JOIN has two sides, one each way).
-Returns a hash reference of counts:
-
-=over
-
-=item C<missing>: rows of the query the target lacks (EXCEPT ALL);
-
-=item C<shadowed>: those of them that are null-extended rows whose
-preserved key has a joined row in the target (a residual joined row left
-in place of the null-extended row: a likely cause when C<missing> is not 0);
-
-=item C<extra>: rows of the target the query does not return;
-
-=item C<live_extra>: those of them whose combination of source rows the
-query still returns -- not residual rows: the query has that row with other
-values;
-
-=item C<beside>: null-extended rows of the target beside a joined row of
-the same preserved key ("order 7, no item" next to "order 7, item 3");
-
-=item C<trows>, C<qrows>: rows of the target and of the query.
-
-=back
-
-=cut
-
-# (x.a, x.b) IS NOT DISTINCT FROM (y.a, y.b), for a list of columns
-sub _same_cols
-{
-	my ($l, $r, $cols) = @_;
-	return '(' . join(', ', map { "$l.$_" } @$cols) . ') IS NOT DISTINCT FROM ('
-	  . join(', ', map { "$r.$_" } @$cols) . ')';
-}
-
-# the SQL of outer_counts
-sub _outer_counts_sql
-{
-	my ($target, $query, %spec) = @_;
-	my @null_beside_joined;
-	foreach my $side (@{ $spec{sides} })
-	{
-		my ($preserved, $partner) = @$side;
-		push @null_beside_joined,
-		  "(r.$partner IS NULL AND r.$preserved->[0] IS NOT NULL AND EXISTS ("
-		  . 'SELECT FROM t j WHERE '
-		  . _same_cols('j', 'r', $preserved)
-		  . " AND j.$partner IS NOT NULL))";
-	}
-	my $beside = join(' OR ', @null_beside_joined);
-	my $combo = _same_cols('q', 'r', $spec{combo});
-	return qq{
-		WITH q AS MATERIALIZED ($query),
-		     t AS MATERIALIZED (TABLE $target),
-		     missing AS MATERIALIZED (TABLE q EXCEPT ALL TABLE t),
-		     extra AS MATERIALIZED (TABLE t EXCEPT ALL TABLE q)
-		SELECT (SELECT count(*) FROM missing),
-		       (SELECT count(*) FROM missing r WHERE $beside),
-		       (SELECT count(*) FROM extra),
-		       (SELECT count(*) FROM extra r WHERE EXISTS (SELECT FROM q WHERE $combo)),
-		       (SELECT count(*) FROM t r WHERE $beside),
-		       (SELECT count(*) FROM t),
-		       (SELECT count(*) FROM q)};
-}
-
-sub outer_counts
-{
-	my ($node, $target, $query, %spec) = @_;
-	my %c;
-	@c{qw(missing shadowed extra live_extra beside trows qrows)} = split /\|/,
-	  $node->safe_psql('postgres', _outer_counts_sql($target, $query, %spec));
-	return \%c;
-}
-
-=pod
-
-=item is_outer_upsert($node, $target, $query, $name, combo => [ ... ], sides => [ ... ])
-
-Asserts what an outer-join view in upsert mode guarantees after
-C<wait()> (see C<outer_counts>): every row of the query is in the target
-(query EXCEPT ALL target is empty, as C<is_view_superset>); every extra row
-of the target is residual (the combination of source rows it carries is no
-longer in the query); no null-extended row sits beside a joined row of the
-same preserved key.  Returns the counts.
-
-=cut
-
-sub is_outer_upsert
-{
-	my ($node, $target, $query, $name, %spec) = @_;
-	my $c = outer_counts($node, $target, $query, %spec);
-	my $diag = sub {
-		diag("target $c->{trows} rows, query $c->{qrows} rows; $c->{missing} missing "
-			  . "($c->{shadowed} of them null-extended rows with a joined row of "
-			  . "their preserved key in the target), $c->{extra} extra ($c->{live_extra} "
-			  . "of them not residual), $c->{beside} null-extended beside joined\n"
-			  . _diff_sample($node, $target, $query) . "\n"
-			  . status_text($node));
-	};
-	ok($c->{missing} == 0,
-		"$name: every row of the query is in $target ($c->{qrows} rows)")
-	  or $diag->();
-	ok($c->{live_extra} == 0,
-		"$name: every extra row of $target is residual ($c->{extra})")
-	  or $diag->();
-	ok($c->{beside} == 0,
-		"$name: no null-extended row of $target beside a joined row of its preserved key")
-	  or $diag->();
-	return $c;
-}
-
-=pod
-
-=item status_text($node)
-
-C<delta_join.status> as text, for diagnostics.
-
-=cut
-
-sub status_text
-{
-	my ($node) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		'SELECT * FROM delta_join.status ORDER BY target',
-		extra_params => [ '-x' ]);
-	return "delta_join.status:\n$out$err";
-}
-
-=pod
-
 =item status_ok($node, $target, $name)
 
 Asserts that the view's state in C<delta_join.status> is active and that it
@@ -437,25 +218,25 @@ sub status_ok
 		FROM delta_join.status WHERE target::regclass = '$target'::regclass});
 	is($row, 'active|t|t',
 		"$name: $target is active with no error and has seen changes")
-	  or diag(status_text($node));
+	  or diag(DeltaJoinTest::status_text($node));
 }
 
 =pod
 
-=item check_views($node, \%views, $name)
+=item check_views($node, \%views, $name, %options)
 
 C<wait()> returns true, then every target of C<%views> (target => query)
-equals its query.
+holds its query's result (C<DeltaJoinTest::target_ok>, with C<%options>).
 
 =cut
 
 sub check_views
 {
-	my ($node, $views, $name) = @_;
+	my ($node, $views, $name, %opts) = @_;
 	ok(wait_views($node), "$name: wait() returns true");
 	foreach my $t (sort keys %$views)
 	{
-		is_view_equal($node, $t, $views->{$t}, $name);
+		DeltaJoinTest::target_ok($node, $t, $views->{$t}, $name, %opts);
 	}
 }
 

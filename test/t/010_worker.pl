@@ -35,35 +35,8 @@ sub slot_count
 my $worker_query = "SELECT pid FROM pg_stat_activity"
   . " WHERE backend_type = 'delta_join worker' AND datname = 'dj'";
 
-# Rows of the target and of the query that the other lacks (none: equal)
-my $difference = q{
-	SELECT count(*) FROM (
-		(TABLE wide EXCEPT ALL
-		 SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
-		 FROM orders o JOIN items i USING (merchant_id, item_id))
-		UNION ALL
-		(SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
-		 FROM orders o JOIN items i USING (merchant_id, item_id)
-		 EXCEPT ALL TABLE wide)) d};
-
-$node->safe_psql(
-	'dj', q{
-	CREATE TABLE orders (
-		merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
-		PRIMARY KEY (merchant_id, item_id, order_id));
-	CREATE TABLE items (
-		merchant_id bigint, item_id bigint, item_name text,
-		PRIMARY KEY (merchant_id, item_id));
-	INSERT INTO items SELECT m, i, 'item ' || i
-	  FROM generate_series(1, 3) m, generate_series(1, 10) i;
-	INSERT INTO orders SELECT m, 1 + o % 10, o, o
-	  FROM generate_series(1, 3) m, generate_series(1, 100) o;
-});
-
-my $view_query = q{
-	SELECT o.merchant_id, o.order_id, o.item_id, i.item_name, o.amount
-	FROM orders AS o
-	JOIN items AS i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id};
+DeltaJoinTest::worked_example($node, dbname => 'dj');
+my $view_query = $DeltaJoinTest::wide_query;
 
 # ---- no view, no slot ----
 
@@ -121,7 +94,7 @@ $node->safe_psql(
 });
 is($node->safe_psql('dj', "SELECT delta_join.wait('wide', '60s')"),
 	't', 'wait() returns true once the changes are applied');
-is($node->safe_psql('dj', $difference), '0', 'the target equals the query');
+DeltaJoinTest::target_ok($node, 'wide', $view_query, 'after the first writes', dbname => 'dj');
 is( $node->safe_psql(
 		'dj',
 		"SELECT state, changes_seen > 0, keys_applied > 0, rows_upserted > 0"
@@ -183,7 +156,7 @@ $node->safe_psql('dj', q{
 });
 is($node->safe_psql('dj', "SELECT delta_join.wait('wide', '60s')"),
 	't', 'wait() succeeds after the restart');
-is($node->safe_psql('dj', $difference), '0', 'the target equals the query');
+DeltaJoinTest::target_ok($node, 'wide', $view_query, 'after the restart', dbname => 'dj');
 
 # ---- the last view takes the slot and the worker with it ----
 

@@ -13,7 +13,7 @@ use Test::More;
 use DeltaJoinTest;
 
 my $primary = DeltaJoinTest::new_node('primary');
-DeltaJoinTest::orders_items($primary);
+DeltaJoinTest::worked_example($primary);
 $primary->safe_psql('postgres',
 	"SELECT delta_join.create_view('wide', '$DeltaJoinTest::wide_query');"
 	  . "SELECT delta_join.create_view('summary', '$DeltaJoinTest::summary_query')");

@@ -20,7 +20,7 @@ use DeltaJoinTest;
 use DeltaJoinWorkload;
 
 my $node = DeltaJoinTest::new_node('main');
-DeltaJoinTest::orders_items($node);
+DeltaJoinTest::worked_example($node);
 my $wide = $DeltaJoinTest::wide_query;
 my $summary = $DeltaJoinTest::summary_query;
 
@@ -112,7 +112,8 @@ $node->safe_psql(
 	UPDATE wide SET item_name = 'tampered'
 	WHERE (merchant_id, item_id, order_id) = (SELECT merchant_id, item_id, order_id
 	                                          FROM wide ORDER BY 1, 2, 3 LIMIT 1);});
-is(DeltaJoinTest::differs($node, 'wide', $wide), '2',
+my $c = DeltaJoinTest::target_diff($node, 'wide', $wide);
+is("$c->{missing}|$c->{extra}|@{ $c->{dependent} }", '1|1|',
 	'self-check: a tampered target row is reported, and nothing else');
 
 $node->stop;

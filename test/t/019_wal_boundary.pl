@@ -28,7 +28,7 @@ use DeltaJoinTest;
 use DeltaJoinWorkload;
 
 my $node = DeltaJoinTest::new_node('main');
-DeltaJoinTest::orders_items($node);
+DeltaJoinTest::worked_example($node);
 
 my %views = (
 	order_item_wide => $DeltaJoinTest::wide_query,

@@ -15,7 +15,7 @@ use Test::More;
 use DeltaJoinTest;
 
 my $node = DeltaJoinTest::new_node('roles');
-DeltaJoinTest::orders_items($node);
+DeltaJoinTest::worked_example($node);
 $node->safe_psql(
 	'postgres', q{
 	CREATE ROLE alice LOGIN;

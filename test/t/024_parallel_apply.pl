@@ -41,7 +41,7 @@ my $node = DeltaJoinTest::new_node('parallel',
 		log_min_messages => 'debug1',
 	});
 
-DeltaJoinTest::orders_items($node);
+DeltaJoinTest::worked_example($node);
 my $wide = $DeltaJoinTest::wide_query;
 my $summary = $DeltaJoinTest::summary_query;
 $node->safe_psql(
@@ -72,9 +72,9 @@ sub exact
 {
 	my ($label) = @_;
 	ok(DeltaJoinWorkload::wait_views($node, undef, '60s'), "$label: wait() returns true");
-	DeltaJoinWorkload::is_view_equal($node, 'wide', $wide, "$label: wide");
-	DeltaJoinWorkload::is_view_equal($node, 'summary', $summary, "$label: summary");
-	DeltaJoinWorkload::is_view_equal($node, 'wide2', $wide2, "$label: wide2");
+	DeltaJoinTest::target_ok($node, 'wide', $wide, "$label: wide");
+	DeltaJoinTest::target_ok($node, 'summary', $summary, "$label: summary");
+	DeltaJoinTest::target_ok($node, 'wide2', $wide2, "$label: wide2");
 }
 
 sub keys_applied
@@ -125,7 +125,7 @@ $before = $node->safe_psql('postgres',
 $log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id <= 5000');
 exact('a spilled batch');
-DeltaJoinWorkload::is_view_equal($node, 'wide_small', $wide, 'a spilled batch: wide_small');
+DeltaJoinTest::target_ok($node, 'wide_small', $wide, 'a spilled batch: wide_small');
 like(slurp_file($node->logfile, $log_offset), qr/were spilled to disk, applied in chunks of 300/,
 	'the batch spilled');
 is( $node->safe_psql('postgres',
@@ -217,7 +217,7 @@ like(
 ok( DeltaJoinWorkload::wait_views($node, 'summary')
 	  && DeltaJoinWorkload::wait_views($node, 'wide2'),
 	'the other views go on');
-DeltaJoinWorkload::is_view_equal($node, 'summary', $summary, 'summary, beside the view in error');
+DeltaJoinTest::target_ok($node, 'summary', $summary, 'summary, beside the view in error');
 $node->safe_psql('postgres', q{
 	ALTER TABLE wide DROP CONSTRAINT small_amounts;
 	SELECT delta_join.refresh('wide')});
@@ -302,7 +302,7 @@ $node->safe_psql('postgres', 'UPDATE o3 SET amount = amount + 1');
 ok(DeltaJoinWorkload::wait_views($node, 'wide3', '60s'),
 	'a helper stopped in a round: wait() returns true all the same');
 kill 'CONT', $stuck;
-DeltaJoinWorkload::is_view_equal($node, 'wide3', $wide3, 'wide3, its stuck share applied by the worker');
+DeltaJoinTest::target_ok($node, 'wide3', $wide3, 'wide3, its stuck share applied by the worker');
 like(slurp_file($node->logfile, $log_offset), qr/did not finish its share in 11000 ms/,
 	'the worker let the helper go');
 

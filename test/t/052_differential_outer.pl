@@ -89,11 +89,11 @@ sub check_views
 		my ($q, $spec) = @{ $views->{$t} };
 		if (defined $spec)
 		{
-			DeltaJoinWorkload::is_outer_upsert($node, $t, $q, $name, %$spec);
+			DeltaJoinTest::target_ok($node, $t, $q, $name, %$spec);
 		}
 		else
 		{
-			DeltaJoinWorkload::is_view_equal($node, $t, $q, "$name (retract)");
+			DeltaJoinTest::target_ok($node, $t, $q, "$name (retract)");
 		}
 	}
 }
@@ -136,7 +136,7 @@ foreach my $seed (@seeds)
 	}
 	foreach my $t (sort keys %$views)
 	{
-		DeltaJoinWorkload::is_view_equal($node, $t, $views->{$t}[0],
+		DeltaJoinTest::target_ok($node, $t, $views->{$t}[0],
 			"seed $seed: after backfill");
 	}
 
@@ -155,7 +155,7 @@ foreach my $seed (@seeds)
 	foreach my $t (grep { defined $views->{$_}[1] } sort keys %$views)
 	{
 		$node->safe_psql('postgres', "SELECT delta_join.refresh('$t')");
-		DeltaJoinWorkload::is_view_equal($node, $t, $views->{$t}[0],
+		DeltaJoinTest::target_ok($node, $t, $views->{$t}[0],
 			"seed $seed: after refresh()");
 	}
 
@@ -235,9 +235,9 @@ sub race
 	$_->quit foreach @sessions;
 
 	ok(DeltaJoinWorkload::wait_views($node), "$s: wait() returns true after the batches");
-	DeltaJoinWorkload::is_view_equal($node, "$s.c_rt", $q,
+	DeltaJoinTest::target_ok($node, "$s.c_rt", $q,
 		"$s: the partnerless fb row (retract)");
-	DeltaJoinWorkload::is_outer_upsert($node, "$s.c_up", $q,
+	DeltaJoinTest::target_ok($node, "$s.c_up", $q,
 		"$s: the partnerless fb row", %{ $DeltaJoinOuter::views{c}[1] });
 }
 
@@ -282,12 +282,9 @@ race(
 {
 	my $s = 'selfcheck';
 	my $q = DeltaJoinOuter::in_schema($DeltaJoinOuter::views{b}[0], $s);
+	DeltaJoinTest::worked_example($node, schema => $s, orders_items => 0, users_domains => 1);
 	$node->safe_psql(
 		'postgres', qq{
-		CREATE SCHEMA $s;
-		CREATE TABLE $s.users (id bigint PRIMARY KEY, firstname text, lastname text);
-		CREATE TABLE $s.domains (id bigint PRIMARY KEY, user_id bigint, domain_name text);
-		CREATE INDEX ON $s.domains (user_id);
 		INSERT INTO $s.users VALUES (1, 'ann', 'a'), (2, 'bob', 'b'), (3, 'cy', 'c');
 		INSERT INTO $s.domains VALUES (10, 1, 'x.example'), (11, 1, 'y.example'),
 		                              (12, 2, 'z.example');
@@ -301,12 +298,12 @@ race(
 		INSERT INTO $s.domains VALUES (13, 3, 'w.example');
 		DELETE FROM $s.domains WHERE id = 11;});
 	ok(DeltaJoinWorkload::wait_views($node), 'self-check: wait() returns true');
-	my $c = DeltaJoinWorkload::outer_counts($node, "$s.b_up", $q,
+	my $c = DeltaJoinTest::target_diff($node, "$s.b_up", $q,
 		%{ $DeltaJoinOuter::views{b}[1] });
 	is( "$c->{missing}|$c->{shadowed}|$c->{extra}|$c->{live_extra}|$c->{beside}",
 		'0|0|1|0|0',
 		'self-check: the untouched upsert target has one residual row and nothing else');
-	DeltaJoinWorkload::is_view_equal($node, "$s.b_rt", $q,
+	DeltaJoinTest::target_ok($node, "$s.b_rt", $q,
 		'self-check: the untouched retract target');
 
 	$node->safe_psql(
@@ -323,7 +320,7 @@ race(
 		INSERT INTO $s.users VALUES (4, 'dee', 'd');
 		-- and in the exact target, a value changed
 		UPDATE $s.b_rt SET firstname = 'tampered' WHERE domain_id = 13;});
-	$c = DeltaJoinWorkload::outer_counts($node, "$s.b_up", $q,
+	$c = DeltaJoinTest::target_diff($node, "$s.b_up", $q,
 		%{ $DeltaJoinOuter::views{b}[1] });
 	# missing: (1, 10), (3, 13), (2, NULL), (4, NULL); extra: (1, 11)
 	# residual, (3, 13 tampered) not residual, (1, NULL) beside (1, 11)
@@ -331,7 +328,7 @@ race(
 		'4|0|3|1|1',
 		'self-check: lost, changed and null-extended-beside-joined rows are all reported');
 	my ($missing, $extra) =
-	  DeltaJoinWorkload::diff_counts($node, "$s.b_rt", $q);
+	  @{ DeltaJoinTest::target_diff($node, "$s.b_rt", $q) }{qw(missing extra)};
 	is("$missing|$extra", '2|1',
 		'self-check: a changed row and a new user are reported in the exact target');
 }

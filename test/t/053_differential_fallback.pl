@@ -49,7 +49,9 @@
 # truncates two sources, and checks again; a change of one row rewrites no
 # unchanged target row of a full recompute.  Finally the comparison itself
 # is checked: targets tampered with after drop_view(target, false) are
-# reported.  And since nothing kills the apply worker here, the server log
+# reported, and so is a query whose result depends on the plan (every
+# comparison runs the query under several plans, DeltaJoinTest::target_ok).
+# And since nothing kills the apply worker here, the server log
 # must show no exit of one (the launcher would hide a failing worker from
 # every other check).
 
@@ -298,31 +300,19 @@ ROLLBACK;
 		]);
 }
 
-# every view of schema $s: wait() is true, each target equals its query,
-# each is active with no error and has recomputed
+# every view of schema $s: wait() is true, each target equals its query
+# (also as text), each is active with no error and has recomputed
 sub check_schema
 {
 	my ($s, $name) = @_;
 	my $targets = targets_of($s);
 	ok(DeltaJoinWorkload::wait_views($node), "$name: wait() returns true");
+	# compared as text: equal is not enough, 1.0 and 1.00 are equal
+	# numerics, shown apart
 	foreach my $t (sort keys %$targets)
 	{
-		DeltaJoinWorkload::is_view_equal($node, $t, $targets->{$t}, $name);
+		DeltaJoinTest::target_ok($node, $t, $targets->{$t}, $name, as_text => 1);
 	}
-	# equal is not enough: 1.0 and 1.00 are equal numerics, shown apart
-	my @as_text;
-	foreach my $t (sort keys %$targets)
-	{
-		my $d = $node->safe_psql(
-			'postgres', qq{
-			SELECT count(*) FROM (
-			  (SELECT q::text FROM ($targets->{$t}) q EXCEPT ALL SELECT t::text FROM $t t)
-			  UNION ALL
-			  (SELECT t::text FROM $t t EXCEPT ALL SELECT q::text FROM ($targets->{$t}) q)) d});
-		push @as_text, "$t: $d rows" if $d ne '0';
-	}
-	is(join(', ', @as_text), '',
-		"$name: every target of $s equals its query also as text");
 	is( $node->safe_psql(
 			'postgres', qq{
 		SELECT string_agg(target, ', ' ORDER BY target) FROM delta_join.status
@@ -330,7 +320,7 @@ sub check_schema
 		  AND (state <> 'active' OR last_error IS NOT NULL OR last_recompute IS NULL)}),
 		'',
 		"$name: every view of $s is active, with no error, and has recomputed")
-	  or diag(DeltaJoinWorkload::status_text($node));
+	  or diag(DeltaJoinTest::status_text($node));
 }
 
 foreach my $seed (@seeds)
@@ -379,7 +369,7 @@ foreach my $seed (@seeds)
 		$node->safe_psql('postgres',
 			    "SELECT delta_join.create_view('$s.$name', \$q\$ $q \$q\$, "
 			  . "strategy => '$strategy', options => $options)");
-		DeltaJoinWorkload::is_view_equal($node, "$s.$name", $q,
+		DeltaJoinTest::target_ok($node, "$s.$name", $q,
 			"seed $seed: after backfill");
 	}
 
@@ -526,7 +516,7 @@ foreach my $seed (@seeds)
 	{
 		(my $name = $t) =~ s/^.*\.//;
 		(my $copy = $t) =~ s/\./.before_/;
-		DeltaJoinWorkload::is_view_equal($node, $t, query_of($name, $s),
+		DeltaJoinTest::target_ok($node, $t, query_of($name, $s),
 			'difference: after one change');
 		is( $node->safe_psql(
 				'postgres', qq{
@@ -551,7 +541,7 @@ foreach my $seed (@seeds)
 		SELECT delta_join.drop_view('$t', false);
 		INSERT INTO $t SELECT * FROM $t WHERE label IS NOT NULL LIMIT 1;});
 	my ($missing, $extra) =
-	  DeltaJoinWorkload::diff_counts($node, $t, query_of('all_labels', $s));
+	  @{ DeltaJoinTest::target_diff($node, $t, query_of('all_labels', $s)) }{qw(missing extra)};
 	is("$missing|$extra", '0|1', 'self-check: a duplicated row of a multiset target is reported');
 
 	# a keyed join target: a changed value and a lost row
@@ -563,7 +553,7 @@ foreach my $seed (@seeds)
 		WHERE order_id = (SELECT min(order_id) FROM $t);
 		DELETE FROM $t WHERE order_id = (SELECT max(order_id) FROM $t);});
 	($missing, $extra) =
-	  DeltaJoinWorkload::diff_counts($node, $t, query_of('order_custs', $s));
+	  @{ DeltaJoinTest::target_diff($node, $t, query_of('order_custs', $s)) }{qw(missing extra)};
 	is("$missing|$extra", '2|1',
 		'self-check: a tampered and a deleted row of a keyed target are reported');
 
@@ -574,8 +564,38 @@ foreach my $seed (@seeds)
 		SELECT delta_join.drop_view('$t', false);
 		UPDATE $t SET n = n + 1;});
 	($missing, $extra) =
-	  DeltaJoinWorkload::diff_counts($node, $t, query_of('order_totals', $s));
+	  @{ DeltaJoinTest::target_diff($node, $t, query_of('order_totals', $s)) }{qw(missing extra)};
 	is("$missing|$extra", '1|1', 'self-check: a tampered one-group aggregate is reported');
+}
+
+# ---- the plan oracle can fail ----
+#
+# A query whose result depends on the plan: DISTINCT ON without an ORDER
+# BY that breaks its ties keeps, for each a, the b of whichever row comes
+# first -- b = 1 from a sequential scan and a sort, b = 2 from the index
+# on (a, b DESC).  A table holding what the session's plan returned equals
+# the query as planned, and other plans return other rows: reported as a
+# query whose result depends on the plan (full recompute would store
+# whichever one its plan gave), not as a target that differs.
+
+{
+	$node->safe_psql(
+		'postgres', q{
+		CREATE TABLE ties (id int PRIMARY KEY, a int, b int);
+		INSERT INTO ties VALUES (1, 1, 1), (2, 1, 2), (3, 2, 1), (4, 2, 2);
+		CREATE INDEX ON ties (a, b DESC);
+		ANALYZE ties;
+		CREATE TABLE firsts AS SELECT DISTINCT ON (a) a, b FROM ties;});
+	my $c = DeltaJoinTest::target_diff($node, 'firsts', 'SELECT DISTINCT ON (a) a, b FROM ties');
+	is("$c->{missing}|$c->{extra}", '0|0',
+		'oracle self-check: as planned, the table equals the plan-dependent query');
+	like(join(', ', @{ $c->{dependent} }), qr/enable_seqscan = off/,
+		"oracle self-check: the query's result depends on the plan (under "
+		  . join(', ', @{ $c->{dependent} }) . ')');
+	$c = DeltaJoinTest::target_diff($node, 'firsts',
+		'SELECT DISTINCT ON (a) a, b FROM ties ORDER BY a, b');
+	is(join(', ', @{ $c->{dependent} }) . "|$c->{missing}|$c->{extra}", '|0|0',
+		'oracle self-check: with its ties broken, every plan agrees');
 }
 
 # ---- the worker never failed ----

@@ -50,15 +50,10 @@ my %views = (
     string_agg(entry::text, ',' ORDER BY entry) AS entry_list
   FROM ledger GROUP BY account});
 
+DeltaJoinTest::worked_example($node, rows => 0);
 $node->safe_psql(
 	'postgres', q{
 	SELECT setseed(0.6060);
-	CREATE TABLE orders (
-	  merchant_id bigint, item_id bigint, order_id bigint, amount numeric(18,2),
-	  PRIMARY KEY (merchant_id, item_id, order_id));
-	CREATE TABLE items (
-	  merchant_id bigint, item_id bigint, item_name text,
-	  PRIMARY KEY (merchant_id, item_id));
 	CREATE TABLE ledger (
 	  account int, entry int, amount numeric(12,2),
 	  PRIMARY KEY (account, entry));

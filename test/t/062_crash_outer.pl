@@ -71,11 +71,11 @@ sub check_views
 		my ($q, $spec) = @{ $views{$t} };
 		if (defined $spec)
 		{
-			DeltaJoinWorkload::is_outer_upsert($node, $t, $q, $name, %$spec);
+			DeltaJoinTest::target_ok($node, $t, $q, $name, %$spec);
 		}
 		else
 		{
-			DeltaJoinWorkload::is_view_equal($node, $t, $q, "$name (retract)");
+			DeltaJoinTest::target_ok($node, $t, $q, "$name (retract)");
 		}
 	}
 	is( $node->safe_psql(
@@ -84,7 +84,7 @@ sub check_views
 		),
 		scalar(keys %views),
 		"$name: every view is active, with no error")
-	  or diag(DeltaJoinWorkload::status_text($node));
+	  or diag(DeltaJoinTest::status_text($node));
 }
 
 # ---- 1. SIGKILL of the worker while writes go on ----
@@ -158,11 +158,11 @@ $node->safe_psql(
 	DELETE FROM $s.b_up WHERE (user_id, domain_id) IN (SELECT user_id, domain_id FROM $s.b_rt);
 	INSERT INTO $s.b_up SELECT DISTINCT user_id, firstname, lastname, NULL::bigint, NULL::text
 	  FROM $s.b_rt WHERE domain_id IS NOT NULL;});
-my ($missing, $extra) = DeltaJoinWorkload::diff_counts($node, "$s.b_rt",
-	$views{"$s.b_rt"}[0]);
+my ($missing, $extra) = @{ DeltaJoinTest::target_diff($node, "$s.b_rt",
+	$views{"$s.b_rt"}[0]) }{qw(missing extra)};
 ok($missing > 0 && $missing == $extra,
 	"self-check: tampered rows of the exact target are reported ($missing)");
-my $c = DeltaJoinWorkload::outer_counts($node, "$s.b_up", $views{"$s.b_up"}[0],
+my $c = DeltaJoinTest::target_diff($node, "$s.b_up", $views{"$s.b_up"}[0],
 	%{ $views{"$s.b_up"}[1] });
 ok($c->{missing} > 0 && $c->{beside} > 0,
 	"self-check: lost rows and null-extended rows beside joined ones are reported "
