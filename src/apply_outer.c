@@ -353,9 +353,18 @@ static void
 match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
 	RowMatch   *m = (RowMatch *) arg;
-	Datum	   *values = palloc(sizeof(Datum) * writer->ncolumns);
-	bool	   *isnull = palloc(sizeof(bool) * writer->ncolumns);
+	Datum	   *values;
+	bool	   *isnull;
+	ListCell   *lc;
 
+	/* a row that several of the row's anchors lead to is matched once */
+	foreach(lc, m->twins)
+	{
+		if (ItemPointerEquals(lfirst(lc), &row->tts_tid))
+			return;
+	}
+	values = palloc(sizeof(Datum) * writer->ncolumns);
+	isnull = palloc(sizeof(bool) * writer->ncolumns);
 	target_output_values(writer, row, values, isnull);
 	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
 		m->supers = lappend(lappend(m->supers, values), isnull);
@@ -376,6 +385,13 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
  * its null extension together, so those are left from before -- "order 7,
  * no item" written before item 3 arrived, or "order 7, item 3" written
  * before the item went, which the null-extended row now replaces.
+ *
+ * They are deleted before the row is written.  A sub-row may have the
+ * row's own target key (a source whose key the join ties to another's is
+ * not in the target key: "order 7, item 3, no stock" and "order 7, no
+ * item" differ only in columns outside it); writing first would update
+ * that sub-row in place, and its TID, noted before, would then name a row
+ * version this transaction already replaced.
  */
 static void
 upsert_row(OuterApply *oa, Datum *values, bool *isnull)
@@ -395,9 +411,9 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 								   match_row, &m);
 		}
 	}
-	target_upsert(oa->writer, values, isnull);
 	foreach(lc, m.twins)
 		target_delete_row(oa->writer, lfirst(lc));
+	target_upsert(oa->writer, values, isnull);
 
 	/*
 	 * A super-row deleted ("order 7, item 3" when item 3 left order 7) may
