@@ -27,7 +27,9 @@
  * 7, item 3": when item 3 arrives the null-extended row goes, and when the
  * last item of order 7 goes, the null-extended row that the query now
  * returns replaces the joined one (which upsert mode would otherwise have
- * kept as a residual row).  Other residual rows stay.
+ * kept as a residual row).  Other residual rows stay.  A TRUNCATE of a
+ * source is a delete of each of its rows: the rows it may be in are found
+ * in the target and recomputed from their anchors.
  *
  * Retract mode: for each dirty key of a source that is in every row, the
  * slice "rows with that key" is replaced by what the query gives for it:
@@ -619,34 +621,40 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 }
 
 /*
- * The keys of source s in the target's rows of this plan: the rows of s it
- * holds, which a TRUNCATE of s took without a change that names them.
+ * Upsert mode, source s truncated: note the anchors of the target's rows
+ * of this plan that s may be in -- those where it is present, or, when the
+ * output does not hold its key (it cannot tell), every row -- as deletes
+ * of each of its rows would through their partner columns (note_partners).
+ * A source that no outer join null-extends leaves its rows residual, as
+ * its deletes do.
  */
-typedef struct TargetSourceKeys
+typedef struct TruncatedScan
 {
 	OuterApply *oa;
 	int			s;
-	List	   *keys;			/* DirtyKey * */
-} TargetSourceKeys;
+} TruncatedScan;
 
 static void
-add_source_key(TargetWriter *writer, TupleTableSlot *row, void *arg)
+note_truncated_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
-	TargetSourceKeys *sk = (TargetSourceKeys *) arg;
-	OuterApply *oa = sk->oa;
+	TruncatedScan *scan = (TruncatedScan *) arg;
+	OuterApply *oa = scan->oa;
+	DeltaSource *src = list_nth(oa->plan->sources, scan->s);
 
 	target_output_values(writer, row, oa->values, oa->isnull);
-	if (row_is_ours(oa, oa->values, oa->isnull) && source_present(oa, sk->s, oa->isnull))
-		sk->keys = lappend(sk->keys, row_key(oa, sk->s, oa->values));
+	if (row_is_ours(oa, oa->values, oa->isnull) &&
+		(!src->key_in_output || source_present(oa, scan->s, oa->isnull)))
+		note_anchors(oa, oa->values, oa->isnull);
 }
 
-static List *
-target_source_keys(OuterApply *oa, int s)
+static void
+note_truncated(OuterApply *oa, int s)
 {
-	TargetSourceKeys sk = {oa, s, NIL};
+	TruncatedScan scan = {oa, s};
 
-	target_scan_rows(oa->writer, add_source_key, &sk);
-	return sk.keys;
+	if (bms_is_empty(((DeltaSource *) list_nth(oa->plan->sources, s))->nulling))
+		return;
+	target_scan_rows(oa->writer, note_truncated_row, &scan);
 }
 
 /* A row of this plan's, into the region being replaced */
@@ -793,23 +801,26 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 			List	   *keys = sb->keys;
 
 			/*
-			 * A truncated source: its rows in the target are gone, as if
-			 * deleted.  Preserved rows they were joined in get their
-			 * null-extended row back; other rows stay, residual, as
-			 * deletes leave them.
+			 * A truncated source: its rows are gone, as if each had been
+			 * deleted (and keys are the rows written since).  The rows an
+			 * outer join can null-extend it in are recomputed from their
+			 * anchors, as for deleted rows, so preserved rows they were
+			 * joined in get their null-extended row back; other rows stay,
+			 * residual, as deletes leave them.
 			 */
-			if (sb->truncated && src->key_in_output)
-				keys = list_concat(target_source_keys(&oa, s), keys);
-			if (keys == NIL)
-				continue;
+			if (sb->truncated)
+				note_truncated(&oa, s);
 
 			/*
 			 * The rows a nullable source's row was joined in: their preserved
 			 * rows may have lost their last partner, and their null-extended
 			 * row must replace the joined one.
 			 */
-			note_partners(&oa, s, keys);
-			run_region(&oa, query_for_source(&oa, s), keys, upsert_row);
+			if (keys != NIL)
+			{
+				note_partners(&oa, s, keys);
+				run_region(&oa, query_for_source(&oa, s), keys, upsert_row);
+			}
 			for (int round = 0; round < CLOSE_ANCHOR_ROUNDS; round++)
 			{
 				bool		any = false;
