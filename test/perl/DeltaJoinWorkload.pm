@@ -287,6 +287,8 @@ sub is_view_superset
 
 =item outer_counts($node, $target, $query, combo => [ ... ], sides => [ [ [ ... ], $col ], ... ])
 
+=item outer_counts($node, $target, $query, combo => [ ... ])
+
 Compares the target of an outer-join view with its query (DESIGN.md §2,
 "Outer delta joins").  C<combo> names the select-list columns that carry
 the key of every source: a row's combination of source rows.  Each entry
@@ -310,7 +312,11 @@ query still returns -- not residual rows: the query has that row with other
 values;
 
 =item C<beside>: null-extended rows of the target beside a joined row of
-the same preserved key ("order 7, no item" next to "order 7, item 3");
+the same preserved key ("order 7, no item" next to "order 7, item 3").
+Without C<sides> (chains of outer joins, where a row may be null-extended
+at several joins): rows of the target that are a sub-row of another --
+the other carries every source key the row carries, and more ("a 1, no
+b" next to "a 1, b 7, no c", or "a 1, b 7" next to "a 1, b 7, c 30");
 
 =item C<trows>, C<qrows>: rows of the target and of the query.
 
@@ -326,12 +332,26 @@ sub _same_cols
 	  . join(', ', map { "$r.$_" } @$cols) . ')';
 }
 
+# r is a sub-row of another row of t: every combo column r holds, the
+# other holds with the same value, and it holds more of them
+sub _sub_row
+{
+	my ($combo) = @_;
+	my $nulls = sub {
+		my ($x) = @_;
+		return '(' . join(' + ', map { "($x.$_ IS NULL)::int" } @$combo) . ')';
+	};
+	return 'EXISTS (SELECT FROM t j WHERE '
+	  . join(' AND ', map { "(r.$_ IS NULL OR r.$_ = j.$_)" } @$combo)
+	  . ' AND ' . $nulls->('r') . ' > ' . $nulls->('j') . ')';
+}
+
 # the SQL of outer_counts
 sub _outer_counts_sql
 {
 	my ($target, $query, %spec) = @_;
 	my @null_beside_joined;
-	foreach my $side (@{ $spec{sides} })
+	foreach my $side (@{ $spec{sides} // [] })
 	{
 		my ($preserved, $partner) = @$side;
 		push @null_beside_joined,
@@ -340,7 +360,10 @@ sub _outer_counts_sql
 		  . _same_cols('j', 'r', $preserved)
 		  . " AND j.$partner IS NOT NULL))";
 	}
-	my $beside = join(' OR ', @null_beside_joined);
+	my $beside =
+	  defined $spec{sides}
+	  ? join(' OR ', @null_beside_joined)
+	  : _sub_row($spec{combo});
 	my $combo = _same_cols('q', 'r', $spec{combo});
 	return qq{
 		WITH q AS MATERIALIZED ($query),
@@ -374,7 +397,8 @@ C<wait()> (see C<outer_counts>): every row of the query is in the target
 (query EXCEPT ALL target is empty, as C<is_view_superset>); every extra row
 of the target is residual (the combination of source rows it carries is no
 longer in the query); no null-extended row sits beside a joined row of the
-same preserved key.  Returns the counts.
+same preserved key (without C<sides>: no row is a sub-row of another).
+Returns the counts.
 
 =cut
 
