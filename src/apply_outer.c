@@ -83,6 +83,8 @@ typedef struct OuterApply
 	Datum	   *values;			/* scratch: one output row */
 	bool	   *isnull;
 	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
+	HTAB	  **anchor_sets;	/* ... and the same keys, by image (note_anchor_key) */
+	StringInfoData image;		/* scratch: one key's image */
 } OuterApply;
 
 /* A DestReceiver handing each row of a region query to a function */
@@ -211,7 +213,7 @@ lookup_for(OuterApply *oa, int s)
 }
 
 static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
-static bool key_noted(OuterApply *oa, int i, const Datum *values, const bool *isnull);
+static void note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull);
 
 /*
  * Note the anchors of the target rows a row of source s, with one of keys,
@@ -432,10 +434,8 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 		{
 			int			a = list_nth_int(oa->plan->anchors, i);
 
-			if (source_present(oa, a, super_isnull) && !source_present(oa, a, isnull) &&
-				!key_noted(oa, i, super_values, super_isnull))
-				oa->anchor_keys[i] = lappend(oa->anchor_keys[i],
-											 row_key(oa, a, super_values));
+			if (source_present(oa, a, super_isnull) && !source_present(oa, a, isnull))
+				note_anchor_key(oa, i, super_values, super_isnull);
 		}
 		MemoryContextSwitchTo(oldcxt);
 	}
@@ -446,31 +446,63 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
  * ----------------------------------------------------------------
  */
 
-/* Is the key of anchor position i in this row noted already? */
-static bool
-key_noted(OuterApply *oa, int i, const Datum *values, const bool *isnull)
+/*
+ * Note the key of anchor position i in a row (its slice, to be replaced),
+ * unless it is noted already.  The keys noted are kept in a list, in the
+ * order noted, and in a set by their image, so that noting the anchors of
+ * every row of a large target (a TRUNCATE) takes a probe per row, not a
+ * pass over the keys noted so far.
+ */
+static void
+note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 {
 	int			s = list_nth_int(oa->plan->anchors, i);
 	DeltaSource *src = list_nth(oa->plan->sources, s);
-	ListCell   *lc;
+	SourceBatch shape;
+	Datum		key_values[INDEX_MAX_KEYS];
+	bool		key_isnull[INDEX_MAX_KEYS];
+	DirtyKey  **noted;
+	MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
 
-	foreach(lc, oa->anchor_keys[i])
+	/* the image of a varlena is of its plain bytes, as equal keys have */
+	for (int k = 0; k < src->key_natts; k++)
 	{
-		DirtyKey   *key = lfirst(lc);
-		bool		same = true;
+		int			col = src->key_output[k];
 
-		for (int k = 0; k < src->key_natts && same; k++)
-		{
-			int			col = src->key_output[k];
-
-			same = (key->isnull[k] == isnull[col]) &&
-				(isnull[col] || datum_image_eq(key->values[k], values[col],
-											   oa->typbyval[s][k], oa->typlen[s][k]));
-		}
-		if (same)
-			return true;
+		key_isnull[k] = isnull[col];
+		key_values[k] = values[col];
+		if (!isnull[col] && oa->typlen[s][k] == -1)
+			key_values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[col]));
 	}
-	return false;
+	memset(&shape, 0, sizeof(shape));
+	shape.nkeys = src->key_natts;
+	shape.typlen = oa->typlen[s];
+	shape.typbyval = oa->typbyval[s];
+	resetStringInfo(&oa->image);
+	dirty_key_image(&oa->image, &shape, key_values, key_isnull);
+
+	if (oa->anchor_sets[i] == NULL)
+		oa->anchor_sets[i] = key_set_create(oa->cxt);
+	noted = key_set_enter(oa->anchor_sets[i], 0, i, &oa->image, oa->cxt);
+	if (*noted == NULL)
+	{
+		*noted = row_key(oa, s, values);
+		oa->anchor_keys[i] = lappend(oa->anchor_keys[i], *noted);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* The keys noted for anchor position i, which are no longer noted */
+static List *
+take_anchor_keys(OuterApply *oa, int i)
+{
+	List	   *keys = oa->anchor_keys[i];
+
+	oa->anchor_keys[i] = NIL;
+	if (oa->anchor_sets[i] != NULL)
+		hash_destroy(oa->anchor_sets[i]);
+	oa->anchor_sets[i] = NULL;
+	return keys;
 }
 
 /*
@@ -484,17 +516,11 @@ note_anchors(OuterApply *oa, Datum *values, bool *isnull)
 {
 	ListCell   *lc;
 
-	MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
-
 	foreach(lc, oa->plan->anchors)
 	{
-		int			s = lfirst_int(lc);
-		int			i = foreach_current_index(lc);
-
-		if (source_present(oa, s, isnull) && !key_noted(oa, i, values, isnull))
-			oa->anchor_keys[i] = lappend(oa->anchor_keys[i], row_key(oa, s, values));
+		if (source_present(oa, lfirst_int(lc), isnull))
+			note_anchor_key(oa, foreach_current_index(lc), values, isnull);
 	}
-	MemoryContextSwitchTo(oldcxt);
 }
 
 static void
@@ -708,6 +734,8 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
+	oa->anchor_sets = palloc0(sizeof(HTAB *) * Max(list_length(plan->anchors), 1));
+	initStringInfo(&oa->image);
 
 	if (plan->tag_column >= 0)
 	{
@@ -827,11 +855,10 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 
 				for (int i = 0; i < list_length(plan->anchors); i++)
 				{
-					List	   *keys = oa.anchor_keys[i];
+					List	   *keys = take_anchor_keys(&oa, i);
 
 					if (keys == NIL)
 						continue;
-					oa.anchor_keys[i] = NIL;
 					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
 							   keys, upsert_row);
 					any = true;
@@ -840,7 +867,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 					break;
 			}
 			for (int i = 0; i < list_length(plan->anchors); i++)
-				oa.anchor_keys[i] = NIL;
+				(void) take_anchor_keys(&oa, i);
 			continue;
 		}
 
@@ -861,9 +888,10 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		close_anchors(&oa);
 		for (int i = 0; i < list_length(plan->anchors); i++)
 		{
-			if (oa.anchor_keys[i] != NIL)
-				replace_anchor_slices(&oa, i, oa.anchor_keys[i]);
-			oa.anchor_keys[i] = NIL;
+			List	   *keys = take_anchor_keys(&oa, i);
+
+			if (keys != NIL)
+				replace_anchor_slices(&oa, i, keys);
 		}
 	}
 
