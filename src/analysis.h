@@ -53,6 +53,8 @@ typedef struct Analysis
 	int		   *rt_source;		/* rtindex -> source index, or -1 */
 	List	   *source_indexes; /* List of IndexDesc * per source */
 	List	   *filters;		/* quals that are not join conditions */
+	List	   *computed_joins; /* Bitmapset *: the sources of each equality
+								 * that rule 3 refused (for rule 2's errors) */
 	int		   *col_offset;		/* per source: first column id */
 	int		   *class_parent;	/* union-find over column ids */
 	int			ncolumn_ids;	/* size of class_parent */

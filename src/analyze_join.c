@@ -3,7 +3,8 @@
  * analyze_join.c
  *	  The join of a view's sources: conditions, classes of equal columns,
  *	  index prefixes and lookups (rules 2 and 3), the result's unique key
- *	  and the filters that could leave rows behind (rules 6 and 8).
+ *	  and the filters that could leave rows behind or keep the NULLs of an
+ *	  outer join's nullable side (rules 6 and 8).
  *
  * Every column of every source has a column id; join conditions merge the
  * ids of the columns they equate into classes (union-find), which say
@@ -20,11 +21,13 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/pathnodes.h"
+#include "nodes/plannodes.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 
 #include "analysis.h"
 
@@ -72,19 +75,34 @@ analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno)
 	return true;
 }
 
-/* The one source a node's Vars belong to, -1 for none, -2 for several. */
-static int
-single_source(Analysis *a, Node *node)
+/* The sources (indexes into plan->sources) of the Vars of a node */
+static Bitmapset *
+node_sources(Analysis *a, Node *node)
 {
 	Bitmapset  *varnos = pull_varnos(NULL, node);
-	int			rtindex;
+	Bitmapset  *result = NULL;
+	int			rtindex = -1;
 
-	if (bms_is_empty(varnos))
-		return -1;
-	if (bms_membership(varnos) != BMS_SINGLETON)
-		return -2;
-	rtindex = bms_singleton_member(varnos);
-	return a->rt_source[rtindex];
+	while ((rtindex = bms_next_member(varnos, rtindex)) >= 0)
+		if (a->rt_source[rtindex] >= 0)
+			result = bms_add_member(result, a->rt_source[rtindex]);
+	return result;
+}
+
+/* 'table "public.orders" AS o', or 'tables "public.orders" AS o, "public.items" AS i' */
+static char *
+sources_label(Analysis *a, Bitmapset *sources)
+{
+	StringInfoData buf;
+	int			s = -1;
+
+	if (bms_membership(sources) == BMS_SINGLETON)
+		return analysis_source_label(SOURCE(a, bms_singleton_member(sources)));
+	initStringInfo(&buf);
+	while ((s = bms_next_member(sources, s)) >= 0)
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "tables ",
+						 analysis_source_name(SOURCE(a, s)));
+	return buf.data;
 }
 
 /* Strip binary-compatible relabelling, which does not change the value. */
@@ -99,8 +117,9 @@ strip_relabel(Node *node)
 /*
  * Split the quals into join conditions and filters.  A qual is a join
  * condition when it is a btree equality between plain columns of two
- * different sources; an equality between two sources where either side is
- * computed breaks rule 3.
+ * different sources; a btree equality between columns of different sources
+ * where either side is computed (o.a + 1 = i.a, c.k = b.k + a.k) breaks
+ * rule 3.
  */
 static void
 classify_quals(Analysis *a, List *quals)
@@ -113,6 +132,8 @@ classify_quals(Analysis *a, List *quals)
 		OpExpr	   *op;
 		Node	   *l,
 				   *r;
+		Bitmapset  *lsources,
+				   *rsources;
 		int			ls,
 					rs;
 		AttrNumber	la = InvalidAttrNumber,
@@ -128,9 +149,10 @@ classify_quals(Analysis *a, List *quals)
 		op = (OpExpr *) qual;
 		l = linitial(op->args);
 		r = lsecond(op->args);
-		ls = single_source(a, l);
-		rs = single_source(a, r);
-		if (ls < 0 || rs < 0 || ls == rs ||
+		lsources = node_sources(a, l);
+		rsources = node_sources(a, r);
+		if (bms_is_empty(lsources) || bms_is_empty(rsources) ||
+			bms_overlap(lsources, rsources) ||
 			!op_mergejoinable(op->opno, exprType(l)))
 		{
 			a->filters = lappend(a->filters, qual);
@@ -158,10 +180,11 @@ classify_quals(Analysis *a, List *quals)
 			Var		   *var = linitial(vars);
 			DeltaSource *src = SOURCE(a, a->rt_source[var->varno]);
 
+			a->computed_joins = lappend(a->computed_joins, bms_union(lsources, rsources));
 			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 				   psprintf("delta view rule 3: join key %s is computed in a join condition between %s and %s",
 							analysis_column_label(src, var->varattno),
-							analysis_source_label(SOURCE(a, ls)), analysis_source_label(SOURCE(a, rs))),
+							sources_label(a, lsources), sources_label(a, rsources)),
 				   pstrdup("Join keys must reach the join unchanged, so that a lookup through an index finds the same rows."),
 				   pstrdup("Compare plain columns (store the computed value in a column of the source, with an index on it)."));
 		}
@@ -186,8 +209,10 @@ typedef struct TreeWalk
 	Analysis   *a;
 	Query	   *query;
 	List	   *quals;
+	List	   *on_quals;		/* those of them written in an ON clause */
 	List	   *joins;			/* JoinExpr * whose type changed ... */
 	List	   *types;			/* ... int: their type in the rows */
+	List	   *deparse;		/* context to print quals (qual_text) */
 } TreeWalk;
 
 /* The range-table indexes of the relations under a join tree node */
@@ -249,6 +274,102 @@ tree_quals(TreeWalk *w, Node *quals)
 }
 
 /*
+ * A qual as the query would print it ("d.id IS NULL"), for messages: the
+ * deparser of EXPLAIN, over the query's range table.
+ */
+static char *
+qual_text(TreeWalk *w, Node *qual)
+{
+	if (w->deparse == NIL)
+	{
+		PlannedStmt *pstmt = makeNode(PlannedStmt);
+		Bitmapset  *rels = bms_add_range(NULL, 1, list_length(w->query->rtable));
+
+		pstmt->rtable = w->query->rtable;
+		w->deparse = deparse_context_for_plan_tree(pstmt,
+												   select_rtable_names_for_explain(pstmt->rtable, rels));
+		w->deparse = set_deparse_context_plan(w->deparse, (Plan *) makeNode(Result), NIL);
+	}
+	return deparse_expression(qual, w->deparse, true, false);
+}
+
+/*
+ * Filters that keep the NULLs of a nullable side.  A condition above an
+ * outer join (in WHERE, in the ON of a join over it) that can hold where
+ * the join null-extends a row -- d.id IS NULL, coalesce(d.x, 0) <> 1,
+ * d.x IS DISTINCT FROM 'a', either side of a FULL JOIN tested IS NULL --
+ * keeps or drops rows by whether their preserved row has partners: the
+ * planner's reduce_outer_joins, which find_nonnullable_rels guides, keeps
+ * such a join outer.  Neither delta mode, nor keyed recompute, can
+ * maintain it: they find the rows a changed source row is in, and was in,
+ * by its key -- in the query for the rows it is in now, in the target for
+ * those it was in.  The joined rows such a condition filters out are in
+ * neither: "users u LEFT JOIN domains d ... WHERE d.id IS NULL" holds no
+ * row of a domain, so when a user's last domain is deleted (a decoded
+ * DELETE names the domain by its primary key only, not its user) nothing
+ * says which user gets its row; and under an outer join's ON, a partner
+ * that comes or goes changes rows that are neither sub-rows nor super-rows
+ * of its own, which upsert mode does not look for.  So such a condition is
+ * refused on those paths, and strategy auto maintains the view by full
+ * recompute, which is exact for any query.
+ *
+ * A condition at a join tree node passes when, for every side of an outer
+ * join below the node that can null-extend a source it reads, it rejects
+ * NULLs of some source of that side (so it is false wherever that side is
+ * null-extended): WHERE i.price > 0 under LEFT JOIN items i (which makes
+ * the join an inner join), or the ON of "... LEFT JOIN c ON c.k = b.k"
+ * over "a LEFT JOIN b" (a row without b has no c).  first_join: the first
+ * outer join (in plan->outer_joins) below the node; clause: "WHERE" or
+ * "ON".
+ */
+static void
+check_nullable_quals(TreeWalk *w, List *quals, int first_join, const char *clause)
+{
+	Analysis   *a = w->a;
+	Bitmapset  *below = NULL;
+	Relids		rejected = find_nonnullable_rels((Node *) quals);
+	ListCell   *lc;
+
+	for (int j = first_join; j < list_length(a->plan->outer_joins); j++)
+		below = bms_add_range(below, 2 * j, 2 * j + 1);
+	if (below == NULL)
+		return;
+
+	foreach(lc, quals)
+	{
+		Node	   *qual = lfirst(lc);
+		Bitmapset  *sources = node_sources(a, qual);
+		int			s = -1;
+		int			culprit = -1;
+
+		while (culprit < 0 && (s = bms_next_member(sources, s)) >= 0)
+		{
+			Bitmapset  *sides = bms_intersect(SOURCE(a, s)->nulling, below);
+			int			side = -1;
+
+			while (culprit < 0 && (side = bms_next_member(sides, side)) >= 0)
+			{
+				bool		rejects = false;
+
+				for (int t = 0; t < list_length(a->plan->sources) && !rejects; t++)
+					rejects = bms_is_member(side, SOURCE(a, t)->nulling) &&
+						bms_is_member(SOURCE(a, t)->rtindex, rejected);
+				if (!rejects)
+					culprit = s;
+			}
+		}
+		if (culprit < 0)
+			continue;
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 6: %s condition %s does not reject the NULLs of %s, which an outer join null-extends: it keeps or drops rows by whether they have partners, and the rows a partner's change affects could not be found",
+						clause, qual_text(w, qual), analysis_source_label(SOURCE(a, culprit))),
+			   psprintf("A changed source row's rows are found by its key, in the query and in the target; the joined rows this condition filters out are in neither, so when a row of %s comes or goes, the rows whose partners it changes (a null-extended row to bring back or to remove) could not be found.",
+						analysis_source_label(SOURCE(a, culprit))),
+			   pstrdup("Use strategy => 'auto' (or 'none'): the view is then maintained by full recompute, which is exact. A condition that is false wherever the side is null-extended (one that rejects its NULLs) makes the outer join an inner join instead."));
+	}
+}
+
+/*
  * Walk the join tree under jtnode: collect its conditions, give each outer
  * join its type in the rows, and each source the sides of outer joins that
  * can null-extend it (sides).  nonnull: the relations a condition above
@@ -271,11 +392,13 @@ walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
 		FromExpr   *f = (FromExpr *) jtnode;
 		List	   *quals = tree_quals(w, f->quals);
 		Relids		below = bms_union(nonnull, find_nonnullable_rels((Node *) quals));
+		int			first = list_length(a->plan->outer_joins);
 		ListCell   *lc;
 
 		w->quals = list_concat(w->quals, quals);
 		foreach(lc, f->fromlist)
 			walk_tree(w, lfirst(lc), below, sides);
+		check_nullable_quals(w, quals, first, "WHERE");
 	}
 	else if (IsA(jtnode, JoinExpr))
 	{
@@ -301,6 +424,7 @@ walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
 			w->types = lappend_int(w->types, (int) type);
 		}
 		w->quals = list_concat(w->quals, quals);
+		w->on_quals = list_concat(w->on_quals, quals);
 
 		switch (type)
 		{
@@ -308,6 +432,7 @@ walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
 				nonnull = bms_union(nonnull, strict);
 				walk_tree(w, j->larg, nonnull, sides);
 				walk_tree(w, j->rarg, nonnull, sides);
+				check_nullable_quals(w, quals, n, "ON");
 				return;
 			case JOIN_LEFT:
 			case JOIN_RIGHT:
@@ -337,6 +462,7 @@ walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
 		walk_tree(w, j->rarg,
 				  type == JOIN_RIGHT ? nonnull : type == JOIN_LEFT ? strict : NULL,
 				  type == JOIN_RIGHT ? sides : bms_add_member(bms_copy(sides), 2 * n + 1));
+		check_nullable_quals(w, quals, n + 1, "ON");
 	}
 }
 
@@ -622,6 +748,7 @@ check_join_edges(Analysis *a)
 {
 	int			nsources = list_length(a->plan->sources);
 	int		   *component = palloc(sizeof(int) * nsources);
+	ListCell   *lc;
 
 	for (int i = 0; i < nsources; i++)
 		component[i] = i;
@@ -654,7 +781,6 @@ check_join_edges(Analysis *a)
 			if (lookup == NULL)
 			{
 				StringInfoData cols;
-				ListCell   *lc;
 
 				initStringInfo(&cols);
 				foreach(lc, bindable)
@@ -677,14 +803,51 @@ check_join_edges(Analysis *a)
 		}
 	}
 
+	/*
+	 * One error per group of sources not joined to the first: naming a
+	 * source of the group that a computed equality (rule 3) meant to join
+	 * to another group, and that one, when there is such an equality ("c.k2
+	 * = b.k2 + 1": c is not joined to b); else the group's first source and
+	 * the first source.
+	 */
 	for (int t = 1; t < nsources; t++)
 	{
-		if (component[t] != component[0])
-			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-				   psprintf("delta view rule 2: %s is not joined to %s by an equality of columns",
-							analysis_source_label(SOURCE(a, t)), analysis_source_label(SOURCE(a, 0))),
-				   pstrdup("Every join needs at least one equality condition between plain columns of its two sides."),
-				   pstrdup("Add an equality condition on indexed columns."));
+		int			member = t;
+		int			other = 0;
+		bool		first_of_group = true;
+
+		if (component[t] == component[0])
+			continue;
+		for (int u = 1; u < t; u++)
+			first_of_group &= (component[u] != component[t]);
+		if (!first_of_group)
+			continue;
+		foreach(lc, a->computed_joins)
+		{
+			Bitmapset  *joined = lfirst(lc);
+			int			inside = -1;
+			int			outside = -1;
+			int			s = -1;
+
+			while ((s = bms_next_member(joined, s)) >= 0)
+			{
+				if (component[s] == component[t] && inside < 0)
+					inside = s;
+				else if (component[s] != component[t] && outside < 0)
+					outside = s;
+			}
+			if (inside >= 0 && outside >= 0)
+			{
+				member = inside;
+				other = outside;
+				break;
+			}
+		}
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 2: %s is not joined to %s by an equality of columns",
+						analysis_source_label(SOURCE(a, member)), analysis_source_label(SOURCE(a, other))),
+			   pstrdup("Every join needs at least one equality condition between plain columns of its two sides."),
+			   pstrdup("Add an equality condition on indexed columns."));
 	}
 }
 
@@ -987,6 +1150,7 @@ check_join_filters(Analysis *a)
 	foreach(lc, a->filters)
 	{
 		List	   *vars = pull_var_clause(lfirst(lc), 0);
+		const char *clause = list_member_ptr(a->tree->on_quals, lfirst(lc)) ? "ON" : "WHERE";
 		ListCell   *lc2;
 
 		foreach(lc2, vars)
@@ -1002,7 +1166,7 @@ check_join_filters(Analysis *a)
 			{
 				a->plan->has_filter = true;
 				if (!a->plan->options.ignore_non_unique_key_filter)
-					analysis_reject_filter(a, analysis_column_label(SOURCE(a, s), var->varattno), "WHERE");
+					analysis_reject_filter(a, analysis_column_label(SOURCE(a, s), var->varattno), clause);
 				return;
 			}
 		}

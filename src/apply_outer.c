@@ -27,7 +27,9 @@
  * 7, item 3": when item 3 arrives the null-extended row goes, and when the
  * last item of order 7 goes, the null-extended row that the query now
  * returns replaces the joined one (which upsert mode would otherwise have
- * kept as a residual row).  Other residual rows stay.
+ * kept as a residual row).  Other residual rows stay.  A TRUNCATE of a
+ * source is a delete of each of its rows: the rows it may be in are found
+ * in the target and recomputed from their anchors.
  *
  * Retract mode: for each dirty key of a source that is in every row, the
  * slice "rows with that key" is replaced by what the query gives for it:
@@ -81,6 +83,8 @@ typedef struct OuterApply
 	Datum	   *values;			/* scratch: one output row */
 	bool	   *isnull;
 	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
+	HTAB	  **anchor_sets;	/* ... and the same keys, by image (note_anchor_key) */
+	StringInfoData image;		/* scratch: one key's image */
 } OuterApply;
 
 /* A DestReceiver handing each row of a region query to a function */
@@ -209,7 +213,7 @@ lookup_for(OuterApply *oa, int s)
 }
 
 static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
-static bool key_noted(OuterApply *oa, int i, const Datum *values, const bool *isnull);
+static void note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull);
 
 /*
  * Note the anchors of the target rows a row of source s, with one of keys,
@@ -353,9 +357,18 @@ static void
 match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
 	RowMatch   *m = (RowMatch *) arg;
-	Datum	   *values = palloc(sizeof(Datum) * writer->ncolumns);
-	bool	   *isnull = palloc(sizeof(bool) * writer->ncolumns);
+	Datum	   *values;
+	bool	   *isnull;
+	ListCell   *lc;
 
+	/* a row that several of the row's anchors lead to is matched once */
+	foreach(lc, m->twins)
+	{
+		if (ItemPointerEquals(lfirst(lc), &row->tts_tid))
+			return;
+	}
+	values = palloc(sizeof(Datum) * writer->ncolumns);
+	isnull = palloc(sizeof(bool) * writer->ncolumns);
 	target_output_values(writer, row, values, isnull);
 	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
 		m->supers = lappend(lappend(m->supers, values), isnull);
@@ -376,6 +389,13 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
  * its null extension together, so those are left from before -- "order 7,
  * no item" written before item 3 arrived, or "order 7, item 3" written
  * before the item went, which the null-extended row now replaces.
+ *
+ * They are deleted before the row is written.  A sub-row may have the
+ * row's own target key (a source whose key the join ties to another's is
+ * not in the target key: "order 7, item 3, no stock" and "order 7, no
+ * item" differ only in columns outside it); writing first would update
+ * that sub-row in place, and its TID, noted before, would then name a row
+ * version this transaction already replaced.
  */
 static void
 upsert_row(OuterApply *oa, Datum *values, bool *isnull)
@@ -395,9 +415,9 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 								   match_row, &m);
 		}
 	}
-	target_upsert(oa->writer, values, isnull);
 	foreach(lc, m.twins)
 		target_delete_row(oa->writer, lfirst(lc));
+	target_upsert(oa->writer, values, isnull);
 
 	/*
 	 * A super-row deleted ("order 7, item 3" when item 3 left order 7) may
@@ -414,10 +434,8 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 		{
 			int			a = list_nth_int(oa->plan->anchors, i);
 
-			if (source_present(oa, a, super_isnull) && !source_present(oa, a, isnull) &&
-				!key_noted(oa, i, super_values, super_isnull))
-				oa->anchor_keys[i] = lappend(oa->anchor_keys[i],
-											 row_key(oa, a, super_values));
+			if (source_present(oa, a, super_isnull) && !source_present(oa, a, isnull))
+				note_anchor_key(oa, i, super_values, super_isnull);
 		}
 		MemoryContextSwitchTo(oldcxt);
 	}
@@ -428,31 +446,63 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
  * ----------------------------------------------------------------
  */
 
-/* Is the key of anchor position i in this row noted already? */
-static bool
-key_noted(OuterApply *oa, int i, const Datum *values, const bool *isnull)
+/*
+ * Note the key of anchor position i in a row (its slice, to be replaced),
+ * unless it is noted already.  The keys noted are kept in a list, in the
+ * order noted, and in a set by their image, so that noting the anchors of
+ * every row of a large target (a TRUNCATE) takes a probe per row, not a
+ * pass over the keys noted so far.
+ */
+static void
+note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 {
 	int			s = list_nth_int(oa->plan->anchors, i);
 	DeltaSource *src = list_nth(oa->plan->sources, s);
-	ListCell   *lc;
+	SourceBatch shape;
+	Datum		key_values[INDEX_MAX_KEYS];
+	bool		key_isnull[INDEX_MAX_KEYS];
+	DirtyKey  **noted;
+	MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
 
-	foreach(lc, oa->anchor_keys[i])
+	/* the image of a varlena is of its plain bytes, as equal keys have */
+	for (int k = 0; k < src->key_natts; k++)
 	{
-		DirtyKey   *key = lfirst(lc);
-		bool		same = true;
+		int			col = src->key_output[k];
 
-		for (int k = 0; k < src->key_natts && same; k++)
-		{
-			int			col = src->key_output[k];
-
-			same = (key->isnull[k] == isnull[col]) &&
-				(isnull[col] || datum_image_eq(key->values[k], values[col],
-											   oa->typbyval[s][k], oa->typlen[s][k]));
-		}
-		if (same)
-			return true;
+		key_isnull[k] = isnull[col];
+		key_values[k] = values[col];
+		if (!isnull[col] && oa->typlen[s][k] == -1)
+			key_values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[col]));
 	}
-	return false;
+	memset(&shape, 0, sizeof(shape));
+	shape.nkeys = src->key_natts;
+	shape.typlen = oa->typlen[s];
+	shape.typbyval = oa->typbyval[s];
+	resetStringInfo(&oa->image);
+	dirty_key_image(&oa->image, &shape, key_values, key_isnull);
+
+	if (oa->anchor_sets[i] == NULL)
+		oa->anchor_sets[i] = key_set_create(oa->cxt);
+	noted = key_set_enter(oa->anchor_sets[i], 0, i, &oa->image, oa->cxt);
+	if (*noted == NULL)
+	{
+		*noted = row_key(oa, s, values);
+		oa->anchor_keys[i] = lappend(oa->anchor_keys[i], *noted);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* The keys noted for anchor position i, which are no longer noted */
+static List *
+take_anchor_keys(OuterApply *oa, int i)
+{
+	List	   *keys = oa->anchor_keys[i];
+
+	oa->anchor_keys[i] = NIL;
+	if (oa->anchor_sets[i] != NULL)
+		hash_destroy(oa->anchor_sets[i]);
+	oa->anchor_sets[i] = NULL;
+	return keys;
 }
 
 /*
@@ -466,17 +516,11 @@ note_anchors(OuterApply *oa, Datum *values, bool *isnull)
 {
 	ListCell   *lc;
 
-	MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
-
 	foreach(lc, oa->plan->anchors)
 	{
-		int			s = lfirst_int(lc);
-		int			i = foreach_current_index(lc);
-
-		if (source_present(oa, s, isnull) && !key_noted(oa, i, values, isnull))
-			oa->anchor_keys[i] = lappend(oa->anchor_keys[i], row_key(oa, s, values));
+		if (source_present(oa, lfirst_int(lc), isnull))
+			note_anchor_key(oa, foreach_current_index(lc), values, isnull);
 	}
-	MemoryContextSwitchTo(oldcxt);
 }
 
 static void
@@ -603,34 +647,40 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 }
 
 /*
- * The keys of source s in the target's rows of this plan: the rows of s it
- * holds, which a TRUNCATE of s took without a change that names them.
+ * Upsert mode, source s truncated: note the anchors of the target's rows
+ * of this plan that s may be in -- those where it is present, or, when the
+ * output does not hold its key (it cannot tell), every row -- as deletes
+ * of each of its rows would through their partner columns (note_partners).
+ * A source that no outer join null-extends leaves its rows residual, as
+ * its deletes do.
  */
-typedef struct TargetSourceKeys
+typedef struct TruncatedScan
 {
 	OuterApply *oa;
 	int			s;
-	List	   *keys;			/* DirtyKey * */
-} TargetSourceKeys;
+} TruncatedScan;
 
 static void
-add_source_key(TargetWriter *writer, TupleTableSlot *row, void *arg)
+note_truncated_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
-	TargetSourceKeys *sk = (TargetSourceKeys *) arg;
-	OuterApply *oa = sk->oa;
+	TruncatedScan *scan = (TruncatedScan *) arg;
+	OuterApply *oa = scan->oa;
+	DeltaSource *src = list_nth(oa->plan->sources, scan->s);
 
 	target_output_values(writer, row, oa->values, oa->isnull);
-	if (row_is_ours(oa, oa->values, oa->isnull) && source_present(oa, sk->s, oa->isnull))
-		sk->keys = lappend(sk->keys, row_key(oa, sk->s, oa->values));
+	if (row_is_ours(oa, oa->values, oa->isnull) &&
+		(!src->key_in_output || source_present(oa, scan->s, oa->isnull)))
+		note_anchors(oa, oa->values, oa->isnull);
 }
 
-static List *
-target_source_keys(OuterApply *oa, int s)
+static void
+note_truncated(OuterApply *oa, int s)
 {
-	TargetSourceKeys sk = {oa, s, NIL};
+	TruncatedScan scan = {oa, s};
 
-	target_scan_rows(oa->writer, add_source_key, &sk);
-	return sk.keys;
+	if (bms_is_empty(((DeltaSource *) list_nth(oa->plan->sources, s))->nulling))
+		return;
+	target_scan_rows(oa->writer, note_truncated_row, &scan);
 }
 
 /* A row of this plan's, into the region being replaced */
@@ -684,6 +734,8 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
+	oa->anchor_sets = palloc0(sizeof(HTAB *) * Max(list_length(plan->anchors), 1));
+	initStringInfo(&oa->image);
 
 	if (plan->tag_column >= 0)
 	{
@@ -777,34 +829,36 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 			List	   *keys = sb->keys;
 
 			/*
-			 * A truncated source: its rows in the target are gone, as if
-			 * deleted.  Preserved rows they were joined in get their
-			 * null-extended row back; other rows stay, residual, as
-			 * deletes leave them.
+			 * A truncated source: its rows are gone, as if each had been
+			 * deleted (and keys are the rows written since).  The rows an
+			 * outer join can null-extend it in are recomputed from their
+			 * anchors, as for deleted rows, so preserved rows they were
+			 * joined in get their null-extended row back; other rows stay,
+			 * residual, as deletes leave them.
 			 */
-			if (sb->truncated && src->key_in_output)
-				keys = list_concat(target_source_keys(&oa, s), keys);
-			if (keys == NIL)
-				continue;
+			if (sb->truncated)
+				note_truncated(&oa, s);
 
 			/*
 			 * The rows a nullable source's row was joined in: their preserved
 			 * rows may have lost their last partner, and their null-extended
 			 * row must replace the joined one.
 			 */
-			note_partners(&oa, s, keys);
-			run_region(&oa, query_for_source(&oa, s), keys, upsert_row);
+			if (keys != NIL)
+			{
+				note_partners(&oa, s, keys);
+				run_region(&oa, query_for_source(&oa, s), keys, upsert_row);
+			}
 			for (int round = 0; round < CLOSE_ANCHOR_ROUNDS; round++)
 			{
 				bool		any = false;
 
 				for (int i = 0; i < list_length(plan->anchors); i++)
 				{
-					List	   *keys = oa.anchor_keys[i];
+					List	   *keys = take_anchor_keys(&oa, i);
 
 					if (keys == NIL)
 						continue;
-					oa.anchor_keys[i] = NIL;
 					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
 							   keys, upsert_row);
 					any = true;
@@ -813,7 +867,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 					break;
 			}
 			for (int i = 0; i < list_length(plan->anchors); i++)
-				oa.anchor_keys[i] = NIL;
+				(void) take_anchor_keys(&oa, i);
 			continue;
 		}
 
@@ -834,9 +888,10 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		close_anchors(&oa);
 		for (int i = 0; i < list_length(plan->anchors); i++)
 		{
-			if (oa.anchor_keys[i] != NIL)
-				replace_anchor_slices(&oa, i, oa.anchor_keys[i]);
-			oa.anchor_keys[i] = NIL;
+			List	   *keys = take_anchor_keys(&oa, i);
+
+			if (keys != NIL)
+				replace_anchor_slices(&oa, i, keys);
 		}
 	}
 

@@ -355,6 +355,12 @@ residual;
 a row is null-extended on that side when the partner column is NULL and
 the first preserved column is not (a FULL JOIN has two sides);
 
+=item C<sub_rows> (chains of outer joins, where a row may be null-extended
+at several joins): C<[ columns ]> that carry the key of every source;
+C<beside> then counts the rows of the target that are a sub-row of
+another: the other holds every one of those columns the row holds, with
+the same value, and more of them ("a 1, no b" next to "a 1, b 7, no c");
+
 =item C<as_text>: compare the rows' text forms (C<1.0> and C<1.00> are then
 different rows).
 
@@ -424,6 +430,17 @@ sub target_diff
 		}
 		$beside = join(' + ', @beside);
 		$shadowed = join(' + ', @shadowed);
+	}
+	elsif ($opts{sub_rows})
+	{
+		my @cols = @{ $opts{sub_rows} };
+		my $held = sub {
+			my ($x) = @_;
+			return '(' . join(' + ', map { "($x.$_ IS NOT NULL)::int" } @cols) . ')';
+		};
+		$beside = '(SELECT count(*) FROM dj_target r WHERE EXISTS (SELECT FROM dj_target j WHERE '
+		  . join(' AND ', map { "(r.$_ IS NULL OR r.$_ = j.$_)" } @cols)
+		  . ' AND ' . $held->('j') . ' > ' . $held->('r') . '))';
 	}
 
 	my $script = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\nSET LOCAL jit = off;\n";
