@@ -1133,7 +1133,8 @@ analysis_reject_filter(Analysis *a, const char *column, const char *clause)
 		   psprintf("delta view rule 6: %s condition on %s, which is not part of the result's unique key, could leave an earlier result row behind",
 					clause, column),
 		   pstrdup("A delta view writes only upserts: when a row stops passing the filter, the row written for it earlier stays in the target."),
-		   pstrdup("Select the condition as a logical-delete column instead, e.g. CASE WHEN <condition> THEN 0 ELSE 1 END AS is_delete, "
+		   pstrdup("Make the view exact with options => '{\"retract\": true}', under which a row that stops passing is deleted; "
+				   "or select the condition as a logical-delete column instead, e.g. CASE WHEN <condition> THEN 0 ELSE 1 END AS is_delete; "
 				   "or accept residual rows with options => '{\"ignore_non_unique_key_filter\": true}'."));
 }
 
