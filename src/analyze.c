@@ -169,6 +169,7 @@ apply_hints(Analysis *a, List *hints)
 			if (hint->cache_enabled_set)
 				src->cache_enabled = hint->cache_enabled;
 			src->lookup_only = hint->lookup_only;
+			src->as_of = hint->as_of;
 			src->seed_queue_size = hint->seed_queue_size;
 			src->seed_max_inflight = hint->seed_max_inflight;
 			src->seed_buffer_capacity = hint->seed_buffer_capacity;
@@ -1015,7 +1016,9 @@ analyze_choose_path(Query *query, List *hints, const DeltaOptions *options)
 {
 	DeltaPlan  *plan;
 	char	   *why = NULL;
+	DeltaOptions settled = options_settle(options, query, hints);
 
+	options = &settled;
 	if (options->strategy == DJ_STRATEGY_EVENTUAL)
 		return analyze_plan_path(query, hints, options, DJ_PATH_DELTA);
 	if (options->strategy == DJ_STRATEGY_AUTO &&
@@ -1065,8 +1068,11 @@ List *
 explain_plan(Query *query, List *hints, const DeltaOptions *options)
 {
 	List	   *lines = NIL;
-	DeltaPath	first = (options->strategy == DJ_STRATEGY_NONE) ? DJ_PATH_KEYED : DJ_PATH_DELTA;
-	DeltaPath	last = (options->strategy == DJ_STRATEGY_EVENTUAL) ? DJ_PATH_DELTA : DJ_PATH_FULL;
+	DeltaOptions settled = options_settle(options, query, hints);
+	DeltaPath	first = (settled.strategy == DJ_STRATEGY_NONE) ? DJ_PATH_KEYED : DJ_PATH_DELTA;
+	DeltaPath	last = (settled.strategy == DJ_STRATEGY_EVENTUAL) ? DJ_PATH_DELTA : DJ_PATH_FULL;
+
+	options = &settled;
 
 	/* each path the strategy allows, until one takes the query */
 	for (int path = first; path <= (int) last; path++)
