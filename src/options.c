@@ -420,6 +420,9 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
 					value = DatumGetCString(DirectFunctionCall1(numeric_out,
 																NumericGetDatum(v.val.numeric)));
 					break;
+				case jbvNull:
+					value = "null";
+					break;
 				default:
 					value = "(not a scalar)";
 					break;
@@ -469,10 +472,11 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
  * query was known:
  *
  *	- the streaming engine's settings of the query's kind of operator
- *	  become its strategy and ignore_non_unique_key_filter, overriding
- *	  delta_join's names (a query that aggregates at its top level is an
- *	  aggregate, any other query a join); those of the other kind stay, for
- *	  explain() to report as not applicable;
+ *	  (a query that aggregates at its top level is an aggregate, any other
+ *	  query a join) become its strategy and ignore_non_unique_key_filter,
+ *	  overriding delta_join's names; where only the other kind's is given,
+ *	  it applies (one view is one kind); where both are, the other kind's
+ *	  stays, for explain() to report as not applicable;
  *	- the lookup client's parameters of its table hints apply to the whole
  *	  view, where batches are made: client.lookup.batch-timeout sets its
  *	  batch_timeout (the smallest among the hints).
@@ -487,6 +491,17 @@ options_settle(const DeltaOptions *options, Query *query, List *hints)
 	int			hint_timeout = -1;
 	ListCell   *lc;
 
+	/* the view's kind's own setting, or else the other kind's */
+	if (settled.engine_strategy[kind] < 0)
+	{
+		settled.engine_strategy[kind] = settled.engine_strategy[1 - kind];
+		settled.engine_strategy[1 - kind] = -1;
+	}
+	if (settled.engine_ignore_filter[kind] < 0)
+	{
+		settled.engine_ignore_filter[kind] = settled.engine_ignore_filter[1 - kind];
+		settled.engine_ignore_filter[1 - kind] = -1;
+	}
 	if (settled.engine_strategy[kind] >= 0)
 		settled.strategy = (DeltaStrategy) settled.engine_strategy[kind];
 	if (settled.engine_ignore_filter[kind] >= 0)
