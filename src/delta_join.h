@@ -95,9 +95,10 @@ typedef struct DeltaOptions
 	 * The streaming engine's settings of one kind of operator, given under
 	 * its names (table.optimizer.delta-join.* for joins, delta-agg.* for
 	 * aggregates; indexed by DJ_ENGINE_JOIN, DJ_ENGINE_AGG): -1 when not
-	 * given.  options_settle() makes those of the view's kind its strategy
-	 * and ignore_non_unique_key_filter once the query is known; the others
-	 * stay, for explain to report as not applicable.
+	 * given.  options_settle() makes those of the view's kind (or else the
+	 * other kind's) its strategy and ignore_non_unique_key_filter once the
+	 * query is known; the other kind's, when both are given, stay for
+	 * explain to report as not applicable.
 	 */
 	int			engine_strategy[2];	/* a DeltaStrategy */
 	int			engine_ignore_filter[2];	/* 0 or 1 */

@@ -50,6 +50,7 @@
 #include "access/relation.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "common/keywords.h"
 #include "mb/pg_wchar.h"
@@ -58,9 +59,9 @@
 #include "parser/parser.h"
 #include "parser/scanner.h"
 #include "parser/scansup.h"
-#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "delta_join.h"
 #include "dialect.h"
@@ -760,6 +761,35 @@ rewrite_listagg(RewriteContext *cxt, FuncCall *call)
 	}
 }
 
+/* The columns of a table's primary key (attribute numbers), or NIL */
+static List *
+primary_key(Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);	/* locked by the caller */
+	List	   *key = NIL;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind == RELKIND_RELATION ||
+		rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		foreach(lc, RelationGetIndexList(rel))
+		{
+			HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+			Form_pg_index index;
+
+			if (!HeapTupleIsValid(tuple))
+				elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+			index = (Form_pg_index) GETSTRUCT(tuple);
+			if (index->indisprimary)
+				for (int k = 0; k < index->indnkeyatts; k++)
+					key = lappend_int(key, index->indkey.values[k]);
+			ReleaseSysCache(tuple);
+		}
+	}
+	relation_close(rel, NoLock);
+	return key;
+}
+
 /*
  * The primary key of every table of the FROM list of one query level, in
  * FROM order, as sort items; NULL, with why in *why, when the list holds
@@ -777,8 +807,7 @@ from_list_key(RewriteContext *cxt, List *from, char **why)
 		Node	   *item = lfirst(lc);
 		RangeVar   *rv;
 		Oid			relid;
-		Relation	rel;
-		Oid			pk;
+		List	   *key;
 		ListCell   *lc2;
 
 		if (IsA(item, JoinExpr))
@@ -821,27 +850,21 @@ from_list_key(RewriteContext *cxt, List *from, char **why)
 		relid = RangeVarGetRelid(rv, AccessShareLock, true);
 		if (!OidIsValid(relid))
 			return NIL;
-		rel = relation_open(relid, NoLock);
-		pk = (rel->rd_rel->relkind == RELKIND_RELATION ||
-			  rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) ?
-			RelationGetPrimaryKeyIndex(rel) : InvalidOid;
-		relation_close(rel, NoLock);
-		if (!OidIsValid(pk))
+		key = primary_key(relid);
+		if (key == NIL)
 		{
 			*why = psprintf("\"%s\" is not a table with a primary key", rv->relname);
 			return NIL;
 		}
-		rel = relation_open(pk, AccessShareLock);
-		for (int k = 0; k < rel->rd_index->indnkeyatts; k++)
+		foreach(lc2, key)
 		{
 			ColumnRef  *column = makeNode(ColumnRef);
 
 			column->fields = list_make2(makeString(pstrdup(ref_name(rv))),
-										makeString(get_attname(relid, rel->rd_index->indkey.values[k], false)));
+										makeString(get_attname(relid, lfirst_int(lc2), false)));
 			column->location = -1;
 			order = lappend(order, sort_by((Node *) column));
 		}
-		relation_close(rel, AccessShareLock);
 	}
 	if (order == NIL && *why == NULL)
 		*why = pstrdup("the query reads no table");
@@ -921,154 +944,4 @@ dialect_rewrite_aggregates(DialectText *dt, Node *stmt)
 	RewriteContext cxt = {dt, NIL};
 
 	(void) rewrite_walker(stmt, &cxt);
-}
-
-/* ----------------------------------------------------------------
- *		The statements of the streaming engine's jobs
- * ----------------------------------------------------------------
- */
-
-/* Skip blanks and comments at the start of a statement */
-static const char *
-skip_statement_blanks(const char *p)
-{
-	for (;;)
-	{
-		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-			p++;
-		if (p[0] == '-' && p[1] == '-')
-		{
-			while (*p && *p != '\n')
-				p++;
-		}
-		else if (p[0] == '/' && p[1] == '*')
-		{
-			const char *end = strstr(p + 2, "*/");
-
-			if (end == NULL)
-				return p + strlen(p);
-			p = end + 2;
-		}
-		else
-			return p;
-	}
-}
-
-/* If p starts with word (any case) and then a non-word character, the end */
-static const char *
-skip_word(const char *p, const char *word)
-{
-	size_t		len = strlen(word);
-
-	if (pg_strncasecmp(p, word, len) != 0 || ident_cont(p[len]) || p[len] == '-')
-		return NULL;
-	return skip_statement_blanks(p + len);
-}
-
-/*
- * Read a name or value as the engine writes it: quoted with ', " or `, or
- * bare (letters, digits and . - _); returns the end, the text (quotes off)
- * in *out, or NULL if there is none.
- */
-static const char *
-read_engine_word(const char *p, char **out)
-{
-	const char *start = p;
-
-	if (*p == '\'' || *p == '"' || *p == '`')
-	{
-		const char *end = strchr(p + 1, *p);
-
-		if (end == NULL)
-			return NULL;
-		*out = pnstrdup(p + 1, end - p - 1);
-		return skip_statement_blanks(end + 1);
-	}
-	while (ident_cont(*p) || *p == '.' || *p == '-')
-		p++;
-	if (p == start)
-		return NULL;
-	*out = pnstrdup(start, p - start);
-	return skip_statement_blanks(p);
-}
-
-/*
- * A hint for a statement of the streaming engine's jobs that PostgreSQL
- * refused (a syntax error, or an invalid setting name), naming what to
- * write instead; NULL if it is none of them:
- *
- *	SET 'table.optimizer.delta-join.strategy' = 'EVENTUAL' (RESET, SHOW;
- *	the name quoted either way, or bare): setting names are identifiers
- *	here, without "-", and the part is played by a delta_join.* setting or
- *	by nothing;
- *	USE CATALOG c, USE db: a schema is chosen with search_path.
- *
- * Called while the error is being reported (module.c): it reads the text
- * by hand and raises nothing.
- */
-char *
-dialect_statement_hint(const char *statement)
-{
-	const char *p = skip_statement_blanks(statement);
-	const char *verb = NULL;
-	const char *rest;
-	char	   *name = NULL;
-	char	   *value = NULL;
-	const char *setting;
-	bool		known;
-
-	if ((rest = skip_word(p, "use")) != NULL)
-	{
-		const char *after_catalog = skip_word(rest, "catalog");
-
-		if (read_engine_word(after_catalog ? after_catalog : rest, &name) == NULL)
-			return NULL;
-		if (after_catalog)
-			return psprintf("PostgreSQL has no USE CATALOG: a catalog of the streaming engine is a database here, chosen when connecting (psql -d %s, or \\c %s).",
-							name, name);
-		return psprintf("PostgreSQL has no USE: a schema is chosen with SET search_path = %s.",
-						quote_identifier(name));
-	}
-
-	if ((rest = skip_word(p, "set")) != NULL)
-		verb = "SET";
-	else if ((rest = skip_word(p, "reset")) != NULL)
-		verb = "RESET";
-	else if ((rest = skip_word(p, "show")) != NULL)
-		verb = "SHOW";
-	else
-		return NULL;
-	if (strcmp(verb, "SET") == 0)
-	{
-		const char *scope = skip_word(rest, "session");
-
-		if (scope == NULL)
-			scope = skip_word(rest, "local");
-		if (scope != NULL)
-			rest = scope;
-	}
-	if ((rest = read_engine_word(rest, &name)) == NULL)
-		return NULL;
-	setting = options_engine_setting(name, &known);
-	if (!known)
-		return NULL;
-	if (strcmp(verb, "SET") == 0)
-	{
-		const char *to = skip_word(rest, "to");
-
-		if (*rest == '=')
-			to = skip_statement_blanks(rest + 1);
-		if (to == NULL || read_engine_word(to, &value) == NULL)
-			value = "...";
-		else
-			value = quote_literal_cstr(value);
-	}
-	if (setting == NULL)
-		return psprintf("The streaming engine's %s plays no part in delta_join, whose lookups are synchronous index scans, and is no setting here; delta_join.create_view takes it in its options (and as a table hint), and delta_join.explain names what plays its part.",
-						name);
-	if (value == NULL)
-		return psprintf("The streaming engine's %s is the setting %s here (setting names are identifiers, without \"-\"): %s %s.",
-						name, setting, verb, setting);
-	return psprintf("The streaming engine's %s is the setting %s here (setting names are identifiers, without \"-\"): SET %s = %s; or give \"%s\" in the options of delta_join.create_view.",
-					name, setting, setting, value, name);
 }

@@ -154,7 +154,7 @@ seed_parameter_lines(DeltaPlan *plan, const DeltaOptions *options)
 
 /*
  * The streaming engine's settings of the other kind of operator than the
- * view's (options_settle): given, and not applicable.
+ * view's, given beside those of its kind (options_settle): not applicable.
  */
 static List *
 engine_kind_lines(const DeltaOptions *options)
