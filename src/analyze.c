@@ -173,6 +173,7 @@ apply_hints(Analysis *a, List *hints)
 			if (hint->cache_enabled_set)
 				src->cache_enabled = hint->cache_enabled;
 			src->lookup_only = hint->lookup_only;
+			src->as_of = hint->as_of;
 			src->seed_queue_size = hint->seed_queue_size;
 			src->seed_max_inflight = hint->seed_max_inflight;
 			src->seed_buffer_capacity = hint->seed_buffer_capacity;
@@ -1076,7 +1077,9 @@ choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines
 DeltaPlan *
 analyze_choose_path(Query *query, List *hints, const DeltaOptions *options)
 {
-	return choose_path(query, hints, options, NULL);
+	DeltaOptions settled = options_settle(options, query, hints);
+
+	return choose_path(query, hints, &settled, NULL);
 }
 
 /*
@@ -1089,8 +1092,9 @@ List *
 explain_plan(Query *query, List *hints, const DeltaOptions *options)
 {
 	List	   *lines = NIL;
+	DeltaOptions settled = options_settle(options, query, hints);
 
-	(void) choose_path(query, hints, options, &lines);
+	(void) choose_path(query, hints, &settled, &lines);
 	return lines;
 }
 

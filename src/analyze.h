@@ -59,6 +59,7 @@ typedef struct DeltaSource
 	int			cache_size;		/* from a hint, or -1 */
 	bool		cache_enabled;	/* from a hint, or the view's option */
 	bool		lookup_only;	/* from a hint: its changes trigger nothing */
+	char	   *as_of;			/* lookup-only by FOR SYSTEM_TIME AS OF this */
 	int			seed_queue_size;	/* from a hint: the seeds' client parameters */
 	int			seed_max_inflight;
 	int			seed_buffer_capacity;

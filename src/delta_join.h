@@ -89,10 +89,27 @@ typedef struct DeltaOptions
 	int			seed_queue_size;
 	int			seed_max_inflight;
 	int			seed_buffer_capacity;
+	int			seed_max_batch_size;	/* also from table hints (options_settle) */
+
+	/*
+	 * The streaming engine's settings of one kind of operator, given under
+	 * its names (table.optimizer.delta-join.* for joins, delta-agg.* for
+	 * aggregates; indexed by DJ_ENGINE_JOIN, DJ_ENGINE_AGG): -1 when not
+	 * given.  options_settle() makes those of the view's kind (or else the
+	 * other kind's) its strategy and ignore_non_unique_key_filter once the
+	 * query is known; the other kind's, when both are given, stay for
+	 * explain to report as not applicable.
+	 */
+	int			engine_strategy[2];	/* a DeltaStrategy */
+	int			engine_ignore_filter[2];	/* 0 or 1 */
 } DeltaOptions;
 
+#define DJ_ENGINE_JOIN	0
+#define DJ_ENGINE_AGG	1
+
 /*
- * The options of one /\*+ OPTIONS(...) *\/ hint after a table of the query,
+ * The options of one /\*+ OPTIONS(...) *\/ hint after a table of the query
+ * (or of a FOR SYSTEM_TIME AS OF clause, which sets lookup_only: dialect.c),
  * or of one source as source_catalog.options keeps them.
  */
 typedef struct DeltaHint
@@ -109,6 +126,9 @@ typedef struct DeltaHint
 	int			seed_queue_size;	/* the seeds' client parameters, -1: not given */
 	int			seed_max_inflight;
 	int			seed_buffer_capacity;
+	int			seed_max_batch_size;
+	int			batch_timeout_ms;	/* client.lookup.batch-timeout, -1: not given */
+	char	   *as_of;			/* FOR SYSTEM_TIME AS OF: its column, as written */
 } DeltaHint;
 
 /*

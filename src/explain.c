@@ -115,8 +115,6 @@ source_titles_all(DeltaPlan *plan, bool lookup_only)
 	return buf.data;
 }
 
-#define LOOKUP_ONLY_NOTE ", lookup only: its changes are not applied"
-
 /*
  * The seeds' client parameters of asynchronous lookups, given as options or
  * table hints: accepted, and reported as not applicable, with the knob that
@@ -127,12 +125,13 @@ seed_parameter_lines(DeltaPlan *plan, const DeltaOptions *options)
 {
 	static const char *const names[] = {
 		"client.lookup.queue-size", "client.lookup.max-inflight-requests",
-		"table.exec.async-lookup.buffer-capacity",
+		"table.exec.async-lookup.buffer-capacity", "client.lookup.max-batch-size",
 	};
 	static const char *const instead[] = {
 		"max_batch_size (the most distinct keys one apply transaction takes) plays its part",
 		"max_batch_size (lookups run one at a time in the apply worker, a batch of keys per transaction) plays its part",
 		"max_batch_size and batch_timeout (how many changed keys wait, and how long, before they are applied) play their part",
+		"max_batch_size (the most distinct keys one apply transaction takes, not lookups per request) plays its part",
 	};
 	List	   *lines = NIL;
 
@@ -140,7 +139,8 @@ seed_parameter_lines(DeltaPlan *plan, const DeltaOptions *options)
 	{
 		bool		given = (i == 0 ? options->seed_queue_size :
 							 i == 1 ? options->seed_max_inflight :
-							 options->seed_buffer_capacity) >= 0;
+							 i == 2 ? options->seed_buffer_capacity :
+							 options->seed_max_batch_size) >= 0;
 		ListCell   *lc;
 
 		foreach(lc, plan->sources)
@@ -148,13 +148,45 @@ seed_parameter_lines(DeltaPlan *plan, const DeltaOptions *options)
 			DeltaSource *src = lfirst(lc);
 
 			given |= (i == 0 ? src->seed_queue_size : i == 1 ? src->seed_max_inflight :
-					  src->seed_buffer_capacity) >= 0;
+					  i == 2 ? src->seed_buffer_capacity : -1) >= 0;
 		}
 		if (given)
 			lines = lappend(lines, psprintf("  %s: not applicable, lookups are synchronous index scans; %s",
 											names[i], instead[i]));
 	}
 	return lines;
+}
+
+/*
+ * The streaming engine's settings of the other kind of operator than the
+ * view's, given beside those of its kind (options_settle): not applicable.
+ */
+static List *
+engine_kind_lines(const DeltaOptions *options)
+{
+	List	   *lines = NIL;
+
+	if (options->engine_strategy[DJ_ENGINE_JOIN] >= 0)
+		lines = lappend(lines, pstrdup("  table.optimizer.delta-join.strategy: not applicable, the query aggregates; table.optimizer.delta-agg.strategy (strategy) applies"));
+	if (options->engine_ignore_filter[DJ_ENGINE_JOIN] >= 0)
+		lines = lappend(lines, pstrdup("  table.optimizer.delta-join.ignore-non-unique-key-filter: not applicable, the query aggregates; table.optimizer.delta-agg.ignore-non-unique-key-filter (ignore_non_unique_key_filter) applies"));
+	if (options->engine_strategy[DJ_ENGINE_AGG] >= 0)
+		lines = lappend(lines, pstrdup("  table.optimizer.delta-agg.strategy: not applicable, the query does not aggregate; table.optimizer.delta-join.strategy (strategy) applies"));
+	if (options->engine_ignore_filter[DJ_ENGINE_AGG] >= 0)
+		lines = lappend(lines, pstrdup("  table.optimizer.delta-agg.ignore-non-unique-key-filter: not applicable, the query does not aggregate; table.optimizer.delta-join.ignore-non-unique-key-filter (ignore_non_unique_key_filter) applies"));
+	return lines;
+}
+
+/* ", lookup only ...": what a lookup-only source's line adds */
+static const char *
+lookup_only_note(DeltaSource *src)
+{
+	if (!src->lookup_only)
+		return "";
+	if (src->as_of != NULL)
+		return psprintf(", lookup only (FOR SYSTEM_TIME AS OF %s): its changes are not applied, its rows are read as of when a change of another source is applied",
+						src->as_of);
+	return ", lookup only: its changes are not applied";
 }
 
 /* What an outer join null-extends, as a line of explain */
@@ -229,8 +261,8 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 			DeltaSource *src = lfirst(lc);
 
 			if (src->lookup_only)
-				lines = lappend(lines, psprintf("  %s: read as the others change" LOOKUP_ONLY_NOTE,
-												source_title(src)));
+				lines = lappend(lines, psprintf("  %s: read as the others change%s",
+												source_title(src), lookup_only_note(src)));
 			else
 				lines = lappend(lines, psprintf("  on change of %s: %s", source_title(src),
 												plan->whole ? "the one group recomputed" :
@@ -286,11 +318,11 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 				lines = lappend(lines, psprintf("  %s: lookup by %s prefix %s%s",
 												source_title(src), index_label(src->lookup_index),
 												lookup_columns(src, src->lookup_index, src->lookup_nkeys),
-												src->lookup_only ? LOOKUP_ONLY_NOTE : ""));
+												lookup_only_note(src)));
 			else
 				lines = lappend(lines, psprintf("  %s: fetch by %s%s",
 												source_title(src), index_label(src->pk_index),
-												src->lookup_only ? LOOKUP_ONLY_NOTE : ""));
+												lookup_only_note(src)));
 		}
 		if (list_length(plan->sources) > 2 || plan->has_outer)
 		{
@@ -321,6 +353,7 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 	if (plan->has_filter && plan->path == DJ_PATH_DELTA && !options->retract)
 		lines = lappend(lines, pstrdup("  filter: rows that stop passing it leave residual rows (ignore_non_unique_key_filter)"));
 	lines = list_concat(lines, seed_parameter_lines(plan, options));
+	lines = list_concat(lines, engine_kind_lines(options));
 	lines = lappend(lines, psprintf("  strategy: %s, mode: %s",
 									dj_strategy_name(options->strategy),
 									plan->path == DJ_PATH_DELTA ?

@@ -30,11 +30,13 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
 #include "delta_join.h"
+#include "dialect.h"
 #include "parallel.h"
 #include "worker.h"
 
@@ -70,9 +72,12 @@ static const struct config_enum_entry strategy_options[] = {
 /* Whether this process got the library through shared_preload_libraries. */
 static bool dj_preloaded = false;
 
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
 void		_PG_init(void);
 
 static char *config_line_adding(const char *name, const char *current);
+static void dj_emit_log(ErrorData *edata);
 
 PG_FUNCTION_INFO_V1(dj_check_environment);
 
@@ -210,11 +215,35 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("delta_join");
 
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = dj_emit_log;
+
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
 	dj_preloaded = true;
 	worker_init();
+}
+
+
+/*
+ * The streaming engine's users type its job's statements first:
+ * SET 'table.optimizer.delta-join.strategy' = 'EVENTUAL' fails in
+ * PostgreSQL's parser, before any of our code runs, with nothing to say
+ * what to write instead.  Its error report is the one place left to say
+ * it: a syntax error (or an invalid setting name) with no hint, caused by
+ * such a statement, gets a hint naming the setting that plays the part
+ * (dialect_statement_hint).  Runs in ErrorContext; raises nothing.
+ */
+static void
+dj_emit_log(ErrorData *edata)
+{
+	if (edata->elevel == ERROR && edata->output_to_client && edata->hint == NULL &&
+		debug_query_string != NULL &&
+		(edata->sqlerrcode == ERRCODE_SYNTAX_ERROR || edata->sqlerrcode == ERRCODE_INVALID_NAME))
+		edata->hint = dialect_statement_hint(debug_query_string);
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
 }
 
 

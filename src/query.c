@@ -59,6 +59,7 @@
 #include "utils/snapmgr.h"
 
 #include "delta_join.h"
+#include "dialect.h"
 #include "options.h"
 #include "query.h"
 #include "runas.h"
@@ -107,6 +108,17 @@ parse_single_select(const char *text)
 				 errhint("Pass one SELECT statement.")));
 
 	rawstmt = linitial_node(RawStmt, raw);
+
+	/* the streaming engine's users write their query as the job's INSERT */
+	if (IsA(rawstmt->stmt, InsertStmt) &&
+		((InsertStmt *) rawstmt->stmt)->selectStmt != NULL &&
+		castNode(SelectStmt, ((InsertStmt *) rawstmt->stmt)->selectStmt)->valuesLists == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("query must be a SELECT statement"),
+				 errdetail("The statement given is INSERT ... SELECT."),
+				 errhint("Pass the SELECT alone, with the table INSERT writes as the target: delta_join.create_view(%s, $$SELECT ...$$).",
+						 quote_literal_cstr(((InsertStmt *) rawstmt->stmt)->relation->relname))));
 	if (!IsA(rawstmt->stmt, SelectStmt))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -121,63 +133,6 @@ parse_single_select(const char *text)
 				 errmsg("query must not be SELECT INTO"),
 				 errhint("Name the target as the first argument of delta_join.create_view.")));
 	return rawstmt;
-}
-
-/* Gather the RangeVars of a raw FROM list, in any order. */
-static void
-collect_rangevars(Node *node, List **rangevars)
-{
-	if (node == NULL)
-		return;
-	if (IsA(node, RangeVar))
-		*rangevars = lappend(*rangevars, node);
-	else if (IsA(node, JoinExpr))
-	{
-		collect_rangevars(((JoinExpr *) node)->larg, rangevars);
-		collect_rangevars(((JoinExpr *) node)->rarg, rangevars);
-	}
-}
-
-/*
- * Tie every hint of the text to the table reference just before it, in the
- * raw parse tree (parse analysis rewrites the FROM list, so this comes
- * first).  Returns the hints, each with the name the query gives that
- * table in *names (same order).
- */
-static List *
-match_hints(const char *text, SelectStmt *select, List **names)
-{
-	List	   *rangevars = NIL;
-	List	   *hints = hints_parse(text);
-	ListCell   *lc;
-
-	foreach(lc, select->fromClause)
-		collect_rangevars(lfirst(lc), &rangevars);
-
-	*names = NIL;
-	foreach(lc, hints)
-	{
-		DeltaHint  *hint = lfirst(lc);
-		RangeVar   *owner = NULL;
-		ListCell   *lc2;
-
-		foreach(lc2, rangevars)
-		{
-			RangeVar   *rv = lfirst(lc2);
-
-			if (rv->location < hint->location &&
-				(owner == NULL || rv->location > owner->location))
-				owner = rv;
-		}
-		if (owner == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("table hint at offset %d does not follow a table in FROM",
-							hint->location),
-					 errhint("Write the hint right after the table name it applies to.")));
-		*names = lappend(*names, owner->alias ? owner->alias->aliasname : owner->relname);
-	}
-	return hints;
 }
 
 /*
@@ -201,9 +156,20 @@ resolve_hints(List *hints, List *names, Query *query)
 		{
 			RangeTblEntry *rte = lfirst(lc3);
 
-			if (rte->rtekind == RTE_RELATION && rte->inFromCl &&
+			if (rte->inFromCl && rte->rtekind != RTE_JOIN &&
 				strcmp(rte->eref->aliasname, name) == 0)
+			{
+				/* a hint on a view or a WITH query would be lost: refuse it */
+				if (rte->rtekind != RTE_RELATION ||
+					(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_PARTITIONED_TABLE))
+					ereport(ERROR,
+							(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+							 errmsg("%s at offset %d follows \"%s\", which is not a table",
+									hint->as_of ? "FOR SYSTEM_TIME AS OF" : "table hint",
+									hint->location, name),
+							 errhint("Table hints and FOR SYSTEM_TIME AS OF apply to tables.")));
 				hint->rtindex = foreach_current_index(lc3) + 1;
+			}
 		}
 		if (hint->rtindex == 0)
 			elog(ERROR, "table hint for \"%s\" matches no source", name);
@@ -218,6 +184,7 @@ resolve_hints(List *hints, List *names, Query *query)
 Query *
 query_parse(const char *text, List **hints)
 {
+	DialectText *dialect;
 	RawStmt    *rawstmt;
 	Query	   *query;
 	List	   *names;
@@ -229,10 +196,13 @@ query_parse(const char *text, List **hints)
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
-	rawstmt = parse_single_select(text);
-	*hints = match_hints(text, castNode(SelectStmt, rawstmt->stmt), &names);
+	/* the streaming engine's SQL (dialect.c): same offsets, PostgreSQL's spelling */
+	dialect = dialect_scan(text);
+	rawstmt = parse_single_select(dialect_parser_text(dialect));
+	*hints = dialect_table_hints(dialect, castNode(SelectStmt, rawstmt->stmt), &names);
 	PushActiveSnapshot(GetTransactionSnapshot());
-	query = parse_analyze_fixedparams(rawstmt, text, NULL, 0, NULL);
+	dialect_rewrite_aggregates(dialect, rawstmt->stmt);
+	query = parse_analyze_fixedparams(rawstmt, dialect_parser_text(dialect), NULL, 0, NULL);
 	PopActiveSnapshot();
 	resolve_hints(*hints, names, query);
 
