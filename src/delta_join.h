@@ -29,6 +29,8 @@
 
 #include "postgres.h"
 
+#include "compat.h"
+
 #define DJ_SCHEMA			"delta_join"
 #define DJ_PLUGIN_NAME		"delta_join"
 
@@ -90,17 +92,6 @@ typedef struct DeltaHint
 	int			seed_max_inflight;
 	int			seed_buffer_capacity;
 } DeltaHint;
-
-/*
- * Version differences.  The extension is built and tested on PostgreSQL 15;
- * these name the places where 16 and 17 changed what we call.
- */
-#if PG_VERSION_NUM >= 170000
-/* ReorderBufferChange tuples became plain HeapTuples */
-#define DJ_CHANGE_TUPLE(t)	(t)
-#else
-#define DJ_CHANGE_TUPLE(t)	(&(t)->tuple)
-#endif
 
 /* GUC variables (module.c) */
 extern int	dj_strategy;
