@@ -405,7 +405,7 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	writer->estate->es_opened_result_relations =
 		lappend(writer->estate->es_opened_result_relations, writer->rri);
 	ExecOpenIndices(writer->rri, false);
-	EvalPlanQualInit(&writer->epqstate, writer->estate, NULL, NIL, -1);
+	EvalPlanQualInit_compat(&writer->epqstate, writer->estate, NULL, NIL, -1);
 	writer->newslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
 	writer->oldslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
 	AfterTriggerBeginQuery();
@@ -581,7 +581,7 @@ find_target_row(TargetWriter *writer)
 		bool		found;
 
 		InitDirtySnapshot(dirty);
-		scan = index_beginscan(writer->rel, idx, &dirty, nkeys, 0);
+		scan = index_beginscan_compat(writer->rel, idx, &dirty, nkeys, 0);
 		index_rescan(scan, writer->keys, nkeys, NULL, 0);
 		found = index_getnext_slot(scan, ForwardScanDirection, writer->oldslot);
 		if (found)
@@ -757,7 +757,7 @@ target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
 	}
 
 	InitDirtySnapshot(dirty);
-	scan = index_beginscan(writer->rel, tl->idx, &dirty, tl->ncols, 0);
+	scan = index_beginscan_compat(writer->rel, tl->idx, &dirty, tl->ncols, 0);
 	index_rescan(scan, tl->keys, tl->ncols, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, writer->oldslot))
 	{

@@ -296,7 +296,7 @@ run_group_query(DeltaPlan *plan, PlannedStmt *pstmt, ParamListInfo params,
 	qd = CreateQueryDesc(pstmt, "delta_join: recompute groups", GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);

@@ -409,11 +409,11 @@ aggregate_order_is_total(Aggref *agg, Query *level)
 	if (level == NULL || agg->agglevelsup != 0)
 		return false;
 	columns = palloc0(sizeof(Bitmapset *) * list_length(level->rtable));
-	collect_plain_columns((List *) flatten_join_alias_vars(level, (Node *) sort_exprs), columns);
+	collect_plain_columns((List *) flatten_join_alias_vars_compat(level, (Node *) sort_exprs), columns);
 	foreach(lc, level->groupClause)
 		group_exprs = lappend(group_exprs,
 							  get_sortgroupclause_expr(lfirst(lc), level->targetList));
-	collect_plain_columns((List *) flatten_join_alias_vars(level, (Node *) group_exprs), columns);
+	collect_plain_columns((List *) flatten_join_alias_vars_compat(level, (Node *) group_exprs), columns);
 	add_equal_columns(level, columns);
 
 	rti = 0;

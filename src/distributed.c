@@ -208,7 +208,7 @@ citus_transaction_started(void)
 static Oid
 relation_named(const char *name)
 {
-	return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+	return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList_compat(name)),
 							NoLock, true);
 }
 
@@ -219,7 +219,7 @@ relation_named(const char *name)
 static Oid
 shard_relation(const char *shard_name, Oid logical)
 {
-	List	   *names = stringToQualifiedNameList(shard_name);
+	List	   *names = stringToQualifiedNameList_compat(shard_name);
 
 	if (list_length(names) == 1)
 		return get_relname_relid(strVal(linitial(names)), get_rel_namespace(logical));
@@ -830,13 +830,13 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	column = check_shard_local(plan, &anchor);
 	(void) citus_distribution(anchor, &colocation, &distcol);
 
-	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
+	rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
 	relid = RangeVarGetRelid(rv, NoLock, true);
 	if (OidIsValid(relid))
 	{
 		char	   *target_col;
 
-		if (!pg_class_ownercheck(relid, GetUserId()))
+		if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 						   get_rel_name(relid));
 		if (definition_of(relid) != NULL)
@@ -991,7 +991,7 @@ distributed_explain(const char *text, DeltaOptions *options)
 static bool
 drop_orphan_definition(const char *target)
 {
-	List	   *given = stringToQualifiedNameList(target);
+	List	   *given = stringToQualifiedNameList_compat(target);
 	char	   *found = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
 	uint64		n;
@@ -1003,7 +1003,7 @@ drop_orphan_definition(const char *target)
 				   " WHERE pg_catalog.to_regclass(target) IS NULL", 0, NULL, NULL);
 	for (uint64 i = 0; i < n && found == NULL; i++)
 	{
-		List	   *stored = stringToQualifiedNameList(spi_text(i, 1));
+		List	   *stored = stringToQualifiedNameList_compat(spi_text(i, 1));
 
 		if (strcmp(strVal(llast(stored)), strVal(llast(given))) == 0 &&
 			(list_length(given) == 1 ||
@@ -1072,7 +1072,7 @@ distributed_drop_view(const char *target, bool drop_table)
 		return drop_orphan_definition(target);
 	if ((def = definition_of(relid)) == NULL)
 		return false;
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 
 	values[0] = CStringGetTextDatum(def->target);
@@ -1109,7 +1109,7 @@ distributed_refresh(const char *target)
 	relid = relation_named(target);
 	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
 		return -1;
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	api_lock_views();
 	values[0] = CStringGetTextDatum(def->target);
@@ -1533,7 +1533,7 @@ distributed_sync_node(void)
 		return;
 	targets = definition_targets();
 
-	if (IsBackgroundWorker && local_group() == 0)
+	if (AmBackgroundWorkerProcess() && local_group() == 0)
 	{
 		sync_new_nodes();
 		delete_orphan_definitions(NULL);
@@ -1545,7 +1545,7 @@ distributed_sync_node(void)
 	 * The worker logs the failures of a round at most once a minute (a view
 	 * whose names no longer resolve fails every round).
 	 */
-	loud = IsBackgroundWorker &&
+	loud = AmBackgroundWorkerProcess() &&
 		TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), 60 * 1000);
 	foreach(lc, targets)
 	{
@@ -1581,7 +1581,7 @@ check_definition_writer(Definition *def, bool deleting)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("distributed target \"%s\" does not exist", def->target)));
 	}
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	if (!deleting && !citus_distribution(relid, &colocation, &distcol))
 		ereport(ERROR,

@@ -265,8 +265,8 @@ replace_pulled_up_columns(Query *query, PulledUp *p)
 	ListCell   *lc;
 
 #define REPLACE(node) \
-	ReplaceVarsFromTargetList((Node *) (node), p->rtindex, 0, rte, p->targetList, \
-							  REPLACEVARS_REPORT_ERROR, 0, &query->hasSubLinks)
+	ReplaceVarsFromTargetList_compat((Node *) (node), p->rtindex, 0, rte, p->targetList, \
+									 REPLACEVARS_REPORT_ERROR, 0, &query->hasSubLinks)
 
 	query->targetList = (List *) REPLACE(query->targetList);
 	query->havingQual = REPLACE(query->havingQual);

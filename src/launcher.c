@@ -281,7 +281,7 @@ worker_ensure_slot(void)
 	CheckLogicalDecodingRequirements();
 
 	/* Ephemeral until its start point is found: an error drops it. */
-	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+	ReplicationSlotCreate_compat(name, true, RS_EPHEMERAL, false);
 	PG_TRY();
 	{
 		LogicalDecodingContext *ctx;

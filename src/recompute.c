@@ -235,7 +235,7 @@ recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
 									 GetActiveSnapshot(), InvalidSnapshot, dest, NULL, NULL, 0);
 
 	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);
@@ -301,7 +301,7 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 		qd = CreateQueryDesc(rq->pstmt, RECOMPUTE_QUERY_NAME, GetActiveSnapshot(),
 							 InvalidSnapshot, dest, params, NULL, 0);
 		ExecutorStart(qd, 0);
-		ExecutorRun(qd, ForwardScanDirection, 0, true);
+		ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
 		ExecutorFinish(qd);
 		ExecutorEnd(qd);
 		FreeQueryDesc(qd);
