@@ -800,13 +800,13 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 
 				for (int i = 0; i < list_length(plan->anchors); i++)
 				{
-					List	   *keys = oa.anchor_keys[i];
+					List	   *anchor_keys = oa.anchor_keys[i];
 
-					if (keys == NIL)
+					if (anchor_keys == NIL)
 						continue;
 					oa.anchor_keys[i] = NIL;
 					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
-							   keys, upsert_row);
+							   anchor_keys, upsert_row);
 					any = true;
 				}
 				if (!any)

@@ -802,7 +802,7 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	char	   *distcol;
 	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTARRAYOID};
 	Datum		values[7];
-	char		nulls[7] = "       ";
+	char		nulls[] = "       ";	/* (no argument is null) */
 
 	if (GetTopTransactionIdIfAny() != InvalidTransactionId || citus_transaction_started())
 		ereport(ERROR,
