@@ -203,7 +203,7 @@ view_entry(ViewRecord *view)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
-		if (rte->rtekind == RTE_RELATION)
+		if (compat_rte_reads_relation(rte))
 			entry->relids[n++] = rte->relid;
 	}
 	entry->relids[n++] = view->target;
@@ -318,11 +318,7 @@ apply_check_access(DeltaPlan *plan)
 
 	check_function_owners(plan);
 
-#if PG_VERSION_NUM >= 160000
-	(void) ExecCheckPermissions(plan->query->rtable, plan->query->rteperminfos, true);
-#else
-	(void) ExecCheckRTPerms(plan->query->rtable, true);
-#endif
+	(void) compat_check_permissions(plan->query, true);
 	foreach(lc, plan->branches)
 		apply_check_access(lfirst(lc));
 	foreach(lc, plan->sources)
@@ -394,11 +390,7 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	rte->relid = target;
 	rte->relkind = writer->rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
-#if PG_VERSION_NUM >= 160000
-	ExecInitRangeTable(writer->estate, list_make1(rte), NIL);
-#else
-	ExecInitRangeTable(writer->estate, list_make1(rte));
-#endif
+	compat_init_range_table(writer->estate, rte);
 	writer->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(writer->rri, writer->rel, 1, NULL, 0);
 	/* as logical replication's apply: after-row triggers find it there */

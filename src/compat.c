@@ -171,14 +171,12 @@ compat_rte_reads_relation(RangeTblEntry *rte)
 
 /*
  * Where the columns the permission check of relation entry rte of query
- * covers are kept; NULL when the entry has no permission check.
+ * covers are kept (the parser gives every relation entry a check).
  */
 Bitmapset **
 compat_rte_selected_cols(Query *query, RangeTblEntry *rte)
 {
 #if PG_VERSION_NUM >= 160000
-	if (rte->perminfoindex == 0)
-		return NULL;
 	return &getRTEPermissionInfo(query->rteperminfos, rte)->selectedCols;
 #else
 	return &rte->selectedCols;

@@ -235,6 +235,7 @@ typedef struct RelationMap
 {
 	List	   *from;			/* OIDs */
 	List	   *to;				/* OIDs, or NIL to collect into from */
+	Query	   *query;			/* the query whose range table is walked */
 } RelationMap;
 
 /* The shard a relation maps to, or InvalidOid */
@@ -268,11 +269,19 @@ map_relations(Node *node, RelationMap *map)
 		if (map->to == NIL)
 			map->from = list_append_unique_oid(map->from, rte->relid);
 		else if (OidIsValid(shard = mapped_relation(map, rte->relid)))
-			rte->relid = shard;
+			compat_rte_set_relid(map->query, rte, shard);
 		return false;
 	}
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, map_relations, map, QTW_EXAMINE_RTES_BEFORE);
+	{
+		Query	   *outer = map->query;
+		bool		result;
+
+		map->query = (Query *) node;
+		result = query_tree_walker((Query *) node, map_relations, map, QTW_EXAMINE_RTES_BEFORE);
+		map->query = outer;
+		return result;
+	}
 	return expression_tree_walker(node, map_relations, map);
 }
 
@@ -338,12 +347,14 @@ map_columns(Node *node, ColumnMap *cm)
 			RangeTblEntry *rte = lfirst(lc);
 			Oid			shard;
 			Bitmapset  *cols = NULL;
+			Bitmapset **selected;
 			int			col = -1;
 
 			if (rte->rtekind != RTE_RELATION ||
 				!OidIsValid(shard = mapped_relation(cm->map, rte->relid)))
 				continue;
-			while ((col = bms_next_member(rte->selectedCols, col)) >= 0)
+			selected = compat_rte_selected_cols(query, rte);
+			while ((col = bms_next_member(*selected, col)) >= 0)
 			{
 				AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
 
@@ -351,7 +362,7 @@ map_columns(Node *node, ColumnMap *cm)
 					attno = shard_attno(rte->relid, shard, attno);
 				cols = bms_add_member(cols, attno - FirstLowInvalidHeapAttributeNumber);
 			}
-			rte->selectedCols = cols;
+			*selected = cols;
 		}
 		cm->queries = lcons(query, cm->queries);
 		result = query_tree_walker(query, map_columns, cm, 0);
@@ -385,7 +396,7 @@ relation_names(List *relids)
 static List *
 query_relations(Query *query)
 {
-	RelationMap map = {NIL, NIL};
+	RelationMap map = {NIL, NIL, NULL};
 
 	(void) map_relations((Node *) query, &map);
 	return map.from;
@@ -1246,7 +1257,7 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 	Query	   *query;
 	List	   *hints;
 	DeltaOptions options;
-	RelationMap map = {NIL, NIL};
+	RelationMap map = {NIL, NIL, NULL};
 	ListCell   *lc;
 
 	(void) set_config_option("search_path", def->search_path, PGC_USERSET, PGC_S_SESSION,
