@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_relation.h"
@@ -218,5 +219,148 @@ compat_drop_view_placeholders(Query *query, Oid view)
 		elog(ERROR, "query view %u has no placeholder entries", view);
 	query->rtable = list_delete_first(list_delete_first(query->rtable));
 	OffsetVarNodes((Node *) query, -2, 0);
+#endif
+}
+
+#if PG_VERSION_NUM >= 160000
+
+typedef struct NullingRels
+{
+	Bitmapset **nulling;		/* by range-table index: the outer joins
+								 * above that can null it, NULL if not in the
+								 * join tree */
+	bool	   *in_tree;
+	int			nrtes;
+	Bitmapset  *minus;			/* joins at or above where the expression is */
+	int			sublevels_up;
+} NullingRels;
+
+/* Which outer joins can null each entry of the join tree under jtnode */
+static void
+find_nulling_joins(Node *jtnode, Bitmapset *above, NullingRels *nr)
+{
+	if (jtnode == NULL)
+		return;
+	if (IsA(jtnode, RangeTblRef))
+	{
+		int			rtindex = ((RangeTblRef *) jtnode)->rtindex;
+
+		nr->nulling[rtindex] = above;
+		nr->in_tree[rtindex] = true;
+	}
+	else if (IsA(jtnode, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) jtnode)->fromlist)
+			find_nulling_joins(lfirst(lc), above, nr);
+	}
+	else if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) jtnode;
+		Bitmapset  *left = above;
+		Bitmapset  *right = above;
+
+		if (join->jointype == JOIN_RIGHT || join->jointype == JOIN_FULL)
+			left = bms_add_member(bms_copy(above), join->rtindex);
+		if (join->jointype == JOIN_LEFT || join->jointype == JOIN_FULL)
+			right = bms_add_member(bms_copy(above), join->rtindex);
+		nr->nulling[join->rtindex] = above;
+		nr->in_tree[join->rtindex] = true;
+		find_nulling_joins(join->larg, left, nr);
+		find_nulling_joins(join->rarg, right, nr);
+	}
+	else
+		elog(ERROR, "unrecognized node type: %d", (int) nodeTag(jtnode));
+}
+
+/* Set varnullingrels of the Vars of the query, less the joins nr->minus */
+static bool
+set_nullingrels_walker(Node *node, NullingRels *nr)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if ((int) var->varlevelsup == nr->sublevels_up && var->varno >= 1 &&
+			var->varno <= nr->nrtes && nr->in_tree[var->varno])
+			var->varnullingrels = bms_difference(nr->nulling[var->varno], nr->minus);
+		return false;
+	}
+	if (IsA(node, Query))
+	{
+		bool		result;
+
+		nr->sublevels_up++;
+		result = query_tree_walker((Query *) node, set_nullingrels_walker, nr, 0);
+		nr->sublevels_up--;
+		return result;
+	}
+	return expression_tree_walker(node, set_nullingrels_walker, nr);
+}
+
+/* The same for the quals of the join tree: each sees the joins below it */
+static void
+set_join_tree_nullingrels(Node *jtnode, Bitmapset *above, NullingRels *nr)
+{
+	if (jtnode == NULL || IsA(jtnode, RangeTblRef))
+		return;
+	if (IsA(jtnode, FromExpr))
+	{
+		FromExpr   *from = (FromExpr *) jtnode;
+		ListCell   *lc;
+
+		nr->minus = above;
+		(void) set_nullingrels_walker(from->quals, nr);
+		foreach(lc, from->fromlist)
+			set_join_tree_nullingrels(lfirst(lc), above, nr);
+	}
+	else if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) jtnode;
+		Bitmapset  *left = above;
+		Bitmapset  *right = above;
+
+		nr->minus = bms_add_member(bms_copy(above), join->rtindex);
+		(void) set_nullingrels_walker(join->quals, nr);
+		if (join->jointype == JOIN_RIGHT || join->jointype == JOIN_FULL)
+			left = bms_add_member(bms_copy(above), join->rtindex);
+		if (join->jointype == JOIN_LEFT || join->jointype == JOIN_FULL)
+			right = bms_add_member(bms_copy(above), join->rtindex);
+		set_join_tree_nullingrels(join->larg, left, nr);
+		set_join_tree_nullingrels(join->rarg, right, nr);
+	}
+}
+
+#endif
+
+/*
+ * From 16 a Var names the outer joins that can make it NULL where it is
+ * read (varnullingrels), and the planner relies on it: a condition on a
+ * column of the nullable side of a LEFT or FULL JOIN, in WHERE without
+ * them, is taken for a condition below the join.  The parser sets them;
+ * expressions delta_join adds (the key filters of a recompute) or moves
+ * (the select list of a pulled-up subquery) come without.  Set them anew
+ * for every Var of the query's own level from its join tree, as the parser
+ * does, before the query is planned.  Before 16, nothing to do.
+ */
+void
+compat_set_nullingrels(Query *query)
+{
+#if PG_VERSION_NUM >= 160000
+	NullingRels nr;
+
+	nr.nrtes = list_length(query->rtable);
+	nr.nulling = palloc0(sizeof(Bitmapset *) * (nr.nrtes + 1));
+	nr.in_tree = palloc0(sizeof(bool) * (nr.nrtes + 1));
+	nr.minus = NULL;
+	nr.sublevels_up = 0;
+	find_nulling_joins((Node *) query->jointree, NULL, &nr);
+	set_join_tree_nullingrels((Node *) query->jointree, NULL, &nr);
+	nr.minus = NULL;
+	(void) set_nullingrels_walker((Node *) query->targetList, &nr);
+	(void) set_nullingrels_walker(query->havingQual, &nr);
 #endif
 }

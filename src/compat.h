@@ -28,6 +28,8 @@
  *		flatten_join_alias_vars() takes the PlannerInfo (NULL outside the
  *		planner).
  *		EvalPlanQualInit() takes the result relations (NIL: none).
+ *		A Var names the outer joins that can null it (varnullingrels): the
+ *		quals delta_join adds to a query get them (compat_set_nullingrels).
  *	17	PGPROC.lxid became PGPROC.vxid.lxid (MyProc_lxid_compat).
  *		IsBackgroundWorker became AmBackgroundWorkerProcess().
  *		ReplicationSlotCreate() takes failover and synced (false: neither).
@@ -104,6 +106,9 @@ extern void compat_rte_set_relid(struct Query *query, struct RangeTblEntry *rte,
 
 /* Drop the OLD and NEW placeholders of a view rule's query, where it has them */
 extern void compat_drop_view_placeholders(struct Query *query, Oid view);
+
+/* Vars name the outer joins that can null them, as the planner of 16 needs */
+extern void compat_set_nullingrels(struct Query *query);
 
 /* ---- 17 ---- */
 
