@@ -252,6 +252,7 @@ plan_group_query(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode,
 													pstrdup("having"), false));
 		query->havingQual = NULL;
 	}
+	compat_set_nullingrels(query);
 	return pg_plan_query(query, "delta_join: recompute groups", CURSOR_OPT_GENERIC_PLAN, NULL);
 }
 

@@ -197,6 +197,7 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 	query->jointree->quals = (Node *) make_ands_explicit(conds);
 
 	apply_coerce_query_output(query, plan, target);
+	compat_set_nullingrels(query);
 	rq->pstmt = pg_plan_query(query, RECOMPUTE_QUERY_NAME, CURSOR_OPT_GENERIC_PLAN, NULL);
 	return rq;
 }
@@ -224,6 +225,7 @@ prepare_all(DeltaPlan *plan, Oid target)
 	}
 
 	apply_coerce_query_output(query, plan, target);
+	compat_set_nullingrels(query);
 	return pg_plan_query(query, RECOMPUTE_QUERY_NAME, 0, NULL);
 }
 
