@@ -198,7 +198,8 @@ run_in_chroot() {
 	local rc
 	copy_tree || { warn "could not copy the tree into $root"; return 1; }
 	mount_chroot || { warn "could not mount /proc and /dev/shm in $root"; return 1; }
-	in_chroot bash -c 'cd /build/delta_join && exec "$@"' run "$@"
+	# (not holding the lock: a server the command leaves behind must not)
+	in_chroot bash -c 'cd /build/delta_join && exec "$@"' run "$@" 9>&-
 	rc=$?
 	cleanup
 	return $rc
