@@ -10,8 +10,11 @@
  * older majors.  Where a function kept its name but changed its arguments,
  * the call is written name_compat(...) with 15's arguments; the new
  * arguments are filled in here with the value that keeps 15's behaviour.
- * Helpers named compat_* do what the permission model of 16 made different
- * (their bodies are in compat.c).
+ * Helpers named compat_* do what differs in more than spelling -- the
+ * permission model and the outer-join-aware Vars of 16, the grouping RTE of
+ * 18 -- with their bodies in compat.c.  (16 also adds
+ * -Wshadow=compatible-local to an extension's build, and 18
+ * -Wunterminated-string-initialization: the code is written to pass both.)
  *
  * The differences, by the major that introduced them:
  *
