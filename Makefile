@@ -1,8 +1,12 @@
-# delta_join: incremental wide tables for PostgreSQL 15 (PGXS build)
+# delta_join: incremental wide tables for PostgreSQL 15, 17 and 18 (PGXS build)
 #
 #   make test        install what the build needs (apt), build, install, and
-#                    run every pg_regress and TAP test as user postgres; the
-#                    one command CI runs (.ci/run)
+#                    run every pg_regress and TAP test as user postgres;
+#                    .ci/run runs it for each major
+#   make test PG=17, make test PG=18
+#                    the same against that major, in a Debian chroot that
+#                    test/chroot.sh makes (or reuses) when this machine
+#                    lacks it
 #   make demo        same set-up, then the worked example on a throwaway server
 #   make / make install
 #                    build / install against the server pg_config names
@@ -13,9 +17,9 @@
 #   make prove_installcheck
 #                    one suite alone
 #
-# Every build uses -Werror.  The only warning PostgreSQL 15's own headers
-# raise under -Wextra is -Wunused-parameter (inline functions and hooks that
-# ignore arguments), so that one is turned off.
+# Every build uses -Werror.  The only warning PostgreSQL's own headers (15
+# to 18) raise under -Wextra is -Wunused-parameter (inline functions and
+# hooks that ignore arguments), so that one is turned off.
 
 MODULE_big = delta_join
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
@@ -57,9 +61,12 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 EXTRA_CLEAN = .build tmp_check_regress tmp_check_iso output_iso
 
-# Prefer PostgreSQL 15's own pg_config over Debian's wrapper, which picks the
-# newest installed major version.
-PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+# The major to build and test against: 15 unless PG=17 or PG=18 is given
+# ("make test PG=18" runs in a chroot when this machine lacks that major:
+# test/chroot.sh).  Prefer its own pg_config over Debian's wrapper, which
+# picks the newest installed major version.
+PG ?= 15
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/$(PG)/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 ifneq ($(wildcard $(PGXS)),)
@@ -95,7 +102,7 @@ $(REGRESS_CONF): test/server_conf.sh $(wildcard $(PG_POSTGRES))
 	@sh test/server_conf.sh $(PG_POSTGRES) regress > $@.tmp && mv $@.tmp $@
 
 test:
-	@PG_CONFIG='$(PG_CONFIG)' MAKE='$(MAKE)' bash test/run_tests.sh
+	@PG='$(PG)' PG_CONFIG='$(PG_CONFIG)' MAKE='$(MAKE)' bash test/run_tests.sh
 
 demo:
 	@PG_CONFIG='$(PG_CONFIG)' MAKE='$(MAKE)' bash test/demo.sh

@@ -116,10 +116,38 @@ SELECT state, last_error FROM delta_join.status WHERE target = 'flat.reader_view
 
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
+
+--
+-- 6. The tables of a view are checked as the view's owner, or as the
+--    target's owner for a security_invoker view: a REVOKE puts the delta
+--    view in error (on every major: from 16 the checks are
+--    RTEPermissionInfos that come along with the inlined view).
+--
+CREATE ROLE dj_flat_owner;
+GRANT USAGE, CREATE ON SCHEMA flat TO dj_flat_owner;
+GRANT SELECT ON users TO dj_flat_owner;
+SET ROLE dj_flat_owner;
+CREATE VIEW owned_users AS SELECT id, name FROM flat.users;
+GRANT SELECT ON owned_users TO dj_flat_reader;
+RESET ROLE;
+CREATE VIEW invoker_domains WITH (security_invoker = true) AS SELECT id, domain_name FROM domains;
+GRANT SELECT ON invoker_domains TO dj_flat_reader;
+GRANT SELECT, UPDATE ON domains TO dj_flat_reader;
+SET ROLE dj_flat_reader;
+SELECT delta_join.create_view('flat.reader_owned', 'SELECT id, name FROM flat.owned_users');
+SELECT delta_join.create_view('flat.reader_invoker', 'SELECT id, domain_name FROM flat.invoker_domains');
+RESET ROLE;
+REVOKE SELECT ON users FROM dj_flat_owner;
+REVOKE SELECT ON domains FROM dj_flat_reader;
+SELECT target, state, last_error FROM delta_join.status
+ WHERE target IN ('flat.reader_owned', 'flat.reader_invoker') ORDER BY target;
+
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;
 SET client_min_messages = warning;
 DROP SCHEMA flat CASCADE;
 DROP OWNED BY dj_flat_reader;
 DROP ROLE dj_flat_reader;
+DROP OWNED BY dj_flat_owner;
+DROP ROLE dj_flat_owner;
 RESET client_min_messages;
 RESET search_path;

@@ -516,7 +516,7 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 	rel = table_open(rte->relid, AccessShareLock);
 	src->partitioned = (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE);
 	src->natts = RelationGetNumberOfAttributes(rel);
-	src->pk_index = RelationGetPrimaryKeyIndex(rel);
+	src->pk_index = RelationGetPrimaryKeyIndex_compat(rel);
 	if (!OidIsValid(src->pk_index))
 	{
 		/* the target of an outer-join view: its key may hold NULLs */
@@ -991,9 +991,9 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 		a->class_parent[i] = i;
 
 	/* expressions, with join alias vars replaced by the columns they stand for */
-	query->targetList = (List *) flatten_join_alias_vars(query, (Node *) query->targetList);
+	query->targetList = (List *) flatten_join_alias_vars_compat(query, (Node *) query->targetList);
 	if (query->havingQual)
-		query->havingQual = flatten_join_alias_vars(query, query->havingQual);
+		query->havingQual = flatten_join_alias_vars_compat(query, query->havingQual);
 	plan->quals = analysis_join_tree(a, query);
 
 	analysis_output(a);

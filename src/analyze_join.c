@@ -270,7 +270,7 @@ tree_quals(TreeWalk *w, Node *quals)
 {
 	if (quals == NULL)
 		return NIL;
-	return make_ands_implicit((Expr *) flatten_join_alias_vars(w->query, quals));
+	return make_ands_implicit((Expr *) flatten_join_alias_vars_compat(w->query, quals));
 }
 
 /*

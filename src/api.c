@@ -138,11 +138,7 @@ qualified_relname(Oid relid)
 static void
 check_owner(Oid relid)
 {
-#if PG_VERSION_NUM >= 160000
 	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
-#else
-	if (!pg_class_ownercheck(relid, GetUserId()))
-#endif
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 }
 
@@ -161,7 +157,7 @@ check_owner_before_lock(const RangeVar *relation, Oid relid, Oid oldrelid, void 
 static Oid
 lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
 {
-	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
+	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
 	Oid			relid = RangeVarGetRelidExtended(rv, lockmode, RVR_MISSING_OK,
 												 check_owner_before_lock, NULL);
 
@@ -276,7 +272,7 @@ api_create_view_from(const char *target, Query *query, List *hints,
 
 	plan = analyze_choose_path(query, hints, options);
 
-	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
+	rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
 	relid = RangeVarGetRelidExtended(rv, ExclusiveLock, RVR_MISSING_OK,
 									 check_owner_before_lock, NULL);
 	if ((OidIsValid(relid) ? get_rel_namespace(relid) : RangeVarGetCreationNamespace(rv)) ==

@@ -208,7 +208,7 @@ view_entry(ViewRecord *view)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
-		if (rte->rtekind == RTE_RELATION)
+		if (compat_rte_reads_relation(rte))
 			entry->relids[n++] = rte->relid;
 	}
 	foreach(lc, entry->plan->sources)
@@ -325,11 +325,7 @@ apply_check_access(DeltaPlan *plan)
 
 	check_function_owners(plan);
 
-#if PG_VERSION_NUM >= 160000
-	(void) ExecCheckPermissions(plan->query->rtable, plan->query->rteperminfos, true);
-#else
-	(void) ExecCheckRTPerms(plan->query->rtable, true);
-#endif
+	(void) compat_check_permissions(plan->query, true);
 	foreach(lc, plan->branches)
 		apply_check_access(lfirst(lc));
 	foreach(lc, plan->sources)
@@ -401,18 +397,14 @@ target_writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	rte->relid = target;
 	rte->relkind = writer->rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
-#if PG_VERSION_NUM >= 160000
-	ExecInitRangeTable(writer->estate, list_make1(rte), NIL);
-#else
-	ExecInitRangeTable(writer->estate, list_make1(rte));
-#endif
+	compat_init_range_table(writer->estate, rte);
 	writer->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(writer->rri, writer->rel, 1, NULL, 0);
 	/* as logical replication's apply: after-row triggers find it there */
 	writer->estate->es_opened_result_relations =
 		lappend(writer->estate->es_opened_result_relations, writer->rri);
 	ExecOpenIndices(writer->rri, false);
-	EvalPlanQualInit(&writer->epqstate, writer->estate, NULL, NIL, -1);
+	EvalPlanQualInit_compat(&writer->epqstate, writer->estate, NULL, NIL, -1);
 	writer->newslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
 	writer->oldslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
 	AfterTriggerBeginQuery();
@@ -588,7 +580,7 @@ find_target_row(TargetWriter *writer)
 		bool		found;
 
 		InitDirtySnapshot(dirty);
-		scan = index_beginscan(writer->rel, idx, &dirty, nkeys, 0);
+		scan = index_beginscan_compat(writer->rel, idx, &dirty, nkeys, 0);
 		index_rescan(scan, writer->keys, nkeys, NULL, 0);
 		found = index_getnext_slot(scan, ForwardScanDirection, writer->oldslot);
 		if (found)
@@ -764,7 +756,7 @@ target_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
 	}
 
 	InitDirtySnapshot(dirty);
-	scan = index_beginscan(writer->rel, tl->idx, &dirty, tl->ncols, 0);
+	scan = index_beginscan_compat(writer->rel, tl->idx, &dirty, tl->ncols, 0);
 	index_rescan(scan, tl->keys, tl->ncols, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, writer->oldslot))
 	{

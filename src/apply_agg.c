@@ -252,6 +252,7 @@ plan_group_query(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode,
 													pstrdup("having"), false));
 		query->havingQual = NULL;
 	}
+	compat_set_nullingrels(query);
 	return pg_plan_query(query, "delta_join: recompute groups", CURSOR_OPT_GENERIC_PLAN, NULL);
 }
 
@@ -296,7 +297,7 @@ run_group_query(DeltaPlan *plan, PlannedStmt *pstmt, ParamListInfo params,
 	qd = CreateQueryDesc(pstmt, "delta_join: recompute groups", GetActiveSnapshot(), InvalidSnapshot,
 						 (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);

@@ -526,9 +526,9 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 		foreach(lc2, plan->walks)
 		{
 			DeltaWalk  *w = lfirst(lc2);
-			DeltaSource *driver = list_nth(plan->sources, w->driver);
+			DeltaSource *w_driver = list_nth(plan->sources, w->driver);
 
-			if (driver->ordinal == sb->ordinal)
+			if (w_driver->ordinal == sb->ordinal)
 				walk = w;
 		}
 		if (walk == NULL)

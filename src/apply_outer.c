@@ -855,12 +855,12 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 
 				for (int i = 0; i < list_length(plan->anchors); i++)
 				{
-					List	   *keys = take_anchor_keys(&oa, i);
+					List	   *anchor_keys = take_anchor_keys(&oa, i);
 
-					if (keys == NIL)
+					if (anchor_keys == NIL)
 						continue;
 					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
-							   keys, upsert_row);
+							   anchor_keys, upsert_row);
 					any = true;
 				}
 				if (!any)

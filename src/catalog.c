@@ -355,7 +355,7 @@ catalog_view_written_after(ViewRecord *view, Snapshot snapshot)
 	bool		after = true;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(view->view_id));
-	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true,
+	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex_compat(rel), true,
 							  GetLatestSnapshot(), 1, &key);
 	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{

@@ -29,6 +29,8 @@
 
 #include "postgres.h"
 
+#include "compat.h"
+
 #define DJ_SCHEMA			"delta_join"
 #define DJ_PLUGIN_NAME		"delta_join"
 #define DJ_EXTENSION_NAME	"delta_join"
@@ -130,17 +132,6 @@ typedef struct DeltaHint
 	int			batch_timeout_ms;	/* client.lookup.batch-timeout, -1: not given */
 	char	   *as_of;			/* FOR SYSTEM_TIME AS OF: its column, as written */
 } DeltaHint;
-
-/*
- * Version differences.  The extension is built and tested on PostgreSQL 15;
- * these name the places where 16 and 17 changed what we call.
- */
-#if PG_VERSION_NUM >= 170000
-/* ReorderBufferChange tuples became plain HeapTuples */
-#define DJ_CHANGE_TUPLE(t)	(t)
-#else
-#define DJ_CHANGE_TUPLE(t)	(&(t)->tuple)
-#endif
 
 /* GUC variables (module.c) */
 extern int	dj_strategy;

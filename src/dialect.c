@@ -813,11 +813,11 @@ from_list_key(RewriteContext *cxt, List *from, char **why)
 		if (IsA(item, JoinExpr))
 		{
 			List	   *sides = list_make2(((JoinExpr *) item)->larg, ((JoinExpr *) item)->rarg);
-			List	   *key = from_list_key(cxt, sides, why);
+			List	   *sides_key = from_list_key(cxt, sides, why);
 
-			if (key == NIL)
+			if (sides_key == NIL)
 				return NIL;
-			order = list_concat(order, key);
+			order = list_concat(order, sides_key);
 			continue;
 		}
 		if (IsA(item, RangeTableSample))

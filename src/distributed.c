@@ -208,7 +208,7 @@ citus_transaction_started(void)
 static Oid
 relation_named(const char *name)
 {
-	return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+	return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList_compat(name)),
 							NoLock, true);
 }
 
@@ -219,7 +219,7 @@ relation_named(const char *name)
 static Oid
 shard_relation(const char *shard_name, Oid logical)
 {
-	List	   *names = stringToQualifiedNameList(shard_name);
+	List	   *names = stringToQualifiedNameList_compat(shard_name);
 
 	if (list_length(names) == 1)
 		return get_relname_relid(strVal(linitial(names)), get_rel_namespace(logical));
@@ -235,6 +235,7 @@ typedef struct RelationMap
 {
 	List	   *from;			/* OIDs */
 	List	   *to;				/* OIDs, or NIL to collect into from */
+	Query	   *query;			/* the query whose range table is walked */
 } RelationMap;
 
 /* The shard a relation maps to, or InvalidOid */
@@ -268,11 +269,19 @@ map_relations(Node *node, RelationMap *map)
 		if (map->to == NIL)
 			map->from = list_append_unique_oid(map->from, rte->relid);
 		else if (OidIsValid(shard = mapped_relation(map, rte->relid)))
-			rte->relid = shard;
+			compat_rte_set_relid(map->query, rte, shard);
 		return false;
 	}
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, map_relations, map, QTW_EXAMINE_RTES_BEFORE);
+	{
+		Query	   *outer = map->query;
+		bool		result;
+
+		map->query = (Query *) node;
+		result = query_tree_walker((Query *) node, map_relations, map, QTW_EXAMINE_RTES_BEFORE);
+		map->query = outer;
+		return result;
+	}
 	return expression_tree_walker(node, map_relations, map);
 }
 
@@ -338,12 +347,14 @@ map_columns(Node *node, ColumnMap *cm)
 			RangeTblEntry *rte = lfirst(lc);
 			Oid			shard;
 			Bitmapset  *cols = NULL;
+			Bitmapset **selected;
 			int			col = -1;
 
 			if (rte->rtekind != RTE_RELATION ||
 				!OidIsValid(shard = mapped_relation(cm->map, rte->relid)))
 				continue;
-			while ((col = bms_next_member(rte->selectedCols, col)) >= 0)
+			selected = compat_rte_selected_cols(query, rte);
+			while ((col = bms_next_member(*selected, col)) >= 0)
 			{
 				AttrNumber	attno = col + FirstLowInvalidHeapAttributeNumber;
 
@@ -351,7 +362,7 @@ map_columns(Node *node, ColumnMap *cm)
 					attno = shard_attno(rte->relid, shard, attno);
 				cols = bms_add_member(cols, attno - FirstLowInvalidHeapAttributeNumber);
 			}
-			rte->selectedCols = cols;
+			*selected = cols;
 		}
 		cm->queries = lcons(query, cm->queries);
 		result = query_tree_walker(query, map_columns, cm, 0);
@@ -385,7 +396,7 @@ relation_names(List *relids)
 static List *
 query_relations(Query *query)
 {
-	RelationMap map = {NIL, NIL};
+	RelationMap map = {NIL, NIL, NULL};
 
 	(void) map_relations((Node *) query, &map);
 	return map.from;
@@ -829,7 +840,7 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	char	   *distcol;
 	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTARRAYOID};
 	Datum		values[7];
-	char		nulls[7] = "       ";
+	char		nulls[] = "       ";	/* (no argument is null) */
 
 	if (GetTopTransactionIdIfAny() != InvalidTransactionId || citus_transaction_started())
 		ereport(ERROR,
@@ -857,13 +868,13 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	column = check_shard_local(plan, &anchor);
 	(void) citus_distribution(anchor, &colocation, &distcol);
 
-	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
+	rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
 	relid = RangeVarGetRelid(rv, NoLock, true);
 	if (OidIsValid(relid))
 	{
 		char	   *target_col;
 
-		if (!pg_class_ownercheck(relid, GetUserId()))
+		if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 						   get_rel_name(relid));
 		if (definition_of(relid) != NULL)
@@ -1018,7 +1029,7 @@ distributed_explain(const char *text, DeltaOptions *options)
 static bool
 drop_orphan_definition(const char *target)
 {
-	List	   *given = stringToQualifiedNameList(target);
+	List	   *given = stringToQualifiedNameList_compat(target);
 	char	   *found = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
 	uint64		n;
@@ -1030,7 +1041,7 @@ drop_orphan_definition(const char *target)
 				   " WHERE pg_catalog.to_regclass(target) IS NULL", 0, NULL, NULL);
 	for (uint64 i = 0; i < n && found == NULL; i++)
 	{
-		List	   *stored = stringToQualifiedNameList(spi_text(i, 1));
+		List	   *stored = stringToQualifiedNameList_compat(spi_text(i, 1));
 
 		if (strcmp(strVal(llast(stored)), strVal(llast(given))) == 0 &&
 			(list_length(given) == 1 ||
@@ -1099,7 +1110,7 @@ distributed_drop_view(const char *target, bool drop_table)
 		return drop_orphan_definition(target);
 	if ((def = definition_of(relid)) == NULL)
 		return false;
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 
 	values[0] = CStringGetTextDatum(def->target);
@@ -1136,7 +1147,7 @@ distributed_refresh(const char *target)
 	relid = relation_named(target);
 	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
 		return -1;
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	api_lock_views();
 	values[0] = CStringGetTextDatum(def->target);
@@ -1273,7 +1284,7 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 	Query	   *query;
 	List	   *hints;
 	DeltaOptions options;
-	RelationMap map = {NIL, NIL};
+	RelationMap map = {NIL, NIL, NULL};
 	ListCell   *lc;
 
 	(void) set_config_option("search_path", def->search_path, PGC_USERSET, PGC_S_SESSION,
@@ -1560,7 +1571,7 @@ distributed_sync_node(void)
 		return;
 	targets = definition_targets();
 
-	if (IsBackgroundWorker && local_group() == 0)
+	if (AmBackgroundWorkerProcess() && local_group() == 0)
 	{
 		sync_new_nodes();
 		delete_orphan_definitions(NULL);
@@ -1572,7 +1583,7 @@ distributed_sync_node(void)
 	 * The worker logs the failures of a round at most once a minute (a view
 	 * whose names no longer resolve fails every round).
 	 */
-	loud = IsBackgroundWorker &&
+	loud = AmBackgroundWorkerProcess() &&
 		TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), 60 * 1000);
 	foreach(lc, targets)
 	{
@@ -1608,7 +1619,7 @@ check_definition_writer(Definition *def, bool deleting)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("distributed target \"%s\" does not exist", def->target)));
 	}
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	if (!deleting && !citus_distribution(relid, &colocation, &distcol))
 		ereport(ERROR,

@@ -11,11 +11,11 @@
  * delta view when one does (guard.c).
  *
  * A view becomes a subquery the way the rewriter's ApplyRetrieveRule makes
- * it one: the view's own permission check moves to the OLD placeholder of
- * its rule, which stays in the range table, unreferenced, so that
- * ExecCheckRTPerms still checks it; the tables of the view are checked as
- * the view's owner (the rule's checkAsUser), unless it is a
- * security_invoker view.
+ * it one (compat_view_to_subquery): the view's own permission check stays
+ * in the range table -- on 15 in the OLD placeholder of its rule, on later
+ * majors with the entry itself -- so that checking the range table still
+ * checks it; the tables of the view are checked as the view's owner (the
+ * rule's checkAsUser), unless it is a security_invoker view.
  *
  * A subquery is pulled up the way the planner's pull_up_simple_subquery
  * does it: its range table is appended to the parent's, its join tree
@@ -61,7 +61,6 @@ inline_view(Analysis *a, RangeTblEntry *rte)
 {
 	Relation	rel = table_open(rte->relid, AccessShareLock);
 	Query	   *view_query = copyObject(get_view_query(rel));
-	RangeTblEntry *old_rte;
 
 	AcquireRewriteLocks(view_query, true, false);
 	flatten_level(a, view_query);
@@ -79,21 +78,8 @@ inline_view(Analysis *a, RangeTblEntry *rte)
 			   pstrdup("Its conditions must be applied before the query's, which a delta view, reading the view's tables directly, cannot promise."),
 			   pstrdup("Use the view's tables in the query, or a view without security_barrier."));
 
-	/* the view's own check, as the caller's, goes to its OLD placeholder */
-	old_rte = rt_fetch(PRS2_OLD_VARNO, view_query->rtable);
-	old_rte->requiredPerms = rte->requiredPerms;
-	old_rte->checkAsUser = rte->checkAsUser;
-	old_rte->selectedCols = rte->selectedCols;
-	rte->requiredPerms = 0;
-
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = view_query;
-	rte->security_barrier = false;
-	rte->relid = InvalidOid;
-	rte->relkind = 0;
-	rte->rellockmode = 0;
-	rte->tablesample = NULL;
-	rte->inh = false;
+	/* the view's own check, as the caller's, stays in the range table */
+	compat_view_to_subquery(rte, view_query);
 	table_close(rel, AccessShareLock);
 }
 
@@ -250,7 +236,7 @@ pull_up(Query *query, int rtindex, List **pulled)
 	PulledUp   *p = palloc(sizeof(PulledUp));
 
 	OffsetVarNodes((Node *) sub, list_length(query->rtable), 0);
-	query->rtable = list_concat(query->rtable, sub->rtable);
+	compat_append_range_table(query, sub);
 	query->hasSubLinks |= sub->hasSubLinks;
 	p->rtindex = rtindex;
 	p->targetList = sub->targetList;
@@ -266,8 +252,8 @@ replace_pulled_up_columns(Query *query, PulledUp *p)
 	ListCell   *lc;
 
 #define REPLACE(node) \
-	ReplaceVarsFromTargetList((Node *) (node), p->rtindex, 0, rte, p->targetList, \
-							  REPLACEVARS_REPORT_ERROR, 0, &query->hasSubLinks)
+	ReplaceVarsFromTargetList_compat((Node *) (node), p->rtindex, 0, rte, p->targetList, \
+									 REPLACEVARS_REPORT_ERROR, 0, &query->hasSubLinks)
 
 	query->targetList = (List *) REPLACE(query->targetList);
 	query->havingQual = REPLACE(query->havingQual);
@@ -338,6 +324,7 @@ flatten_level(Analysis *a, Query *query)
 	Bitmapset  *referenced;
 	ListCell   *lc;
 
+	compat_flatten_grouping(query);
 	inline_ctes(query);
 	referenced = analysis_referenced_rtes(query);
 	foreach(lc, query->rtable)

@@ -403,10 +403,10 @@ guard_refresh_readers(List *views, Oid relid, const char *command)
 static DropWatch *
 drop_watch(bool reset)
 {
-	if (MyProc->lxid != watch_lxid || watch == NULL)
+	if (MyProc_lxid_compat != watch_lxid || watch == NULL)
 	{
 		watch = MemoryContextAllocZero(TopTransactionContext, sizeof(DropWatch));
-		watch_lxid = MyProc->lxid;
+		watch_lxid = MyProc_lxid_compat;
 	}
 	else if (reset)
 		memset(watch, 0, sizeof(DropWatch));

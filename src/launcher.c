@@ -413,7 +413,7 @@ worker_ensure_slot(void)
 	 */
 	wait.slot = name;
 	wait.prepared = slot_wait_warn();
-	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+	ReplicationSlotCreate_compat(name, true, RS_EPHEMERAL, false);
 	wait.callback.callback = slot_wait_context;
 	wait.callback.arg = &wait;
 	wait.callback.previous = error_context_stack;

@@ -31,6 +31,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "lookup.h"
 
 /*
@@ -94,7 +95,7 @@ lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, const Oid *su
 		scan->slots[i] = table_slot_create(heap, NULL);
 		scan->maps[i] = (heap == root) ? NULL :
 			convert_tuples_by_name(RelationGetDescr(heap), RelationGetDescr(root));
-		scan->scans[i] = index_beginscan(heap, scan->indexes[i], snapshot, nkeys, 0);
+		scan->scans[i] = index_beginscan_compat(heap, scan->indexes[i], snapshot, nkeys, 0);
 		i++;
 	}
 

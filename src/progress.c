@@ -453,7 +453,7 @@ dj_wait(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(0))
 	{
 		char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-		RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+		RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(name));
 		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
 		ViewRecord *start = NULL;
 

@@ -28,9 +28,10 @@
  * delta_join) on behalf of the target's owner, who owns it.  Nothing is
  * parsed again by name after that.
  *
- * A stored view rule carries two placeholder range-table entries (OLD and
- * NEW) in front of the query's own; query_load() removes them, so the
- * range-table positions of the sources are those of the analyzed query.
+ * On 15 a stored view rule carries two placeholder range-table entries (OLD
+ * and NEW) in front of the query's own; query_load() removes them, so the
+ * range-table positions of the sources are those of the analyzed query
+ * (later majors store none).
  *
  *-------------------------------------------------------------------------
  */
@@ -282,24 +283,14 @@ query_load(Oid query_view)
 {
 	Relation	rel = relation_open(query_view, AccessShareLock);
 	Query	   *query;
-	RangeTblEntry *old_rte;
-	RangeTblEntry *new_rte;
 
 	if (rel->rd_rel->relkind != RELKIND_VIEW)
 		elog(ERROR, "\"%s\" is not the query view of a delta view", RelationGetRelationName(rel));
 	query = copyObject(get_view_query(rel));
 	relation_close(rel, AccessShareLock);
 
-	/* drop the OLD and NEW placeholders StoreViewQuery put in front */
-	if (list_length(query->rtable) < 2)
-		elog(ERROR, "query view %u has no placeholder entries", query_view);
-	old_rte = linitial(query->rtable);
-	new_rte = lsecond(query->rtable);
-	if (old_rte->rtekind != RTE_RELATION || old_rte->relid != query_view ||
-		new_rte->rtekind != RTE_RELATION || new_rte->relid != query_view)
-		elog(ERROR, "query view %u has no placeholder entries", query_view);
-	query->rtable = list_delete_first(list_delete_first(query->rtable));
-	OffsetVarNodes((Node *) query, -2, 0);
+	/* drop the OLD and NEW placeholders StoreViewQuery put in front (15) */
+	compat_drop_view_placeholders(query, query_view);
 	return query;
 }
 

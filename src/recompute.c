@@ -197,6 +197,7 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 	query->jointree->quals = (Node *) make_ands_explicit(conds);
 
 	apply_coerce_query_output(query, plan, target);
+	compat_set_nullingrels(query);
 	rq->pstmt = pg_plan_query(query, RECOMPUTE_QUERY_NAME, CURSOR_OPT_GENERIC_PLAN, NULL);
 	return rq;
 }
@@ -224,6 +225,7 @@ prepare_all(DeltaPlan *plan, Oid target)
 	}
 
 	apply_coerce_query_output(query, plan, target);
+	compat_set_nullingrels(query);
 	return pg_plan_query(query, RECOMPUTE_QUERY_NAME, 0, NULL);
 }
 
@@ -235,7 +237,7 @@ recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
 									 GetActiveSnapshot(), InvalidSnapshot, dest, NULL, NULL, 0);
 
 	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);
@@ -301,7 +303,7 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 		qd = CreateQueryDesc(rq->pstmt, RECOMPUTE_QUERY_NAME, GetActiveSnapshot(),
 							 InvalidSnapshot, dest, params, NULL, 0);
 		ExecutorStart(qd, 0);
-		ExecutorRun(qd, ForwardScanDirection, 0, true);
+		ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
 		ExecutorFinish(qd);
 		ExecutorEnd(qd);
 		FreeQueryDesc(qd);

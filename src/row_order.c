@@ -400,13 +400,13 @@ from_rows_never_tie(Query *level, List *keys)
 	foreach(lc, keys)
 	{
 		OrderKey   *key = lfirst(lc);
-		Var		   *var = plain_column(flatten_join_alias_vars(level, key->expr));
+		Var		   *var = plain_column(flatten_join_alias_vars_compat(level, key->expr));
 
 		if (var != NULL)
 			(void) note_column(&tied, var, key->eqop);
 	}
 
-	level_equalities(flatten_join_alias_vars(level, (Node *) level->jointree), &pairs);
+	level_equalities(flatten_join_alias_vars_compat(level, (Node *) level->jointree), &pairs);
 	referenced = analysis_referenced_rtes(level);
 	foreach(lc, pairs)
 	{

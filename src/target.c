@@ -808,7 +808,7 @@ locked_by_me(Oid relid)
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
 	for (LOCKMODE mode = ShareLock; mode <= AccessExclusiveLock; mode++)
 	{
-		if (LockHeldByMe(&tag, mode))
+		if (LockHeldByMe_compat(&tag, mode))
 			return true;
 	}
 	return false;

@@ -692,7 +692,7 @@ worker_start_decoding(void)
 {
 	StartTransactionCommand();
 	CheckLogicalDecodingRequirements();
-	ReplicationSlotAcquire(worker_slot, true);
+	ReplicationSlotAcquire_compat(worker_slot, true);
 
 	/* A slot invalidated for retaining too much WAL cannot decode. */
 	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))

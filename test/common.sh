@@ -14,7 +14,9 @@
 # PG_CONFIG.  Functions return non-zero on failure; none of them exits, so
 # the caller decides what a failure means.
 
-DJ_PG_MAJOR=15
+# The PostgreSQL major to build and test against: 15, or PG=17 / PG=18 (in
+# a chroot made by test/chroot.sh when this machine does not have it).
+DJ_PG_MAJOR=${PG:-15}
 MAKE=${MAKE:-make}
 
 dj_say()  { printf '==> %s\n' "$*"; }
@@ -22,7 +24,7 @@ dj_warn() { printf 'delta_join: %s\n' "$*" >&2; }
 
 dj_is_root() { [ "$(id -u)" -eq 0 ]; }
 
-# PostgreSQL 15's own pg_config; Debian's /usr/bin/pg_config wrapper picks the
+# The major's own pg_config; Debian's /usr/bin/pg_config wrapper picks the
 # newest installed major version instead.
 dj_find_pg_config() {
 	if [ -z "${PG_CONFIG:-}" ] || ! command -v "$PG_CONFIG" >/dev/null 2>&1; then
@@ -49,6 +51,15 @@ dj_missing_packages() {
 	command -v prove >/dev/null 2>&1 || missing="$missing perl"
 	command -v gcc >/dev/null 2>&1 || missing="$missing gcc"
 	echo "${missing# }"
+}
+
+# Is the major asked for (PG=17, PG=18) one this machine lacks, so that
+# test/chroot.sh must run the command in a chroot that has it?  (Inside that
+# chroot, the major is installed.)
+dj_major_elsewhere() {
+	[ "$DJ_PG_MAJOR" != 15 ] &&
+		! { [ -x "/usr/lib/postgresql/$DJ_PG_MAJOR/bin/postgres" ] &&
+			[ -f "/usr/include/postgresql/$DJ_PG_MAJOR/server/postgres.h" ]; }
 }
 
 # Install what the build and the tests need, when missing.

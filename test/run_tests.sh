@@ -49,6 +49,13 @@ finish() {
 
 # ---- set-up ----
 
+# PG=17 or PG=18 on a machine without it: the same run, in a chroot that has it
+if dj_major_elsewhere; then
+	trap - EXIT INT TERM
+	rm -rf "$scratch"
+	exec bash "$DJ_ROOT/test/chroot.sh" "$DJ_PG_MAJOR" test
+fi
+
 if ! dj_ensure_packages || ! dj_build_install; then
 	dj_warn "set-up failed; no test was run"
 	finish 0 1

@@ -55,6 +55,8 @@
 #   RATE=n         writes/s of the lag runs (default 2000)
 #   SEED=n         pgbench --random-seed (default 42)
 #   KEEP_LOG=path  copy the server log there at the end
+#   PG=17, PG=18   against that major (in a chroot made by test/chroot.sh
+#                  when this machine lacks it; KEEP_LOG is then inside it)
 #
 # Exit status: 0 when every step ran (targets missed are reported, not
 # failures), 1 when a step failed.
@@ -65,6 +67,16 @@ set -o pipefail
 DJ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$DJ_ROOT/test/common.sh"
 BENCH=$DJ_ROOT/test/bench
+
+# PG=17 or PG=18 on a machine without it: the same run in a chroot that has
+# it (test/chroot.sh), with the settings above passed on
+if dj_major_elsewhere; then
+	settings=("PG=$DJ_PG_MAJOR")
+	for v in SCALE STEPS DURATION RATE SEED ROUNDS PAR_WORKERS; do
+		[ -n "${!v:-}" ] && settings+=("$v=${!v}")
+	done
+	exec bash "$DJ_ROOT/test/chroot.sh" "$DJ_PG_MAJOR" run env "${settings[@]}" test/bench/run.sh
+fi
 
 # ---- sizes ----
 

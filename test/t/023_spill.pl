@@ -175,13 +175,13 @@ check_all('after the worker was killed');
 
 # The spill file is a temporary file, held to temp_file_limit as core's
 # own apply workers are: a worker that cannot write it fails, and again
-# after each restart.  The status says why, and the views catch up once the
-# limit is raised.
+# after each restart.  The status says why (18 quotes the parameter's name
+# in the message), and the views catch up once the limit is raised.
 $node->safe_psql('postgres', "ALTER SYSTEM SET temp_file_limit = '64kB'; SELECT pg_reload_conf()");
 big_transaction(4);
 ok( $node->poll_query_until(
 		'postgres', q{
-		SELECT bool_and(state = 'stalled' AND reason ~ '^the apply worker failed and is restarted: temporary file size exceeds temp_file_limit')
+		SELECT bool_and(state = 'stalled' AND reason ~ '^the apply worker failed and is restarted: temporary file size exceeds "?temp_file_limit')
 		FROM delta_join.status}),
 	'with temp_file_limit too small for the spill, every view is stalled, and says why');
 is(wait_all('1s'), 'f', 'wait() does not report them fresh');
