@@ -22,10 +22,13 @@
 # hooks that ignore arguments), so that one is turned off.
 
 MODULE_big = delta_join
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# src/ has a folder per layer (README, "Architecture"); headers are included
+# by their layer's name: #include "apply/apply.h".
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*/*.c)))
+PG_CPPFLAGS = -I$(srcdir)/src
 # PGXS tracks no header dependencies: rebuild everything when a header changes
 # (a stale object compiled against an older struct layout crashes).
-DJ_HEADERS = $(wildcard src/*.h)
+DJ_HEADERS = $(wildcard src/*/*.h)
 EXTENSION = delta_join
 # Released install scripts stay as released; each new version adds an
 # update script, and a fresh install runs them in order (see

@@ -18,7 +18,7 @@ use warnings;
 use File::Basename qw(basename dirname);
 use FindBin;
 
-my @layers = qw(base catalog analysis capture apply process ops citus face);
+my @layers = qw(base registry analysis capture apply process ops citus face);
 
 # Cycles that are recursion by design, as "module module ...", sorted
 my %allowed_cycles = (

@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * analysis.h
+ *	  What the files of the analyzer share: the state of one analysis and
+ *	  the helpers every rule uses.  Private to the files of the analyzer
+ *	  (analyze*.c, determinism.c, row_order.c, flatten.c, explain.c); the
+ *	  rest of the library sees analyze.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_ANALYSIS_H
+#define DJ_ANALYSIS_H
+
+#include "analysis/analyze.h"
+#include "nodes/pg_list.h"
+
+/* What we need of one btree index of a source, read once. */
+typedef struct IndexDesc
+{
+	Oid			oid;
+	bool		primary;
+	int			nkeyatts;
+	AttrNumber *attnums;		/* 0 for an expression column */
+	Oid		   *opfamilies;
+	Oid		   *opcintypes;
+	Oid		   *collations;
+} IndexDesc;
+
+/* A column of a source that an index lookup could bind, and how. */
+typedef struct BindableColumn
+{
+	AttrNumber	attno;			/* column of the looked-up source */
+	Oid			opno;			/* equality, looked-up column on the left */
+	Oid			righttype;
+	Oid			collation;
+	int			from_source;	/* where the value comes from; -1: a key */
+	AttrNumber	from_attno;
+} BindableColumn;
+
+typedef struct Failure
+{
+	int			code;
+	char	   *message;
+	char	   *detail;
+	char	   *hint;
+} Failure;
+
+typedef struct Analysis
+{
+	DeltaPlan  *plan;
+	bool		collect;		/* explain: collect failures, don't raise */
+	List	   *failures;		/* Failure * */
+	int		   *rt_source;		/* rtindex -> source index, or -1 */
+	List	   *source_indexes; /* List of IndexDesc * per source */
+	List	   *filters;		/* quals that are not join conditions */
+	List	   *computed_joins; /* Bitmapset *: the sources of each equality
+								 * that rule 3 refused (for rule 2's errors) */
+	int		   *col_offset;		/* per source: first column id */
+	int		   *class_parent;	/* union-find over column ids */
+	int			ncolumn_ids;	/* size of class_parent */
+	bool		bad_columns;	/* a system column or whole row is read */
+	Bitmapset  *key_sources;	/* sources whose key is in the result's key */
+	struct TreeWalk *tree;		/* the join tree, as analyze_join.c walked it */
+	DeltaPath	path;			/* the path analyzed for (keyed relaxes rules) */
+	char	   *label;			/* "branch 2 of the UNION ALL", added to messages;
+								 * NULL but for a branch */
+	List	   *branch_analyses;	/* Analysis * of each branch of a UNION ALL */
+} Analysis;
+
+#define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
+
+/* analyze.c */
+extern void analysis_reject(Analysis *a, int code, char *message, char *detail, char *hint);
+extern bool analysis_check_citus(Analysis *a, Oid relid, const char *label);
+extern bool analysis_check_rls(Analysis *a, Oid relid, const char *label);
+extern bool analysis_some_source_drives(Analysis *a);
+extern char *analysis_source_name(DeltaSource *src);
+extern char *analysis_source_label(DeltaSource *src);
+extern char *analysis_column_label(DeltaSource *src, AttrNumber attno);
+extern char *analysis_column_list(Oid relid, int n, const AttrNumber *attnums);
+extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **attnums);
+extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,
+								 const DeltaOptions *options);
+extern void analysis_output(Analysis *a);
+extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
+extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
+
+/* analyze_union.c */
+extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);
+
+/* determinism.c */
+extern void analysis_check_determinism(Analysis *a, Query *query);
+
+/* row_order.c */
+extern void row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level);
+extern void row_order_check_level(Analysis *a, Query *level);
+extern void row_order_check_array(Analysis *a, SubLink *sublink);
+
+/* analyze_join.c */
+extern int	analysis_column_id(Analysis *a, int source, AttrNumber attno);
+extern int	analysis_class_of(Analysis *a, int id);
+extern bool analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno);
+extern DeltaLookup *analysis_choose_lookup(Analysis *a, int source, List *bindable);
+extern void analysis_check_partition_key(Analysis *a, int source, List *bindable,
+										 const char *what);
+extern void analysis_map_key(Analysis *a, List *key_ids);
+extern void analysis_reject_filter(Analysis *a, const char *column, const char *clause);
+extern List *analysis_join_tree(Analysis *a, Query *query);
+extern void analysis_join(Analysis *a);
+
+/* explain.c */
+extern List *explain_lines(Analysis *a, const DeltaOptions *options);
+
+/* analyze_full.c */
+extern void analysis_full(Analysis *a, Query *query, List *hints);
+
+/* flatten.c */
+extern void analysis_flatten(Analysis *a, Query *query);
+extern Bitmapset *analysis_referenced_rtes(Query *query);
+
+#endif							/* DJ_ANALYSIS_H */

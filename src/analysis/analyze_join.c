@@ -1,0 +1,1253 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze_join.c
+ *	  The join of a view's sources: conditions, classes of equal columns,
+ *	  index prefixes and lookups (rules 2 and 3), the result's unique key
+ *	  and the filters that could leave rows behind or keep the NULLs of an
+ *	  outer join's nullable side (rules 6 and 8).
+ *
+ * Every column of every source has a column id; join conditions merge the
+ * ids of the columns they equate into classes (union-find), which say
+ * which output column can stand for which key column.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "catalog/pg_opclass.h"
+#include "lib/stringinfo.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/pathnodes.h"
+#include "nodes/plannodes.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#include "analysis/analysis.h"
+
+/*
+ * The column id of a user column of a source.  Only user columns have ids:
+ * the analysis stops before using classes when a query reads another kind
+ * of column (Analysis.bad_columns), so anything else is a bug.
+ */
+int
+analysis_column_id(Analysis *a, int source, AttrNumber attno)
+{
+	if (source < 0 || source >= list_length(a->plan->sources) ||
+		attno < 1 || attno > SOURCE(a, source)->natts)
+		elog(ERROR, "column %d of source %d has no column id", attno, source);
+	return a->col_offset[source] + attno - 1;
+}
+
+int
+analysis_class_of(Analysis *a, int id)
+{
+	while (a->class_parent[id] != id)
+		id = a->class_parent[id] = a->class_parent[a->class_parent[id]];
+	return id;
+}
+
+static void
+class_merge(Analysis *a, int id1, int id2)
+{
+	a->class_parent[analysis_class_of(a, id1)] = analysis_class_of(a, id2);
+}
+
+/* The source and column of a plain Var of this query level, or false. */
+bool
+analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno)
+{
+	Var		   *var;
+
+	if (!IsA(node, Var))
+		return false;
+	var = (Var *) node;
+	if (var->varlevelsup != 0 || var->varattno <= 0 || a->rt_source[var->varno] < 0)
+		return false;
+	*source = a->rt_source[var->varno];
+	*attno = var->varattno;
+	return true;
+}
+
+/* The sources (indexes into plan->sources) of the Vars of a node */
+static Bitmapset *
+node_sources(Analysis *a, Node *node)
+{
+	Bitmapset  *varnos = pull_varnos(NULL, node);
+	Bitmapset  *result = NULL;
+	int			rtindex = -1;
+
+	while ((rtindex = bms_next_member(varnos, rtindex)) >= 0)
+		if (a->rt_source[rtindex] >= 0)
+			result = bms_add_member(result, a->rt_source[rtindex]);
+	return result;
+}
+
+/* 'table "public.orders" AS o', or 'tables "public.orders" AS o, "public.items" AS i' */
+static char *
+sources_label(Analysis *a, Bitmapset *sources)
+{
+	StringInfoData buf;
+	int			s = -1;
+
+	if (bms_membership(sources) == BMS_SINGLETON)
+		return analysis_source_label(SOURCE(a, bms_singleton_member(sources)));
+	initStringInfo(&buf);
+	while ((s = bms_next_member(sources, s)) >= 0)
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "tables ",
+						 analysis_source_name(SOURCE(a, s)));
+	return buf.data;
+}
+
+/* Strip binary-compatible relabelling, which does not change the value. */
+static Node *
+strip_relabel(Node *node)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node;
+}
+
+/*
+ * Split the quals into join conditions and filters.  A qual is a join
+ * condition when it is a btree equality between plain columns of two
+ * different sources; a btree equality between columns of different sources
+ * where either side is computed (o.a + 1 = i.a, c.k = b.k + a.k) breaks
+ * rule 3.
+ */
+static void
+classify_quals(Analysis *a, List *quals)
+{
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		Node	   *qual = lfirst(lc);
+		OpExpr	   *op;
+		Node	   *l,
+				   *r;
+		Bitmapset  *lsources,
+				   *rsources;
+		int			ls,
+					rs;
+		AttrNumber	la = InvalidAttrNumber,
+					ra = InvalidAttrNumber;
+		bool		lplain,
+					rplain;
+
+		if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
+		{
+			a->filters = lappend(a->filters, qual);
+			continue;
+		}
+		op = (OpExpr *) qual;
+		l = linitial(op->args);
+		r = lsecond(op->args);
+		lsources = node_sources(a, l);
+		rsources = node_sources(a, r);
+		if (bms_is_empty(lsources) || bms_is_empty(rsources) ||
+			bms_overlap(lsources, rsources) ||
+			!op_mergejoinable(op->opno, exprType(l)))
+		{
+			a->filters = lappend(a->filters, qual);
+			continue;
+		}
+
+		lplain = analysis_var_source(a, strip_relabel(l), &ls, &la);
+		rplain = analysis_var_source(a, strip_relabel(r), &rs, &ra);
+		if (lplain && rplain)
+		{
+			DeltaJoinCond *cond = palloc(sizeof(DeltaJoinCond));
+
+			cond->left = ls;
+			cond->left_attno = la;
+			cond->right = rs;
+			cond->right_attno = ra;
+			cond->opno = op->opno;
+			cond->collation = op->inputcollid;
+			a->plan->conds = lappend(a->plan->conds, cond);
+			class_merge(a, analysis_column_id(a, ls, la), analysis_column_id(a, rs, ra));
+		}
+		else
+		{
+			List	   *vars = pull_var_clause(lplain ? r : l, 0);
+			Var		   *var = linitial(vars);
+			DeltaSource *src = SOURCE(a, a->rt_source[var->varno]);
+
+			a->computed_joins = lappend(a->computed_joins, bms_union(lsources, rsources));
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 3: join key %s is computed in a join condition between %s and %s",
+							analysis_column_label(src, var->varattno),
+							sources_label(a, lsources), sources_label(a, rsources)),
+				   pstrdup("Join keys must reach the join unchanged, so that a lookup through an index finds the same rows."),
+				   pstrdup("Compare plain columns (store the computed value in a column of the source, with an index on it)."));
+		}
+	}
+}
+
+/* ----------------------------------------------------------------
+ *		The join tree: outer joins and what they null-extend
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * What the walk of the join tree learns: the conditions (ON and WHERE, as
+ * one implicit-AND list: equalities among them are join conditions, the
+ * rest filters), and for each outer join the type it has in the query's
+ * rows -- an outer join below a condition that is strict for its nullable
+ * side (WHERE i.price > 0 under LEFT JOIN items i) has no null-extended
+ * rows, as the planner's reduce_outer_joins also finds.
+ */
+typedef struct TreeWalk
+{
+	Analysis   *a;
+	Query	   *query;
+	List	   *quals;
+	List	   *on_quals;		/* those of them written in an ON clause */
+	List	   *joins;			/* JoinExpr * whose type changed ... */
+	List	   *types;			/* ... int: their type in the rows */
+	List	   *deparse;		/* context to print quals (qual_text) */
+} TreeWalk;
+
+/* The range-table indexes of the relations under a join tree node */
+static Relids
+tree_relids(Node *jtnode)
+{
+	Relids		result = NULL;
+
+	if (IsA(jtnode, RangeTblRef))
+		result = bms_make_singleton(((RangeTblRef *) jtnode)->rtindex);
+	else if (IsA(jtnode, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) jtnode)->fromlist)
+			result = bms_join(result, tree_relids(lfirst(lc)));
+	}
+	else if (IsA(jtnode, JoinExpr))
+		result = bms_join(tree_relids(((JoinExpr *) jtnode)->larg),
+						  tree_relids(((JoinExpr *) jtnode)->rarg));
+	return result;
+}
+
+/* The sources (indexes into plan->sources) of a set of relations */
+static Bitmapset *
+relids_sources(Analysis *a, Relids relids)
+{
+	Bitmapset  *result = NULL;
+	int			rtindex = -1;
+
+	while ((rtindex = bms_next_member(relids, rtindex)) >= 0)
+		if (a->rt_source[rtindex] >= 0)
+			result = bms_add_member(result, a->rt_source[rtindex]);
+	return result;
+}
+
+/* The type a join has in the query's rows (see TreeWalk) */
+static JoinType
+tree_join_type(TreeWalk *w, JoinExpr *j)
+{
+	ListCell   *lc1,
+			   *lc2;
+
+	forboth(lc1, w->joins, lc2, w->types)
+	{
+		if (lfirst(lc1) == j)
+			return (JoinType) lfirst_int(lc2);
+	}
+	return j->jointype;
+}
+
+/* The conditions of a node, join alias vars replaced, as a list */
+static List *
+tree_quals(TreeWalk *w, Node *quals)
+{
+	if (quals == NULL)
+		return NIL;
+	return make_ands_implicit((Expr *) flatten_join_alias_vars_compat(w->query, quals));
+}
+
+/*
+ * A qual as the query would print it ("d.id IS NULL"), for messages: the
+ * deparser of EXPLAIN, over the query's range table.
+ */
+static char *
+qual_text(TreeWalk *w, Node *qual)
+{
+	if (w->deparse == NIL)
+	{
+		PlannedStmt *pstmt = makeNode(PlannedStmt);
+		Bitmapset  *rels = bms_add_range(NULL, 1, list_length(w->query->rtable));
+
+		pstmt->rtable = w->query->rtable;
+		w->deparse = deparse_context_for_plan_tree(pstmt,
+												   select_rtable_names_for_explain(pstmt->rtable, rels));
+		w->deparse = set_deparse_context_plan(w->deparse, (Plan *) makeNode(Result), NIL);
+	}
+	return deparse_expression(qual, w->deparse, true, false);
+}
+
+/*
+ * Filters that keep the NULLs of a nullable side.  A condition above an
+ * outer join (in WHERE, in the ON of a join over it) that can hold where
+ * the join null-extends a row -- d.id IS NULL, coalesce(d.x, 0) <> 1,
+ * d.x IS DISTINCT FROM 'a', either side of a FULL JOIN tested IS NULL --
+ * keeps or drops rows by whether their preserved row has partners: the
+ * planner's reduce_outer_joins, which find_nonnullable_rels guides, keeps
+ * such a join outer.  Neither delta mode, nor keyed recompute, can
+ * maintain it: they find the rows a changed source row is in, and was in,
+ * by its key -- in the query for the rows it is in now, in the target for
+ * those it was in.  The joined rows such a condition filters out are in
+ * neither: "users u LEFT JOIN domains d ... WHERE d.id IS NULL" holds no
+ * row of a domain, so when a user's last domain is deleted (a decoded
+ * DELETE names the domain by its primary key only, not its user) nothing
+ * says which user gets its row; and under an outer join's ON, a partner
+ * that comes or goes changes rows that are neither sub-rows nor super-rows
+ * of its own, which upsert mode does not look for.  So such a condition is
+ * refused on those paths, and strategy auto maintains the view by full
+ * recompute, which is exact for any query.
+ *
+ * A condition at a join tree node passes when, for every side of an outer
+ * join below the node that can null-extend a source it reads, it rejects
+ * NULLs of some source of that side (so it is false wherever that side is
+ * null-extended): WHERE i.price > 0 under LEFT JOIN items i (which makes
+ * the join an inner join), or the ON of "... LEFT JOIN c ON c.k = b.k"
+ * over "a LEFT JOIN b" (a row without b has no c).  first_join: the first
+ * outer join (in plan->outer_joins) below the node; clause: "WHERE" or
+ * "ON".
+ */
+static void
+check_nullable_quals(TreeWalk *w, List *quals, int first_join, const char *clause)
+{
+	Analysis   *a = w->a;
+	Bitmapset  *below = NULL;
+	Relids		rejected = find_nonnullable_rels((Node *) quals);
+	ListCell   *lc;
+
+	for (int j = first_join; j < list_length(a->plan->outer_joins); j++)
+		below = bms_add_range(below, 2 * j, 2 * j + 1);
+	if (below == NULL)
+		return;
+
+	foreach(lc, quals)
+	{
+		Node	   *qual = lfirst(lc);
+		Bitmapset  *sources = node_sources(a, qual);
+		int			s = -1;
+		int			culprit = -1;
+
+		while (culprit < 0 && (s = bms_next_member(sources, s)) >= 0)
+		{
+			Bitmapset  *sides = bms_intersect(SOURCE(a, s)->nulling, below);
+			int			side = -1;
+
+			while (culprit < 0 && (side = bms_next_member(sides, side)) >= 0)
+			{
+				bool		rejects = false;
+
+				for (int t = 0; t < list_length(a->plan->sources) && !rejects; t++)
+					rejects = bms_is_member(side, SOURCE(a, t)->nulling) &&
+						bms_is_member(SOURCE(a, t)->rtindex, rejected);
+				if (!rejects)
+					culprit = s;
+			}
+		}
+		if (culprit < 0)
+			continue;
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 6: %s condition %s does not reject the NULLs of %s, which an outer join null-extends: it keeps or drops rows by whether they have partners, and the rows a partner's change affects could not be found",
+						clause, qual_text(w, qual), analysis_source_label(SOURCE(a, culprit))),
+			   psprintf("A changed source row's rows are found by its key, in the query and in the target; the joined rows this condition filters out are in neither, so when a row of %s comes or goes, the rows whose partners it changes (a null-extended row to bring back or to remove) could not be found.",
+						analysis_source_label(SOURCE(a, culprit))),
+			   pstrdup("Use strategy => 'auto' (or 'none'): the view is then maintained by full recompute, which is exact. A condition that is false wherever the side is null-extended (one that rejects its NULLs) makes the outer join an inner join instead."));
+	}
+}
+
+/*
+ * Walk the join tree under jtnode: collect its conditions, give each outer
+ * join its type in the rows, and each source the sides of outer joins that
+ * can null-extend it (sides).  nonnull: the relations a condition above
+ * forces to be non-null.
+ */
+static void
+walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
+{
+	Analysis   *a = w->a;
+
+	if (IsA(jtnode, RangeTblRef))
+	{
+		int			source = a->rt_source[((RangeTblRef *) jtnode)->rtindex];
+
+		if (source >= 0)
+			SOURCE(a, source)->nulling = bms_copy(sides);
+	}
+	else if (IsA(jtnode, FromExpr))
+	{
+		FromExpr   *f = (FromExpr *) jtnode;
+		List	   *quals = tree_quals(w, f->quals);
+		Relids		below = bms_union(nonnull, find_nonnullable_rels((Node *) quals));
+		int			first = list_length(a->plan->outer_joins);
+		ListCell   *lc;
+
+		w->quals = list_concat(w->quals, quals);
+		foreach(lc, f->fromlist)
+			walk_tree(w, lfirst(lc), below, sides);
+		check_nullable_quals(w, quals, first, "WHERE");
+	}
+	else if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+		List	   *quals = tree_quals(w, j->quals);
+		Relids		strict = find_nonnullable_rels((Node *) quals);
+		bool		left_forced = bms_overlap(tree_relids(j->larg), nonnull);
+		bool		right_forced = bms_overlap(tree_relids(j->rarg), nonnull);
+		JoinType	type = j->jointype;
+		int			n = list_length(a->plan->outer_joins);
+		OuterJoin  *oj;
+
+		if ((type == JOIN_LEFT && right_forced) || (type == JOIN_RIGHT && left_forced) ||
+			(type == JOIN_FULL && left_forced && right_forced))
+			type = JOIN_INNER;
+		else if (type == JOIN_FULL && left_forced)
+			type = JOIN_LEFT;
+		else if (type == JOIN_FULL && right_forced)
+			type = JOIN_RIGHT;
+		if (type != j->jointype)
+		{
+			w->joins = lappend(w->joins, j);
+			w->types = lappend_int(w->types, (int) type);
+		}
+		w->quals = list_concat(w->quals, quals);
+		w->on_quals = list_concat(w->on_quals, quals);
+
+		switch (type)
+		{
+			case JOIN_INNER:
+				nonnull = bms_union(nonnull, strict);
+				walk_tree(w, j->larg, nonnull, sides);
+				walk_tree(w, j->rarg, nonnull, sides);
+				check_nullable_quals(w, quals, n, "ON");
+				return;
+			case JOIN_LEFT:
+			case JOIN_RIGHT:
+			case JOIN_FULL:
+				break;
+			default:
+				analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+								psprintf("delta view rule 5: join type %d is not supported", (int) type),
+								NULL, NULL);
+				return;
+		}
+
+		oj = palloc(sizeof(OuterJoin));
+		oj->jointype = type;
+		oj->left = relids_sources(a, tree_relids(j->larg));
+		oj->right = relids_sources(a, tree_relids(j->rarg));
+		a->plan->outer_joins = lappend(a->plan->outer_joins, oj);
+		a->plan->has_outer = true;
+
+		/*
+		 * The preserved side keeps what is forced from above; a nullable side
+		 * only appears joined, where the join's own strict conditions hold.
+		 */
+		walk_tree(w, j->larg,
+				  type == JOIN_LEFT ? nonnull : type == JOIN_RIGHT ? strict : NULL,
+				  type == JOIN_LEFT ? sides : bms_add_member(bms_copy(sides), 2 * n));
+		walk_tree(w, j->rarg,
+				  type == JOIN_RIGHT ? nonnull : type == JOIN_LEFT ? strict : NULL,
+				  type == JOIN_RIGHT ? sides : bms_add_member(bms_copy(sides), 2 * n + 1));
+		check_nullable_quals(w, quals, n + 1, "ON");
+	}
+}
+
+/*
+ * The anchors of the rows of a join tree node: sources each row has at
+ * least one of (see DeltaPlan.anchors); returns the sources every row has
+ * (the node's mandatory sources).  When there are some, one of them -- one
+ * in the result's key, if any -- is the only anchor needed.
+ */
+static Bitmapset *
+tree_anchors(TreeWalk *w, Node *jtnode, List **anchors)
+{
+	Analysis   *a = w->a;
+	Bitmapset  *mandatory = NULL;
+	List	   *left = NIL;
+	List	   *right = NIL;
+
+	if (IsA(jtnode, RangeTblRef))
+	{
+		int			source = a->rt_source[((RangeTblRef *) jtnode)->rtindex];
+
+		if (source >= 0)
+		{
+			*anchors = list_make1_int(source);
+			return bms_make_singleton(source);
+		}
+		*anchors = NIL;
+		return NULL;
+	}
+	if (IsA(jtnode, FromExpr))
+	{
+		ListCell   *lc;
+
+		*anchors = NIL;
+		foreach(lc, ((FromExpr *) jtnode)->fromlist)
+		{
+			mandatory = bms_join(mandatory, tree_anchors(w, lfirst(lc), &left));
+			if (*anchors == NIL)
+				*anchors = left;
+		}
+	}
+	else
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+		Bitmapset  *lmand = tree_anchors(w, j->larg, &left);
+		Bitmapset  *rmand = tree_anchors(w, j->rarg, &right);
+
+		switch (tree_join_type(w, j))
+		{
+			case JOIN_LEFT:
+				mandatory = lmand;
+				*anchors = left;
+				break;
+			case JOIN_RIGHT:
+				mandatory = rmand;
+				*anchors = right;
+				break;
+			case JOIN_FULL:
+				*anchors = list_concat(left, right);
+				break;
+			default:
+				mandatory = bms_union(lmand, rmand);
+				*anchors = left;
+				break;
+		}
+	}
+
+	if (!bms_is_empty(mandatory))
+	{
+		Bitmapset  *keyed = bms_intersect(mandatory, a->key_sources);
+
+		*anchors = list_make1_int(bms_next_member(bms_is_empty(keyed) ? mandatory : keyed, -1));
+	}
+	return mandatory;
+}
+
+/*
+ * Walk the join tree of a join view: the conditions (ON and WHERE), join
+ * alias vars replaced by the columns they stand for, as one implicit-AND
+ * list; and the outer joins.
+ */
+List *
+analysis_join_tree(Analysis *a, Query *query)
+{
+	TreeWalk   *w = palloc0(sizeof(TreeWalk));
+
+	w->a = a;
+	w->query = query;
+	a->tree = w;
+	walk_tree(w, (Node *) query->jointree, NULL, NULL);
+
+	/*
+	 * A row of a source whose key may hold NULLs could not be told from its
+	 * null extension.
+	 */
+	for (int s = 0; s < list_length(a->plan->sources); s++)
+	{
+		DeltaSource *src = SOURCE(a, s);
+
+		if (src->key_has_nulls && !bms_is_empty(src->nulling))
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 5: %s, whose key may be NULL, is on the nullable side of an outer join",
+							analysis_source_label(src)),
+				   pstrdup("Its null-extended rows could not be told from its rows with a NULL key."),
+				   pstrdup("Put it on the preserved side, or join it with an inner join."));
+	}
+	return w->quals;
+}
+
+/* ----------------------------------------------------------------
+ *		Rule 2: index prefixes and lookups
+ * ----------------------------------------------------------------
+ */
+
+static bool
+collations_agree(Oid c1, Oid c2)
+{
+	if (c1 == c2)
+		return true;
+	return (!OidIsValid(c1) || get_collation_isdeterministic(c1)) &&
+		(!OidIsValid(c2) || get_collation_isdeterministic(c2));
+}
+
+/*
+ * The index of source src whose leading key columns the most bindable
+ * columns cover (primary key on ties), as a lookup; NULL if none covers even
+ * the first column.
+ */
+DeltaLookup *
+analysis_choose_lookup(Analysis *a, int source, List *bindable)
+{
+	List	   *indexes = list_nth(a->source_indexes, source);
+	DeltaLookup *best = NULL;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		IndexDesc  *desc = lfirst(lc);
+		DeltaLookupKey *keys = palloc(sizeof(DeltaLookupKey) * desc->nkeyatts);
+		int			nkeys = 0;
+
+		for (int i = 0; i < desc->nkeyatts; i++)
+		{
+			ListCell   *lc2;
+			bool		bound = false;
+
+			foreach(lc2, bindable)
+			{
+				BindableColumn *col = lfirst(lc2);
+				Oid			member;
+
+				if (col->attno != desc->attnums[i] ||
+					!op_in_opfamily(col->opno, desc->opfamilies[i]) ||
+					!collations_agree(col->collation, desc->collations[i]))
+					continue;
+				member = get_opfamily_member(desc->opfamilies[i], desc->opcintypes[i],
+											 col->righttype, BTEqualStrategyNumber);
+				if (!OidIsValid(member))
+					continue;
+				keys[nkeys].from_source = col->from_source;
+				keys[nkeys].from_attno = col->from_attno;
+				keys[nkeys].from_type = col->righttype;
+				keys[nkeys].index_attno = i + 1;
+				keys[nkeys].proc = get_opcode(member);
+				keys[nkeys].collation = desc->collations[i];
+				nkeys++;
+				bound = true;
+				break;
+			}
+			if (!bound)
+				break;
+		}
+
+		if (nkeys > 0 &&
+			(best == NULL || nkeys > best->nkeys ||
+			 (nkeys == best->nkeys && desc->primary)))
+		{
+			best = palloc(sizeof(DeltaLookup));
+			best->source = source;
+			best->index = desc->oid;
+			best->nkeys = nkeys;
+			best->keys = keys;
+		}
+	}
+	return best;
+}
+
+/* Columns of `source` that conditions tie to sources in `bound`. */
+static List *
+bindable_from_conds(Analysis *a, int source, Bitmapset *bound)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, a->plan->conds)
+	{
+		DeltaJoinCond *cond = lfirst(lc);
+		BindableColumn *col;
+		Oid			lefttype;
+
+		col = palloc(sizeof(BindableColumn));
+		if (cond->left == source && bms_is_member(cond->right, bound))
+		{
+			col->attno = cond->left_attno;
+			col->opno = cond->opno;
+			col->from_source = cond->right;
+			col->from_attno = cond->right_attno;
+		}
+		else if (cond->right == source && bms_is_member(cond->left, bound))
+		{
+			col->attno = cond->right_attno;
+			col->opno = get_commutator(cond->opno);
+			col->from_source = cond->left;
+			col->from_attno = cond->left_attno;
+			if (!OidIsValid(col->opno))
+				continue;
+		}
+		else
+			continue;
+		op_input_types(col->opno, &lefttype, &col->righttype);
+		col->collation = cond->collation;
+		result = lappend(result, col);
+	}
+	return result;
+}
+
+/* "CREATE INDEX ON orders (merchant_id, item_id);" for a hint */
+static char *
+create_index_hint(DeltaSource *src, List *bindable)
+{
+	AttrNumber *attnums = palloc(sizeof(AttrNumber) * Max(list_length(bindable), 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, bindable)
+	{
+		BindableColumn *col = lfirst(lc);
+		bool		dup = false;
+
+		for (int i = 0; i < n; i++)
+			dup |= (attnums[i] == col->attno);
+		if (!dup)
+			attnums[n++] = col->attno;
+	}
+	return psprintf("Create an index whose leading columns the join binds: CREATE INDEX ON %s %s;",
+					src->relname, analysis_column_list(src->relid, n, attnums));
+}
+
+/* Every partition key column of a partitioned source must be bindable. */
+void
+analysis_check_partition_key(Analysis *a, int source, List *bindable, const char *what)
+{
+	DeltaSource *src = SOURCE(a, source);
+	AttrNumber *partattrs;
+	int			npart;
+
+	if (!src->partitioned)
+		return;
+	npart = analysis_partition_key(a, src, &partattrs);
+	for (int i = 0; i < npart; i++)
+	{
+		ListCell   *lc;
+		bool		found = false;
+
+		foreach(lc, bindable)
+			found |= (((BindableColumn *) lfirst(lc))->attno == partattrs[i]);
+		if (!found && partattrs[i] != 0)
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 2: %s of partitioned %s does not include partition key column %s",
+							what, analysis_source_label(src), analysis_column_label(src, partattrs[i])),
+				   pstrdup("A lookup into a partitioned source must name the partition it reads."),
+				   psprintf("Add %s to the %s.", analysis_column_label(src, partattrs[i]), what));
+	}
+}
+
+/*
+ * Rule 2, for every pair of joined sources: each side's equality columns
+ * must cover the leading column(s) of a btree index.  All sources must be
+ * connected by such pairs.
+ */
+static void
+check_join_edges(Analysis *a)
+{
+	int			nsources = list_length(a->plan->sources);
+	int		   *component = palloc(sizeof(int) * nsources);
+	ListCell   *lc;
+
+	for (int i = 0; i < nsources; i++)
+		component[i] = i;
+
+	for (int s = 0; s < nsources; s++)
+	{
+		for (int t = 0; t < nsources; t++)
+		{
+			List	   *bindable;
+			DeltaLookup *lookup;
+			DeltaSource *src = SOURCE(a, t);
+
+			if (s == t)
+				continue;
+			bindable = bindable_from_conds(a, t, bms_make_singleton(s));
+			if (bindable == NIL)
+				continue;
+
+			/* s and t are joined: merge their components */
+			{
+				int			from = component[t],
+							to = component[s];
+
+				for (int i = 0; i < nsources; i++)
+					if (component[i] == from)
+						component[i] = to;
+			}
+
+			lookup = analysis_choose_lookup(a, t, bindable);
+			if (lookup == NULL)
+			{
+				StringInfoData cols;
+
+				initStringInfo(&cols);
+				foreach(lc, bindable)
+					appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
+									 analysis_column_label(src, ((BindableColumn *) lfirst(lc))->attno));
+				analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+					   psprintf("delta view rule 2: join key (%s) of %s does not cover the leading column of any btree index",
+								cols.data, analysis_source_label(src)),
+					   psprintf("When %s changes, the matching rows of %s are looked up through an index whose leading columns the join binds.",
+								analysis_source_label(SOURCE(a, s)), analysis_source_label(src)),
+					   create_index_hint(src, bindable));
+				continue;
+			}
+			analysis_check_partition_key(a, t, bindable, "join key");
+			if (!OidIsValid(src->lookup_index))
+			{
+				src->lookup_index = lookup->index;
+				src->lookup_nkeys = lookup->nkeys;
+			}
+		}
+	}
+
+	/*
+	 * One error per group of sources not joined to the first: naming a
+	 * source of the group that a computed equality (rule 3) meant to join
+	 * to another group, and that one, when there is such an equality ("c.k2
+	 * = b.k2 + 1": c is not joined to b); else the group's first source and
+	 * the first source.
+	 */
+	for (int t = 1; t < nsources; t++)
+	{
+		int			member = t;
+		int			other = 0;
+		bool		first_of_group = true;
+
+		if (component[t] == component[0])
+			continue;
+		for (int u = 1; u < t; u++)
+			first_of_group &= (component[u] != component[t]);
+		if (!first_of_group)
+			continue;
+		foreach(lc, a->computed_joins)
+		{
+			Bitmapset  *joined = lfirst(lc);
+			int			inside = -1;
+			int			outside = -1;
+			int			s = -1;
+
+			while ((s = bms_next_member(joined, s)) >= 0)
+			{
+				if (component[s] == component[t] && inside < 0)
+					inside = s;
+				else if (component[s] != component[t] && outside < 0)
+					outside = s;
+			}
+			if (inside >= 0 && outside >= 0)
+			{
+				member = inside;
+				other = outside;
+				break;
+			}
+		}
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 2: %s is not joined to %s by an equality of columns",
+						analysis_source_label(SOURCE(a, member)), analysis_source_label(SOURCE(a, other))),
+			   pstrdup("Every join needs at least one equality condition between plain columns of its two sides."),
+			   pstrdup("Add an equality condition on indexed columns."));
+	}
+}
+
+/* Plan, for each source, the order and indexes of lookups on its change. */
+static void
+plan_walks(Analysis *a)
+{
+	int			nsources = list_length(a->plan->sources);
+
+	for (int driver = 0; driver < nsources; driver++)
+	{
+		DeltaWalk  *walk;
+		Bitmapset  *bound = bms_make_singleton(driver);
+
+		/* a lookup-only source drives nothing */
+		if (SOURCE(a, driver)->lookup_only)
+			continue;
+		walk = palloc0(sizeof(DeltaWalk));
+		walk->driver = driver;
+		while (bms_num_members(bound) < nsources)
+		{
+			DeltaLookup *best = NULL;
+
+			for (int t = 0; t < nsources; t++)
+			{
+				DeltaLookup *lookup;
+
+				if (bms_is_member(t, bound))
+					continue;
+				lookup = analysis_choose_lookup(a, t, bindable_from_conds(a, t, bound));
+				if (lookup && (best == NULL || lookup->nkeys > best->nkeys))
+					best = lookup;
+			}
+			if (best == NULL)
+				elog(ERROR, "no lookup order for a join that passed rule 2");
+			walk->lookups = lappend(walk->lookups, best);
+			bound = bms_add_member(bound, best->source);
+		}
+		a->plan->walks = lappend(a->plan->walks, walk);
+	}
+	if (a->plan->walks == NIL)
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   pstrdup("delta view rule 2: every source is lookup-only"),
+			   pstrdup("A lookup-only source's changes trigger nothing, so the view would never change."),
+			   pstrdup("Remove the lookup_only hint from the table whose changes should drive the view."));
+}
+
+/* ----------------------------------------------------------------
+ *		Rules 6 and 8: the result's unique key
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Output column (0-based) that is a plain Var of column class `cls` and
+ * of a source null-extended exactly when `source` is, or -1: in the rows
+ * where `source` is null-extended, it must be NULL too.  With source -1,
+ * of any source.
+ */
+static int
+output_of_class(Analysis *a, int cls, int source)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, a->plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		int			s;
+		AttrNumber	att;
+
+		if (tle->resjunk)
+			continue;
+		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
+			analysis_class_of(a, analysis_column_id(a, s, att)) == cls &&
+			(source < 0 || bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling)))
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+/* The source a column id belongs to */
+static int
+source_of_id(Analysis *a, int id)
+{
+	for (int s = list_length(a->plan->sources) - 1; s >= 0; s--)
+	{
+		if (id >= a->col_offset[s])
+			return s;
+	}
+	elog(ERROR, "column id %d belongs to no source", id);
+	return -1;					/* keep compiler quiet */
+}
+
+static int
+compare_int(const void *a, const void *b)
+{
+	return *(const int *) a - *(const int *) b;
+}
+
+/*
+ * Set the plan's key columns from key column ids (classes); analysis_reject (rule 8)
+ * when one is not in the select list.
+ */
+void
+analysis_map_key(Analysis *a, List *key_ids)
+{
+	DeltaPlan  *plan = a->plan;
+	StringInfoData missing;
+	ListCell   *lc;
+	int			n = 0;
+
+	initStringInfo(&missing);
+	plan->key_columns = palloc(sizeof(int) * Max(list_length(key_ids), 1));
+	foreach(lc, key_ids)
+	{
+		int			id = lfirst_int(lc);
+		int			s = source_of_id(a, id);
+		int			col = output_of_class(a, analysis_class_of(a, id), s);
+		bool		dup = false;
+
+		if (col < 0)
+		{
+			appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
+							 analysis_column_label(SOURCE(a, s), id - a->col_offset[s] + 1));
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			dup |= (plan->key_columns[i] == col);
+		if (!dup)
+			plan->key_columns[n++] = col;
+	}
+	plan->key_ncolumns = n;
+	qsort(plan->key_columns, n, sizeof(int), compare_int);
+
+	if (missing.len > 0)
+		analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
+			   psprintf("delta view rule 8: the select list lacks %s, part of the result's unique key",
+						missing.data),
+			   pstrdup("The target's primary key is the result's unique key, so the query must output it."),
+			   psprintf("Add %s to the select list.", missing.data));
+}
+
+/*
+ * The result's unique key of a join: the primary keys of all sources, less
+ * those of sources whose whole primary key the join ties to columns of the
+ * sources that remain (their row follows from those).
+ */
+static void
+derive_join_key(Analysis *a)
+{
+	int			nsources = list_length(a->plan->sources);
+	bool	   *in_key = palloc(sizeof(bool) * nsources);
+	int			remaining = nsources;
+	List	   *key_ids = NIL;
+
+	for (int s = 0; s < nsources; s++)
+		in_key[s] = true;
+
+	/*
+	 * A source's key can be left out when the join ties each of its columns
+	 * to a column of a source that stays in the key and is in every row
+	 * this one is in (not null-extended where it is not): its row follows
+	 * from that source's.
+	 */
+	for (int s = nsources - 1; s >= 0 && remaining > 1; s--)
+	{
+		DeltaSource *src = SOURCE(a, s);
+		bool		covered = true;
+
+		for (int k = 0; k < src->pk_natts && covered; k++)
+		{
+			int			cls = analysis_class_of(a, analysis_column_id(a, s, src->pk_attnums[k]));
+			bool		found = false;
+
+			for (int t = 0; t < nsources && !found; t++)
+			{
+				DeltaSource *other = SOURCE(a, t);
+				int			natts = other->natts;
+
+				if (t == s || !in_key[t] || !bms_is_subset(other->nulling, src->nulling))
+					continue;
+				for (AttrNumber att = 1; att <= natts && !found; att++)
+					found = (analysis_class_of(a, analysis_column_id(a, t, att)) == cls);
+			}
+			covered = found;
+		}
+		if (covered)
+		{
+			in_key[s] = false;
+			remaining--;
+		}
+	}
+
+	for (int s = 0; s < nsources; s++)
+	{
+		DeltaSource *src = SOURCE(a, s);
+
+		if (!in_key[s])
+			continue;
+		a->key_sources = bms_add_member(a->key_sources, s);
+		for (int k = 0; k < src->pk_natts; k++)
+			key_ids = lappend_int(key_ids, analysis_column_id(a, s, src->pk_attnums[k]));
+	}
+	analysis_map_key(a, key_ids);
+}
+
+/*
+ * Where each source's key columns are in the output (DeltaSource.
+ * key_output).  A view that finds its rows in the target by a source's key
+ * needs them there: in retract mode every source that drives changes (the
+ * rows it was part of are replaced), with outer joins every anchor (the
+ * slices of the result are found by them).
+ */
+static void
+map_source_keys(Analysis *a)
+{
+	DeltaPlan  *plan = a->plan;
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		int			s = foreach_current_index(lc);
+		StringInfoData missing;
+		bool		needed;
+		bool		any_partner = false;
+
+		initStringInfo(&missing);
+		src->key_output = palloc(sizeof(int) * Max(src->key_natts, 1));
+		src->partner_output = palloc(sizeof(int) * Max(src->key_natts, 1));
+		src->key_in_output = true;
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			int			id = analysis_column_id(a, s, src->key_attnums[k]);
+
+			src->key_output[k] = output_of_class(a, analysis_class_of(a, id), s);
+			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
+				output_of_class(a, analysis_class_of(a, id), -1);
+			any_partner |= (src->partner_output[k] >= 0);
+			if (src->key_output[k] < 0)
+			{
+				src->key_in_output = false;
+				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
+								 analysis_column_label(src, src->key_attnums[k]));
+			}
+		}
+
+		/* the key sources' own columns are reported by analysis_map_key */
+		needed = ((plan->options.retract && !src->lookup_only) ||
+				  list_member_int(plan->anchors, s)) &&
+			!bms_is_member(s, a->key_sources);
+		if (needed && !src->key_in_output)
+			analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
+							psprintf("delta view rule 8: the select list lacks %s, the key of %s",
+									 missing.data, analysis_source_label(src)),
+							plan->options.retract ?
+							pstrdup("In retract mode each target row carries the key of every source row it came from, to be replaced when that row changes.") :
+							pstrdup("With outer joins the rows of the result are told apart by the keys of the sources that are in them."),
+							psprintf("Add %s to the select list.", missing.data));
+
+		/*
+		 * Upsert mode: when a row of a source outer joins can null-extend
+		 * goes, the rows it was joined in are found in the target by the
+		 * output columns equal to its key, to get their null-extended row
+		 * back.
+		 */
+		if (!plan->options.retract && !bms_is_empty(src->nulling) && !src->lookup_only &&
+			src->key_natts > 0 && !any_partner)
+			analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
+							psprintf("delta view rule 8: the select list holds no column equal to a key column of %s, which an outer join can null-extend",
+									 analysis_source_label(src)),
+							pstrdup("When its row goes, the rows it was joined in are found in the target by such a column, and get their null-extended row back."),
+							psprintf("Add %s, or the column of the preserved side the join equates with it, to the select list; or use retract mode.",
+									 analysis_column_label(src, src->key_attnums[0])));
+	}
+}
+
+void
+analysis_reject_filter(Analysis *a, const char *column, const char *clause)
+{
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   psprintf("delta view rule 6: %s condition on %s, which is not part of the result's unique key, could leave an earlier result row behind",
+					clause, column),
+		   pstrdup("A delta view writes only upserts: when a row stops passing the filter, the row written for it earlier stays in the target."),
+		   pstrdup("Make the view exact with options => '{\"retract\": true}', under which a row that stops passing is deleted; "
+				   "or select the condition as a logical-delete column instead, e.g. CASE WHEN <condition> THEN 0 ELSE 1 END AS is_delete; "
+				   "or accept residual rows with options => '{\"ignore_non_unique_key_filter\": true}'."));
+}
+
+/* Rule 6 for the WHERE/ON filters of a join view. */
+static void
+check_join_filters(Analysis *a)
+{
+	ListCell   *lc;
+
+	/* in retract mode nothing is left behind */
+	if (a->plan->options.retract)
+		return;
+
+	foreach(lc, a->filters)
+	{
+		List	   *vars = pull_var_clause(lfirst(lc), 0);
+		const char *clause = list_member_ptr(a->tree->on_quals, lfirst(lc)) ? "ON" : "WHERE";
+		ListCell   *lc2;
+
+		foreach(lc2, vars)
+		{
+			Var		   *var = lfirst(lc2);
+			int			s = a->rt_source[var->varno];
+			int			col = output_of_class(a, analysis_class_of(a, analysis_column_id(a, s, var->varattno)), s);
+			bool		in_key = false;
+
+			for (int k = 0; k < a->plan->key_ncolumns; k++)
+				in_key |= (a->plan->key_columns[k] == col);
+			if (col < 0 || !in_key)
+			{
+				a->plan->has_filter = true;
+				if (!a->plan->options.ignore_non_unique_key_filter)
+					analysis_reject_filter(a, analysis_column_label(SOURCE(a, s), var->varattno), clause);
+				return;
+			}
+		}
+	}
+}
+
+
+/*
+ * In retract mode, and with outer joins, a decoded DELETE must name the
+ * deleted row's key: the rows it was in are found by it.  The default
+ * replica identity logs the primary key; NOTHING, or an index without the
+ * key, does not.
+ */
+static void
+check_old_keys_logged(Analysis *a)
+{
+	ListCell   *lc;
+
+	foreach(lc, a->plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		Oid			culprit;
+
+		if (src->lookup_only)
+			continue;
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			if (analysis_logged_in_old_row(src, src->key_attnums[k], &culprit))
+				continue;
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 1: the replica identity of %s does not log key column %s of deleted rows",
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),
+													   get_rel_name(culprit)),
+							analysis_column_label(src, src->key_attnums[k])),
+				   pstrdup("In retract mode and with outer joins, the rows a deleted source row was in are found by its key, which a decoded DELETE carries only in its replica identity."),
+				   psprintf("Log the primary key again: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),
+													   get_rel_name(culprit))));
+			break;
+		}
+	}
+}
+
+/*
+ * Analyze the join of a join view (plan->quals collected): conditions,
+ * lookups for every pair of joined sources (rule 2), the walk of each
+ * source, the result's key (rule 8) and its filters (rule 6).
+ */
+void
+analysis_join(Analysis *a)
+{
+	DeltaPlan  *plan = a->plan;
+	ListCell   *lc;
+
+	classify_quals(a, plan->quals);
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		src->key_natts = src->pk_natts;
+		src->key_attnums = src->pk_attnums;
+	}
+	/* (keyed recompute lets the planner find the rows its own way) */
+	if (a->path == DJ_PATH_KEYED)
+		plan->walks = NIL;
+	else if (list_length(plan->sources) > 1)
+	{
+		check_join_edges(a);
+		if (a->failures != NIL)
+			return;
+		plan_walks(a);
+	}
+	else
+		plan->walks = list_make1(palloc0(sizeof(DeltaWalk)));
+
+	derive_join_key(a);
+	if (plan->has_outer)
+		(void) tree_anchors(a->tree, (Node *) plan->query->jointree, &plan->anchors);
+	map_source_keys(a);
+	check_join_filters(a);
+	if (plan->options.retract || plan->has_outer)
+		check_old_keys_logged(a);
+}

@@ -1,0 +1,899 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply_outer.c
+ *	  Join views with outer joins: the rows a changed source row is in, and
+ *	  in retract mode the slices of the result around them, recomputed by
+ *	  the planner (recompute.c) and written to the target.
+ *
+ * Nouns (DESIGN.md §2, "Outer delta joins"):
+ *
+ *	null-extended	a row in which a source is NULL because the row of a
+ *					preserved side had no partner on that side.
+ *	present			a source is present in a row when it is not
+ *					null-extended there (its key columns are not NULL).
+ *	sub-row			of a row r: a row whose present sources are some of
+ *					r's, with the same keys -- what r was before a partner
+ *					joined it, or becomes when one leaves.
+ *	anchor			one of the sources every row has at least one of
+ *					(DeltaPlan.anchors); a row's first present anchor and its
+ *					key name the row's slice.  A row and its sub-rows share
+ *					their anchors, so replacing the slices of every row a
+ *					change touches, before and after it, replaces all the
+ *					rows the change can have made wrong.
+ *
+ * Upsert mode: for each dirty key of a source, the rows that source row is
+ * in now are upserted, and writing a row deletes the target's sub-rows and
+ * super-rows of it, so a user never sees "order 7, no item" beside "order
+ * 7, item 3": when item 3 arrives the null-extended row goes, and when the
+ * last item of order 7 goes, the null-extended row that the query now
+ * returns replaces the joined one (which upsert mode would otherwise have
+ * kept as a residual row).  Other residual rows stay.  A TRUNCATE of a
+ * source is a delete of each of its rows: the rows it may be in are found
+ * in the target and recomputed from their anchors.
+ *
+ * Retract mode: for each dirty key of a source that is in every row, the
+ * slice "rows with that key" is replaced by what the query gives for it:
+ * upsert what it gives, delete what it no longer gives.  For a source that
+ * can be null-extended, the slices to replace are those of the anchors of
+ * the rows the source row was in (found in the target) and is in now
+ * (from the query); a preserved row whose last partner went gets its
+ * null-extended row back.  A TRUNCATE of a source recomputes the whole
+ * result.
+ *
+ * Memory: the queries, lookups and keys noted live in the caller's (batch)
+ * context; the rows of a region query are handled in a context reset after
+ * each (the executor's own is gone once the query ends).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/executor.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "apply/apply.h"
+#include "apply/recompute.h"
+
+/* rounds of widening the noted slices (close_anchors) */
+#define CLOSE_ANCHOR_ROUNDS		4
+#include "apply/target.h"
+
+typedef struct OuterApply
+{
+	MemoryContext cxt;			/* what lives as long as the batch */
+	MemoryContext row_cxt;		/* reset after each row of a region query */
+	DeltaPlan  *plan;
+	TargetWriter *writer;
+	int			nsources;
+	bool		twins_differ;	/* a null-extended source's key is in the target key */
+	Datum		tag;			/* a UNION ALL branch's tag, in the target's type */
+	int16		tag_len;
+	bool		tag_byval;
+	RegionQuery **by_source;	/* rows a source row is in, built on first use */
+	RegionQuery **by_anchor;	/* slice queries, per anchor position */
+	TargetLookup **lookups;		/* target rows by a source's key */
+	TargetLookup **partner_lookups; /* target rows a source row was joined in */
+	int16	  **typlen;			/* per source, per key column */
+	bool	  **typbyval;
+	Datum	   *values;			/* scratch: one output row */
+	bool	   *isnull;
+	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
+	HTAB	  **anchor_sets;	/* ... and the same keys, by image (note_anchor_key) */
+	StringInfoData image;		/* scratch: one key's image */
+} OuterApply;
+
+/* A DestReceiver handing each row of a region query to a function */
+typedef struct RowReceiver
+{
+	DestReceiver pub;
+	OuterApply *oa;
+	void		(*fn) (OuterApply *oa, Datum *values, bool *isnull);
+} RowReceiver;
+
+/* ----------------------------------------------------------------
+ *		Rows, sources and keys
+ * ----------------------------------------------------------------
+ */
+
+static bool
+source_present(OuterApply *oa, int s, const bool *isnull)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	/* (a source outer joins cannot null-extend is in every row) */
+	return src->key_in_output &&
+		(bms_is_empty(src->nulling) || !isnull[src->key_output[0]]);
+}
+
+/* Does row a hold the same key as row b for source s (NULLs equal)? */
+static bool
+same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
+		 const Datum *b, const bool *b_isnull)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		int			col = src->key_output[k];
+
+		if (a_isnull[col] != b_isnull[col] ||
+			(!a_isnull[col] &&
+			 !datum_image_eq(a[col], b[col], oa->typbyval[s][k], oa->typlen[s][k])))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Is row `sub` a sub-row of row `row` (strict: fewer present sources), or
+ * with `strict` false, the same set of them?  Sources whose key is not in
+ * the output do not tell rows apart and are not compared.
+ */
+static bool
+is_sub_row(OuterApply *oa, const Datum *sub_values, const bool *sub_isnull,
+		   const Datum *values, const bool *isnull)
+{
+	bool		fewer = false;
+
+	for (int s = 0; s < oa->nsources; s++)
+	{
+		bool		in_sub = source_present(oa, s, sub_isnull);
+		bool		in_row = source_present(oa, s, isnull);
+
+		if (in_sub && (!in_row || !same_key(oa, s, sub_values, sub_isnull, values, isnull)))
+			return false;
+		fewer |= (in_row && !in_sub);
+	}
+	return fewer;
+}
+
+/* The key of source s in a row, as a DirtyKey (copied) */
+static DirtyKey *
+row_key(OuterApply *oa, int s, const Datum *values)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	DirtyKey   *key = palloc(sizeof(DirtyKey));
+
+	key->values = palloc(sizeof(Datum) * src->key_natts);
+	key->isnull = palloc0(sizeof(bool) * src->key_natts);
+	for (int k = 0; k < src->key_natts; k++)
+		key->values[k] = datumCopy(values[src->key_output[k]], oa->typbyval[s][k],
+								   oa->typlen[s][k]);
+	return key;
+}
+
+/* Row values with source s's key set from a DirtyKey (to look it up) */
+static void
+key_to_row(OuterApply *oa, int s, DirtyKey *key, Datum *values, bool *isnull)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		values[src->key_output[k]] = key->values[k];
+		isnull[src->key_output[k]] = key->isnull[k];
+	}
+	if (oa->plan->tag_column >= 0)
+	{
+		values[oa->plan->tag_column] = oa->tag;
+		isnull[oa->plan->tag_column] = false;
+	}
+}
+
+/* Is a target row one of this plan's (not another UNION ALL branch's)? */
+static bool
+row_is_ours(OuterApply *oa, const Datum *values, const bool *isnull)
+{
+	int			col = oa->plan->tag_column;
+
+	return col < 0 ||
+		(!isnull[col] && datum_image_eq(values[col], oa->tag, oa->tag_byval, oa->tag_len));
+}
+
+static TargetLookup *
+lookup_for(OuterApply *oa, int s)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+
+	if (oa->lookups[s] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+		int			cols[INDEX_MAX_KEYS];
+		int			ncols = target_region_columns(oa->plan, src, cols);
+
+		oa->lookups[s] = target_lookup_begin(oa->writer, ncols, cols, false);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return oa->lookups[s];
+}
+
+static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
+static void note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull);
+
+/*
+ * Note the anchors of the target rows a row of source s, with one of keys,
+ * was joined in: found by the output columns equal to its key columns
+ * there, or by those of them the output holds (a superset of the rows);
+ * when it holds none, or the target lacks their index (a view made before
+ * it was made), every row's.
+ */
+static void
+note_partners(OuterApply *oa, int s, List *keys)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	int			cols[INDEX_MAX_KEYS];
+	int			ncols;
+	ListCell   *lc;
+
+	if (bms_is_empty(src->nulling) || oa->plan->options.retract)
+		return;
+	ncols = target_partner_columns(oa->plan, src, cols);
+	if (ncols > 0 && oa->partner_lookups[s] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+		oa->partner_lookups[s] = target_lookup_begin(oa->writer, ncols, cols, true);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	if (oa->partner_lookups[s] == NULL)
+	{
+		target_scan_rows(oa->writer, note_target_row, oa);
+		return;
+	}
+	foreach(lc, keys)
+	{
+		DirtyKey   *key = lfirst(lc);
+
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			if (src->partner_output[k] < 0)
+				continue;
+			oa->values[src->partner_output[k]] = key->values[k];
+			oa->isnull[src->partner_output[k]] = key->isnull[k];
+		}
+		if (oa->plan->tag_column >= 0)
+		{
+			oa->values[oa->plan->tag_column] = oa->tag;
+			oa->isnull[oa->plan->tag_column] = false;
+		}
+		target_lookup_rows(oa->writer, oa->partner_lookups[s], oa->values, oa->isnull,
+						   note_target_row, oa);
+	}
+}
+
+static RegionQuery *
+query_for_source(OuterApply *oa, int s)
+{
+	if (oa->by_source[s] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+		oa->by_source[s] = recompute_prepare(oa->plan, RelationGetRelid(oa->writer->rel),
+											 s, NULL);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return oa->by_source[s];
+}
+
+/* The slice query of anchor position i: its anchor, earlier anchors NULL */
+static RegionQuery *
+query_for_anchor(OuterApply *oa, int i)
+{
+	if (oa->by_anchor[i] == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+		Bitmapset  *earlier = NULL;
+
+		for (int j = 0; j < i; j++)
+			earlier = bms_add_member(earlier, list_nth_int(oa->plan->anchors, j));
+		oa->by_anchor[i] = recompute_prepare(oa->plan, RelationGetRelid(oa->writer->rel),
+											 list_nth_int(oa->plan->anchors, i), earlier);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return oa->by_anchor[i];
+}
+
+/* ----------------------------------------------------------------
+ *		Running region queries
+ * ----------------------------------------------------------------
+ */
+
+static bool
+row_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	RowReceiver *receiver = (RowReceiver *) self;
+
+	MemoryContext oldcxt = MemoryContextSwitchTo(receiver->oa->row_cxt);
+
+	slot_getallattrs(slot);
+	receiver->fn(receiver->oa, slot->tts_values, slot->tts_isnull);
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(receiver->oa->row_cxt);
+	return true;
+}
+
+/* A receiver handing each row to fn */
+static void
+receiver_init(RowReceiver *receiver, OuterApply *oa,
+			  void (*fn) (OuterApply *oa, Datum *values, bool *isnull))
+{
+	memset(receiver, 0, sizeof(RowReceiver));
+	apply_receiver_init(&receiver->pub, row_receive);
+	receiver->oa = oa;
+	receiver->fn = fn;
+}
+
+/* Run a region query for keys, each row going to fn */
+static void
+run_region(OuterApply *oa, RegionQuery *rq, List *keys,
+		   void (*fn) (OuterApply *oa, Datum *values, bool *isnull))
+{
+	RowReceiver receiver;
+
+	receiver_init(&receiver, oa, fn);
+	recompute_run(rq, keys, (DestReceiver *) &receiver);
+}
+
+/* ----------------------------------------------------------------
+ *		Upsert mode
+ * ----------------------------------------------------------------
+ */
+
+typedef struct RowMatch
+{
+	OuterApply *oa;
+	Datum	   *values;			/* the row being written */
+	bool	   *isnull;
+	List	   *twins;			/* ItemPointer *: its sub- and super-rows */
+	List	   *supers;			/* Datum * then bool *: the super-rows' values */
+} RowMatch;
+
+static void
+match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	RowMatch   *m = (RowMatch *) arg;
+	Datum	   *values;
+	bool	   *isnull;
+	ListCell   *lc;
+
+	/* a row that several of the row's anchors lead to is matched once */
+	foreach(lc, m->twins)
+	{
+		if (ItemPointerEquals(lfirst(lc), &row->tts_tid))
+			return;
+	}
+	values = palloc(sizeof(Datum) * writer->ncolumns);
+	isnull = palloc(sizeof(bool) * writer->ncolumns);
+	target_output_values(writer, row, values, isnull);
+	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
+		m->supers = lappend(lappend(m->supers, values), isnull);
+	else if (!is_sub_row(m->oa, values, isnull, m->values, m->isnull))
+		return;
+
+	{
+		ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+		*tid = row->tts_tid;
+		m->twins = lappend(m->twins, tid);
+	}
+}
+
+/*
+ * Write one row of upsert mode, and delete the target's rows that are its
+ * sub-rows or super-rows: an outer join's result never holds a row and
+ * its null extension together, so those are left from before -- "order 7,
+ * no item" written before item 3 arrived, or "order 7, item 3" written
+ * before the item went, which the null-extended row now replaces.
+ *
+ * They are deleted before the row is written.  A sub-row may have the
+ * row's own target key (a source whose key the join ties to another's is
+ * not in the target key: "order 7, item 3, no stock" and "order 7, no
+ * item" differ only in columns outside it); writing first would update
+ * that sub-row in place, and its TID, noted before, would then name a row
+ * version this transaction already replaced.
+ */
+static void
+upsert_row(OuterApply *oa, Datum *values, bool *isnull)
+{
+	RowMatch	m = {oa, values, isnull, NIL, NIL};
+	ListCell   *lc;
+
+	if (oa->twins_differ)
+	{
+		/* the rows that share an anchor with this one */
+		foreach(lc, oa->plan->anchors)
+		{
+			int			s = lfirst_int(lc);
+
+			if (source_present(oa, s, isnull))
+				target_lookup_rows(oa->writer, lookup_for(oa, s), values, isnull,
+								   match_row, &m);
+		}
+	}
+	foreach(lc, m.twins)
+		target_delete_row(oa->writer, lfirst(lc));
+	target_upsert(oa->writer, values, isnull);
+
+	/*
+	 * A super-row deleted ("order 7, item 3" when item 3 left order 7) may
+	 * leave the other rows it joined without partner: their anchors' rows
+	 * are recomputed next (apply_outer).
+	 */
+	for (lc = list_head(m.supers); lc != NULL; lc = lnext(m.supers, lnext(m.supers, lc)))
+	{
+		Datum	   *super_values = lfirst(lc);
+		bool	   *super_isnull = lfirst(lnext(m.supers, lc));
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+		for (int i = 0; i < list_length(oa->plan->anchors); i++)
+		{
+			int			a = list_nth_int(oa->plan->anchors, i);
+
+			if (source_present(oa, a, super_isnull) && !source_present(oa, a, isnull))
+				note_anchor_key(oa, i, super_values, super_isnull);
+		}
+		MemoryContextSwitchTo(oldcxt);
+	}
+}
+
+/* ----------------------------------------------------------------
+ *		Retract mode
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Note the key of anchor position i in a row (its slice, to be replaced),
+ * unless it is noted already.  The keys noted are kept in a list, in the
+ * order noted, and in a set by their image, so that noting the anchors of
+ * every row of a large target (a TRUNCATE) takes a probe per row, not a
+ * pass over the keys noted so far.
+ */
+static void
+note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
+{
+	int			s = list_nth_int(oa->plan->anchors, i);
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	SourceBatch shape;
+	Datum		key_values[INDEX_MAX_KEYS];
+	bool		key_isnull[INDEX_MAX_KEYS];
+	DirtyKey  **noted;
+	MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+	/* the image of a varlena is of its plain bytes, as equal keys have */
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		int			col = src->key_output[k];
+
+		key_isnull[k] = isnull[col];
+		key_values[k] = values[col];
+		if (!isnull[col] && oa->typlen[s][k] == -1)
+			key_values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[col]));
+	}
+	memset(&shape, 0, sizeof(shape));
+	shape.nkeys = src->key_natts;
+	shape.typlen = oa->typlen[s];
+	shape.typbyval = oa->typbyval[s];
+	resetStringInfo(&oa->image);
+	dirty_key_image(&oa->image, &shape, key_values, key_isnull);
+
+	if (oa->anchor_sets[i] == NULL)
+		oa->anchor_sets[i] = key_set_create(oa->cxt);
+	noted = key_set_enter(oa->anchor_sets[i], 0, i, &oa->image, oa->cxt);
+	if (*noted == NULL)
+	{
+		*noted = row_key(oa, s, values);
+		oa->anchor_keys[i] = lappend(oa->anchor_keys[i], *noted);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* The keys noted for anchor position i, which are no longer noted */
+static List *
+take_anchor_keys(OuterApply *oa, int i)
+{
+	List	   *keys = oa->anchor_keys[i];
+
+	oa->anchor_keys[i] = NIL;
+	if (oa->anchor_sets[i] != NULL)
+		hash_destroy(oa->anchor_sets[i]);
+	oa->anchor_sets[i] = NULL;
+	return keys;
+}
+
+/*
+ * Note the slices of the anchors present in a row, to be replaced.  A slice
+ * noted twice is replaced once all the same: its rows are found once each
+ * (target_region_add), and an upsert of a row already written finds it
+ * unchanged.
+ */
+static void
+note_anchors(OuterApply *oa, Datum *values, bool *isnull)
+{
+	ListCell   *lc;
+
+	foreach(lc, oa->plan->anchors)
+	{
+		if (source_present(oa, lfirst_int(lc), isnull))
+			note_anchor_key(oa, foreach_current_index(lc), values, isnull);
+	}
+}
+
+static void
+note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	OuterApply *oa = (OuterApply *) arg;
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+
+	/* (a scan of every row meets the other UNION ALL branches' rows too) */
+	if (row_is_ours(oa, oa->values, oa->isnull))
+		note_anchors(oa, oa->values, oa->isnull);
+}
+
+/*
+ * Widen the noted slices to all the rows their anchors' rows are in, in
+ * the target and in the query, until no new anchor comes (or a few
+ * rounds): replacing a slice deletes target rows whose partners may then
+ * need their null-extended row back, and the query may hold rows of an
+ * earlier slice the target lacks (a partner that came and went between two
+ * batches).  Each of those rows' slices is replaced along.
+ */
+static void
+close_anchors(OuterApply *oa)
+{
+	int			nanchors = list_length(oa->plan->anchors);
+	int		   *done = palloc0(sizeof(int) * Max(nanchors, 1));
+
+	for (int round = 0; round < CLOSE_ANCHOR_ROUNDS; round++)
+	{
+		bool		grew = false;
+
+		for (int i = 0; i < nanchors; i++)
+		{
+			int			s = list_nth_int(oa->plan->anchors, i);
+			List	   *fresh = list_copy_tail(oa->anchor_keys[i], done[i]);
+			ListCell   *lc;
+
+			if (fresh == NIL)
+				continue;
+			grew = true;
+			done[i] = list_length(oa->anchor_keys[i]);
+			foreach(lc, fresh)
+			{
+				key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+				target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+								   note_target_row, oa);
+			}
+			run_region(oa, query_for_source(oa, s), fresh, note_anchors);
+		}
+		if (!grew)
+			break;
+	}
+}
+
+/* The target rows of a slice: its anchor's key, earlier anchors NULL */
+typedef struct SliceScan
+{
+	OuterApply *oa;
+	int			position;		/* of the anchor */
+} SliceScan;
+
+static void
+add_slice_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	SliceScan  *scan = (SliceScan *) arg;
+	OuterApply *oa = scan->oa;
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+	for (int j = 0; j < scan->position; j++)
+	{
+		if (source_present(oa, list_nth_int(oa->plan->anchors, j), oa->isnull))
+			return;
+	}
+	target_region_add(writer, &row->tts_tid);
+}
+
+static void
+region_upsert(OuterApply *oa, Datum *values, bool *isnull)
+{
+	target_upsert(oa->writer, values, isnull);
+}
+
+static void
+add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	target_region_add(writer, &row->tts_tid);
+}
+
+/* Replace the rows where source s (in every row) has one of keys. */
+static void
+replace_source_slices(OuterApply *oa, int s, List *keys)
+{
+	ListCell   *lc;
+
+	target_region_begin(oa->writer);
+	foreach(lc, keys)
+	{
+		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+						   add_region_row, NULL);
+	}
+	run_region(oa, query_for_source(oa, s), keys, region_upsert);
+	target_region_end(oa->writer);
+}
+
+/* Replace the slices of anchor position i named by keys. */
+static void
+replace_anchor_slices(OuterApply *oa, int i, List *keys)
+{
+	int			s = list_nth_int(oa->plan->anchors, i);
+	SliceScan	scan = {oa, i};
+	ListCell   *lc;
+
+	target_region_begin(oa->writer);
+	foreach(lc, keys)
+	{
+		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+						   add_slice_row, &scan);
+	}
+	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
+	target_region_end(oa->writer);
+}
+
+/*
+ * Upsert mode, source s truncated: note the anchors of the target's rows
+ * of this plan that s may be in -- those where it is present, or, when the
+ * output does not hold its key (it cannot tell), every row -- as deletes
+ * of each of its rows would through their partner columns (note_partners).
+ * A source that no outer join null-extends leaves its rows residual, as
+ * its deletes do.
+ */
+typedef struct TruncatedScan
+{
+	OuterApply *oa;
+	int			s;
+} TruncatedScan;
+
+static void
+note_truncated_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	TruncatedScan *scan = (TruncatedScan *) arg;
+	OuterApply *oa = scan->oa;
+	DeltaSource *src = list_nth(oa->plan->sources, scan->s);
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+	if (row_is_ours(oa, oa->values, oa->isnull) &&
+		(!src->key_in_output || source_present(oa, scan->s, oa->isnull)))
+		note_anchors(oa, oa->values, oa->isnull);
+}
+
+static void
+note_truncated(OuterApply *oa, int s)
+{
+	TruncatedScan scan = {oa, s};
+
+	if (bms_is_empty(((DeltaSource *) list_nth(oa->plan->sources, s))->nulling))
+		return;
+	target_scan_rows(oa->writer, note_truncated_row, &scan);
+}
+
+/* A row of this plan's, into the region being replaced */
+static void
+add_own_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	OuterApply *oa = (OuterApply *) arg;
+
+	target_output_values(writer, row, oa->values, oa->isnull);
+	if (row_is_ours(oa, oa->values, oa->isnull))
+		target_region_add(writer, &row->tts_tid);
+}
+
+/* The whole result, recomputed (a source was truncated). */
+static void
+replace_all(OuterApply *oa)
+{
+	RowReceiver receiver;
+
+	target_region_begin(oa->writer);
+	target_scan_rows(oa->writer, add_own_row, oa);
+
+	receiver_init(&receiver, oa, region_upsert);
+	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver);
+	target_region_end(oa->writer);
+}
+
+/* ----------------------------------------------------------------
+ *		Entry point
+ * ----------------------------------------------------------------
+ */
+
+static void
+outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
+{
+	ListCell   *lc;
+
+	memset(oa, 0, sizeof(OuterApply));
+	oa->cxt = CurrentMemoryContext;
+	oa->row_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join region row",
+										ALLOCSET_DEFAULT_SIZES);
+	oa->plan = plan;
+	oa->writer = writer;
+	oa->nsources = list_length(plan->sources);
+	oa->by_source = palloc0(sizeof(RegionQuery *) * oa->nsources);
+	oa->by_anchor = palloc0(sizeof(RegionQuery *) * Max(list_length(plan->anchors), 1));
+	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
+	oa->partner_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
+	oa->typlen = palloc(sizeof(int16 *) * oa->nsources);
+	oa->typbyval = palloc(sizeof(bool *) * oa->nsources);
+	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
+	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
+	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
+	oa->anchor_sets = palloc0(sizeof(HTAB *) * Max(list_length(plan->anchors), 1));
+	initStringInfo(&oa->image);
+
+	if (plan->tag_column >= 0)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(writer->rel),
+											  writer->attnums[plan->tag_column] - 1);
+		Oid			input;
+		Oid			ioparam;
+
+		getTypeInputInfo(att->atttypid, &input, &ioparam);
+		oa->tag = OidInputFunctionCall(input, plan->tag_value, ioparam, att->atttypmod);
+		oa->tag_len = att->attlen;
+		oa->tag_byval = att->attbyval;
+	}
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		int			s = foreach_current_index(lc);
+
+		oa->typlen[s] = palloc(sizeof(int16) * Max(src->key_natts, 1));
+		oa->typbyval[s] = palloc(sizeof(bool) * Max(src->key_natts, 1));
+		for (int k = 0; k < src->key_natts; k++)
+			get_typlenbyval(get_atttype(src->relid, src->key_attnums[k]),
+							&oa->typlen[s][k], &oa->typbyval[s][k]);
+
+		/* a null-extended source whose key the target key holds */
+		if (!bms_is_empty(src->nulling) && src->key_in_output)
+		{
+			for (int c = 0; c < plan->key_ncolumns; c++)
+				if (plan->key_columns[c] == src->key_output[0])
+					oa->twins_differ = true;
+		}
+	}
+}
+
+static void
+outer_apply_end(OuterApply *oa)
+{
+	for (int s = 0; s < oa->nsources; s++)
+	{
+		if (oa->lookups[s] != NULL)
+			target_lookup_end(oa->lookups[s]);
+		if (oa->partner_lookups[s] != NULL)
+			target_lookup_end(oa->partner_lookups[s]);
+	}
+}
+
+void
+apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts *counts)
+{
+	OuterApply	oa;
+	ListCell   *lc;
+
+	outer_apply_init(&oa, plan, writer);
+
+	/* a source truncated: in retract mode the whole result is recomputed, once */
+	if (plan->options.retract)
+	{
+		foreach(lc, batch->sources)
+		{
+			SourceBatch *sb = lfirst(lc);
+
+			if (sb->truncated)
+			{
+				replace_all(&oa);
+				outer_apply_end(&oa);
+				return;
+			}
+		}
+	}
+
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+		int			s = -1;
+		DeltaSource *src;
+		ListCell   *lc2;
+
+		foreach(lc2, plan->sources)
+		{
+			if (((DeltaSource *) lfirst(lc2))->ordinal == sb->ordinal)
+				s = foreach_current_index(lc2);
+		}
+		if (s < 0)
+			elog(ERROR, "view has no source at position %d", sb->ordinal);
+		src = list_nth(plan->sources, s);
+		counts->keys_applied += list_length(sb->keys);
+
+		if (!plan->options.retract)
+		{
+			List	   *keys = sb->keys;
+
+			/*
+			 * A truncated source: its rows are gone, as if each had been
+			 * deleted (and keys are the rows written since).  The rows an
+			 * outer join can null-extend it in are recomputed from their
+			 * anchors, as for deleted rows, so preserved rows they were
+			 * joined in get their null-extended row back; other rows stay,
+			 * residual, as deletes leave them.
+			 */
+			if (sb->truncated)
+				note_truncated(&oa, s);
+
+			/*
+			 * The rows a nullable source's row was joined in: their preserved
+			 * rows may have lost their last partner, and their null-extended
+			 * row must replace the joined one.
+			 */
+			if (keys != NIL)
+			{
+				note_partners(&oa, s, keys);
+				run_region(&oa, query_for_source(&oa, s), keys, upsert_row);
+			}
+			for (int round = 0; round < CLOSE_ANCHOR_ROUNDS; round++)
+			{
+				bool		any = false;
+
+				for (int i = 0; i < list_length(plan->anchors); i++)
+				{
+					List	   *anchor_keys = take_anchor_keys(&oa, i);
+
+					if (anchor_keys == NIL)
+						continue;
+					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
+							   anchor_keys, upsert_row);
+					any = true;
+				}
+				if (!any)
+					break;
+			}
+			for (int i = 0; i < list_length(plan->anchors); i++)
+				(void) take_anchor_keys(&oa, i);
+			continue;
+		}
+
+		if (bms_is_empty(src->nulling))
+		{
+			replace_source_slices(&oa, s, sb->keys);
+			continue;
+		}
+
+		/* the slices of the rows it was in, and of those it is in now */
+		foreach(lc2, sb->keys)
+		{
+			key_to_row(&oa, s, lfirst(lc2), oa.values, oa.isnull);
+			target_lookup_rows(writer, lookup_for(&oa, s), oa.values, oa.isnull,
+							   note_target_row, &oa);
+		}
+		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
+		close_anchors(&oa);
+		for (int i = 0; i < list_length(plan->anchors); i++)
+		{
+			List	   *keys = take_anchor_keys(&oa, i);
+
+			if (keys != NIL)
+				replace_anchor_slices(&oa, i, keys);
+		}
+	}
+
+	outer_apply_end(&oa);
+}

@@ -1,0 +1,160 @@
+/*-------------------------------------------------------------------------
+ *
+ * runas.c
+ *	  Who code runs as, and with which settings (see runas.h).
+ *
+ * The pinned settings are those whose value changes what a built-in stable
+ * function returns for the same input: the time zone and date/interval
+ * styles (timestamptz::text, ::date, to_char, ...), float output, the
+ * lc_* categories that can be set per session, bytea output, the default
+ * text search configuration, the XML options, how array input reads NULL,
+ * and the time zone abbreviations timestamp input knows.  Rule 4 (analyze.c) lets
+ * stable built-ins through because of this pinning.
+ *
+ * A runas_begin() is undone by runas_end(), or by the abort of the
+ * (sub)transaction it ran in: the settings live in a GUC nest level and the
+ * user ID change is reset by the abort.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/syscache.h"
+
+#include "base/runas.h"
+
+static const char *const pinned_settings[] = {
+	"TimeZone",
+	"DateStyle",
+	"IntervalStyle",
+	"extra_float_digits",
+	"lc_monetary",
+	"lc_numeric",
+	"lc_time",
+	"bytea_output",
+	"default_text_search_config",
+	"xmlbinary",
+	"xmloption",
+	"array_nulls",
+	"timezone_abbreviations",
+};
+
+/*
+ * Settings that change what a query returns, held at their defaults while
+ * a view is evaluated: a GIN search that returns a random part of its
+ * matches, identifiers quoted by quote_ident() and the like.
+ */
+static const char *const fixed_settings[][2] = {
+	{"gin_fuzzy_search_limit", "0"},
+	{"quote_all_identifiers", "off"},
+};
+
+/*
+ * The current values of the pinned settings, as a jsonb object
+ * {"TimeZone": "Europe/Paris", ...}.
+ */
+Jsonb *
+runas_capture_settings(void)
+{
+	JsonbParseState *state = NULL;
+	JsonbValue *result;
+
+	pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	for (size_t i = 0; i < lengthof(pinned_settings); i++)
+	{
+		const char *value = GetConfigOption(pinned_settings[i], true, false);
+		JsonbValue	v;
+
+		if (value == NULL)
+			continue;
+		v.type = jbvString;
+		v.val.string.val = (char *) pinned_settings[i];
+		v.val.string.len = strlen(pinned_settings[i]);
+		pushJsonbValue(&state, WJB_KEY, &v);
+		v.val.string.val = (char *) value;
+		v.val.string.len = strlen(value);
+		pushJsonbValue(&state, WJB_VALUE, &v);
+	}
+	result = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+	return JsonbValueToJsonb(result);
+}
+
+/* Set one setting for the current GUC nest level. */
+static void
+set_one(const char *name, const char *value)
+{
+	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * Run as role, as a security-restricted operation (no function it runs
+ * can change the session), with search_path = pg_catalog, pg_temp and the
+ * given pinned settings (NULL: none), until runas_end().
+ */
+void
+runas_begin(Oid role, Jsonb *settings, RunAs *runas)
+{
+	GetUserIdAndSecContext(&runas->save_userid, &runas->save_sec_context);
+	runas->nestlevel = NewGUCNestLevel();
+	set_one("search_path", RUNAS_SEARCH_PATH);
+
+	if (settings != NULL)
+	{
+		JsonbIterator *it = JsonbIteratorInit(&settings->root);
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+		char	   *name = NULL;
+
+		/* settings that change results and are not the view's to choose */
+		for (size_t i = 0; i < lengthof(fixed_settings); i++)
+			set_one(fixed_settings[i][0], fixed_settings[i][1]);
+
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			if (tok == WJB_KEY)
+				name = pnstrdup(v.val.string.val, v.val.string.len);
+			else if (tok == WJB_VALUE && name != NULL && v.type == jbvString)
+				set_one(name, pnstrdup(v.val.string.val, v.val.string.len));
+		}
+	}
+
+	SetUserIdAndSecContext(role,
+						   runas->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/*
+ * Back to the caller's role and settings.  Every setting changed since
+ * runas_begin() is undone, those the evaluated code changed with
+ * set_config() included (as REFRESH MATERIALIZED VIEW does): the query's
+ * functions never change the session that ran them.
+ */
+void
+runas_end(RunAs *runas)
+{
+	SetUserIdAndSecContext(runas->save_userid, runas->save_sec_context);
+	AtEOXact_GUC(false, runas->nestlevel);
+}
+
+/* The owner of a target table, read now. */
+Oid
+runas_target_owner(Oid target)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(target));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target table %u of a delta view does not exist", target)));
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}

@@ -1,0 +1,282 @@
+/*-------------------------------------------------------------------------
+ *
+ * decoding.c
+ *	  The decoding driver: the apply worker's logical decoding context, which
+ *	  reads the flushed WAL into the capture of the batch being made.
+ *
+ * The apply worker (worker.c) acquires its database's slot and starts the
+ * driver once; the context then stays open for the worker's life.  Each
+ * decoding_read() decodes, in the batch's transaction and for the snapshot
+ * the batch is applied under, the WAL up to a position read after that
+ * snapshot was taken; the output plugin (decode.c) adds the dirty keys of
+ * every decoded change of a source to the capture, or carries them to the
+ * next batch when the snapshot does not see their transaction, until all
+ * is read or the batch policy (batch.h) says the batch is full or due.
+ * The capture is this file's own: the worker asks for its batches, its
+ * spilled chunks, its broken views and what it carries through the
+ * functions below.
+ *
+ * IDENTIFICATION
+ *	  src/capture/decoding.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogutils.h"
+#include "miscadmin.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/slot.h"
+#include "storage/procarray.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "apply/apply.h"
+#include "capture/decode.h"
+#include "capture/decoding.h"
+#include "process/launcher.h"
+#include "process/progress.h"
+
+static LogicalDecodingContext *decoding = NULL;
+static DecodeCapture capture;
+
+static bool decoding_batch_due(BatchPolicy policy);
+
+/*
+ * Read a page of WAL for decoding, but only what is flushed: where
+ * read_local_xlog_page would wait for the rest of a record (sleeping in
+ * 1 ms steps), return "not there yet", so that the worker applies what it
+ * has and is woken when more is committed.
+ */
+static int
+decoding_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
+				   XLogRecPtr targetRecPtr, char *cur_page)
+{
+	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
+		return -1;
+	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+}
+
+/*
+ * Set up decoding from the restart point of the slot this process has
+ * acquired, in a transaction; the context lives in cxt.
+ */
+void
+decoding_start(MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+	decoding = CreateDecodingContext(InvalidXLogRecPtr, NIL, false,
+									 XL_ROUTINE(.page_read = decoding_read_page,
+												.segment_open = wal_segment_open,
+												.segment_close = wal_segment_close),
+									 NULL, NULL, NULL);
+	decoding->output_writer_private = &capture;
+	XLogBeginRead(decoding->reader, MyReplicationSlot->data.restart_lsn);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+bool
+decoding_running(void)
+{
+	return decoding != NULL;
+}
+
+void
+decoding_stop(void)
+{
+	if (decoding != NULL)
+		FreeDecodingContext(decoding);
+	decoding = NULL;
+}
+
+/* WAL has been read up to here */
+XLogRecPtr
+decoding_position(void)
+{
+	return decoding->reader->EndRecPtr;
+}
+
+/*
+ * Decode the WAL up to upto into the capture, in the caller's transaction,
+ * for a batch to be applied under snapshot (decode.h: the changes of
+ * transactions it does not see are carried to the next batch).  Stops early
+ * when the batch is full or due.  Returns true when everything before upto
+ * has been read.
+ *
+ * upto is a WAL insert position read after the snapshot was taken: every
+ * transaction the snapshot sees has its commit record before it.  Changes
+ * of asynchronous commits would wait for the WAL writer: what is needed is
+ * flushed here, so that it can be decoded now.
+ */
+bool
+decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto)
+{
+	XLogReaderState *reader = decoding->reader;
+	int			nrecords = 0;
+	bool		caught_up = false;
+	MemoryContext oldcxt;
+
+	if (upto > GetFlushRecPtr(NULL))
+		XLogFlush(upto);
+	decode_capture_set_snapshot(&capture, snapshot);
+	if (reader->EndRecPtr >= upto)
+		return true;
+
+	apply_reset_system_caches();
+	capture.live_catalog = worker_catalog_relid("source_catalog");
+	capture.spill_at = batch_policy_spill_at(policy);
+
+	oldcxt = CurrentMemoryContext;
+	while (reader->EndRecPtr < upto)
+	{
+		XLogRecord *record;
+		char	   *errm = NULL;
+
+		/*
+		 * The reader allocates its decode buffer, its buffer for records
+		 * that span pages, and oversized records in the current context
+		 * when it needs them, and keeps them across calls: in the decoding
+		 * context, every time.  Replaying a transaction (in
+		 * LogicalDecodingProcessRecord) leaves CurrentMemoryContext in the
+		 * context of our transaction, which is gone at its commit.
+		 */
+		MemoryContextSwitchTo(decoding->context);
+		record = XLogReadRecord(reader, &errm);
+		if (errm)
+			elog(ERROR, "could not read WAL for logical decoding: %s", errm);
+		if (record == NULL)
+		{
+			/* a record that runs past the flushed WAL: read it next time */
+			caught_up = true;
+			break;
+		}
+		LogicalDecodingProcessRecord(decoding, reader);
+
+		if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
+			break;
+		if (++nrecords % 256 == 0 && decoding_batch_due(policy))
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	caught_up |= (reader->EndRecPtr >= upto);
+	MemoryContextSwitchTo(oldcxt);
+
+	apply_reset_system_caches();
+	return caught_up;
+}
+
+/* Is there WAL beyond what was decoded? */
+bool
+decoding_behind(void)
+{
+	return decoding->reader->EndRecPtr < progress_wal_position_now();
+}
+
+/* ----------------
+ * The batch being captured
+ * ----------------
+ */
+
+/* Start a new, empty batch in cxt, which the caller has just made or reset */
+void
+decoding_new_batch(MemoryContext cxt)
+{
+	decode_capture_reset(&capture, cxt);
+}
+
+/* The batch is over: let go of what lives outside its memory */
+void
+decoding_end_batch(void)
+{
+	decode_capture_release(&capture);
+}
+
+/* Nothing captured since the batch started */
+bool
+decoding_batch_empty(void)
+{
+	return decode_capture_is_empty(&capture);
+}
+
+/* The batch is full, or its oldest change has waited long enough */
+static bool
+decoding_batch_due(BatchPolicy policy)
+{
+	if (decode_capture_is_empty(&capture))
+		return false;
+	if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
+		return true;
+	return GetCurrentTimestamp() >= batch_policy_due_at(policy, capture.first_change_time);
+}
+
+/* How many keys the batch spilled to disk (decode.h), and at how many */
+int64
+decoding_batch_spilled(int64 *spill_at)
+{
+	*spill_at = capture.spill_at;
+	return capture.nspilled;
+}
+
+/*
+ * The next chunk of up to max_keys keys the batch spilled for a view (from
+ * the first when rewind), as a ViewBatch in CurrentMemoryContext; NULL when
+ * none is left.
+ */
+ViewBatch *
+decoding_batch_next_chunk(int view_id, bool rewind, int max_keys)
+{
+	return decode_capture_next_chunk(&capture, view_id, rewind, max_keys);
+}
+
+/* What stayed in memory: one ViewBatch per view (decode_capture_batches) */
+List *
+decoding_batch_views(void)
+{
+	return decode_capture_batches(&capture);
+}
+
+/* Views whose changes could not be captured: BrokenView * */
+List *
+decoding_batch_broken(void)
+{
+	return capture.broken;
+}
+
+/*
+ * Where the first transaction whose keys the capture carries to the next
+ * batch commits (decode.h), or invalid: nothing from there on is applied
+ * yet, so neither the slot nor the views' positions may move past it.
+ */
+XLogRecPtr
+decoding_carried_lsn(void)
+{
+	return decode_capture_carried_lsn(&capture);
+}
+
+/*
+ * Are keys carried to the next batch whose transactions have left the
+ * proc array, so that a new snapshot would see them?
+ */
+bool
+decoding_carried_ready(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, capture.carried)
+	{
+		if (!TransactionIdIsInProgress(((CarriedKey *) lfirst(lc))->xid))
+			return true;
+	}
+	return false;
+}
+
+/* Are keys carried to the next batch? */
+bool
+decoding_carrying(void)
+{
+	return capture.carried != NIL;
+}

@@ -1,0 +1,408 @@
+/*-------------------------------------------------------------------------
+ *
+ * module.c
+ *	  Entry point of the delta_join library: its settings, its start-up,
+ *	  and the check CREATE EXTENSION makes of the server's configuration.
+ *
+ * _PG_init runs in every process that loads the library.  It defines the
+ * delta_join.* settings there; only while the postmaster loads
+ * shared_preload_libraries does it also set up what needs shared memory and
+ * background workers (worker_init, in worker.c).  A library loaded later, by
+ * a backend calling one of our functions, has settings but no worker and no
+ * shared memory: dj_check_environment refuses to install the extension on
+ * such a server, and on a server whose WAL cannot be decoded, rather than
+ * letting views be created that nothing would maintain.
+ *
+ * The settings are the defaults a view takes when create_view is not given
+ * an explicit strategy or option; a view keeps the values it was created
+ * with (see DeltaOptions in delta_join.h).
+ *
+ * IDENTIFICATION
+ *	  src/face/module.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "access/xlog.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/varlena.h"
+
+#include "base/delta_join.h"
+#include "analysis/dialect.h"
+#include "process/parallel.h"
+#include "process/worker.h"
+
+PG_MODULE_MAGIC;
+
+/* ----------------
+ * Settings
+ * ----------------
+ */
+int			dj_strategy = DJ_STRATEGY_EVENTUAL;
+bool		dj_ignore_non_unique_key_filter = false;
+bool		dj_cache_enabled = false;
+int			dj_left_cache_size = 10000;
+int			dj_right_cache_size = 10000;
+int			dj_max_batch_size = 10000;
+int			dj_batch_timeout_ms = 100;
+int			dj_lookup_timeout_ms = 3 * 60 * 1000;
+int			dj_max_views = 4096;
+
+/*
+ * Strategy names, as the delta_join.strategy setting and the strategy
+ * argument of create_view and explain accept them.  "force" is the streaming
+ * engines' name for "eventual"; it is accepted but not listed.
+ */
+static const struct config_enum_entry strategy_options[] = {
+	{"none", DJ_STRATEGY_NONE, false},
+	{"auto", DJ_STRATEGY_AUTO, false},
+	{"eventual", DJ_STRATEGY_EVENTUAL, false},
+	{"force", DJ_STRATEGY_EVENTUAL, true},
+	{NULL, 0, false}
+};
+
+/* Whether this process got the library through shared_preload_libraries. */
+static bool dj_preloaded = false;
+
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+void		_PG_init(void);
+
+static char *config_line_adding(const char *name, const char *current);
+static void dj_emit_log(ErrorData *edata);
+
+PG_FUNCTION_INFO_V1(dj_check_environment);
+
+
+/* ----------------
+ * Start-up
+ * ----------------
+ */
+
+/*
+ * Module load callback: define the settings and, when preloaded by the
+ * postmaster, set up the worker machinery.
+ */
+void
+_PG_init(void)
+{
+	DefineCustomEnumVariable("delta_join.strategy",
+							 "Default strategy of new delta views.",
+							 "\"eventual\" (alias \"force\") creates a delta view "
+							 "or fails; \"auto\" falls back to a slower method "
+							 "when the query is not eligible; \"none\" always "
+							 "uses the fallback.",
+							 &dj_strategy,
+							 DJ_STRATEGY_EVENTUAL,
+							 strategy_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("delta_join.ignore_non_unique_key_filter",
+							 "Accepts filters on columns outside the result's unique key.",
+							 "Such a filter can stop matching a row that was "
+							 "already written, and the earlier row then stays "
+							 "in the target.",
+							 &dj_ignore_non_unique_key_filter,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("delta_join.cache_enabled",
+							 "Caches lookup results in the apply worker.",
+							 "Cached entries are invalidated by the changes the "
+							 "worker decodes.",
+							 &dj_cache_enabled,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.left_cache_size",
+							"Keys cached for the left side of a join when the cache is enabled.",
+							NULL,
+							&dj_left_cache_size,
+							10000,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.right_cache_size",
+							"Keys cached for the right side of a join when the cache is enabled.",
+							NULL,
+							&dj_right_cache_size,
+							10000,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.max_batch_size",
+							"Most distinct dirty keys of a view applied in one transaction.",
+							NULL,
+							&dj_max_batch_size,
+							10000,
+							1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.batch_timeout",
+							"Most time a batch waits to fill before it is applied.",
+							NULL,
+							&dj_batch_timeout_ms,
+							100,
+							0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.lookup_timeout",
+							"Statement timeout of one apply batch.",
+							"Zero disables the timeout.",
+							&dj_lookup_timeout_ms,
+							3 * 60 * 1000,
+							0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.apply_workers",
+							"Processes that apply a database's large batches at once.",
+							"The apply worker and apply_workers - 1 helpers, each "
+							"with a share of the batch, committed apart: readers "
+							"may see part of a batch.  1 (the default) keeps each "
+							"batch in one transaction.",
+							&dj_apply_workers,
+							1,
+							1, PARALLEL_MAX_HELPERS + 1,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.parallel_apply_min_keys",
+							"Fewest dirty keys of a batch that its apply shares with helpers.",
+							"A smaller batch is applied by the apply worker alone.",
+							&dj_parallel_apply_min_keys,
+							1000,
+							1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	/* a postmaster setting can only be defined while preloading */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("delta_join.max_views",
+								"Most delta views, over all databases, the server keeps progress for.",
+								"A view beyond it is refused by create_view.",
+								&dj_max_views,
+								4096,
+								1, 1000000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("delta_join");
+
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = dj_emit_log;
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	dj_preloaded = true;
+	worker_init();
+}
+
+
+/*
+ * The streaming engine's users type its job's statements first:
+ * SET 'table.optimizer.delta-join.strategy' = 'EVENTUAL' fails in
+ * PostgreSQL's parser, before any of our code runs, with nothing to say
+ * what to write instead.  Its error report is the one place left to say
+ * it: a syntax error (or an invalid setting name) with no hint, caused by
+ * such a statement, gets a hint naming the setting that plays the part
+ * (dialect_statement_hint).  Runs in ErrorContext; raises nothing.
+ */
+static void
+dj_emit_log(ErrorData *edata)
+{
+	if (edata->elevel == ERROR && edata->output_to_client && edata->hint == NULL &&
+		debug_query_string != NULL &&
+		(edata->sqlerrcode == ERRCODE_SYNTAX_ERROR || edata->sqlerrcode == ERRCODE_INVALID_NAME))
+		edata->hint = dialect_statement_hint(debug_query_string);
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+
+/* ----------------
+ * Strategies
+ * ----------------
+ */
+
+/*
+ * The canonical name of a strategy.
+ */
+const char *
+dj_strategy_name(DeltaStrategy strategy)
+{
+	switch (strategy)
+	{
+		case DJ_STRATEGY_NONE:
+			return "none";
+		case DJ_STRATEGY_AUTO:
+			return "auto";
+		case DJ_STRATEGY_EVENTUAL:
+			return "eventual";
+	}
+	elog(ERROR, "unrecognized delta_join strategy: %d", (int) strategy);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Parse a strategy name, ignoring case; "force" means eventual.  Returns
+ * false, leaving *strategy alone, when the name is not a strategy.
+ */
+bool
+dj_parse_strategy(const char *name, DeltaStrategy *strategy)
+{
+	const struct config_enum_entry *entry;
+
+	for (entry = strategy_options; entry->name != NULL; entry++)
+	{
+		if (pg_strcasecmp(entry->name, name) == 0)
+		{
+			*strategy = (DeltaStrategy) entry->val;
+			return true;
+		}
+	}
+	return false;
+}
+
+
+/* ----------------
+ * Environment check
+ * ----------------
+ */
+
+/*
+ * The postgresql.conf line that sets the list-valued parameter "name" to its
+ * current value with delta_join appended, e.g.
+ *	output_plugin_libraries = 'pgoutput, test_decoding, delta_join'
+ * The current value is kept as written, so the administrator recognises it.
+ */
+static char *
+config_line_adding(const char *name, const char *current)
+{
+	StringInfoData buf;
+	int			len = strlen(current);
+	const char *p;
+
+	/* drop trailing blanks and separators, so we can append ", delta_join" */
+	while (len > 0 && (current[len - 1] == ' ' || current[len - 1] == '\t' ||
+					   current[len - 1] == ','))
+		len--;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s = '", name);
+	for (p = current; p < current + len; p++)
+	{
+		/* a quote inside a postgresql.conf string is written twice */
+		if (*p == '\'')
+			appendStringInfoChar(&buf, '\'');
+		appendStringInfoChar(&buf, *p);
+	}
+	if (len > 0)
+		appendStringInfoString(&buf, ", ");
+	appendStringInfoString(&buf, DJ_PLUGIN_NAME "'");
+	return buf.data;
+}
+
+/*
+ * Does the comma-separated list of library names "value" name delta_join?
+ * Names are read the way the server reads the list: as identifiers,
+ * lower-cased unless double-quoted.
+ */
+static bool
+library_list_has_delta_join(const char *value)
+{
+	char	   *rawstring = pstrdup(value);
+	List	   *names;
+	ListCell   *lc;
+	bool		found = false;
+
+	if (!SplitIdentifierString(rawstring, ',', &names))
+		elog(ERROR, "could not parse library list \"%s\"", value);
+
+	foreach(lc, names)
+	{
+		if (strcmp((const char *) lfirst(lc), DJ_PLUGIN_NAME) == 0)
+		{
+			found = true;
+			break;
+		}
+	}
+	list_free(names);
+	pfree(rawstring);
+	return found;
+}
+
+/*
+ * delta_join._check_environment()
+ *
+ * Called by the install script, so that CREATE EXTENSION fails on a server
+ * that could not maintain delta views, naming the setting to change.  Views
+ * need the library preloaded (for the launcher and shared memory), WAL that
+ * logical decoding can read, and, on servers that restrict output plugins
+ * (output_plugin_libraries, added in a 15 minor release), permission to use
+ * delta_join as one.  Other settings are the administrator's business: we
+ * never change any of them.
+ */
+Datum
+dj_check_environment(PG_FUNCTION_ARGS)
+{
+	const char *plugins;
+
+	if (!dj_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("delta_join must be loaded via shared_preload_libraries"),
+				 errdetail("Delta views are maintained by background workers that only a preloaded library can start."),
+				 errhint("Add the line \"%s\" to postgresql.conf and restart the server.",
+						 config_line_adding("shared_preload_libraries",
+											GetConfigOption("shared_preload_libraries",
+															false, false)))));
+
+	if (wal_level < WAL_LEVEL_LOGICAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("delta_join requires wal_level = logical"),
+				 errdetail("Delta views are maintained by logical decoding, and wal_level is \"%s\".",
+						   GetConfigOption("wal_level", false, false)),
+				 errhint("Add the line \"wal_level = logical\" to postgresql.conf and restart the server.")));
+
+	/* NULL when this server has no such parameter: any plugin may be used */
+	plugins = GetConfigOption("output_plugin_libraries", true, false);
+	if (plugins != NULL && !library_list_has_delta_join(plugins))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("delta_join is not allowed as an output plugin"),
+				 errdetail("Delta views are maintained through delta_join's own output plugin, and output_plugin_libraries is \"%s\".",
+						   plugins),
+				 errhint("Add the line \"%s\" to postgresql.conf and reload the server configuration.",
+						 config_line_adding("output_plugin_libraries", plugins))));
+
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,517 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.c
+ *	  The SQL functions of schema delta_join that manage views:
+ *	  create_view, explain, drop_view and refresh.
+ *
+ * The caller's rights are checked as for the equivalent DDL: create_view
+ * parses the query as the caller, who must own an existing target;
+ * drop_view and refresh need the target's ownership.  Everything that
+ * evaluates the query -- the backfill, a refresh, later the apply worker --
+ * runs as the target's owner with the view's pinned settings (runas.c).
+ *
+ * The three functions that change views take, in this order (target.c has
+ * the whole lock order):
+ *
+ *	- worker_ensure_slot() first, before the transaction writes or locks
+ *	  anything, so that every change committed from then on is decoded;
+ *	- the view lock: ShareUpdateExclusiveLock on view_catalog, which
+ *	  conflicts with itself, so that changes to the views of a database
+ *	  happen one at a time and can never deadlock with each other;
+ *	- then the sources (target_lock_sources), then the target.
+ *
+ * Every change ends with worker_notify(), so the database's apply worker
+ * picks it up once the transaction commits.  None of them runs on a
+ * standby: its catalog is the primary's, and read-only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "commands/tablecmds.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+
+#include "analysis/analyze.h"
+#include "ops/api.h"
+#include "apply/apply.h"
+#include "registry/catalog.h"
+#include "registry/citus_tables.h"
+#include "citus/distributed.h"
+#include "process/launcher.h"
+#include "base/options.h"
+#include "process/progress.h"
+#include "analysis/query.h"
+#include "base/runas.h"
+#include "apply/target.h"
+#include "process/worker.h"
+
+PG_FUNCTION_INFO_V1(dj_create_view);
+PG_FUNCTION_INFO_V1(dj_explain);
+PG_FUNCTION_INFO_V1(dj_drop_view);
+PG_FUNCTION_INFO_V1(dj_refresh);
+
+/* ----------------------------------------------------------------
+ *		Helpers
+ * ----------------------------------------------------------------
+ */
+
+static char *
+required_text_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+/* Resolve the options of create_view/explain from their arguments. */
+static void
+options_from_args(FunctionCallInfo fcinfo, int strategy_arg, DeltaOptions *options)
+{
+	char	   *strategy = PG_ARGISNULL(strategy_arg) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(strategy_arg));
+	Jsonb	   *json = PG_ARGISNULL(strategy_arg + 1) ? NULL :
+		PG_GETARG_JSONB_P(strategy_arg + 1);
+
+	options_resolve(options, strategy, json);
+}
+
+/* Refuse to run on a standby, naming the function. */
+void
+api_check_primary(const char *function)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("delta_join.%s() cannot run on a standby", function),
+				 errdetail("Delta views are maintained on the primary; a standby receives their targets through replication."),
+				 errhint("Run it on the primary.  delta_join.views and delta_join.status can be read here.")));
+}
+
+/*
+ * One change to the views of this database at a time (see the banner), and
+ * only to a catalog this library runs.
+ */
+void
+api_lock_views(void)
+{
+	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+
+	catalog_require_version();
+	if (!OidIsValid(catalog_relid))
+		elog(ERROR, "delta_join.view_catalog does not exist");
+	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+}
+
+/* api_lock_views if the lock is free now; false if not */
+bool
+api_try_lock_views(void)
+{
+	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+
+	if (!OidIsValid(catalog_relid))
+		elog(ERROR, "delta_join.view_catalog does not exist");
+	return ConditionalLockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+}
+
+static char *
+qualified_relname(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+static void
+check_owner(Oid relid)
+{
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+}
+
+/* RangeVarGetRelidExtended callback: no lock on another's table */
+static void
+check_owner_before_lock(const RangeVar *relation, Oid relid, Oid oldrelid, void *arg)
+{
+	if (OidIsValid(relid))
+		check_owner(relid);
+}
+
+/*
+ * The view whose target is named by `target`, after checking the caller
+ * owns it.  Raises an error if there is none.
+ */
+static Oid
+lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
+{
+	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
+	Oid			relid = RangeVarGetRelidExtended(rv, lockmode, RVR_MISSING_OK,
+												 check_owner_before_lock, NULL);
+
+	if (!OidIsValid(relid) || !catalog_find_view(relid, view))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("\"%s\" is not the target of a delta view", target),
+				 errhint("delta_join.views lists the delta views.")));
+	return relid;
+}
+
+static bool
+relation_is_empty(Oid relid)
+{
+	bool		empty;
+
+	SPI_connect();
+	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", qualified_relname(relid)),
+					true, 1) < 0)
+		elog(ERROR, "SPI_execute failed");
+	empty = (SPI_processed == 0);
+	SPI_finish();
+	return empty;
+}
+
+/*
+ * Check, as the target's owner, that the view can be evaluated: the rights
+ * its query needs on the sources, and that no row security applies to them
+ * (lookups read the sources directly).
+ */
+static void
+check_owner_access(Oid target, DeltaPlan *plan, Jsonb *settings)
+{
+	RunAs		runas;
+
+	runas_begin(runas_target_owner(target), settings, &runas);
+	apply_check_access(plan);
+	runas_end(&runas);
+}
+
+/*
+ * Filling a target holds a SHARE lock on its sources, which keeps writers
+ * waiting: a right LOCK TABLE ... IN SHARE MODE asks for too (UPDATE,
+ * DELETE or TRUNCATE on each source), so that a role that may only read a
+ * table cannot block its writers.
+ */
+static void
+check_lock_rights(DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (pg_class_aclmask(src->relid, GetUserId(),
+							 ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE, ACLMASK_ANY) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to lock source %s", src->relname),
+					 errdetail("Filling a view's target locks its sources in SHARE mode, which keeps their writers waiting."),
+					 errhint("The role needs UPDATE, DELETE or TRUNCATE on the table, as LOCK TABLE %s IN SHARE MODE would.",
+							 src->relname)));
+	}
+}
+
+/*
+ * Take the new view's place in shared memory, where its progress is kept;
+ * refuse the view when there is none.
+ */
+static void
+reserve_progress(int view_id)
+{
+	List	   *live = NIL;
+	ListCell   *lc;
+
+	foreach(lc, catalog_list_views())
+		live = lappend_int(live, ((ViewRecord *) lfirst(lc))->view_id);
+	if (!progress_reserve(view_id, live))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many delta views: shared memory has room for %d", dj_max_views),
+				 errhint("Raise delta_join.max_views and restart the server.")));
+}
+
+/* ----------------------------------------------------------------
+ *		SQL functions
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Create a view of an analyzed query (query_parse) into target, a name:
+ * an existing table, empty unless replace, or a new one.  settings are the
+ * settings the view pins, or NULL for the caller's; managed_by the
+ * distributed view it is a shard group of, or NULL.  The caller has made
+ * sure the slot exists and holds the view lock (worker_ensure_slot,
+ * lock_views).  Returns the target.
+ */
+Oid
+api_create_view_from(const char *target, Query *query, List *hints,
+					 DeltaOptions *options, Jsonb *settings, bool replace,
+					 const char *managed_by)
+{
+	DeltaPlan  *plan;
+	RangeVar   *rv;
+	Oid			relid;
+	bool		created = false;
+	Oid			query_view;
+	int			view_id;
+	ListCell   *lc;
+	ViewRecord	existing;
+
+	plan = analyze_choose_path(query, hints, options);
+
+	rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
+	relid = RangeVarGetRelidExtended(rv, ExclusiveLock, RVR_MISSING_OK,
+									 check_owner_before_lock, NULL);
+	if ((OidIsValid(relid) ? get_rel_namespace(relid) : RangeVarGetCreationNamespace(rv)) ==
+		get_namespace_oid(DJ_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("a target cannot be in schema %s", DJ_SCHEMA),
+				 errdetail("That schema holds delta_join's catalog and the views' queries."),
+				 errhint("Name a table in another schema.")));
+	foreach(lc, plan->sources)
+	{
+		if (((DeltaSource *) lfirst(lc))->relid == relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("table \"%s\" cannot be both the target and a source of a view",
+							qualified_relname(relid)),
+					 errhint("Name a new table as the target.")));
+	}
+	if (OidIsValid(relid))
+	{
+		if (catalog_find_view(relid, &existing))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("table \"%s\" is already the target of a delta view", target),
+					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
+		target_validate(relid, plan, false);
+		if (!replace && !relation_is_empty(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("target \"%s\" is not empty", qualified_relname(relid)),
+					 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
+	}
+	else
+	{
+		relid = target_create(rv, plan);
+		created = true;
+	}
+
+	if (settings == NULL)
+		settings = runas_capture_settings();
+	check_owner_access(relid, plan, settings);
+	check_lock_rights(plan);
+	target_lock_sources(plan);
+	query_view = query_bind(query, relid);
+	(void) target_fill(relid, query_view, settings, replace);
+	if (created)
+		target_add_key(relid, plan);
+	target_add_region_indexes(relid, plan);
+	target_guard(relid);
+	view_id = catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr(),
+								  managed_by);
+	reserve_progress(view_id);
+	worker_notify();
+	return relid;
+}
+
+/*
+ * Unregister a view (its catalog rows and query view) and drop its target,
+ * or keep the target as an ordinary table.
+ */
+void
+api_drop_view(ViewRecord *view, bool drop_table)
+{
+	catalog_delete_view(view->view_id);
+	query_drop(view->query_view);
+	if (drop_table)
+	{
+		ObjectAddress object;
+
+		object.classId = RelationRelationId;
+		object.objectId = view->target;
+		object.objectSubId = 0;
+		performDeletion(&object, DROP_RESTRICT, 0);
+	}
+	else
+		target_unguard(view->target);
+	worker_notify();
+}
+
+/*
+ * create_view(target text, query text, strategy text, options jsonb)
+ *		RETURNS regclass
+ */
+Datum
+dj_create_view(PG_FUNCTION_ARGS)
+{
+	char	   *target = required_text_arg(fcinfo, 0, "target");
+	char	   *query_text = required_text_arg(fcinfo, 1, "query");
+	DeltaOptions options;
+	Query	   *query;
+	List	   *hints;
+
+	api_check_primary("create_view");
+	options_from_args(fcinfo, 2, &options);
+
+	/*
+	 * Over Citus distributed tables, on a coordinator: one view per shard
+	 * group, on the nodes (distributed.c), which make their own slots.
+	 */
+	if (distributed_wanted(query_text))
+		PG_RETURN_OID(distributed_create_view(target, query_text,
+											  PG_ARGISNULL(2) ? NULL : TextDatumGetCString(PG_GETARG_DATUM(2)),
+											  PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3),
+											  &options));
+
+	/*
+	 * The slot must exist before anything of this view is written, so that
+	 * decoding starts before the view commits (and no change is missed); and
+	 * before the analysis locks the sources, since creating it waits for the
+	 * transactions in progress, which may want those tables.
+	 */
+	worker_ensure_slot();
+	api_lock_views();
+
+	query = query_parse(query_text, &hints);
+	PG_RETURN_OID(api_create_view_from(target, query, hints, &options, NULL, false, NULL));
+}
+
+/*
+ * explain(query text, strategy text, options jsonb) RETURNS SETOF text
+ */
+Datum
+dj_explain(PG_FUNCTION_ARGS)
+{
+	char	   *text = required_text_arg(fcinfo, 0, "query");
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DeltaOptions options;
+	Query	   *query;
+	List	   *hints;
+	List	   *lines;
+	ListCell   *lc;
+
+	options_from_args(fcinfo, 1, &options);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (distributed_wanted(text))
+		lines = distributed_explain(text, &options);
+	else
+	{
+		query = query_parse(text, &hints);
+		lines = explain_plan(query, hints, &options);
+	}
+
+	foreach(lc, lines)
+	{
+		Datum		value = CStringGetTextDatum(lfirst(lc));
+		bool		isnull = false;
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * drop_view(target text, drop_table boolean) RETURNS void
+ */
+Datum
+dj_drop_view(PG_FUNCTION_ARGS)
+{
+	char	   *target = required_text_arg(fcinfo, 0, "target");
+	bool		drop_table = PG_ARGISNULL(1) ? true : PG_GETARG_BOOL(1);
+	ViewRecord	view;
+	Oid			relid;
+	char	   *managed_by;
+
+	api_check_primary("drop_view");
+	if (distributed_drop_view(target, drop_table))
+		PG_RETURN_VOID();
+	api_lock_views();
+	relid = lookup_view(target, &view, AccessExclusiveLock);
+	if ((managed_by = distributed_managed_by(relid)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("view \"%s\" is a shard group of distributed view \"%s\"",
+						target, managed_by),
+				 errdetail("The coordinator manages the views of a distributed view's shard groups."),
+				 errhint("Drop the distributed view on the coordinator: SELECT delta_join.drop_view(%s);",
+						 quote_literal_cstr(managed_by))));
+	if (drop_table && OidIsValid(citus_shard_of(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("target \"%s\" is a shard of Citus table \"%s\"",
+						target, get_rel_name(citus_shard_of(relid))),
+				 errdetail("Dropping it would break its distributed table."),
+				 errhint("Keep the table: SELECT delta_join.drop_view(%s, false);",
+						 quote_literal_cstr(target))));
+	api_drop_view(&view, drop_table);
+	PG_RETURN_VOID();
+}
+
+/*
+ * Rebuild a view's target from its query over the current sources, after
+ * the checks the apply worker makes: residual rows disappear, and a view in
+ * error becomes active again -- or the refresh fails, saying why the view
+ * cannot be made correct.  Returns the rows written.  Also what the DDL
+ * guard runs when a partition of a source was attached or detached: then
+ * the refresh is delta_join's doing, not the caller's, who need not have
+ * the right to lock the sources.
+ */
+uint64
+api_refresh_view(ViewRecord *view, bool by_caller)
+{
+	DeltaPlan  *plan;
+	uint64		rows;
+
+	plan = catalog_view_plan_to_fill(view);
+	if (by_caller)
+		check_lock_rights(plan);
+	target_guard(view->target);
+	target_validate(view->target, plan, true);
+	check_owner_access(view->target, plan, view->settings);
+	target_lock_sources(plan);
+	rows = target_fill(view->target, view->query_view, view->settings, true);
+	catalog_rewrite_sources(view->view_id, plan);
+	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
+	worker_notify();
+	return rows;
+}
+
+/*
+ * refresh(target text) RETURNS bigint
+ */
+Datum
+dj_refresh(PG_FUNCTION_ARGS)
+{
+	char	   *target = required_text_arg(fcinfo, 0, "target");
+	ViewRecord	view;
+	int64		distributed_rows;
+
+	api_check_primary("refresh");
+	if ((distributed_rows = distributed_refresh(target)) >= 0)
+		PG_RETURN_INT64(distributed_rows);
+
+	/*
+	 * As in create_view: the slot must exist (or be recreated) before the
+	 * refresh writes anything, and the fill must see every change committed
+	 * before its locks.
+	 */
+	worker_ensure_slot();
+	api_lock_views();
+	(void) lookup_view(target, &view, AccessShareLock);
+	PG_RETURN_INT64((int64) api_refresh_view(&view, true));
+}

@@ -1,0 +1,897 @@
+/*-------------------------------------------------------------------------
+ *
+ * launcher.c
+ *	  Shared memory, the launcher of the apply workers, and what backends
+ *	  call to set workers in motion.
+ *
+ * Nouns:
+ *
+ *	slot		the logical replication slot of one database, named
+ *				WORKER_SLOT_PREFIX followed by the database OID, with our
+ *				library as output plugin.  It exists exactly while the
+ *				database has views: worker_ensure_slot creates it for the
+ *				first view, the worker drops it once the last view is gone.
+ *	apply worker (worker)
+ *				a dynamic background worker, one per database with a slot
+ *				(worker.c).
+ *	launcher	a static background worker that starts a worker for every
+ *				slot named like ours (once made: not while a backend still
+ *				creates it), and restarts one that died after
+ *				LAUNCHER_RESTART_MS.  It needs no database connection: the
+ *				slots are in shared memory.  A slot is the only record of
+ *				which databases need a worker, so after a restart the
+ *				launcher finds them again.
+ *
+ * Shared memory is laid out in launcher.h, with its locking rules.
+ * Backends announce catalog changes (worker_notify) at commit, from a
+ * transaction callback, by bumping their database's generation and setting
+ * the worker's and the launcher's latches.
+ *
+ * IDENTIFICATION
+ *	  src/process/launcher.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xlogutils.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "replication/logical.h"
+#include "replication/slot.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "registry/catalog.h"
+#include "base/delta_join.h"
+#include "process/launcher.h"
+#include "process/worker.h"
+
+#define LAUNCHER_NAP_MS			1000	/* launcher's look at the slots */
+#define LAUNCHER_RESTART_MS		1000	/* delay before restarting a worker */
+
+WorkerShared *worker_shared = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Backends: a catalog change waiting for commit to be announced */
+static bool notify_pending = false;
+
+/* A slot recreated in this transaction, with views marked stale for it */
+static char slot_to_drop_on_abort[NAMEDATALEN];
+static bool xact_callback_registered = false;
+
+static void worker_shmem_request(void);
+static void worker_shmem_startup(void);
+static void worker_xact_callback(XactEvent event, void *arg);
+static void worker_commit_wakeup(XactEvent event, void *arg);
+static void worker_wake(Oid dboid);
+static void launcher_on_exit(int code, Datum arg);
+static void launcher_scan(long *nap_ms);
+static void worker_drop_slot_on_abort(void);
+
+/* A slot being created by this backend (worker_ensure_slot) */
+typedef struct SlotWait
+{
+	const char *slot;
+	const char *prepared;		/* gid of the prepared transaction it waits
+								 * for, or NULL */
+	ErrorContextCallback callback;
+} SlotWait;
+
+/* ----------------
+ * Start-up and shared memory
+ * ----------------
+ */
+
+/*
+ * Called from _PG_init while shared_preload_libraries are loaded: ask for
+ * shared memory and register the launcher.
+ */
+void
+worker_init(void)
+{
+	BackgroundWorker bgw;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = worker_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = worker_shmem_startup;
+
+	/* every process forked from here wakes its database's worker on commit */
+	RegisterXactCallback(worker_commit_wakeup, NULL);
+
+	if (IsBinaryUpgrade)
+		return;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 5;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "delta_join");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "dj_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "delta_join launcher");
+	RegisterBackgroundWorker(&bgw);
+}
+
+static Size
+worker_shmem_size(void)
+{
+	return MAXALIGN(add_size(offsetof(WorkerShared, views),
+							 mul_size(sizeof(ViewStat), dj_max_views)));
+}
+
+static void
+worker_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(worker_shmem_size());
+	RequestNamedLWLockTranche("delta_join", 1);
+}
+
+static void
+worker_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	worker_shared = ShmemInitStruct("delta_join", worker_shmem_size(), &found);
+	if (!found)
+	{
+		memset(worker_shared, 0, worker_shmem_size());
+		worker_shared->max_views = dj_max_views;
+		worker_shared->lock = &(GetNamedLWLockTranche("delta_join"))->lock;
+		ConditionVariableInit(&worker_shared->progress_cv);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+worker_check_shmem(void)
+{
+	if (worker_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("delta_join is not loaded at server start"),
+				 errhint("Add delta_join to shared_preload_libraries and restart the server.")));
+}
+
+/*
+ * A dynamic background worker of ours that connects to a database, is not
+ * restarted by the postmaster, and tells this process when it starts and
+ * ends; the caller sets its name and argument.
+ */
+void
+worker_bgw_init(BackgroundWorker *bgw, const char *function, const char *type)
+{
+	memset(bgw, 0, sizeof(BackgroundWorker));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "delta_join");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
+	bgw->bgw_notify_pid = MyProcPid;
+}
+
+void
+worker_slot_name(char *name, Oid dboid)
+{
+	snprintf(name, NAMEDATALEN, WORKER_SLOT_PREFIX "%u", dboid);
+}
+
+/* The DbWorker of a database, made if asked and there is room.  Lock held. */
+DbWorker *
+worker_find_db(Oid dboid, bool create)
+{
+	DbWorker   *free_entry = NULL;
+	int			i;
+
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		DbWorker   *db = &worker_shared->dbs[i];
+
+		if (db->dboid == dboid)
+			return db;
+		if (db->dboid == InvalidOid && free_entry == NULL)
+			free_entry = db;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(DbWorker));
+	free_entry->dboid = dboid;
+	return free_entry;
+}
+
+/* The OID of a relation of our schema, or InvalidOid */
+Oid
+worker_catalog_relid(const char *relname)
+{
+	Oid			nspid = get_namespace_oid(DJ_SCHEMA, true);
+
+	return OidIsValid(nspid) ? get_relname_relid(relname, nspid) : InvalidOid;
+}
+
+/* ----------------
+ * Why a slot being created waits
+ * ----------------
+ */
+
+/*
+ * Creating a slot waits until every transaction that has written, in any
+ * database, has ended (DecodingContextFindStartpoint).  A transaction in
+ * progress ends by itself; a prepared one only when someone commits or
+ * rolls it back, maybe never.  The oldest prepared transaction of the
+ * server, if there is one: its gid and database, and how many there are.
+ */
+static bool
+oldest_prepared(char **gid, char **database, uint64 *count)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		found;
+
+	SPI_connect();
+	if (catalog_exec("SELECT gid, database, pg_catalog.count(*) OVER ()"
+					 " FROM pg_catalog.pg_prepared_xacts ORDER BY prepared LIMIT 1",
+					 0, NULL, NULL, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_prepared_xacts");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		*gid = MemoryContextStrdup(cxt, SPI_getvalue(tuple, desc, 1));
+		*database = MemoryContextStrdup(cxt, SPI_getvalue(tuple, desc, 2));
+		*count = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
+	}
+	SPI_finish();
+	return found;
+}
+
+/*
+ * About to make a slot, which waits for its start point: say once, as a
+ * WARNING, which prepared transaction it will wait for and what ends the
+ * wait.  Returns that transaction's gid, or NULL.
+ */
+static char *
+slot_wait_warn(void)
+{
+	char	   *gid;
+	char	   *database;
+	uint64		count;
+
+	if (!oldest_prepared(&gid, &database, &count))
+		return NULL;
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 count == 1 ?
+			 errmsg("the replication slot of this database waits for prepared transaction \"%s\" to end",
+					gid) :
+			 errmsg("the replication slot of this database waits for %llu prepared transactions to end, the oldest \"%s\"",
+					(unsigned long long) count, gid),
+			 errdetail("Creating the slot waits for every transaction that has written, in any database, to end; a prepared transaction ends only when it is committed or rolled back.  \"%s\" is in database \"%s\".",
+					   gid, database),
+			 errhint("Run COMMIT PREPARED %s or ROLLBACK PREPARED %s in database \"%s\", or cancel this statement and create the view later.",
+					 quote_literal_cstr(gid), quote_literal_cstr(gid), database)));
+	return gid;
+}
+
+/* Error context of a slot being created: what it waits for */
+static void
+slot_wait_context(void *arg)
+{
+	SlotWait   *wait = (SlotWait *) arg;
+
+	if (wait->prepared != NULL)
+		errcontext("creating replication slot \"%s\", which waits for prepared transaction \"%s\" to end",
+				   wait->slot, wait->prepared);
+	else
+		errcontext("creating replication slot \"%s\" for the delta views of this database",
+				   wait->slot);
+}
+
+/*
+ * Why this database's views wait for their slot, as delta_join.status
+ * says: it is being created (worker_ensure_slot), and waits for a prepared
+ * transaction or transactions in progress.  NULL when it is not.
+ */
+char *
+worker_slot_wait_reason(void)
+{
+	char		name[NAMEDATALEN];
+	ReplicationSlot *slot;
+	bool		creating;
+	char	   *gid;
+	char	   *database;
+	uint64		count;
+
+	worker_check_shmem();
+	worker_slot_name(name, MyDatabaseId);
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot = SearchNamedReplicationSlot(name, false);
+	creating = false;
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		creating = (slot->data.persistency == RS_EPHEMERAL);
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	if (!creating)
+		return NULL;
+	if (oldest_prepared(&gid, &database, &count))
+		return psprintf("the replication slot of this database is being created and waits for prepared transaction \"%s\" (database \"%s\") to end: COMMIT PREPARED or ROLLBACK PREPARED it",
+						gid, database);
+	return pstrdup("the replication slot of this database is being created and waits for the transactions that have written to end");
+}
+
+/* ----------------
+ * What api.c calls
+ * ----------------
+ */
+
+/*
+ * Make sure the database's slot exists, creating it if needed.  Called
+ * before the transaction writes anything (creating a slot waits for every
+ * transaction that holds an XID, ours included).
+ *
+ * Also takes a lock on view_catalog, kept until the transaction ends, that
+ * keeps the worker from dropping the slot for want of views meanwhile.
+ */
+void
+worker_ensure_slot(void)
+{
+	char		name[NAMEDATALEN];
+	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+	bool		views_exist;
+	ReplicationSlot *slot;
+	SlotWait	wait;
+
+	worker_check_shmem();
+	catalog_require_version();
+	worker_slot_name(name, MyDatabaseId);
+
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("delta views cannot be created or refreshed in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("The view must start from every change committed before it, which the snapshot of this transaction may not show."),
+				 errhint("Use READ COMMITTED.")));
+
+	if (!OidIsValid(catalog_relid))
+		elog(ERROR, "delta_join.view_catalog does not exist");
+
+	LockRelationOid(catalog_relid, RowExclusiveLock);
+	slot = SearchNamedReplicationSlot(name, true);
+	if (slot != NULL && slot->data.persistency != RS_EPHEMERAL)
+		return;
+
+	/* (a slot still ephemeral is being created, and waits for us too) */
+	if (GetTopTransactionIdIfAny() != InvalidTransactionId)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("cannot create the first delta view of a database in a transaction that has already written"),
+				 errdetail("The replication slot \"%s\" is created first, and creating it waits for every transaction that has written, this one included, to end.",
+						   name),
+				 errhint("Create the view at the start of its own transaction.")));
+
+	/* Creators of the slot take turns; re-check under the lock. */
+	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		return;
+
+	CheckLogicalDecodingRequirements();
+
+	/*
+	 * Ephemeral until its start point is found: an error drops it.  The
+	 * launcher leaves it alone meanwhile (launcher_scan).
+	 */
+	wait.slot = name;
+	wait.prepared = slot_wait_warn();
+	ReplicationSlotCreate_compat(name, true, RS_EPHEMERAL, false);
+	wait.callback.callback = slot_wait_context;
+	wait.callback.arg = &wait;
+	wait.callback.previous = error_context_stack;
+	error_context_stack = &wait.callback;
+	PG_TRY();
+	{
+		LogicalDecodingContext *ctx;
+
+		ctx = CreateInitDecodingContext(DJ_PLUGIN_NAME, NIL, false,
+										InvalidXLogRecPtr,
+										XL_ROUTINE(.page_read = read_local_xlog_page,
+												   .segment_open = wal_segment_open,
+												   .segment_close = wal_segment_close),
+										NULL, NULL, NULL);
+		DecodingContextFindStartpoint(ctx);
+		FreeDecodingContext(ctx);
+		ReplicationSlotPersist();
+	}
+	PG_CATCH();
+	{
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	error_context_stack = wait.callback.previous;
+	ReplicationSlotRelease();
+
+	ereport(LOG,
+			(errmsg("created replication slot \"%s\" for delta views", name)));
+
+	/*
+	 * Views without a slot (it was dropped by hand, or invalidated) have
+	 * missed changes: say so.
+	 */
+	SPI_connect();
+	if (catalog_exec("SELECT 1 FROM delta_join.view_catalog"
+					 " WHERE state OPERATOR(pg_catalog.=) 'active' LIMIT 1",
+					 0, NULL, NULL, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read delta_join.view_catalog");
+	views_exist = SPI_processed > 0;
+	SPI_finish();
+	if (!views_exist)
+	{
+		worker_wake(MyDatabaseId);
+		return;
+	}
+
+	/*
+	 * The marking is transactional and the slot is not: should this
+	 * transaction abort, drop the slot again (worker_xact_callback), so the
+	 * next view function finds it missing and marks the views once more.
+	 * The worker is only woken at commit, so that nothing holds the slot.
+	 */
+	worker_mark_views_stale(psprintf("replication slot \"%s\" was missing; changes committed while it was missing were not applied",
+									 name));
+	strlcpy(slot_to_drop_on_abort, name, NAMEDATALEN);
+	worker_notify();
+}
+
+/*
+ * Announce, once the current transaction commits, that the views of this
+ * database changed: the worker re-reads the catalog, or is started.
+ */
+void
+worker_notify(void)
+{
+	worker_check_shmem();
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(worker_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	notify_pending = true;
+}
+
+/*
+ * A transaction that wrote committed: wake the apply worker of its
+ * database, if there is one, so that the change is applied now rather than
+ * at its next poll.  Costs a scan of a small array without a lock: a latch
+ * read while its worker exits is still a process latch, and setting it is
+ * harmless.
+ */
+static void
+worker_commit_wakeup(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_COMMIT || worker_shared == NULL ||
+		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+	for (int i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		DbWorker   *db = &worker_shared->dbs[i];
+
+		if (db->dboid == MyDatabaseId)
+		{
+			Latch	   *latch = db->latch;
+
+			if (db->pid != 0 && latch != NULL && latch != MyLatch)
+				SetLatch(latch);
+			return;
+		}
+	}
+}
+
+static void
+worker_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+
+			/*
+			 * Where the slot is kept without views (distributed views), the
+			 * worker finds the views of a prepared transaction once it
+			 * commits: each batch reads the catalog.  Elsewhere a prepared
+			 * first view could see its slot dropped before it commits.
+			 */
+			if (notify_pending && !worker_is_distributed(MyDatabaseId))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that created, dropped or refreshed a delta view")));
+			break;
+		case XACT_EVENT_PREPARE:
+			slot_to_drop_on_abort[0] = '\0';
+			if (notify_pending)
+			{
+				notify_pending = false;
+				worker_wake(MyDatabaseId);
+			}
+			break;
+		case XACT_EVENT_COMMIT:
+			slot_to_drop_on_abort[0] = '\0';
+			if (notify_pending)
+			{
+				notify_pending = false;
+				worker_wake(MyDatabaseId);
+			}
+			break;
+		case XACT_EVENT_ABORT:
+			notify_pending = false;
+			if (slot_to_drop_on_abort[0] != '\0')
+				worker_drop_slot_on_abort();
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Drop the slot this aborted transaction recreated (see worker_ensure_slot).
+ * Runs during abort: report a failure, do not raise it.
+ */
+static void
+worker_drop_slot_on_abort(void)
+{
+	char		name[NAMEDATALEN];
+
+	strlcpy(name, slot_to_drop_on_abort, NAMEDATALEN);
+	slot_to_drop_on_abort[0] = '\0';
+	PG_TRY();
+	{
+		ReplicationSlotDrop(name, true);
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("could not drop replication slot \"%s\" after the transaction that recreated it aborted",
+						name),
+				 errhint("Drop it with pg_drop_replication_slot(), then refresh the views of this database.")));
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Bump the database's generation and wake its worker and the launcher.
+ * Runs after commit too: must not fail.
+ */
+static void
+worker_wake(Oid dboid)
+{
+	DbWorker   *db;
+	Latch	   *worker_latch = NULL;
+	Latch	   *launcher_latch;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	db = worker_find_db(dboid, true);
+	if (db != NULL)
+	{
+		db->generation++;
+		if (db->pid != 0)
+			worker_latch = db->latch;
+	}
+	launcher_latch = worker_shared->launcher_latch;
+	LWLockRelease(worker_shared->lock);
+
+	if (db == NULL)
+		elog(WARNING, "too many databases with delta views: at most %d have a worker",
+			 WORKER_MAX_DATABASES);
+	if (worker_latch != NULL)
+		SetLatch(worker_latch);
+	if (launcher_latch != NULL)
+		SetLatch(launcher_latch);
+}
+
+/*
+ * Mark a database as having distributed views (see DbWorker.distributed);
+ * its worker also marks it when it finds some.
+ */
+void
+worker_set_distributed(Oid dboid)
+{
+	DbWorker   *db;
+
+	worker_check_shmem();
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	db = worker_find_db(dboid, true);
+	if (db != NULL)
+		db->distributed = true;
+	LWLockRelease(worker_shared->lock);
+}
+
+bool
+worker_is_distributed(Oid dboid)
+{
+	DbWorker   *db;
+	bool		distributed;
+
+	worker_check_shmem();
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	db = worker_find_db(dboid, false);
+	distributed = (db != NULL && db->distributed);
+	LWLockRelease(worker_shared->lock);
+	return distributed;
+}
+
+/*
+ * Put every active view of this database in error: changes from its
+ * applied_lsn on were not applied.  In the caller's transaction.
+ */
+void
+worker_mark_views_stale(const char *reason)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(reason);
+	SPI_connect();
+	if (catalog_exec("UPDATE delta_join.view_catalog"
+					 "   SET state = 'error', last_error = $1,"
+					 "       last_error_time = pg_catalog.now(),"
+					 "       stale_since_lsn = applied_lsn"
+					 " WHERE state OPERATOR(pg_catalog.=) 'active'",
+					 1, argtypes, values, NULL) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update delta_join.view_catalog");
+	if (SPI_processed > 0)
+		ereport(WARNING,
+				(errmsg("%llu delta views missed changes and are now in error",
+						(unsigned long long) SPI_processed),
+				 errdetail("%s.", reason),
+				 errhint("Rebuild them with delta_join.refresh().")));
+	SPI_finish();
+}
+
+/* ----------------
+ * Launcher
+ * ----------------
+ */
+
+void
+dj_launcher_main(Datum main_arg)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	worker_shared->launcher_latch = MyLatch;
+	LWLockRelease(worker_shared->lock);
+	on_shmem_exit(launcher_on_exit, (Datum) 0);
+
+	ereport(LOG, (errmsg("delta_join launcher started")));
+
+	while (!ShutdownRequestPending)
+	{
+		long		nap_ms = LAUNCHER_NAP_MS;
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		launcher_scan(&nap_ms);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 nap_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	proc_exit(0);
+}
+
+static void
+launcher_on_exit(int code, Datum arg)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	worker_shared->launcher_latch = NULL;
+	LWLockRelease(worker_shared->lock);
+}
+
+/* What the launcher knows of the worker it started for a database */
+typedef struct LauncherEntry
+{
+	Oid			dboid;
+	BackgroundWorkerHandle *handle;
+	TimestampTz stopped_at;		/* when it was last seen stopped */
+	bool		start_failed;	/* no background worker slot was free */
+} LauncherEntry;
+
+static LauncherEntry launcher_entries[WORKER_MAX_DATABASES];
+
+/*
+ * Start a worker for every database that has one of our slots and no
+ * running worker, at most once per LAUNCHER_RESTART_MS; forget databases
+ * whose slot is gone.
+ */
+static void
+launcher_scan(long *nap_ms)
+{
+	Oid			wanted[WORKER_MAX_DATABASES];
+	int			nwanted = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	int			i,
+				j;
+
+	/* Databases with a slot of ours */
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
+		NameData	name;
+		Oid			database;
+		bool		in_use;
+		bool		creating;
+
+		SpinLockAcquire(&s->mutex);
+		in_use = s->in_use;
+		name = s->data.name;
+		database = s->data.database;
+		creating = (s->data.persistency == RS_EPHEMERAL);
+		SpinLockRelease(&s->mutex);
+
+		/*
+		 * A slot still ephemeral is being created by a backend, which holds
+		 * it until its start point is found, perhaps for long (see
+		 * worker_slot_wait_reason): its worker would only fail to acquire
+		 * it, again and again.  It is started once the slot is made
+		 * persistent and the backend wakes us (worker_wake).
+		 */
+		if (in_use && !creating && OidIsValid(database) &&
+			strncmp(NameStr(name), WORKER_SLOT_PREFIX,
+					strlen(WORKER_SLOT_PREFIX)) == 0 &&
+			strtoul(NameStr(name) + strlen(WORKER_SLOT_PREFIX), NULL, 10) == database &&
+			nwanted < WORKER_MAX_DATABASES)
+			wanted[nwanted++] = database;
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+
+	/* Notice workers that stopped */
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		LauncherEntry *e = &launcher_entries[i];
+		pid_t		pid;
+
+		if (e->handle != NULL &&
+			GetBackgroundWorkerPid(e->handle, &pid) == BGWH_STOPPED)
+		{
+			pfree(e->handle);
+			e->handle = NULL;
+			e->stopped_at = now;
+		}
+	}
+
+	for (j = 0; j < nwanted; j++)
+	{
+		Oid			dboid = wanted[j];
+		LauncherEntry *e = NULL;
+		LauncherEntry *free_entry = NULL;
+		DbWorker   *db;
+		bool		running;
+		BackgroundWorker bgw;
+		long		wait_ms;
+
+		for (i = 0; i < WORKER_MAX_DATABASES; i++)
+		{
+			if (launcher_entries[i].dboid == dboid)
+				e = &launcher_entries[i];
+			else if (launcher_entries[i].dboid == InvalidOid &&
+					 free_entry == NULL)
+				free_entry = &launcher_entries[i];
+		}
+		if (e == NULL)
+		{
+			if (free_entry == NULL)
+				continue;
+			e = free_entry;
+			memset(e, 0, sizeof(LauncherEntry));
+			e->dboid = dboid;
+		}
+		if (e->handle != NULL)
+			continue;
+
+		/* A worker of an earlier launcher may still run. */
+		LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+		db = worker_find_db(dboid, true);
+		running = (db != NULL && db->pid != 0);
+		LWLockRelease(worker_shared->lock);
+		if (running || db == NULL)
+			continue;
+
+		wait_ms = LAUNCHER_RESTART_MS -
+			TimestampDifferenceMilliseconds(e->stopped_at, now);
+		if (e->stopped_at != 0 && wait_ms > 0)
+		{
+			*nap_ms = Min(*nap_ms, wait_ms);
+			continue;
+		}
+
+		worker_bgw_init(&bgw, "dj_worker_main", "delta_join worker");
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join worker for database %u",
+				 dboid);
+		bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
+
+		if (!RegisterDynamicBackgroundWorker(&bgw, &e->handle))
+		{
+			/* say it once, then keep trying quietly */
+			if (!e->start_failed)
+				ereport(WARNING,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("could not start the delta_join worker for database %u: no background worker slot is free",
+								dboid),
+						 errhint("Raise max_worker_processes.")));
+			e->handle = NULL;
+			e->stopped_at = now;
+			e->start_failed = true;
+		}
+		else
+			e->start_failed = false;
+	}
+
+	/* Forget databases without a slot and without a worker */
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		LauncherEntry *e = &launcher_entries[i];
+		bool		slot_exists = false;
+
+		if (e->dboid == InvalidOid || e->handle != NULL)
+			continue;
+		for (j = 0; j < nwanted; j++)
+			if (wanted[j] == e->dboid)
+				slot_exists = true;
+		if (!slot_exists)
+			e->dboid = InvalidOid;
+	}
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < WORKER_MAX_DATABASES; i++)
+	{
+		DbWorker   *db = &worker_shared->dbs[i];
+		bool		slot_exists = false;
+
+		if (db->dboid == InvalidOid || db->pid != 0)
+			continue;
+		for (j = 0; j < nwanted; j++)
+			if (wanted[j] == db->dboid)
+				slot_exists = true;
+		if (!slot_exists)
+			db->dboid = InvalidOid;
+	}
+	LWLockRelease(worker_shared->lock);
+}

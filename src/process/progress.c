@@ -1,0 +1,675 @@
+/*-------------------------------------------------------------------------
+ *
+ * progress.c
+ *	  How far each view is applied: published in shared memory by the apply
+ *	  worker after each batch (progress_publish, progress_advance), waited
+ *	  for by delta_join.wait(), and read by delta_join.status through
+ *	  delta_join._stat(), delta_join._database_state() and
+ *	  delta_join._database_wait().
+ *
+ * The entries live in WorkerShared.views (launcher.h), one per view of any
+ * database, delta_join.max_views of them; WorkerShared.lock protects them.
+ * progress_cv is broadcast whenever the worker publishes; wait() sleeps on
+ * it.
+ *
+ * wait() and chains of views: a view whose source is another view's target
+ * (view B reads the target of view A) is fresh only once A's writes of the
+ * changes before the call are applied to B too, and those writes commit
+ * after the call.  wait() therefore waits in rounds, as many as the longest
+ * chain among the views it waits for: each round for every change
+ * committed before it started.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xlogrecovery.h"
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "replication/slot.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+#include "utils/regproc.h"
+#include "utils/timestamp.h"
+
+#include "ops/api.h"
+#include "registry/catalog.h"
+#include "registry/citus_tables.h"
+#include "citus/distributed.h"
+#include "base/delta_join.h"
+#include "process/launcher.h"
+#include "process/progress.h"
+
+PG_FUNCTION_INFO_V1(dj_wait);
+PG_FUNCTION_INFO_V1(dj_stat);
+PG_FUNCTION_INFO_V1(dj_database_state);
+PG_FUNCTION_INFO_V1(dj_database_wait);
+
+/* A timeout longer than this is no timeout (and cannot overflow) */
+#define WAIT_FOREVER_MS		INT64CONST(1000000000000)
+
+/* ----------------------------------------------------------------
+ *		Publishing (apply worker; the find functions expect the lock held)
+ * ----------------------------------------------------------------
+ */
+
+/* The ViewStat of a view, made if asked and there is room.  Lock held. */
+static ViewStat *
+progress_find(Oid dboid, int view_id, bool create)
+{
+	ViewStat   *free_entry = NULL;
+
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == dboid && stat->view_id == view_id)
+			return stat;
+		if (stat->dboid == InvalidOid && free_entry == NULL)
+			free_entry = stat;
+	}
+	if (!create || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(ViewStat));
+	free_entry->dboid = dboid;
+	free_entry->view_id = view_id;
+	return free_entry;
+}
+
+/* Is there room in shared memory for one more view? */
+bool
+progress_room(void)
+{
+	bool		room = false;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (int i = 0; i < worker_shared->max_views && !room; i++)
+		room = (worker_shared->views[i].dboid == InvalidOid);
+	LWLockRelease(worker_shared->lock);
+	return room;
+}
+
+/*
+ * Take an entry for a view being created (view_id, in this transaction):
+ * a free one, or one of this database's views that live_view_ids (the
+ * views this transaction sees) no longer has.  False when there is none.
+ * The worker does not give the entry away while this transaction runs.
+ */
+bool
+progress_reserve(int view_id, List *live_view_ids)
+{
+	ViewStat   *found = NULL;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+
+	/* an entry left by a view of the same number (the extension created again) */
+	for (int i = 0; i < worker_shared->max_views && found == NULL; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == MyDatabaseId && stat->view_id == view_id)
+			found = stat;
+	}
+	for (int i = 0; i < worker_shared->max_views && found == NULL; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == InvalidOid ||
+			(stat->dboid == MyDatabaseId &&
+			 !list_member_int(live_view_ids, stat->view_id) &&
+			 !(TransactionIdIsValid(stat->reserving_xid) &&
+			   TransactionIdIsInProgress(stat->reserving_xid))))
+			found = stat;
+	}
+	if (found != NULL)
+	{
+		memset(found, 0, sizeof(ViewStat));
+		found->dboid = MyDatabaseId;
+		found->view_id = view_id;
+		found->reserving_xid = GetTopTransactionId();
+	}
+	LWLockRelease(worker_shared->lock);
+	return found != NULL;
+}
+
+/*
+ * Bring the database's entries in line with its views as the worker just
+ * read them (views: all of them; entries of others are forgotten) and with
+ * what the batch ending at end_lsn (InvalidXLogRecPtr: no batch) did for
+ * each.  Wakes wait().
+ */
+void
+progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+
+	/* forget dropped views */
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+		bool		found = false;
+
+		if (stat->dboid != dboid)
+			continue;
+		for (int v = 0; v < nviews && !found; v++)
+			found = (views[v].view_id == stat->view_id);
+		if (found)
+			stat->reserving_xid = InvalidTransactionId;
+		else if (!TransactionIdIsValid(stat->reserving_xid) ||
+				 !TransactionIdIsInProgress(stat->reserving_xid))
+			stat->dboid = InvalidOid;
+	}
+
+	for (int v = 0; v < nviews; v++)
+	{
+		ViewProgress *vp = &views[v];
+		ViewStat   *stat = progress_find(dboid, vp->view_id, true);
+
+		if (stat == NULL)
+			continue;			/* no room: delta_join.status says so */
+		stat->in_error = vp->in_error;
+		if (!stat->in_error)
+		{
+			if (stat->applied_lsn < vp->catalog_lsn)
+				stat->applied_lsn = vp->catalog_lsn;
+			if (!XLogRecPtrIsInvalid(end_lsn) && !vp->deferred &&
+				stat->applied_lsn < end_lsn)
+				stat->applied_lsn = end_lsn;
+		}
+		if (vp->deferred)
+			strlcpy(stat->retry_reason, vp->retry_reason, PROGRESS_REASON_LEN);
+		else if (vp->applied || vp->in_error)
+			stat->retry_reason[0] = '\0';
+		stat->changes_seen += vp->changes;
+		if (vp->applied)
+		{
+			stat->counts.keys_applied += vp->counts.keys_applied;
+			stat->counts.rows_upserted += vp->counts.rows_upserted;
+			stat->counts.rows_deleted += vp->counts.rows_deleted;
+			stat->counts.rows_unchanged += vp->counts.rows_unchanged;
+			stat->counts.lookups += vp->counts.lookups;
+			stat->counts.cache_hits += vp->counts.cache_hits;
+			if (stat->counts.recomputed_at < vp->counts.recomputed_at)
+				stat->counts.recomputed_at = vp->counts.recomputed_at;
+			if (stat->applied_commit_time < vp->commit_time)
+				stat->applied_commit_time = vp->commit_time;
+		}
+	}
+	LWLockRelease(worker_shared->lock);
+
+	ConditionVariableBroadcast(&worker_shared->progress_cv);
+}
+
+/*
+ * WAL up to end_lsn was read and had no change for any view: every view
+ * not in error and not waiting for another try is as fresh as that.
+ */
+void
+progress_advance(Oid dboid, XLogRecPtr end_lsn)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == dboid && !stat->in_error &&
+			stat->retry_reason[0] == '\0' && stat->applied_lsn < end_lsn)
+			stat->applied_lsn = end_lsn;
+	}
+	LWLockRelease(worker_shared->lock);
+	ConditionVariableBroadcast(&worker_shared->progress_cv);
+}
+
+/* ----------------------------------------------------------------
+ *		wait()
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The WAL position every change committed so far lies before: the insert
+ * position, moved back over a page header if it sits just past one (no
+ * record ends there: the reader stops at the page boundary).
+ */
+XLogRecPtr
+progress_wal_position_now(void)
+{
+	XLogRecPtr	lsn = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(lsn, wal_segment_size) == SizeOfXLogLongPHD)
+		lsn -= SizeOfXLogLongPHD;
+	else if (lsn % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		lsn -= SizeOfXLogShortPHD;
+	return lsn;
+}
+
+/* An interval as milliseconds, at least 0, at most WAIT_FOREVER_MS */
+static int64
+interval_ms(Interval *interval)
+{
+	double		usecs = (double) interval->time +
+		(double) interval->day * USECS_PER_DAY +
+		(double) interval->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+	if (usecs <= 0)
+		return 0;
+	if (usecs / 1000.0 >= (double) WAIT_FOREVER_MS)
+		return WAIT_FOREVER_MS;
+	return (int64) (usecs / 1000.0);
+}
+
+/* Is `relid` a source of `view`? */
+static bool
+view_reads(ViewRecord *view, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, view->sources)
+	{
+		if (((SourceRecord *) lfirst(lc))->relid == relid)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The views connected to `start` through targets read as sources, in
+ * either direction (start included); and in *rounds the number of views of
+ * the longest chain among them, bounded by their number.
+ */
+static List *
+chain_of(List *views, ViewRecord *start, int *rounds)
+{
+	List	   *component = list_make1(start);
+	int			depth;
+	ListCell   *lc;
+
+	for (int i = 0; i < list_length(component); i++)
+	{
+		ViewRecord *a = list_nth(component, i);
+
+		foreach(lc, views)
+		{
+			ViewRecord *b = lfirst(lc);
+
+			if (!list_member_ptr(component, b) &&
+				(view_reads(b, a->target) || view_reads(a, b->target)))
+				component = lappend(component, b);
+		}
+	}
+
+	/* longest chain: relax "depth(b) > depth(a) when b reads a's target" */
+	depth = 1;
+	{
+		int			n = list_length(component);
+		int		   *d = palloc(sizeof(int) * n);
+
+		for (int i = 0; i < n; i++)
+			d[i] = 1;
+		for (int pass = 0; pass < n; pass++)
+		{
+			for (int i = 0; i < n; i++)
+				for (int j = 0; j < n; j++)
+				{
+					ViewRecord *a = list_nth(component, i);
+					ViewRecord *b = list_nth(component, j);
+
+					if (view_reads(b, a->target) && d[j] < d[i] + 1 && d[i] < n)
+						d[j] = d[i] + 1;
+				}
+		}
+		for (int i = 0; i < n; i++)
+			depth = Max(depth, d[i]);
+	}
+	*rounds = depth;
+	return component;
+}
+
+/* Does the catalog, read now, have one of these views in error? */
+static bool
+any_in_error(List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, catalog_list_views())
+	{
+		ViewRecord *view = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, views)
+		{
+			if (((ViewRecord *) lfirst(lc2))->view_id == view->view_id && view->in_error)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Wait until every view of `views` has applied what was committed before
+ * target_lsn, or one is in error (returns false), or the deadline passes
+ * (false; 0: no deadline).
+ */
+static bool
+wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
+{
+	Latch	   *worker_latch = NULL;
+	bool		done = false;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	{
+		DbWorker   *db = worker_find_db(MyDatabaseId, false);
+
+		if (db != NULL && db->pid != 0)
+			worker_latch = db->latch;
+	}
+	LWLockRelease(worker_shared->lock);
+	if (worker_latch != NULL)
+		SetLatch(worker_latch);
+
+	ConditionVariablePrepareToSleep(&worker_shared->progress_cv);
+	for (;;)
+	{
+		bool		in_error = false;
+		long		sleep_ms = 1000;
+		ListCell   *lc;
+
+		done = true;
+		LWLockAcquire(worker_shared->lock, LW_SHARED);
+		foreach(lc, views)
+		{
+			ViewRecord *view = lfirst(lc);
+			ViewStat   *stat = progress_find(MyDatabaseId, view->view_id, false);
+
+			if (stat != NULL && stat->in_error)
+				in_error = true;
+			if (view->applied_lsn >= target_lsn)
+				continue;
+			if (stat == NULL || stat->applied_lsn < target_lsn)
+				done = false;
+		}
+		LWLockRelease(worker_shared->lock);
+
+		if (done)
+			break;
+
+		/*
+		 * The worker publishes an error after committing it, but a flag left
+		 * from before a refresh is only cleared once it has re-read the
+		 * catalog: believe the catalog, read with a fresh snapshot.
+		 */
+		if (in_error && any_in_error(views))
+			break;
+		if (deadline != 0)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= deadline)
+				break;
+			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, deadline));
+		}
+		(void) ConditionVariableTimedSleep(&worker_shared->progress_cv, Max(sleep_ms, 1),
+										   PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return done;
+}
+
+/*
+ * delta_join.wait(target text, timeout interval) returns boolean
+ *
+ * Blocks until every change committed before the call has been applied to
+ * the view (target given) or to every view of the database (target NULL),
+ * and to the views chained to them, and returns true.  Returns false when
+ * the timeout passes first (a NULL timeout waits without limit), or when
+ * one of those views is in error: its changes are not being applied
+ * (delta_join.status says why).
+ */
+Datum
+dj_wait(PG_FUNCTION_ARGS)
+{
+	int64		timeout_ms = PG_ARGISNULL(1) ? WAIT_FOREVER_MS :
+		interval_ms(PG_GETARG_INTERVAL_P(1));
+	TimestampTz deadline = 0;
+	List	   *views;
+	List	   *waited;
+	int			rounds = 1;
+	bool		done = true;
+	ListCell   *lc;
+
+	api_check_primary("wait");
+	worker_check_shmem();
+	catalog_require_version();
+	views = catalog_list_views();
+	waited = views;
+
+	if (!PG_ARGISNULL(0))
+	{
+		char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+		RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(name));
+		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+		ViewRecord *start = NULL;
+
+		foreach(lc, views)
+		{
+			if (((ViewRecord *) lfirst(lc))->target == relid)
+				start = lfirst(lc);
+		}
+		if (start == NULL)
+		{
+			int			distributed = distributed_wait(name, timeout_ms);
+
+			if (distributed >= 0)
+				PG_RETURN_BOOL(distributed == 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("\"%s\" is not a delta view", name),
+					 errhint("The view delta_join.views lists the delta views.")));
+		}
+		waited = chain_of(views, start, &rounds);
+	}
+	else
+	{
+		foreach(lc, views)
+		{
+			int			depth;
+
+			(void) chain_of(views, lfirst(lc), &depth);
+			rounds = Max(rounds, depth);
+		}
+	}
+
+	foreach(lc, waited)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		/* (a source that Citus now distributes: the worker puts it in error) */
+		if (view->in_error || OidIsValid(citus_source_of(view->sources)))
+			PG_RETURN_BOOL(false);
+	}
+	if (waited == NIL)
+		PG_RETURN_BOOL(PG_ARGISNULL(0) ? distributed_wait(NULL, timeout_ms) != 0 : true);
+
+	if (timeout_ms < WAIT_FOREVER_MS)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	for (int round = 0; round < rounds && done; round++)
+	{
+		/* what we wait for must be flushed for the worker to read it */
+		XLogRecPtr	target_lsn = progress_wal_position_now();
+
+		XLogFlush(target_lsn);
+		done = wait_round(waited, target_lsn, deadline);
+	}
+
+	/* an error of the wait: read the catalog again, with a fresh snapshot */
+	if (done && any_in_error(waited))
+		done = false;
+
+	/* on a coordinator, wait() waits for the distributed views too */
+	if (done && PG_ARGISNULL(0) && distributed_wait(NULL, timeout_ms) == 0)
+		done = false;
+	PG_RETURN_BOOL(done);
+}
+
+/* ----------------------------------------------------------------
+ *		Status
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The views of this database whose target's owner the caller can act as:
+ * those whose retry reasons it may read (they quote errors, which may
+ * quote rows).
+ */
+static List *
+views_of_caller(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(GetUserId())};
+	List	   *view_ids = NIL;
+
+	SPI_connect();
+	if (catalog_exec("SELECT v.view_id FROM delta_join.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.target"
+					 " WHERE pg_catalog.pg_has_role($1, c.relowner, 'USAGE')",
+					 1, types, values, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read delta_join.view_catalog");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int			view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		view_ids = lappend_int(view_ids, view_id);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return view_ids;
+}
+
+/*
+ * delta_join._stat() returns the counters of this database's views from
+ * shared memory, one row per view the worker has seen.  Any role may call
+ * it (delta_join.status does, as the role reading it): retry_reason is
+ * NULL but for the views whose target's owner the caller can act as.
+ *
+ * applied_commit_time is the commit time of the newest change applied, and
+ * NULL once the view has caught up with all WAL written (so that the lag
+ * delta_join.status derives from it is zero then).
+ */
+Datum
+dj_stat(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	XLogRecPtr	now_lsn = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : progress_wal_position_now();
+	List	   *readable;
+
+	worker_check_shmem();
+	readable = views_of_caller();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+		Datum		values[12];
+		bool		nulls[12];
+
+		if (stat->dboid != MyDatabaseId)
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(stat->view_id);
+		values[1] = LSNGetDatum(stat->applied_lsn);
+		nulls[1] = XLogRecPtrIsInvalid(stat->applied_lsn);
+		values[2] = TimestampTzGetDatum(stat->applied_commit_time);
+		nulls[2] = (stat->applied_commit_time == 0 ||
+					stat->applied_lsn >= now_lsn);
+		values[3] = Int64GetDatum(stat->changes_seen);
+		values[4] = Int64GetDatum(stat->counts.keys_applied);
+		values[5] = Int64GetDatum(stat->counts.rows_upserted);
+		values[6] = Int64GetDatum(stat->counts.rows_deleted);
+		values[7] = Int64GetDatum(stat->counts.rows_unchanged);
+		values[8] = Int64GetDatum(stat->counts.lookups);
+		values[9] = Int64GetDatum(stat->counts.cache_hits);
+		values[10] = CStringGetTextDatum(stat->retry_reason);
+		nulls[10] = (stat->retry_reason[0] == '\0' ||
+					 !list_member_int(readable, stat->view_id));
+		values[11] = TimestampTzGetDatum(stat->counts.recomputed_at);
+		nulls[11] = (stat->counts.recomputed_at == 0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(worker_shared->lock);
+
+	return (Datum) 0;
+}
+
+/*
+ * delta_join._database_state() returns the pid of this database's apply
+ * worker (NULL when none runs), whether its slot exists, and whether shared
+ * memory has room for one more view.
+ */
+Datum
+dj_database_state(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	char		slot[NAMEDATALEN];
+	char		failure[PROGRESS_REASON_LEN] = "";
+	pid_t		pid = 0;
+
+	worker_check_shmem();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	{
+		DbWorker   *db = worker_find_db(MyDatabaseId, false);
+
+		if (db != NULL)
+		{
+			pid = db->pid;
+			strlcpy(failure, db->failure, sizeof(failure));
+		}
+	}
+	LWLockRelease(worker_shared->lock);
+
+	worker_slot_name(slot, MyDatabaseId);
+	values[0] = Int32GetDatum((int32) pid);
+	nulls[0] = (pid == 0);
+	values[1] = BoolGetDatum(SearchNamedReplicationSlot(slot, true) != NULL);
+	values[2] = BoolGetDatum(progress_room());
+	values[3] = CStringGetTextDatum(failure);
+	nulls[3] = (failure[0] == '\0');
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * delta_join._database_wait() returns why no view of this database can be
+ * applied now, whatever its own state, or NULL: the library does not run
+ * the version of the extension's SQL objects installed here
+ * (catalog_version_problem), or the database's slot is being created and
+ * waits for transactions to end (worker_slot_wait_reason).
+ * delta_join.status gives it as the reason of every view.
+ */
+Datum
+dj_database_wait(PG_FUNCTION_ARGS)
+{
+	char	   *reason = catalog_version_problem();
+
+	if (reason == NULL && !RecoveryInProgress())
+		reason = worker_slot_wait_reason();
+	if (reason == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(reason));
+}

@@ -1,0 +1,842 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Reading and writing the extension's catalog tables.
+ *
+ * The catalog is two ordinary tables in schema delta_join (see the install
+ * script): view_catalog, one row per view, and source_catalog, one row per
+ * source, which logical decoding reads as a user catalog table.  A view's
+ * query is not in the catalog: it is bound in the view's query view
+ * (query.c), which view_catalog names.
+ *
+ * Users may read the catalog but not write it, so the statements here run
+ * as the bootstrap superuser, restricted (runas.c); they are only called
+ * after the caller's own rights were checked.  They use SPI, in the
+ * caller's transaction, and return results allocated in the caller's
+ * memory context.  The one exception is catalog_decode_sources(), which
+ * the output plugin calls under a historic snapshot, where SPI cannot run:
+ * it scans source_catalog directly.
+ *
+ * The catalog's layout is that of the extension's version installed in the
+ * database, which may not be the one this library was made for: between
+ * the installation of a new library and ALTER EXTENSION delta_join UPDATE
+ * it is older.  catalog_version_check() says whether the library runs it
+ * (delta_join.h, DJ_OLDEST_VERSION); where it does not, the apply worker
+ * waits and the view functions refuse, naming what to do.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "registry/catalog.h"
+#include "base/options.h"
+#include "analysis/query.h"
+#include "base/runas.h"
+
+/*
+ * Run one catalog statement with SPI as the bootstrap superuser, with a
+ * search_path of pg_catalog only and as a security-restricted operation, so
+ * that nothing the caller defined (an operator or function in a schema of
+ * their search_path) can run with those rights.  SPI must be connected.
+ * Returns SPI's result code; the caller reads SPI_tuptable before
+ * SPI_finish().
+ */
+int
+catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			 const char *nulls)
+{
+	RunAs		runas;
+	int			ret;
+
+	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
+
+	/* Citus hides the shard tables of a node from pg_class: targets may be ones */
+	if (GetConfigOption("citus.override_table_visibility", true, false) != NULL)
+		(void) set_config_option("citus.override_table_visibility", "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	runas_end(&runas);
+
+	if (ret < 0)
+		elog(ERROR, "catalog statement failed: %s", SPI_result_code_string(ret));
+	return ret;
+}
+
+static Datum
+int2_array(int n, const AttrNumber *attnums)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		elems[i] = Int16GetDatum(attnums[i]);
+	return PointerGetDatum(construct_array(elems, n, INT2OID, sizeof(int16), true,
+										   TYPALIGN_SHORT));
+}
+
+/*
+ * The source_catalog rows of a view, from its plan.  SPI must be connected.
+ */
+static void
+insert_sources(int view_id, DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		Oid			types[] = {INT4OID, INT4OID, OIDOID, INT2ARRAYOID, JSONBOID};
+		Datum		values[5];
+		DeltaHint	hint;
+
+		hint_init(&hint);
+		hint.cache_size = src->cache_size;
+		hint.cache_enabled = src->cache_enabled;
+		hint.cache_enabled_set = (src->cache_enabled != plan->options.cache_enabled);
+		hint.lookup_only = src->lookup_only;
+		hint.seed_queue_size = src->seed_queue_size;
+		hint.seed_max_inflight = src->seed_max_inflight;
+		hint.seed_buffer_capacity = src->seed_buffer_capacity;
+
+		values[0] = Int32GetDatum(view_id);
+		values[1] = Int32GetDatum(src->ordinal);
+		values[2] = ObjectIdGetDatum(src->relid);
+		values[3] = int2_array(src->key_natts, src->key_attnums);
+		values[4] = JsonbPGetDatum(hint_to_jsonb(&hint));
+		catalog_exec("INSERT INTO delta_join.source_catalog "
+					 "(view_id, ordinal, relid, key_attnums, options) "
+					 "VALUES ($1, $2, $3, $4, $5)",
+					 5, types, values, NULL);
+	}
+}
+
+/*
+ * Register a view and its sources; returns the new view_id.
+ */
+int
+catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings,
+					XLogRecPtr lsn, const char *managed_by)
+{
+	Oid			types[] = {OIDOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, PG_LSNOID,
+		TEXTOID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9] = "        ";
+	int			view_id;
+	bool		isnull;
+
+	SPI_connect();
+
+	values[0] = ObjectIdGetDatum(target);
+	values[1] = ObjectIdGetDatum(query_view);
+	values[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" :
+									plan->kind == DJ_KIND_AGGREGATE ? "aggregate" : "query");
+	values[3] = CStringGetTextDatum(dj_strategy_name(plan->options.strategy));
+	values[4] = JsonbPGetDatum(options_to_jsonb(&plan->options));
+	values[5] = JsonbPGetDatum(settings);
+	values[6] = LSNGetDatum(lsn);
+	values[7] = CStringGetTextDatum(analyze_path_name(plan->path));
+	values[8] = managed_by ? CStringGetTextDatum(managed_by) : (Datum) 0;
+	nulls[8] = managed_by ? ' ' : 'n';
+	catalog_exec("INSERT INTO delta_join.view_catalog "
+				 "(target, query_view, kind, strategy, options, settings, "
+				 " created_lsn, applied_lsn, path, managed_by) "
+				 "VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9) RETURNING view_id",
+				 9, types, values, nulls);
+	view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										  1, &isnull));
+
+	insert_sources(view_id, plan);
+
+	SPI_finish();
+	return view_id;
+}
+
+/*
+ * The distributed view whose shard group a view's target is (the name of
+ * its target on the coordinator), or NULL.  Read from this node's catalog,
+ * so that Citus is never asked from within a command it sent to a shard.
+ */
+char *
+catalog_managed_by(Oid target)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(target)};
+	char	   *result = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	SPI_connect();
+	catalog_exec("SELECT managed_by FROM delta_join.view_catalog"
+				 " WHERE target OPERATOR(pg_catalog.=) $1", 1, types, values, NULL);
+	if (SPI_processed > 0)
+	{
+		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (value != NULL)
+			result = MemoryContextStrdup(cxt, value);
+	}
+	SPI_finish();
+	return result;
+}
+
+#define VIEW_COLUMNS "view_id, target, query_view, kind, options, settings, " \
+	"state, applied_lsn, path"
+
+/* Fill *view from row i of the current SPI result (sources not read). */
+static void
+read_view_row(uint64 i, ViewRecord *view)
+{
+	HeapTuple	tuple = SPI_tuptable->vals[i];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	Datum		value;
+
+	memset(view, 0, sizeof(ViewRecord));
+	view->view_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+	view->target = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
+	value = SPI_getbinval(tuple, desc, 3, &isnull);
+	view->query_view = isnull ? InvalidOid : DatumGetObjectId(value);
+	view->kind = strcmp(SPI_getvalue(tuple, desc, 4), "join") == 0 ? DJ_KIND_JOIN :
+		strcmp(SPI_getvalue(tuple, desc, 4), "aggregate") == 0 ? DJ_KIND_AGGREGATE :
+		DJ_KIND_QUERY;
+	options_resolve(&view->options, NULL,
+					DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
+	view->settings = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 6, &isnull));
+	view->in_error = strcmp(SPI_getvalue(tuple, desc, 7), "error") == 0;
+	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
+	if (!analyze_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
+		elog(ERROR, "delta view %d has an unknown path", view->view_id);
+}
+
+/* A SourceRecord from row i of the current SPI result */
+static SourceRecord *
+read_source_row(uint64 i)
+{
+	HeapTuple	tuple = SPI_tuptable->vals[i];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	SourceRecord *src = palloc0(sizeof(SourceRecord));
+	Datum	   *elems;
+	int			nelems;
+	bool		isnull;
+
+	src->ordinal = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	src->relid = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
+	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
+					  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
+					  &elems, NULL, &nelems);
+	src->nkeys = nelems;
+	src->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
+	for (int k = 0; k < nelems; k++)
+		src->key_attnums[k] = DatumGetInt16(elems[k]);
+	hint_from_jsonb(&src->hint, DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
+	src->hint.rtindex = src->ordinal;
+	src->hint.relid = src->relid;
+	return src;
+}
+
+/*
+ * The views the catalog row filter "WHERE <where>" selects (all with NULL),
+ * with their sources, as ViewRecords allocated in the caller's context.
+ */
+static List *
+fetch_views(const char *where, Oid argtype, Datum arg)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *views = NIL;
+	ListCell   *lc;
+
+	SPI_connect();
+	catalog_exec(psprintf("SELECT " VIEW_COLUMNS " FROM delta_join.view_catalog %s%s "
+						  "ORDER BY view_id",
+						  where ? "WHERE " : "", where ? where : ""),
+				 where ? 1 : 0, &argtype, &arg, NULL);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+		ViewRecord *view = palloc(sizeof(ViewRecord));
+
+		read_view_row(i, view);
+		views = lappend(views, view);
+		MemoryContextSwitchTo(spi);
+	}
+
+	if (views != NIL)
+	{
+		catalog_exec("SELECT view_id, ordinal, relid, key_attnums, options "
+					 "FROM delta_join.source_catalog ORDER BY view_id, ordinal",
+					 0, NULL, NULL, NULL);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int			view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc,
+															  1, &isnull));
+
+			foreach(lc, views)
+			{
+				ViewRecord *view = lfirst(lc);
+
+				if (view->view_id == view_id)
+				{
+					MemoryContext spi = MemoryContextSwitchTo(caller);
+
+					view->sources = lappend(view->sources, read_source_row(i));
+					MemoryContextSwitchTo(spi);
+				}
+			}
+		}
+	}
+	SPI_finish();
+	return views;
+}
+
+/* The view whose target is `target`, if any. */
+bool
+catalog_find_view(Oid target, ViewRecord *view)
+{
+	List	   *views = fetch_views("target OPERATOR(pg_catalog.=) $1", OIDOID,
+									ObjectIdGetDatum(target));
+
+	if (views == NIL)
+		return false;
+	*view = *(ViewRecord *) linitial(views);
+	return true;
+}
+
+/* The view with this id, if it exists. */
+bool
+catalog_get_view(int view_id, ViewRecord *view)
+{
+	List	   *views = fetch_views("view_id OPERATOR(pg_catalog.=) $1", INT4OID,
+									Int32GetDatum(view_id));
+
+	if (views == NIL)
+		return false;
+	*view = *(ViewRecord *) linitial(views);
+	return true;
+}
+
+/*
+ * Was the view's catalog row written by a transaction that snapshot does
+ * not see: a create_view or refresh() that committed after it was taken?
+ * The row is read as it is now, in C, because only its tuple header tells
+ * a frozen xmin from an old one.  The caller holds the locks that such a
+ * transaction takes on the target, so that the row read now is the last
+ * one.  A view whose row is gone was dropped meanwhile: true.
+ */
+bool
+catalog_view_written_after(ViewRecord *view, Snapshot snapshot)
+{
+	Oid			relid = get_relname_relid("view_catalog",
+										  get_namespace_oid(DJ_SCHEMA, false));
+	Relation	rel = table_open(relid, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		after = true;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(view->view_id));
+	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex_compat(rel), true,
+							  GetLatestSnapshot(), 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+
+		after = TransactionIdIsNormal(xmin) && XidInMVCCSnapshot(xmin, snapshot);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return after;
+}
+
+/* Every view of the database, in view_id order (ViewRecord *). */
+List *
+catalog_list_views(void)
+{
+	return fetch_views(NULL, InvalidOid, (Datum) 0);
+}
+
+/* Run one statement on the view's catalog row, $1 being its view_id. */
+static void
+update_view(int view_id, const char *sql, int nargs, Oid *argtypes, Datum *args)
+{
+	Oid			types[4] = {INT4OID};
+	Datum		values[4];
+
+	values[0] = Int32GetDatum(view_id);
+	for (int i = 0; i < nargs; i++)
+	{
+		types[i + 1] = argtypes[i];
+		values[i + 1] = args[i];
+	}
+	SPI_connect();
+	catalog_exec(sql, nargs + 1, types, values, NULL);
+	SPI_finish();
+}
+
+/* Remove a view and (by cascade) its sources. */
+void
+catalog_delete_view(int view_id)
+{
+	update_view(view_id,
+				"DELETE FROM delta_join.view_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
+}
+
+/*
+ * After a refresh: the view is active again and complete up to lsn.
+ */
+void
+catalog_reset_view(int view_id, XLogRecPtr lsn)
+{
+	Oid			types[] = {PG_LSNOID};
+	Datum		values[] = {LSNGetDatum(lsn)};
+
+	update_view(view_id,
+				"UPDATE delta_join.view_catalog "
+				"SET state = 'active', applied_lsn = GREATEST(applied_lsn, $2), "
+				"    last_error = NULL, last_error_time = NULL, stale_since_lsn = NULL "
+				"WHERE view_id OPERATOR(pg_catalog.=) $1",
+				1, types, values);
+}
+
+/*
+ * Put an active view in error: it is no longer maintained until a refresh
+ * rebuilds it; the changes from its applied position on are not applied.
+ */
+void
+catalog_set_error(int view_id, const char *message)
+{
+	Oid			types[] = {TEXTOID};
+	Datum		values[] = {CStringGetTextDatum(message)};
+
+	update_view(view_id,
+				"UPDATE delta_join.view_catalog "
+				"SET state = 'error', last_error = $2, last_error_time = pg_catalog.now(), "
+				"    stale_since_lsn = applied_lsn "
+				"WHERE view_id OPERATOR(pg_catalog.=) $1 "
+				"  AND state OPERATOR(pg_catalog.=) 'active'",
+				1, types, values);
+}
+
+/* The views listed were applied up to lsn (in the batch's transaction). */
+void
+catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn)
+{
+	Oid			types[] = {INT4ARRAYOID, PG_LSNOID};
+	Datum		values[2];
+	Datum	   *ids = palloc(sizeof(Datum) * Max(nviews, 1));
+
+	if (nviews == 0)
+		return;
+	for (int i = 0; i < nviews; i++)
+		ids[i] = Int32GetDatum(view_ids[i]);
+	values[0] = PointerGetDatum(construct_array(ids, nviews, INT4OID, sizeof(int32), true,
+												TYPALIGN_INT));
+	values[1] = LSNGetDatum(lsn);
+	SPI_connect();
+	catalog_exec("UPDATE delta_join.view_catalog "
+				 "SET applied_lsn = GREATEST(applied_lsn, $2) "
+				 "WHERE view_id OPERATOR(pg_catalog.=) ANY ($1)",
+				 2, types, values, NULL);
+	SPI_finish();
+}
+
+/* The view's query view was dropped: forget it. */
+void
+catalog_forget_query_view(int view_id)
+{
+	update_view(view_id,
+				"UPDATE delta_join.view_catalog SET query_view = NULL "
+				"WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
+}
+
+/*
+ * After a refresh: the sources as the view's query analyzes now (a source
+ * whose primary key was redefined in a restored database captures its new
+ * key columns from now on).
+ */
+void
+catalog_rewrite_sources(int view_id, DeltaPlan *plan)
+{
+	update_view(view_id,
+				"DELETE FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
+	SPI_connect();
+	insert_sources(view_id, plan);
+	SPI_finish();
+}
+
+/* The qualified name of a view's target, for messages */
+char *
+catalog_view_name(ViewRecord *view)
+{
+	char	   *relname = get_rel_name(view->target);
+
+	if (relname == NULL)
+		return psprintf("(dropped table %u)", view->target);
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(view->target)),
+									  relname);
+}
+
+/* The table hints of a view's sources, as the analyzer takes them. */
+List *
+catalog_hints(ViewRecord *view)
+{
+	List	   *hints = NIL;
+	ListCell   *lc;
+
+	foreach(lc, view->sources)
+		hints = lappend(hints, &((SourceRecord *) lfirst(lc))->hint);
+	return hints;
+}
+
+/* A registered view's bound query, analyzed with its options and hints */
+static DeltaPlan *
+analyze_view(ViewRecord *view)
+{
+	if (!OidIsValid(view->query_view))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the query of delta view \"%s\" was dropped",
+						catalog_view_name(view)),
+				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
+				 errhint("Drop the view with delta_join.drop_view and create it again.")));
+	return analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
+							 view->path);
+}
+
+/*
+ * The dirty keys decoding captures for each source of a delta view or a
+ * keyed recompute (source_catalog.key_attnums) must still be the key
+ * columns of the plan: a source's key redefined since (which the DDL guard
+ * refuses) would hand the wrong values to the lookups.
+ */
+static void
+check_source_keys(ViewRecord *view, DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	if (plan->path == DJ_PATH_FULL)
+		return;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		SourceRecord *rec = NULL;
+		ListCell   *lc2;
+
+		foreach(lc2, view->sources)
+		{
+			if (((SourceRecord *) lfirst(lc2))->ordinal == src->ordinal)
+				rec = lfirst(lc2);
+		}
+		if (rec == NULL || rec->relid != src->relid || rec->nkeys != src->key_natts ||
+			memcmp(rec->key_attnums, src->key_attnums, sizeof(AttrNumber) * src->key_natts) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the key of source \"%s\" changed since the view was created",
+							src->relname),
+					 errdetail("Changes of the source are captured by other columns than the view now needs."),
+					 errhint("Rebuild the view with delta_join.refresh().")));
+	}
+}
+
+/*
+ * Are the tables a full recompute's query reads now (its plan's sources)
+ * other than those whose changes are captured for it?  An inheritance
+ * child that came or went, a view it reads replaced: rows came or went
+ * without changes of a source, and a new table's changes are not
+ * captured.  (The sources of the other paths are range-table entries of
+ * the bound query, which do not change.)
+ */
+bool
+catalog_sources_changed(ViewRecord *view, DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	if (plan->path != DJ_PATH_FULL)
+		return false;
+	if (list_length(plan->sources) != list_length(view->sources))
+		return true;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		bool		found = false;
+		ListCell   *lc2;
+
+		foreach(lc2, view->sources)
+		{
+			SourceRecord *rec = lfirst(lc2);
+
+			found |= (rec->relid == src->relid && rec->hint.lookup_only == src->lookup_only);
+		}
+		if (!found)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The delta plan of a registered view, as the worker applies it: its bound
+ * query analyzed with its options and hints, its sources still those whose
+ * changes are captured.
+ */
+DeltaPlan *
+catalog_view_plan(ViewRecord *view)
+{
+	DeltaPlan  *plan = analyze_view(view);
+	ViewRecord	current;
+
+	check_source_keys(view, plan);
+
+	/*
+	 * (The record may have been read before the DDL that changed the tables
+	 * committed, with the refresh that registered them: compare with the
+	 * catalog as the analysis read it.)
+	 */
+	if (catalog_sources_changed(view, plan) &&
+		(!catalog_find_view(view->target, &current) ||
+		 catalog_sources_changed(&current, plan)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the tables delta view \"%s\" reads changed since it was filled",
+						catalog_view_name(view)),
+				 errdetail("An inheritance child of a table it reads came or went, or a view it reads was replaced, without a refresh: rows came or went without changes of its sources."),
+				 errhint("Rebuild the view with delta_join.refresh().")));
+	return plan;
+}
+
+/*
+ * The plan of a view about to be filled again, which registers its sources
+ * anew (catalog_rewrite_sources): as catalog_view_plan, but the tables a
+ * full recompute reads may have changed.
+ */
+DeltaPlan *
+catalog_view_plan_to_fill(ViewRecord *view)
+{
+	DeltaPlan  *plan = analyze_view(view);
+
+	check_source_keys(view, plan);
+	return plan;
+}
+
+/*
+ * The (view, source) pairs whose source is relid, from source_catalog as
+ * the current catalog snapshot sees it (for the output plugin: the
+ * historic snapshot of the change being decoded).  catrel is
+ * source_catalog, opened by the caller; catindex its relid index, or
+ * InvalidOid to scan it whole.  Returns SourceKeys *, allocated in the
+ * caller's context.
+ */
+List *
+catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
+{
+	TupleDesc	desc = RelationGetDescr(catrel);
+	List	   *result = NIL;
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	/* columns 1-5: view_id, ordinal, relid, key_attnums, options (install script) */
+	ScanKeyInit(&skey, 3, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(catrel, catindex, OidIsValid(catindex), NULL, 1, &skey);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		SourceKeys *keys = palloc(sizeof(SourceKeys));
+		Datum	   *elems;
+		int			nelems;
+		bool		isnull;
+		DeltaHint	hint;
+
+		keys->view_id = DatumGetInt32(heap_getattr(tuple, 1, desc, &isnull));
+		keys->ordinal = DatumGetInt32(heap_getattr(tuple, 2, desc, &isnull));
+		keys->relid = relid;
+		deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple, 4, desc, &isnull)),
+						  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
+						  &elems, NULL, &nelems);
+		keys->nkeys = nelems;
+		keys->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
+		for (int k = 0; k < nelems; k++)
+			keys->key_attnums[k] = DatumGetInt16(elems[k]);
+		hint_from_jsonb(&hint, DatumGetJsonbP(heap_getattr(tuple, 5, desc, &isnull)));
+		keys->lookup_only = hint.lookup_only;
+		result = lappend(result, keys);
+	}
+	systable_endscan(scan);
+	return result;
+}
+
+/* ----------------------------------------------------------------
+ *		Versions (DJ_VERSION, DJ_OLDEST_VERSION in delta_join.h)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The version of delta_join's SQL objects in this database
+ * (pg_extension.extversion), or NULL when the extension is not installed.
+ */
+static char *
+installed_version(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum(DJ_EXTENSION_NAME));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool		isnull;
+		Datum		value = heap_getattr(tuple, Anum_pg_extension_extversion,
+										 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(value));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * Read one number of a version ("0.2", "1.10") at *p and step past it and
+ * its dot; a version that has run out reads as zeros.  False when *p is not
+ * of that form.
+ */
+static bool
+version_part(const char **p, long *value)
+{
+	char	   *end;
+
+	*value = 0;
+	if (**p == '\0')
+		return true;
+	if (!isdigit((unsigned char) **p))
+		return false;
+	*value = strtol(*p, &end, 10);
+	*p = end;
+	if (**p == '.' && isdigit((unsigned char) (*p)[1]))
+		(*p)++;
+	return **p == '\0' || isdigit((unsigned char) **p);
+}
+
+/*
+ * Compare two versions: *result <0, 0 or >0.  False when one of them is not
+ * made of numbers separated by dots.
+ */
+static bool
+compare_versions(const char *a, const char *b, int *result)
+{
+	*result = 0;
+	while (*a != '\0' || *b != '\0')
+	{
+		long		x;
+		long		y;
+
+		if (!version_part(&a, &x) || !version_part(&b, &y))
+			return false;
+		if (x != y)
+		{
+			*result = (x < y) ? -1 : 1;
+			return true;
+		}
+	}
+	return true;
+}
+
+/*
+ * Can this library run the SQL objects installed in this database?
+ * CATALOG_VERSION_OK when it can (or the extension is not installed);
+ * otherwise *installed is their version, and the answer says what to do:
+ * update them (CATALOG_VERSION_OLDER), or restart the server so that it
+ * loads the library installed with them (CATALOG_VERSION_NEWER, also for a
+ * version this library cannot read).  Needs a transaction.
+ */
+CatalogVersion
+catalog_version_check(char **installed)
+{
+	char	   *version = installed_version();
+	int			cmp;
+
+	*installed = version;
+	if (version == NULL)
+		return CATALOG_VERSION_OK;
+	if (!compare_versions(version, DJ_OLDEST_VERSION, &cmp))
+		return CATALOG_VERSION_NEWER;
+	if (cmp < 0)
+		return CATALOG_VERSION_OLDER;
+	(void) compare_versions(version, DJ_VERSION, &cmp);
+	return (cmp > 0) ? CATALOG_VERSION_NEWER : CATALOG_VERSION_OK;
+}
+
+/*
+ * Why this library does not run the SQL objects of this database, as the
+ * reason delta_join.status gives, or NULL when it runs them.
+ */
+char *
+catalog_version_problem(void)
+{
+	char	   *installed;
+
+	switch (catalog_version_check(&installed))
+	{
+		case CATALOG_VERSION_OK:
+			return NULL;
+		case CATALOG_VERSION_OLDER:
+			return psprintf("the SQL objects of delta_join in this database are version %s, older than the library (version %s) runs: run ALTER EXTENSION delta_join UPDATE",
+							installed, DJ_VERSION);
+		case CATALOG_VERSION_NEWER:
+			break;
+	}
+	return psprintf("the SQL objects of delta_join in this database are version %s, which the library (version %s) does not run: restart the server, so that it loads the library installed with them",
+					installed, DJ_VERSION);
+}
+
+/*
+ * Refuse to go on when this library does not run the SQL objects of this
+ * database: views are not created, changed or waited for until they are
+ * updated (or the library that goes with them is loaded).
+ */
+void
+catalog_require_version(void)
+{
+	char	   *installed;
+	CatalogVersion check = catalog_version_check(&installed);
+
+	if (check == CATALOG_VERSION_OK)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the SQL objects of delta_join in this database are version %s, which the library (version %s) does not run",
+					installed, DJ_VERSION),
+			 errdetail("The library runs the objects of versions %s to %s.",
+					   DJ_OLDEST_VERSION, DJ_VERSION),
+			 check == CATALOG_VERSION_OLDER ?
+			 errhint("Run ALTER EXTENSION delta_join UPDATE.") :
+			 errhint("Restart the server, so that it loads the library installed with version %s.",
+					 installed)));
+}
