@@ -5,8 +5,11 @@
 # src/ has a folder per layer (README, "Architecture"), listed here from the
 # bottom up.  A file may include the headers of its own layer and of the
 # layers below it, never of one above.  Within the whole tree, modules (a
-# .c file and the .h of the same name are one module) may not include each
-# other in a cycle, except the recursions named in @allowed_cycles.
+# .c file and the .h of the same name are one module) may not call each
+# other in a cycle, except the recursions named in %allowed_cycles: a .c
+# file that includes another module's header is taken to call it.  (A
+# header including another only borrows its types, which the layer rule
+# already orders.)
 #
 # Prints each violation and ends with "ok" or "FAILED"; exits non-zero on
 # failure.  Run by "make test" (test/run_tests.sh), which counts it as one
@@ -66,7 +69,7 @@ foreach my $file (@files)
 			$failed++;
 		}
 		my $to = "$to_layer/$to_name";
-		$deps{$module}{$to} = 1 unless $to eq $module;
+		$deps{$module}{$to} = 1 unless $to eq $module || $file !~ /\.c$/;
 	}
 	close($fh);
 }

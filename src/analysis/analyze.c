@@ -80,7 +80,6 @@
 
 #include "analysis/analysis.h"
 #include "registry/citus_tables.h"
-#include "citus/distributed.h"
 #include "base/options.h"
 
 /* ----------------------------------------------------------------
@@ -366,7 +365,7 @@ analysis_check_citus(Analysis *a, Oid relid, const char *label)
 {
 	const char *kind = citus_table_kind(relid);
 
-	if (kind == NULL || distributed_analysis)
+	if (kind == NULL || a->plan->options.distributed)
 		return true;
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 		   psprintf("delta view rule 1: source %s is %s of Citus", label, kind),
@@ -1098,32 +1097,4 @@ explain_plan(Query *query, List *hints, const DeltaOptions *options)
 	return lines;
 }
 
-const char *
-analyze_path_name(DeltaPath path)
-{
-	switch (path)
-	{
-		case DJ_PATH_DELTA:
-			return "delta";
-		case DJ_PATH_KEYED:
-			return "keyed";
-		case DJ_PATH_FULL:
-			return "full";
-	}
-	return "delta";
-}
-
-bool
-analyze_parse_path(const char *name, DeltaPath *path)
-{
-	for (int p = DJ_PATH_DELTA; p <= DJ_PATH_FULL; p++)
-	{
-		if (strcmp(name, analyze_path_name((DeltaPath) p)) == 0)
-		{
-			*path = (DeltaPath) p;
-			return true;
-		}
-	}
-	return false;
-}
 

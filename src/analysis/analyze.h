@@ -12,26 +12,6 @@
 #include "base/delta_join.h"
 #include "nodes/parsenodes.h"
 
-typedef enum DeltaKind
-{
-	DJ_KIND_JOIN,
-	DJ_KIND_AGGREGATE,
-	DJ_KIND_QUERY				/* any other query (full recompute) */
-} DeltaKind;
-
-/*
- * How a view is maintained (DESIGN.md §2): the delta rewrite; keyed
- * recompute (a delta view's shape, but an index, partition or filter rule
- * failed: the rows of each dirty key recomputed by plans the planner
- * chooses, exactly); full recompute (any other deterministic query:
- * recomputed at most once per refresh_interval, the difference written).
- */
-typedef enum DeltaPath
-{
-	DJ_PATH_DELTA,
-	DJ_PATH_KEYED,
-	DJ_PATH_FULL
-} DeltaPath;
 
 /* One source of a view: a range-table entry of the query. */
 typedef struct DeltaSource
@@ -200,7 +180,5 @@ extern DeltaPlan *analyze_plan_path(Query *query, List *hints, const DeltaOption
 									DeltaPath path);
 extern DeltaPlan *analyze_choose_path(Query *query, List *hints, const DeltaOptions *options);
 extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options);
-extern const char *analyze_path_name(DeltaPath path);
-extern bool analyze_parse_path(const char *name, DeltaPath *path);
 
 #endif							/* DJ_ANALYZE_H */

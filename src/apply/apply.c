@@ -66,6 +66,7 @@
 #include "utils/syscache.h"
 
 #include "apply/apply.h"
+#include "analysis/view_plan.h"
 #include "registry/catalog.h"
 #include "apply/target.h"
 
@@ -195,7 +196,7 @@ view_entry(ViewRecord *view)
 									   ALLOCSET_DEFAULT_SIZES);
 
 	oldcxt = MemoryContextSwitchTo(entry->cxt);
-	entry->plan = catalog_view_plan(view);
+	entry->plan = view_plan_load(view);
 	target_validate(view->target, entry->plan, true);
 	/*
 	 * The sources, and the views the query reads (their placeholders); a

@@ -28,7 +28,6 @@
 #include "utils/memutils.h"
 
 #include "base/batch.h"
-#include "registry/catalog.h"
 #include "base/delta_join.h"
 
 /* ----------------
@@ -37,29 +36,26 @@
  */
 
 /*
- * The policy of a batch that serves these views (ViewRecord *).  Each view's
- * options took the settings as defaults when it was created, so a view's
- * own larger batch_timeout is honoured, not capped by today's setting.
- * Without an active view, the settings.
+ * The policy of a batch that serves views with these options (DeltaOptions
+ * *: those of the views not in error).  Each view's options took the
+ * settings as defaults when it was created, so a view's own larger
+ * batch_timeout is honoured, not capped by today's setting.  Without a
+ * view, the settings.
  */
 BatchPolicy
-batch_policy_for(List *views)
+batch_policy_for(List *options)
 {
 	BatchPolicy policy = {INT_MAX, INT_MAX, 0};
-	bool		any = false;
 	ListCell   *lc;
 
-	foreach(lc, views)
+	foreach(lc, options)
 	{
-		ViewRecord *view = lfirst(lc);
+		const DeltaOptions *opts = lfirst(lc);
 
-		if (view->in_error)
-			continue;
-		any = true;
-		policy.max_keys = Min(policy.max_keys, view->options.max_batch_size);
-		policy.timeout_ms = Min(policy.timeout_ms, view->options.batch_timeout_ms);
+		policy.max_keys = Min(policy.max_keys, opts->max_batch_size);
+		policy.timeout_ms = Min(policy.timeout_ms, opts->batch_timeout_ms);
 	}
-	if (!any)
+	if (options == NIL)
 	{
 		policy.max_keys = dj_max_batch_size;
 		policy.timeout_ms = dj_batch_timeout_ms;

@@ -109,7 +109,7 @@ typedef struct BatchPolicy
 #define BATCH_ROUND_MS	5		/* shortest time between caught-up batches */
 
 /* batch.c */
-extern BatchPolicy batch_policy_for(List *views);
+extern BatchPolicy batch_policy_for(List *options);
 extern int64 batch_policy_spill_at(BatchPolicy policy);
 extern bool batch_policy_full(BatchPolicy policy, int64 nkeys, int64 nspilled);
 extern TimestampTz batch_policy_due_at(BatchPolicy policy, TimestampTz first_change);

@@ -83,6 +83,13 @@ typedef struct DeltaOptions
 	int			refresh_interval_ms;	/* full recompute: shortest period */
 
 	/*
+	 * Not an option: set only while a Citus coordinator analyzes a
+	 * distributed view (distributed.c), whose sources are distributed
+	 * tables; never stored.
+	 */
+	bool		distributed;
+
+	/*
 	 * The seeds' client parameters of asynchronous lookups, accepted under
 	 * their names so that the seeds' SQL runs unchanged; -1 when not given.
 	 * They have no meaning for a synchronous in-database lookup (explain
@@ -133,7 +140,29 @@ typedef struct DeltaHint
 	char	   *as_of;			/* FOR SYSTEM_TIME AS OF: its column, as written */
 } DeltaHint;
 
-/* GUC variables (module.c) */
+/* What a view's query is (view_catalog.kind) */
+typedef enum DeltaKind
+{
+	DJ_KIND_JOIN,
+	DJ_KIND_AGGREGATE,
+	DJ_KIND_QUERY				/* any other query (full recompute) */
+} DeltaKind;
+
+/*
+ * How a view is maintained (DESIGN.md §2): the delta rewrite; keyed
+ * recompute (a delta view's shape, but an index, partition or filter rule
+ * failed: the rows of each dirty key recomputed by plans the planner
+ * chooses, exactly); full recompute (any other deterministic query:
+ * recomputed at most once per refresh_interval, the difference written).
+ */
+typedef enum DeltaPath
+{
+	DJ_PATH_DELTA,
+	DJ_PATH_KEYED,
+	DJ_PATH_FULL
+} DeltaPath;
+
+/* GUC variables: the defaults of new views' options (options.c) */
 extern int	dj_strategy;
 extern bool dj_ignore_non_unique_key_filter;
 extern bool dj_cache_enabled;
@@ -142,10 +171,12 @@ extern int	dj_right_cache_size;
 extern int	dj_max_batch_size;
 extern int	dj_batch_timeout_ms;
 extern int	dj_lookup_timeout_ms;
-extern int	dj_max_views;
 
-/* module.c */
+/* options.c: names as the catalog and the SQL interface spell them */
 extern const char *dj_strategy_name(DeltaStrategy strategy);
 extern bool dj_parse_strategy(const char *name, DeltaStrategy *strategy);
+extern const char *dj_path_name(DeltaPath path);
+extern bool dj_parse_path(const char *name, DeltaPath *path);
+extern const char *dj_kind_name(DeltaKind kind);
 
 #endif							/* DELTA_JOIN_H */

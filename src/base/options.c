@@ -38,10 +38,209 @@
 
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
-#include "base/options.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/varlena.h"
+
+#include "base/options.h"
+
+/* ----------------
+ * Settings: the defaults of new views' options
+ * ----------------
+ */
+int			dj_strategy = DJ_STRATEGY_EVENTUAL;
+bool		dj_ignore_non_unique_key_filter = false;
+bool		dj_cache_enabled = false;
+int			dj_left_cache_size = 10000;
+int			dj_right_cache_size = 10000;
+int			dj_max_batch_size = 10000;
+int			dj_batch_timeout_ms = 100;
+int			dj_lookup_timeout_ms = 3 * 60 * 1000;
+
+/*
+ * Strategy names, as the delta_join.strategy setting and the strategy
+ * argument of create_view and explain accept them.  "force" is the streaming
+ * engines' name for "eventual"; it is accepted but not listed.
+ */
+static const struct config_enum_entry strategy_options[] = {
+	{"none", DJ_STRATEGY_NONE, false},
+	{"auto", DJ_STRATEGY_AUTO, false},
+	{"eventual", DJ_STRATEGY_EVENTUAL, false},
+	{"force", DJ_STRATEGY_EVENTUAL, true},
+	{NULL, 0, false}
+};
+
+/*
+ * Define the delta_join.* settings that are the defaults of new views'
+ * options (_PG_init): a view takes them at creation and keeps them.
+ */
+void
+options_define_settings(void)
+{
+	DefineCustomEnumVariable("delta_join.strategy",
+							 "Default strategy of new delta views.",
+							 "\"eventual\" (alias \"force\") creates a delta view "
+							 "or fails; \"auto\" falls back to a slower method "
+							 "when the query is not eligible; \"none\" always "
+							 "uses the fallback.",
+							 &dj_strategy,
+							 DJ_STRATEGY_EVENTUAL,
+							 strategy_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("delta_join.ignore_non_unique_key_filter",
+							 "Accepts filters on columns outside the result's unique key.",
+							 "Such a filter can stop matching a row that was "
+							 "already written, and the earlier row then stays "
+							 "in the target.",
+							 &dj_ignore_non_unique_key_filter,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("delta_join.cache_enabled",
+							 "Caches lookup results in the apply worker.",
+							 "Cached entries are invalidated by the changes the "
+							 "worker decodes.",
+							 &dj_cache_enabled,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.left_cache_size",
+							"Keys cached for the left side of a join when the cache is enabled.",
+							NULL,
+							&dj_left_cache_size,
+							10000,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.right_cache_size",
+							"Keys cached for the right side of a join when the cache is enabled.",
+							NULL,
+							&dj_right_cache_size,
+							10000,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.max_batch_size",
+							"Most distinct dirty keys of a view applied in one transaction.",
+							NULL,
+							&dj_max_batch_size,
+							10000,
+							1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.batch_timeout",
+							"Most time a batch waits to fill before it is applied.",
+							NULL,
+							&dj_batch_timeout_ms,
+							100,
+							0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.lookup_timeout",
+							"Statement timeout of one apply batch.",
+							"Zero disables the timeout.",
+							&dj_lookup_timeout_ms,
+							3 * 60 * 1000,
+							0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+
+/*
+ * The canonical name of a strategy.
+ */
+const char *
+dj_strategy_name(DeltaStrategy strategy)
+{
+	switch (strategy)
+	{
+		case DJ_STRATEGY_NONE:
+			return "none";
+		case DJ_STRATEGY_AUTO:
+			return "auto";
+		case DJ_STRATEGY_EVENTUAL:
+			return "eventual";
+	}
+	elog(ERROR, "unrecognized delta_join strategy: %d", (int) strategy);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Parse a strategy name, ignoring case; "force" means eventual.  Returns
+ * false, leaving *strategy alone, when the name is not a strategy.
+ */
+bool
+dj_parse_strategy(const char *name, DeltaStrategy *strategy)
+{
+	const struct config_enum_entry *entry;
+
+	for (entry = strategy_options; entry->name != NULL; entry++)
+	{
+		if (pg_strcasecmp(entry->name, name) == 0)
+		{
+			*strategy = (DeltaStrategy) entry->val;
+			return true;
+		}
+	}
+	return false;
+}
+
+
+/* The name of a path, as view_catalog.path stores it */
+const char *
+dj_path_name(DeltaPath path)
+{
+	switch (path)
+	{
+		case DJ_PATH_DELTA:
+			return "delta";
+		case DJ_PATH_KEYED:
+			return "keyed";
+		case DJ_PATH_FULL:
+			return "full";
+	}
+	return "delta";
+}
+
+/* Parse a path name; false when the name is none */
+bool
+dj_parse_path(const char *name, DeltaPath *path)
+{
+	for (int p = DJ_PATH_DELTA; p <= DJ_PATH_FULL; p++)
+	{
+		if (strcmp(name, dj_path_name((DeltaPath) p)) == 0)
+		{
+			*path = (DeltaPath) p;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The name of a kind, as view_catalog.kind stores it */
+const char *
+dj_kind_name(DeltaKind kind)
+{
+	return kind == DJ_KIND_JOIN ? "join" : kind == DJ_KIND_AGGREGATE ? "aggregate" : "query";
+}
 
 typedef enum OptionType
 {

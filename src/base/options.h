@@ -13,6 +13,7 @@
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
+extern void options_define_settings(void);
 extern void options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json);
 extern DeltaOptions options_settle(const DeltaOptions *options, Query *query, List *hints);
 extern Jsonb *options_to_jsonb(const DeltaOptions *options);

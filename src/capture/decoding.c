@@ -34,14 +34,19 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "apply/apply.h"
 #include "capture/decode.h"
+#include "registry/catalog.h"
 #include "capture/decoding.h"
-#include "process/launcher.h"
-#include "process/progress.h"
+#include "base/progress.h"
 
 static LogicalDecodingContext *decoding = NULL;
 static DecodeCapture capture;
+
+/*
+ * Resets the system caches around decoding (decoding_start's caller, the
+ * worker, knows how without losing what it caches itself).
+ */
+static void (*reset_caches) (void) = NULL;
 
 static bool decoding_batch_due(BatchPolicy policy);
 
@@ -62,12 +67,17 @@ decoding_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
 
 /*
  * Set up decoding from the restart point of the slot this process has
- * acquired, in a transaction; the context lives in cxt.
+ * acquired, in a transaction; the context lives in cxt.  reset resets the
+ * system caches before and after each decoding pass, as logicalfuncs.c
+ * does: entries built with the historic snapshots of decoding must not
+ * outlive it, nor entries built before it serve it.
  */
 void
-decoding_start(MemoryContext cxt)
+decoding_start(MemoryContext cxt, void (*reset) (void))
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+	reset_caches = reset;
 
 	decoding = CreateDecodingContext(InvalidXLogRecPtr, NIL, false,
 									 XL_ROUTINE(.page_read = decoding_read_page,
@@ -126,8 +136,8 @@ decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto)
 	if (reader->EndRecPtr >= upto)
 		return true;
 
-	apply_reset_system_caches();
-	capture.live_catalog = worker_catalog_relid("source_catalog");
+	reset_caches();
+	capture.live_catalog = catalog_relid("source_catalog");
 	capture.spill_at = batch_policy_spill_at(policy);
 
 	oldcxt = CurrentMemoryContext;
@@ -165,7 +175,7 @@ decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto)
 	caught_up |= (reader->EndRecPtr >= upto);
 	MemoryContextSwitchTo(oldcxt);
 
-	apply_reset_system_caches();
+	reset_caches();
 	return caught_up;
 }
 

@@ -16,7 +16,7 @@
 
 #include "base/batch.h"
 
-extern void decoding_start(MemoryContext cxt);
+extern void decoding_start(MemoryContext cxt, void (*reset) (void));
 extern bool decoding_running(void);
 extern void decoding_stop(void);
 extern XLogRecPtr decoding_position(void);

@@ -79,14 +79,17 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "analysis/analyze.h"
-#include "ops/api.h"
+#include "ops/views.h"
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
 #include "citus/distributed.h"
+#include "base/shmem.h"
 #include "process/launcher.h"
 #include "analysis/query.h"
 #include "base/runas.h"
@@ -99,8 +102,6 @@ PG_FUNCTION_INFO_V1(dj_sync_node);
 PG_FUNCTION_INFO_V1(dj_wait_node);
 
 #define CATALOG_TABLE	DJ_SCHEMA ".distributed_catalog"
-
-bool		distributed_analysis = false;
 
 static void *analyze_distributed(Query *query, List *hints, DeltaOptions *options,
 								 bool explain);
@@ -613,7 +614,7 @@ definition_of(Oid relid)
 	Definition *def = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	if (!OidIsValid(worker_catalog_relid("distributed_catalog")) || !citus_installed())
+	if (!OidIsValid(catalog_relid("distributed_catalog")) || !citus_installed())
 		return NULL;
 	SPI_connect();
 	if (catalog_exec("SELECT * FROM " CATALOG_TABLE
@@ -659,7 +660,7 @@ definition_targets(void)
 static bool
 catalog_try_lock(void)
 {
-	return ConditionalLockRelationOid(worker_catalog_relid("distributed_catalog"), AccessShareLock);
+	return ConditionalLockRelationOid(catalog_relid("distributed_catalog"), AccessShareLock);
 }
 
 /*
@@ -672,7 +673,7 @@ distributed_defined(bool nowait)
 {
 	bool		defined;
 
-	if (!OidIsValid(worker_catalog_relid("distributed_catalog")) || !citus_installed() ||
+	if (!OidIsValid(catalog_relid("distributed_catalog")) || !citus_installed() ||
 		(nowait && !catalog_try_lock()))
 		return false;
 	SPI_connect();
@@ -803,7 +804,7 @@ relation_is_empty_distributed(Oid relid)
 static void
 catalog_distribute(void)
 {
-	Oid			relid = worker_catalog_relid("distributed_catalog");
+	Oid			relid = catalog_relid("distributed_catalog");
 
 	/* one at a time: a second would find it distributed */
 	LockRelationOid(relid, ShareRowExclusiveLock);
@@ -850,9 +851,9 @@ distributed_create_view(const char *target, const char *text, const char *strate
 				 errhint("Create the view at the start of its own transaction.")));
 
 	/* every node's slot, before anything is written anywhere */
-	worker_ensure_slot();
+	launcher_ensure_slot();
 	(void) run_on_nodes("SELECT delta_join._prepare_node()");
-	api_lock_views();
+	ops_lock_views();
 
 	/*
 	 * One connection per node for the rest of the transaction: the node's
@@ -914,7 +915,7 @@ distributed_create_view(const char *target, const char *text, const char *strate
 		SPI_finish();
 	}
 
-	if (citus_table_kind(worker_catalog_relid("distributed_catalog")) == NULL)
+	if (citus_table_kind(catalog_relid("distributed_catalog")) == NULL)
 		elog(ERROR, CATALOG_TABLE " is not a Citus reference table");
 	values[0] = CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 															   get_rel_name(relid)));
@@ -956,20 +957,11 @@ distributed_create_view(const char *target, const char *text, const char *strate
 static void *
 analyze_distributed(Query *query, List *hints, DeltaOptions *options, bool explain)
 {
-	void	   *result;
+	DeltaOptions distributed = *options;
 
-	distributed_analysis = true;
-	PG_TRY();
-	{
-		result = explain ? (void *) explain_plan(query, hints, options) :
-			(void *) analyze_choose_path(query, hints, options);
-	}
-	PG_FINALLY();
-	{
-		distributed_analysis = false;
-	}
-	PG_END_TRY();
-	return result;
+	distributed.distributed = true;
+	return explain ? (void *) explain_plan(query, hints, &distributed) :
+		(void *) analyze_choose_path(query, hints, &distributed);
 }
 
 /*
@@ -1104,7 +1096,7 @@ distributed_drop_view(const char *target, bool drop_table)
 		return false;
 
 	/* changes to distributed views are made one at a time, as on one node */
-	api_lock_views();
+	ops_lock_views();
 	relid = relation_named(target);
 	if (!OidIsValid(relid))
 		return drop_orphan_definition(target);
@@ -1149,7 +1141,7 @@ distributed_refresh(const char *target)
 		return -1;
 	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
-	api_lock_views();
+	ops_lock_views();
 	values[0] = CStringGetTextDatum(def->target);
 	SPI_connect();
 	(void) run("UPDATE " CATALOG_TABLE " SET refreshed = pg_catalog.now()"
@@ -1343,7 +1335,7 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 		(void) map_relations((Node *) query, &map);
 	}
 
-	(void) api_create_view_from(quote_qualified_identifier(get_namespace_name(get_rel_namespace(target_shard)),
+	(void) ops_create_view(quote_qualified_identifier(get_namespace_name(get_rel_namespace(target_shard)),
 														   get_rel_name(target_shard)),
 								query, hints, &options, def->settings, true, def->target);
 	AtEOXact_GUC(true, nestlevel);
@@ -1401,7 +1393,7 @@ sync_definition(Definition *def, bool refresh)
 		if (catalog_find_view(shard, &view))
 		{
 			if (refresh)
-				(void) api_refresh_view(&view, false);
+				(void) ops_refresh_view(&view, false);
 		}
 		else
 			create_shard_view(def, shard, lfirst(lc2));
@@ -1457,13 +1449,13 @@ drop_shard_views(const char *def_target, List *live_targets)
 		if (def_target != NULL)
 		{
 			if (strcmp(managed_by, def_target) == 0)
-				api_drop_view(view, false);
+				ops_drop_view(view, false);
 			continue;
 		}
 		foreach(lc3, live_targets)
 			live |= (strcmp(managed_by, lfirst(lc3)) == 0);
 		if (!live || !placement_is_local(lfirst(lc2)))
-			api_drop_view(view, false);
+			ops_drop_view(view, false);
 	}
 }
 
@@ -1559,7 +1551,7 @@ distributed_sync_node(void)
 
 	if (!distributed_defined(true))
 		return;
-	worker_ensure_slot();
+	launcher_ensure_slot();
 
 	/*
 	 * A transaction that changes views holds the lock, perhaps the very one
@@ -1567,7 +1559,7 @@ distributed_sync_node(void)
 	 * for it (the next round will do; wait() then finds a group without its
 	 * view and returns false).
 	 */
-	if (!api_try_lock_views())
+	if (!ops_try_lock_views())
 		return;
 	targets = definition_targets();
 
@@ -1647,7 +1639,7 @@ dj_on_distributed_catalog(PG_FUNCTION_ARGS)
 	desc = RelationGetDescr(trigdata->tg_relation);
 	check_definition_writer(definition_from_tuple(trigdata->tg_trigtuple, desc),
 							TRIGGER_FIRED_BY_DELETE(trigdata->tg_event));
-	api_lock_views();
+	ops_lock_views();
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 	{
 		def = definition_from_tuple(trigdata->tg_trigtuple, desc);
@@ -1688,7 +1680,7 @@ dj_on_distributed_catalog(PG_FUNCTION_ARGS)
 Datum
 dj_prepare_node(PG_FUNCTION_ARGS)
 {
-	api_check_primary("_prepare_node");
+	ops_check_primary("_prepare_node");
 
 	/*
 	 * Making the slot waits for the transactions that have written here;
@@ -1696,8 +1688,8 @@ dj_prepare_node(PG_FUNCTION_ARGS)
 	 */
 	(void) set_config_option("lock_timeout", "10s", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
-	worker_ensure_slot();
-	worker_set_distributed(MyDatabaseId);
+	launcher_ensure_slot();
+	shmem_set_distributed(MyDatabaseId);
 	if (local_group() == 0)
 		catalog_distribute();
 	PG_RETURN_VOID();
@@ -1719,8 +1711,8 @@ dj_sync_node(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec_context;
 
-	api_check_primary("_sync_node");
-	worker_set_distributed(MyDatabaseId);
+	ops_check_primary("_sync_node");
+	shmem_set_distributed(MyDatabaseId);
 
 	/* (in a transaction block it would keep the view lock: leave it to the worker) */
 	if (IsTransactionBlock())
@@ -1986,4 +1978,51 @@ distributed_forget_dropped(DropStmt *stmt)
 				   1, types, values);
 		SPI_finish();
 	}
+}
+
+/* ----------------------------------------------------------------
+ *		What the apply worker asks of this layer (worker.h, WorkerCitus)
+ * ----------------------------------------------------------------
+ */
+
+/* Does this node keep definitions of distributed views?  Never waits. */
+static bool
+worker_node_defined(void)
+{
+	return distributed_defined(true);
+}
+
+static void
+sync_node_in_snapshot(void *arg)
+{
+	PushActiveSnapshot(GetTransactionSnapshot());
+	distributed_sync_node();
+	PopActiveSnapshot();
+}
+
+/*
+ * Bring the views of the shard groups this node holds in line with the
+ * distributed views and the placements: a group moved here gets its view,
+ * one moved away loses it.  In a transaction of its own; a failure is
+ * logged and tried again at the next round.
+ */
+static void
+worker_node_sync(void)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	distributed_try(sync_node_in_snapshot, NULL,
+					"could not update the views of this node's shard groups");
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Offer the apply workers what they ask of distributed views (_PG_init) */
+void
+distributed_init(void)
+{
+	worker_citus.defined = worker_node_defined;
+	worker_citus.sync = worker_node_sync;
 }

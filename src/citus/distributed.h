@@ -13,7 +13,6 @@
 #include "utils/jsonb.h"
 
 /* set while a coordinator analyzes a distributed view's query */
-extern bool distributed_analysis;
 
 extern bool distributed_wanted(const char *text);
 extern Oid	distributed_create_view(const char *target, const char *text,
@@ -26,6 +25,7 @@ extern int	distributed_wait(const char *target, int64 timeout_ms);
 extern char *distributed_managed_by(Oid relid);
 extern bool distributed_defined(bool nowait);
 extern void distributed_sync_node(void);
+extern void distributed_init(void);
 extern bool distributed_try(void (*fn) (void *arg), void *arg, const char *what);
 extern void distributed_check_rename(Node *parsetree);
 extern void distributed_forget_dropped(DropStmt *stmt);

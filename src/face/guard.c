@@ -83,8 +83,9 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "ops/api.h"
+#include "ops/views.h"
 #include "apply/apply.h"
+#include "analysis/view_plan.h"
 #include "registry/catalog.h"
 #include "citus/distributed.h"
 #include "process/launcher.h"
@@ -127,7 +128,7 @@ static LocalTransactionId watch_lxid = InvalidLocalTransactionId;
 static List *
 guard_views(void)
 {
-	if (creating_extension || !OidIsValid(worker_catalog_relid("view_catalog")))
+	if (creating_extension || !OidIsValid(catalog_relid("view_catalog")))
 		return NIL;
 	return catalog_list_views();
 }
@@ -143,7 +144,7 @@ guard_views_live(void)
 {
 	char		slot[NAMEDATALEN];
 
-	worker_slot_name(slot, MyDatabaseId);
+	launcher_slot_name(slot, MyDatabaseId);
 	return SearchNamedReplicationSlot(slot, true) != NULL;
 }
 
@@ -242,7 +243,7 @@ guard_set_error(ViewRecord *view, const char *command, const char *why)
 	ereport(NOTICE,
 			(errmsg("delta view \"%s\" is in error because %s", catalog_view_name(view), why),
 			 errhint("Its owner can refresh it with delta_join.refresh().")));
-	worker_notify();
+	launcher_notify();
 	view->in_error = true;
 }
 
@@ -264,7 +265,7 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 
 	PG_TRY();
 	{
-		DeltaPlan  *plan = catalog_view_plan_to_fill(view);
+		DeltaPlan  *plan = view_plan_load_to_fill(view);
 
 		target_validate(view->target, plan, true);
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
@@ -298,7 +299,7 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 			(errmsg("delta view \"%s\" is in error after %s", catalog_view_name(view), command),
 			 errdetail("%s", failure->message),
 			 errhint("Its owner can refresh it with delta_join.refresh() once the query can be maintained again.")));
-	worker_notify();
+	launcher_notify();
 	view->in_error = true;
 	return false;
 }
@@ -372,7 +373,7 @@ guard_repair(ViewRecord *view, const char *command, const char *why)
 		return;
 	ereport(NOTICE,
 			(errmsg("delta view \"%s\" is refreshed because %s", catalog_view_name(view), why)));
-	(void) api_refresh_view(view, false);
+	(void) ops_refresh_view(view, false);
 }
 
 /* Repair the views reading relid, after rows came or went without changes. */
@@ -775,7 +776,7 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 			!catalog_find_view(view->target, &current) || current.in_error ||
 			!OidIsValid(current.query_view))
 			continue;
-		if (catalog_sources_changed(&current, catalog_view_plan_to_fill(&current)))
+		if (view_plan_sources_changed(&current, view_plan_load_to_fill(&current)))
 			guard_repair(&current, command,
 						 psprintf("the tables it reads changed (%s)", command));
 	}
@@ -850,7 +851,7 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 			catalog_delete_view(view->view_id);
 			if (OidIsValid(view->query_view) && !list_member_oid(dropped, view->query_view))
 				query_drop(view->query_view);
-			worker_notify();
+			launcher_notify();
 		}
 		else if (OidIsValid(view->query_view) && list_member_oid(dropped, view->query_view) &&
 				 distributed_managed_by(view->target) != NULL)
@@ -862,7 +863,7 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 			 */
 			catalog_delete_view(view->view_id);
 			target_unguard(view->target);
-			worker_notify();
+			launcher_notify();
 		}
 		else if (OidIsValid(view->query_view) && list_member_oid(dropped, view->query_view))
 		{
@@ -870,7 +871,7 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 			catalog_set_error(view->view_id,
 							  psprintf("the view's query was dropped by %s (a source was dropped with CASCADE)",
 									   GetCommandTagName(trigdata->tag)));
-			worker_notify();
+			launcher_notify();
 		}
 	}
 	PG_RETURN_VOID();

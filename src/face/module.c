@@ -7,7 +7,7 @@
  * _PG_init runs in every process that loads the library.  It defines the
  * delta_join.* settings there; only while the postmaster loads
  * shared_preload_libraries does it also set up what needs shared memory and
- * background workers (worker_init, in worker.c).  A library loaded later, by
+ * background workers (launcher_init, in worker.c).  A library loaded later, by
  * a backend calling one of our functions, has settings but no worker and no
  * shared memory: dj_check_environment refuses to install the extension on
  * such a server, and on a server whose WAL cannot be decoded, rather than
@@ -36,38 +36,15 @@
 #include "utils/varlena.h"
 
 #include "base/delta_join.h"
+#include "base/options.h"
 #include "analysis/dialect.h"
+#include "base/shmem.h"
+#include "citus/distributed.h"
+#include "process/launcher.h"
 #include "process/parallel.h"
 #include "process/worker.h"
 
 PG_MODULE_MAGIC;
-
-/* ----------------
- * Settings
- * ----------------
- */
-int			dj_strategy = DJ_STRATEGY_EVENTUAL;
-bool		dj_ignore_non_unique_key_filter = false;
-bool		dj_cache_enabled = false;
-int			dj_left_cache_size = 10000;
-int			dj_right_cache_size = 10000;
-int			dj_max_batch_size = 10000;
-int			dj_batch_timeout_ms = 100;
-int			dj_lookup_timeout_ms = 3 * 60 * 1000;
-int			dj_max_views = 4096;
-
-/*
- * Strategy names, as the delta_join.strategy setting and the strategy
- * argument of create_view and explain accept them.  "force" is the streaming
- * engines' name for "eventual"; it is accepted but not listed.
- */
-static const struct config_enum_entry strategy_options[] = {
-	{"none", DJ_STRATEGY_NONE, false},
-	{"auto", DJ_STRATEGY_AUTO, false},
-	{"eventual", DJ_STRATEGY_EVENTUAL, false},
-	{"force", DJ_STRATEGY_EVENTUAL, true},
-	{NULL, 0, false}
-};
 
 /* Whether this process got the library through shared_preload_libraries. */
 static bool dj_preloaded = false;
@@ -94,124 +71,9 @@ PG_FUNCTION_INFO_V1(dj_check_environment);
 void
 _PG_init(void)
 {
-	DefineCustomEnumVariable("delta_join.strategy",
-							 "Default strategy of new delta views.",
-							 "\"eventual\" (alias \"force\") creates a delta view "
-							 "or fails; \"auto\" falls back to a slower method "
-							 "when the query is not eligible; \"none\" always "
-							 "uses the fallback.",
-							 &dj_strategy,
-							 DJ_STRATEGY_EVENTUAL,
-							 strategy_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("delta_join.ignore_non_unique_key_filter",
-							 "Accepts filters on columns outside the result's unique key.",
-							 "Such a filter can stop matching a row that was "
-							 "already written, and the earlier row then stays "
-							 "in the target.",
-							 &dj_ignore_non_unique_key_filter,
-							 false,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("delta_join.cache_enabled",
-							 "Caches lookup results in the apply worker.",
-							 "Cached entries are invalidated by the changes the "
-							 "worker decodes.",
-							 &dj_cache_enabled,
-							 false,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.left_cache_size",
-							"Keys cached for the left side of a join when the cache is enabled.",
-							NULL,
-							&dj_left_cache_size,
-							10000,
-							0, INT_MAX,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.right_cache_size",
-							"Keys cached for the right side of a join when the cache is enabled.",
-							NULL,
-							&dj_right_cache_size,
-							10000,
-							0, INT_MAX,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.max_batch_size",
-							"Most distinct dirty keys of a view applied in one transaction.",
-							NULL,
-							&dj_max_batch_size,
-							10000,
-							1, INT_MAX,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.batch_timeout",
-							"Most time a batch waits to fill before it is applied.",
-							NULL,
-							&dj_batch_timeout_ms,
-							100,
-							0, INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.lookup_timeout",
-							"Statement timeout of one apply batch.",
-							"Zero disables the timeout.",
-							&dj_lookup_timeout_ms,
-							3 * 60 * 1000,
-							0, INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.apply_workers",
-							"Processes that apply a database's large batches at once.",
-							"The apply worker and apply_workers - 1 helpers, each "
-							"with a share of the batch, committed apart: readers "
-							"may see part of a batch.  1 (the default) keeps each "
-							"batch in one transaction.",
-							&dj_apply_workers,
-							1,
-							1, PARALLEL_MAX_HELPERS + 1,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.parallel_apply_min_keys",
-							"Fewest dirty keys of a batch that its apply shares with helpers.",
-							"A smaller batch is applied by the apply worker alone.",
-							&dj_parallel_apply_min_keys,
-							1000,
-							1, INT_MAX,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	/* a postmaster setting can only be defined while preloading */
-	if (process_shared_preload_libraries_in_progress)
-		DefineCustomIntVariable("delta_join.max_views",
-								"Most delta views, over all databases, the server keeps progress for.",
-								"A view beyond it is refused by create_view.",
-								&dj_max_views,
-								4096,
-								1, 1000000,
-								PGC_POSTMASTER,
-								0,
-								NULL, NULL, NULL);
+	options_define_settings();
+	parallel_define_settings();
+	shmem_define_settings();
 
 	MarkGUCPrefixReserved("delta_join");
 
@@ -222,7 +84,8 @@ _PG_init(void)
 		return;
 
 	dj_preloaded = true;
-	worker_init();
+	distributed_init();
+	launcher_init();
 }
 
 
@@ -244,51 +107,6 @@ dj_emit_log(ErrorData *edata)
 		edata->hint = dialect_statement_hint(debug_query_string);
 	if (prev_emit_log_hook)
 		prev_emit_log_hook(edata);
-}
-
-
-/* ----------------
- * Strategies
- * ----------------
- */
-
-/*
- * The canonical name of a strategy.
- */
-const char *
-dj_strategy_name(DeltaStrategy strategy)
-{
-	switch (strategy)
-	{
-		case DJ_STRATEGY_NONE:
-			return "none";
-		case DJ_STRATEGY_AUTO:
-			return "auto";
-		case DJ_STRATEGY_EVENTUAL:
-			return "eventual";
-	}
-	elog(ERROR, "unrecognized delta_join strategy: %d", (int) strategy);
-	return NULL;				/* keep compiler quiet */
-}
-
-/*
- * Parse a strategy name, ignoring case; "force" means eventual.  Returns
- * false, leaving *strategy alone, when the name is not a strategy.
- */
-bool
-dj_parse_strategy(const char *name, DeltaStrategy *strategy)
-{
-	const struct config_enum_entry *entry;
-
-	for (entry = strategy_options; entry->name != NULL; entry++)
-	{
-		if (pg_strcasecmp(entry->name, name) == 0)
-		{
-			*strategy = (DeltaStrategy) entry->val;
-			return true;
-		}
-	}
-	return false;
 }
 
 

@@ -7,9 +7,9 @@
  * Nouns:
  *
  *	slot		the logical replication slot of one database, named
- *				WORKER_SLOT_PREFIX followed by the database OID, with our
+ *				LAUNCHER_SLOT_PREFIX followed by the database OID, with our
  *				library as output plugin.  It exists exactly while the
- *				database has views: worker_ensure_slot creates it for the
+ *				database has views: launcher_ensure_slot creates it for the
  *				first view, the worker drops it once the last view is gone.
  *	apply worker (worker)
  *				a dynamic background worker, one per database with a slot
@@ -23,7 +23,7 @@
  *				launcher finds them again.
  *
  * Shared memory is laid out in launcher.h, with its locking rules.
- * Backends announce catalog changes (worker_notify) at commit, from a
+ * Backends announce catalog changes (launcher_notify) at commit, from a
  * transaction callback, by bumping their database's generation and setting
  * the worker's and the launcher's latches.
  *
@@ -61,16 +61,12 @@
 
 #include "registry/catalog.h"
 #include "base/delta_join.h"
+#include "base/shmem.h"
 #include "process/launcher.h"
-#include "process/worker.h"
 
 #define LAUNCHER_NAP_MS			1000	/* launcher's look at the slots */
 #define LAUNCHER_RESTART_MS		1000	/* delay before restarting a worker */
 
-WorkerShared *worker_shared = NULL;
-
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* Backends: a catalog change waiting for commit to be announced */
 static bool notify_pending = false;
@@ -79,16 +75,14 @@ static bool notify_pending = false;
 static char slot_to_drop_on_abort[NAMEDATALEN];
 static bool xact_callback_registered = false;
 
-static void worker_shmem_request(void);
-static void worker_shmem_startup(void);
-static void worker_xact_callback(XactEvent event, void *arg);
-static void worker_commit_wakeup(XactEvent event, void *arg);
-static void worker_wake(Oid dboid);
+static void launcher_xact_callback(XactEvent event, void *arg);
+static void launcher_commit_wakeup(XactEvent event, void *arg);
+static void launcher_wake_worker(Oid dboid);
 static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
-static void worker_drop_slot_on_abort(void);
+static void launcher_drop_slot_on_abort(void);
 
-/* A slot being created by this backend (worker_ensure_slot) */
+/* A slot being created by this backend (launcher_ensure_slot) */
 typedef struct SlotWait
 {
 	const char *slot;
@@ -107,17 +101,14 @@ typedef struct SlotWait
  * shared memory and register the launcher.
  */
 void
-worker_init(void)
+launcher_init(void)
 {
 	BackgroundWorker bgw;
 
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = worker_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = worker_shmem_startup;
+	shmem_init();
 
 	/* every process forked from here wakes its database's worker on commit */
-	RegisterXactCallback(worker_commit_wakeup, NULL);
+	RegisterXactCallback(launcher_commit_wakeup, NULL);
 
 	if (IsBinaryUpgrade)
 		return;
@@ -133,59 +124,13 @@ worker_init(void)
 	RegisterBackgroundWorker(&bgw);
 }
 
-static Size
-worker_shmem_size(void)
-{
-	return MAXALIGN(add_size(offsetof(WorkerShared, views),
-							 mul_size(sizeof(ViewStat), dj_max_views)));
-}
-
-static void
-worker_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(worker_shmem_size());
-	RequestNamedLWLockTranche("delta_join", 1);
-}
-
-static void
-worker_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	worker_shared = ShmemInitStruct("delta_join", worker_shmem_size(), &found);
-	if (!found)
-	{
-		memset(worker_shared, 0, worker_shmem_size());
-		worker_shared->max_views = dj_max_views;
-		worker_shared->lock = &(GetNamedLWLockTranche("delta_join"))->lock;
-		ConditionVariableInit(&worker_shared->progress_cv);
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-worker_check_shmem(void)
-{
-	if (worker_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("delta_join is not loaded at server start"),
-				 errhint("Add delta_join to shared_preload_libraries and restart the server.")));
-}
-
 /*
  * A dynamic background worker of ours that connects to a database, is not
  * restarted by the postmaster, and tells this process when it starts and
  * ends; the caller sets its name and argument.
  */
 void
-worker_bgw_init(BackgroundWorker *bgw, const char *function, const char *type)
+launcher_bgw_init(BackgroundWorker *bgw, const char *function, const char *type)
 {
 	memset(bgw, 0, sizeof(BackgroundWorker));
 	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -198,41 +143,9 @@ worker_bgw_init(BackgroundWorker *bgw, const char *function, const char *type)
 }
 
 void
-worker_slot_name(char *name, Oid dboid)
+launcher_slot_name(char *name, Oid dboid)
 {
-	snprintf(name, NAMEDATALEN, WORKER_SLOT_PREFIX "%u", dboid);
-}
-
-/* The DbWorker of a database, made if asked and there is room.  Lock held. */
-DbWorker *
-worker_find_db(Oid dboid, bool create)
-{
-	DbWorker   *free_entry = NULL;
-	int			i;
-
-	for (i = 0; i < WORKER_MAX_DATABASES; i++)
-	{
-		DbWorker   *db = &worker_shared->dbs[i];
-
-		if (db->dboid == dboid)
-			return db;
-		if (db->dboid == InvalidOid && free_entry == NULL)
-			free_entry = db;
-	}
-	if (!create || free_entry == NULL)
-		return NULL;
-	memset(free_entry, 0, sizeof(DbWorker));
-	free_entry->dboid = dboid;
-	return free_entry;
-}
-
-/* The OID of a relation of our schema, or InvalidOid */
-Oid
-worker_catalog_relid(const char *relname)
-{
-	Oid			nspid = get_namespace_oid(DJ_SCHEMA, true);
-
-	return OidIsValid(nspid) ? get_relname_relid(relname, nspid) : InvalidOid;
+	snprintf(name, NAMEDATALEN, LAUNCHER_SLOT_PREFIX "%u", dboid);
 }
 
 /* ----------------
@@ -317,11 +230,11 @@ slot_wait_context(void *arg)
 
 /*
  * Why this database's views wait for their slot, as delta_join.status
- * says: it is being created (worker_ensure_slot), and waits for a prepared
+ * says: it is being created (launcher_ensure_slot), and waits for a prepared
  * transaction or transactions in progress.  NULL when it is not.
  */
 char *
-worker_slot_wait_reason(void)
+launcher_slot_wait_reason(void)
 {
 	char		name[NAMEDATALEN];
 	ReplicationSlot *slot;
@@ -330,8 +243,8 @@ worker_slot_wait_reason(void)
 	char	   *database;
 	uint64		count;
 
-	worker_check_shmem();
-	worker_slot_name(name, MyDatabaseId);
+	shmem_check();
+	launcher_slot_name(name, MyDatabaseId);
 	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
 	slot = SearchNamedReplicationSlot(name, false);
 	creating = false;
@@ -364,17 +277,17 @@ worker_slot_wait_reason(void)
  * keeps the worker from dropping the slot for want of views meanwhile.
  */
 void
-worker_ensure_slot(void)
+launcher_ensure_slot(void)
 {
 	char		name[NAMEDATALEN];
-	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+	Oid			catalog_oid = catalog_relid("view_catalog");
 	bool		views_exist;
 	ReplicationSlot *slot;
 	SlotWait	wait;
 
-	worker_check_shmem();
+	shmem_check();
 	catalog_require_version();
-	worker_slot_name(name, MyDatabaseId);
+	launcher_slot_name(name, MyDatabaseId);
 
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
@@ -383,10 +296,10 @@ worker_ensure_slot(void)
 				 errdetail("The view must start from every change committed before it, which the snapshot of this transaction may not show."),
 				 errhint("Use READ COMMITTED.")));
 
-	if (!OidIsValid(catalog_relid))
+	if (!OidIsValid(catalog_oid))
 		elog(ERROR, "delta_join.view_catalog does not exist");
 
-	LockRelationOid(catalog_relid, RowExclusiveLock);
+	LockRelationOid(catalog_oid, RowExclusiveLock);
 	slot = SearchNamedReplicationSlot(name, true);
 	if (slot != NULL && slot->data.persistency != RS_EPHEMERAL)
 		return;
@@ -401,7 +314,7 @@ worker_ensure_slot(void)
 				 errhint("Create the view at the start of its own transaction.")));
 
 	/* Creators of the slot take turns; re-check under the lock. */
-	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+	LockRelationOid(catalog_oid, ShareUpdateExclusiveLock);
 	if (SearchNamedReplicationSlot(name, true) != NULL)
 		return;
 
@@ -458,20 +371,20 @@ worker_ensure_slot(void)
 	SPI_finish();
 	if (!views_exist)
 	{
-		worker_wake(MyDatabaseId);
+		launcher_wake_worker(MyDatabaseId);
 		return;
 	}
 
 	/*
 	 * The marking is transactional and the slot is not: should this
-	 * transaction abort, drop the slot again (worker_xact_callback), so the
+	 * transaction abort, drop the slot again (launcher_xact_callback), so the
 	 * next view function finds it missing and marks the views once more.
 	 * The worker is only woken at commit, so that nothing holds the slot.
 	 */
-	worker_mark_views_stale(psprintf("replication slot \"%s\" was missing; changes committed while it was missing were not applied",
+	catalog_mark_views_stale(psprintf("replication slot \"%s\" was missing; changes committed while it was missing were not applied",
 									 name));
 	strlcpy(slot_to_drop_on_abort, name, NAMEDATALEN);
-	worker_notify();
+	launcher_notify();
 }
 
 /*
@@ -479,12 +392,12 @@ worker_ensure_slot(void)
  * database changed: the worker re-reads the catalog, or is started.
  */
 void
-worker_notify(void)
+launcher_notify(void)
 {
-	worker_check_shmem();
+	shmem_check();
 	if (!xact_callback_registered)
 	{
-		RegisterXactCallback(worker_xact_callback, NULL);
+		RegisterXactCallback(launcher_xact_callback, NULL);
 		xact_callback_registered = true;
 	}
 	notify_pending = true;
@@ -498,7 +411,7 @@ worker_notify(void)
  * harmless.
  */
 static void
-worker_commit_wakeup(XactEvent event, void *arg)
+launcher_commit_wakeup(XactEvent event, void *arg)
 {
 	if (event != XACT_EVENT_COMMIT || worker_shared == NULL ||
 		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
@@ -519,7 +432,7 @@ worker_commit_wakeup(XactEvent event, void *arg)
 }
 
 static void
-worker_xact_callback(XactEvent event, void *arg)
+launcher_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
@@ -531,7 +444,7 @@ worker_xact_callback(XactEvent event, void *arg)
 			 * commits: each batch reads the catalog.  Elsewhere a prepared
 			 * first view could see its slot dropped before it commits.
 			 */
-			if (notify_pending && !worker_is_distributed(MyDatabaseId))
+			if (notify_pending && !shmem_is_distributed(MyDatabaseId))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that created, dropped or refreshed a delta view")));
@@ -541,7 +454,7 @@ worker_xact_callback(XactEvent event, void *arg)
 			if (notify_pending)
 			{
 				notify_pending = false;
-				worker_wake(MyDatabaseId);
+				launcher_wake_worker(MyDatabaseId);
 			}
 			break;
 		case XACT_EVENT_COMMIT:
@@ -549,13 +462,13 @@ worker_xact_callback(XactEvent event, void *arg)
 			if (notify_pending)
 			{
 				notify_pending = false;
-				worker_wake(MyDatabaseId);
+				launcher_wake_worker(MyDatabaseId);
 			}
 			break;
 		case XACT_EVENT_ABORT:
 			notify_pending = false;
 			if (slot_to_drop_on_abort[0] != '\0')
-				worker_drop_slot_on_abort();
+				launcher_drop_slot_on_abort();
 			break;
 		default:
 			break;
@@ -563,11 +476,11 @@ worker_xact_callback(XactEvent event, void *arg)
 }
 
 /*
- * Drop the slot this aborted transaction recreated (see worker_ensure_slot).
+ * Drop the slot this aborted transaction recreated (see launcher_ensure_slot).
  * Runs during abort: report a failure, do not raise it.
  */
 static void
-worker_drop_slot_on_abort(void)
+launcher_drop_slot_on_abort(void)
 {
 	char		name[NAMEDATALEN];
 
@@ -594,14 +507,14 @@ worker_drop_slot_on_abort(void)
  * Runs after commit too: must not fail.
  */
 static void
-worker_wake(Oid dboid)
+launcher_wake_worker(Oid dboid)
 {
 	DbWorker   *db;
 	Latch	   *worker_latch = NULL;
 	Latch	   *launcher_latch;
 
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	db = worker_find_db(dboid, true);
+	db = shmem_find_db(dboid, true);
 	if (db != NULL)
 	{
 		db->generation++;
@@ -618,65 +531,6 @@ worker_wake(Oid dboid)
 		SetLatch(worker_latch);
 	if (launcher_latch != NULL)
 		SetLatch(launcher_latch);
-}
-
-/*
- * Mark a database as having distributed views (see DbWorker.distributed);
- * its worker also marks it when it finds some.
- */
-void
-worker_set_distributed(Oid dboid)
-{
-	DbWorker   *db;
-
-	worker_check_shmem();
-	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	db = worker_find_db(dboid, true);
-	if (db != NULL)
-		db->distributed = true;
-	LWLockRelease(worker_shared->lock);
-}
-
-bool
-worker_is_distributed(Oid dboid)
-{
-	DbWorker   *db;
-	bool		distributed;
-
-	worker_check_shmem();
-	LWLockAcquire(worker_shared->lock, LW_SHARED);
-	db = worker_find_db(dboid, false);
-	distributed = (db != NULL && db->distributed);
-	LWLockRelease(worker_shared->lock);
-	return distributed;
-}
-
-/*
- * Put every active view of this database in error: changes from its
- * applied_lsn on were not applied.  In the caller's transaction.
- */
-void
-worker_mark_views_stale(const char *reason)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-
-	values[0] = CStringGetTextDatum(reason);
-	SPI_connect();
-	if (catalog_exec("UPDATE delta_join.view_catalog"
-					 "   SET state = 'error', last_error = $1,"
-					 "       last_error_time = pg_catalog.now(),"
-					 "       stale_since_lsn = applied_lsn"
-					 " WHERE state OPERATOR(pg_catalog.=) 'active'",
-					 1, argtypes, values, NULL) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update delta_join.view_catalog");
-	if (SPI_processed > 0)
-		ereport(WARNING,
-				(errmsg("%llu delta views missed changes and are now in error",
-						(unsigned long long) SPI_processed),
-				 errdetail("%s.", reason),
-				 errhint("Rebuild them with delta_join.refresh().")));
-	SPI_finish();
 }
 
 /* ----------------
@@ -770,14 +624,14 @@ launcher_scan(long *nap_ms)
 		/*
 		 * A slot still ephemeral is being created by a backend, which holds
 		 * it until its start point is found, perhaps for long (see
-		 * worker_slot_wait_reason): its worker would only fail to acquire
+		 * launcher_slot_wait_reason): its worker would only fail to acquire
 		 * it, again and again.  It is started once the slot is made
-		 * persistent and the backend wakes us (worker_wake).
+		 * persistent and the backend wakes us (launcher_wake_worker).
 		 */
 		if (in_use && !creating && OidIsValid(database) &&
-			strncmp(NameStr(name), WORKER_SLOT_PREFIX,
-					strlen(WORKER_SLOT_PREFIX)) == 0 &&
-			strtoul(NameStr(name) + strlen(WORKER_SLOT_PREFIX), NULL, 10) == database &&
+			strncmp(NameStr(name), LAUNCHER_SLOT_PREFIX,
+					strlen(LAUNCHER_SLOT_PREFIX)) == 0 &&
+			strtoul(NameStr(name) + strlen(LAUNCHER_SLOT_PREFIX), NULL, 10) == database &&
 			nwanted < WORKER_MAX_DATABASES)
 			wanted[nwanted++] = database;
 	}
@@ -829,7 +683,7 @@ launcher_scan(long *nap_ms)
 
 		/* A worker of an earlier launcher may still run. */
 		LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-		db = worker_find_db(dboid, true);
+		db = shmem_find_db(dboid, true);
 		running = (db != NULL && db->pid != 0);
 		LWLockRelease(worker_shared->lock);
 		if (running || db == NULL)
@@ -843,7 +697,7 @@ launcher_scan(long *nap_ms)
 			continue;
 		}
 
-		worker_bgw_init(&bgw, "dj_worker_main", "delta_join worker");
+		launcher_bgw_init(&bgw, "dj_worker_main", "delta_join worker");
 		snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join worker for database %u",
 				 dboid);
 		bgw.bgw_main_arg = ObjectIdGetDatum(dboid);

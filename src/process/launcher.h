@@ -1,71 +1,49 @@
 /*-------------------------------------------------------------------------
  *
  * launcher.h
- *	  Shared memory of the launcher and the apply workers, as launcher.c
- *	  lays it out and worker.c and progress.c fill it.
+ *	  The launcher of the apply workers, each database's slot, and what
+ *	  backends call to set the workers in motion (launcher.c).
  *
- * WorkerShared holds one DbWorker per database with (or waiting for) a
- * worker and one ViewStat (progress.h) per view, delta_join.max_views of
- * them.  Everything in it is protected by WorkerShared.lock: readers take
- * it shared; writers -- a worker once per batch, backends in worker_notify,
- * the launcher -- take it exclusive.  progress_cv is broadcast whenever a
- * worker publishes progress; delta_join.wait() sleeps on it.
+ * Every database that has views gets one apply worker (worker.c), which
+ * owns the database's logical slot (LAUNCHER_SLOT_PREFIX followed by the
+ * database OID) and keeps its views up to date.  A launcher, registered at
+ * start-up, starts and restarts those workers.
+ *
+ * What the view operations (ops/views.c) call, in this order, from a
+ * function that changes the views of a database:
+ *
+ *	launcher_ensure_slot()	first, before the transaction writes anything
+ *							(create_view, refresh): makes sure the slot
+ *							exists, so that every change committed from now
+ *							on is decoded.
+ *	launcher_notify()		once the catalog change is made (create_view,
+ *							drop_view, refresh): when the transaction
+ *							commits, the database's worker is started or
+ *							told to read the catalog again.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef DJ_LAUNCHER_H
 #define DJ_LAUNCHER_H
 
-#include "access/xlogdefs.h"
+#include "fmgr.h"
 #include "postmaster/bgworker.h"
-#include "storage/condition_variable.h"
-#include "storage/latch.h"
-#include "storage/lwlock.h"
-#include "utils/timestamp.h"
 
-#include "process/progress.h"
+/* Name of a database's slot: this prefix, then the database OID */
+#define LAUNCHER_SLOT_PREFIX	"delta_join_"
 
-#define WORKER_MAX_DATABASES	64	/* databases with a worker at once */
+/* _PG_init, while shared_preload_libraries loads */
+extern void launcher_init(void);
 
-/* One database's worker */
-typedef struct DbWorker
-{
-	Oid			dboid;			/* InvalidOid: entry free */
-	pid_t		pid;			/* the running worker, 0 if none */
-	Latch	   *latch;			/* its latch, while pid != 0 */
-	uint64		generation;		/* bumped when the catalog changed */
-	bool		distributed;	/* the database has distributed views
-								 * (distributed.c): its slot is kept without
-								 * views, and a transaction that changes
-								 * views may be prepared (two-phase commit
-								 * of Citus) */
-	char		failure[PROGRESS_REASON_LEN];	/* why the last worker ended
-												 * in error, until a worker
-												 * applies a batch ("" if
-												 * none) */
-} DbWorker;
+extern void launcher_ensure_slot(void);
+extern void launcher_notify(void);
+extern char *launcher_slot_wait_reason(void);
 
-typedef struct WorkerShared
-{
-	LWLock	   *lock;
-	ConditionVariable progress_cv;
-	Latch	   *launcher_latch;
-	DbWorker	dbs[WORKER_MAX_DATABASES];
-	int			max_views;		/* entries of views */
-	ViewStat	views[FLEXIBLE_ARRAY_MEMBER];
-} WorkerShared;
+/* for the apply worker and its helpers */
+extern void launcher_slot_name(char *name, Oid dboid);
+extern void launcher_bgw_init(BackgroundWorker *bgw, const char *function, const char *type);
 
-extern WorkerShared *worker_shared;
-
-/* launcher.c; worker_find_db expects worker_shared->lock held */
-extern void worker_check_shmem(void);
-extern DbWorker *worker_find_db(Oid dboid, bool create);
-extern void worker_slot_name(char *name, Oid dboid);
-extern void worker_bgw_init(BackgroundWorker *bgw, const char *function, const char *type);
-extern Oid	worker_catalog_relid(const char *relname);
-extern void worker_mark_views_stale(const char *reason);
-extern void worker_set_distributed(Oid dboid);
-extern bool worker_is_distributed(Oid dboid);
-extern char *worker_slot_wait_reason(void);
+/* Background worker entry point (named in BackgroundWorker.bgw_function_name) */
+extern PGDLLEXPORT void dj_launcher_main(Datum main_arg);
 
 #endif							/* DJ_LAUNCHER_H */

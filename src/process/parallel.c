@@ -15,7 +15,7 @@
  *
  * A helper applies its task in one transaction, each view in its own
  * subtransaction as the view's target's owner with the view's settings,
- * exactly as the leader applies a view (worker_apply_view); a view whose
+ * exactly as the leader applies a view (apply_view); a view whose
  * share fails is only reported, not retried: the leader applies that view
  * again whole.  A helper did not see the batches the leader applied alone,
  * so its lookup caches are emptied before every share.
@@ -40,6 +40,7 @@
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -47,9 +48,10 @@
 
 #include "apply/apply.h"
 #include "registry/catalog.h"
+#include "base/shmem.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
-#include "process/worker.h"
+#include "apply/apply_view.h"
 
 #define HELPER_IDLE_MS			1000	/* an idle helper looks for its leader */
 #define HELPER_IDLE_EXIT_MS		60000	/* an idle helper gives its slot back */
@@ -62,6 +64,34 @@
 
 int			dj_apply_workers = 1;
 int			dj_parallel_apply_min_keys = 1000;
+
+/* Define delta_join.apply_workers and parallel_apply_min_keys (_PG_init) */
+void
+parallel_define_settings(void)
+{
+	DefineCustomIntVariable("delta_join.apply_workers",
+							"Processes that apply a database's large batches at once.",
+							"The apply worker and apply_workers - 1 helpers, each "
+							"with a share of the batch, committed apart: readers "
+							"may see part of a batch.  1 (the default) keeps each "
+							"batch in one transaction.",
+							&dj_apply_workers,
+							1,
+							1, PARALLEL_MAX_HELPERS + 1,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("delta_join.parallel_apply_min_keys",
+							"Fewest dirty keys of a batch that its apply shares with helpers.",
+							"A smaller batch is applied by the apply worker alone.",
+							&dj_parallel_apply_min_keys,
+							1000,
+							1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+}
 
 /* This process is a helper (it applies shares, quietly) */
 bool		am_helper = false;
@@ -174,7 +204,7 @@ helper_start(int index)
 	MemoryContext oldcxt;
 	bool		started;
 
-	worker_bgw_init(&bgw, "dj_helper_main", "delta_join helper");
+	launcher_bgw_init(&bgw, "dj_helper_main", "delta_join helper");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join helper %d for database %u",
 			 index + 1, pool->dboid);
 	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(pool_seg));
@@ -644,7 +674,7 @@ dj_helper_main(Datum main_arg)
 	slot = &hp->slots[index];
 
 	BackgroundWorkerInitializeConnectionByOid(hp->dboid, InvalidOid, 0);
-	worker_session_setup();
+	apply_session_setup();
 	am_helper = true;
 
 	SpinLockAcquire(&hp->mutex);
@@ -788,7 +818,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	/* views created, dropped or refreshed since the last task: new plans */
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
 	{
-		DbWorker   *db = worker_find_db(hp->dboid, false);
+		DbWorker   *db = shmem_find_db(hp->dboid, false);
 
 		generation = db ? db->generation : 0;
 	}
@@ -820,8 +850,9 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		batch->caches_stale = true;
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(view));
 		results[v].applied =
-			(worker_apply_view(view, batch, &results[v].counts, false, NULL, false,
-							   NULL, &message, &sqlerrcode) == VIEW_APPLIED);
+			(apply_view(&(ApplyRequest) {.view = view, .batch = batch, .end_lsn = hdr->end_lsn,
+										  .quiet = true},
+						&results[v].counts, NULL, &message, &sqlerrcode) == VIEW_APPLIED);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (!results[v].applied)
 			strlcpy(results[v].message, message ? message : "", SHARE_MESSAGE_LEN);

@@ -73,7 +73,7 @@
  * Idle behaviour: a worker that has read all the WAL there is sleeps on its
  * latch for at most WORKER_IDLE_MS, then looks at the WAL again;
  * committing backends (a commit callback), delta_join.wait() and
- * worker_notify() set its latch to wake it at once.
+ * launcher_notify() set its latch to wake it at once.
  *
  * Errors outside a view's apply (reading WAL, the catalog) end the worker;
  * the slot is released on exit and the launcher starts a new worker.
@@ -116,16 +116,17 @@
 #include "utils/timestamp.h"
 
 #include "apply/apply.h"
+#include "apply/apply_view.h"
 #include "base/batch.h"
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
-#include "citus/distributed.h"
 #include "capture/decode.h"
 #include "capture/decoding.h"
 #include "base/delta_join.h"
+#include "base/shmem.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
-#include "process/progress.h"
+#include "base/progress.h"
 #include "base/runas.h"
 #include "process/worker.h"
 
@@ -175,6 +176,9 @@ typedef struct DeferredView
 	char	   *reason;			/* the last error */
 } DeferredView;
 
+/* What the Citus layer does for the worker (worker.h); set at _PG_init */
+WorkerCitus worker_citus = {NULL, NULL};
+
 static Oid	worker_dboid = InvalidOid;
 static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
@@ -210,7 +214,6 @@ static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
 static TimestampTz worker_next_retry(void);
 static void worker_check_citus(List *views);
-static void worker_sync_shards(void);
 static void worker_wait_round(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
@@ -234,7 +237,6 @@ static ViewResult worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr
 static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
 								TimestampTz now, AppliedViews *applied);
 static void worker_confirm(XLogRecPtr end_lsn);
-static void forget_own_cancel(void);
 static void worker_confirm_flushed(void);
 static void worker_each_chunk(ViewRecord *view,
 							  void (*fn) (ViewRecord *view, ViewBatch *chunk, void *arg),
@@ -255,11 +257,36 @@ static TimestampTz worker_recomputed_at(int view_id);
 static void worker_note_recompute(int view_id, TimestampTz at);
 static DeferredView *worker_find_deferred(int view_id);
 static ViewProgress *worker_progress_rows(List *views);
+static BatchPolicy worker_batch_policy(List *views);
 
 /* ----------------
  * Apply worker
  * ----------------
  */
+
+/*
+ * Apply a view's work (apply_view.c): its keys spilled by the capture first
+ * when spilled, under the batch's snapshot when given, stopping after the
+ * view's time slice when sliced.
+ */
+static ViewResult
+worker_apply_view(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, bool spilled,
+				  Snapshot snapshot, bool sliced, ViewBatch **rest, char **message,
+				  int *sqlerrcode)
+{
+	ApplyRequest req;
+
+	memset(&req, 0, sizeof(req));
+	req.view = view;
+	req.batch = batch;
+	req.read_spilled = spilled ? decoding_batch_next_chunk : NULL;
+	req.chunk_keys = policy.max_keys;
+	req.snapshot = snapshot;
+	req.end_lsn = decoding_position();
+	req.sliced = sliced;
+	return apply_view(&req, counts, rest, message, sqlerrcode);
+}
+
 
 void
 dj_worker_main(Datum main_arg)
@@ -275,10 +302,10 @@ dj_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
 	worker_dboid = dboid;
-	worker_slot_name(worker_slot, dboid);
+	launcher_slot_name(worker_slot, dboid);
 
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	db = worker_find_db(dboid, true);
+	db = shmem_find_db(dboid, true);
 	taken = (db == NULL || db->pid != 0);
 	if (!taken)
 	{
@@ -294,7 +321,7 @@ dj_worker_main(Datum main_arg)
 		proc_exit(0);
 	}
 	before_shmem_exit(worker_on_exit, (Datum) 0);
-	worker_session_setup();
+	apply_session_setup();
 
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -318,37 +345,6 @@ dj_worker_main(Datum main_arg)
 	proc_exit(0);
 }
 
-/* The settings of an apply worker's session, and of its helpers' */
-void
-worker_session_setup(void)
-{
-	/*
-	 * Batches commit asynchronously: the slot is only confirmed past a batch
-	 * once its commit is flushed (worker_confirm), so a batch lost in a
-	 * crash is decoded again.
-	 */
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-
-	/*
-	 * Whatever the database or role says: each view's apply takes its own
-	 * snapshot once what it reads is locked (worker_apply_view), which only
-	 * READ COMMITTED allows; and the worker writes.
-	 */
-	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET,
-					PGC_S_OVERRIDE);
-	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
-
-	/* never wait long for a lock, and be the one a deadlock stops */
-	SetConfigOption("lock_timeout", WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("deadlock_timeout", WORKER_DEADLOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
-
-	/*
-	 * The worker runs as a superuser: its own catalog statements resolve
-	 * names in pg_catalog only, never in schemas users can create objects in.
-	 */
-	SetConfigOption("search_path", RUNAS_SEARCH_PATH, PGC_SUSET, PGC_S_SESSION);
-}
-
 /* Publish the error that is ending the worker (in a PG_CATCH) */
 static void
 worker_note_failure(void)
@@ -359,7 +355,7 @@ worker_note_failure(void)
 
 	MemoryContextSwitchTo(oldcxt);
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	db = worker_find_db(worker_dboid, false);
+	db = shmem_find_db(worker_dboid, false);
 	if (db != NULL)
 		strlcpy(db->failure, edata->message ? edata->message : "unknown error",
 				sizeof(db->failure));
@@ -373,7 +369,7 @@ worker_clear_failure(void)
 	DbWorker   *db;
 
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	db = worker_find_db(worker_dboid, false);
+	db = shmem_find_db(worker_dboid, false);
 	if (db != NULL)
 		db->failure[0] = '\0';
 	LWLockRelease(worker_shared->lock);
@@ -392,7 +388,7 @@ worker_on_exit(int code, Datum arg)
 
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
 	{
-		DbWorker   *db = worker_find_db(worker_dboid, false);
+		DbWorker   *db = shmem_find_db(worker_dboid, false);
 
 		if (db != NULL && db->pid == MyProcPid)
 		{
@@ -427,7 +423,7 @@ worker_loop(void)
 		worker_confirm_flushed();
 
 		LWLockAcquire(worker_shared->lock, LW_SHARED);
-		generation = worker_find_db(worker_dboid, false)->generation;
+		generation = shmem_find_db(worker_dboid, false)->generation;
 		LWLockRelease(worker_shared->lock);
 		now = GetCurrentTimestamp();
 		if (generation != seen_generation || now >= next_check)
@@ -463,8 +459,8 @@ worker_loop(void)
 
 		if (now >= next_shard_sync)
 		{
-			if (worker_is_distributed(worker_dboid))
-				worker_sync_shards();
+			if (shmem_is_distributed(worker_dboid) && worker_citus.sync != NULL)
+				worker_citus.sync();
 			next_shard_sync = TimestampTzPlusMilliseconds(now, WORKER_SHARD_SYNC_MS);
 		}
 
@@ -538,12 +534,12 @@ worker_next_retry(void)
 /*
  * Read the views of the database and publish their state.  When there are
  * none, and no transaction is adding one (it would hold a lock on
- * view_catalog, see worker_ensure_slot), drop the slot.
+ * view_catalog, see launcher_ensure_slot), drop the slot.
  */
 static CatalogCheck
 worker_check_views(void)
 {
-	Oid			catalog_relid;
+	Oid			catalog_oid;
 	CatalogCheck result;
 	char	   *problem;
 
@@ -551,8 +547,8 @@ worker_check_views(void)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 
-	catalog_relid = worker_catalog_relid("view_catalog");
-	if (!OidIsValid(catalog_relid))
+	catalog_oid = catalog_relid("view_catalog");
+	if (!OidIsValid(catalog_oid))
 		result = CATALOG_NO_VIEWS;	/* the extension was dropped */
 	else if ((problem = catalog_version_problem()) != NULL)
 	{
@@ -563,7 +559,7 @@ worker_check_views(void)
 							worker_dboid, problem)));
 		result = CATALOG_WAIT;
 	}
-	else if (ConditionalLockRelationOid(catalog_relid, ShareLock))
+	else if (ConditionalLockRelationOid(catalog_oid, ShareLock))
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(batch_cxt);
 		List	   *views;
@@ -573,16 +569,16 @@ worker_check_views(void)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		views = catalog_list_views();
 		worker_check_citus(views);
-		policy = batch_policy_for(views);
+		policy = worker_batch_policy(views);
 		progress_publish(worker_dboid, worker_progress_rows(views),
 						 list_length(views), InvalidXLogRecPtr);
 		MemoryContextSwitchTo(oldcxt);
 		result = (views != NIL) ? CATALOG_VIEWS : CATALOG_NO_VIEWS;
 
 		/* a node of distributed views keeps its slot for the groups to come */
-		if (distributed_defined(true))
-			worker_set_distributed(worker_dboid);
-		if (result == CATALOG_NO_VIEWS && worker_is_distributed(worker_dboid))
+		if (worker_citus.defined != NULL && worker_citus.defined())
+			shmem_set_distributed(worker_dboid);
+		if (result == CATALOG_NO_VIEWS && shmem_is_distributed(worker_dboid))
 			result = CATALOG_VIEWS;
 	}
 	else
@@ -605,32 +601,6 @@ worker_check_views(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	return result;
-}
-
-/*
- * Bring the views of the shard groups this node holds in line with the
- * distributed views and the placements (distributed.c): a group moved here
- * gets its view, one moved away loses it.  A failure is logged and tried
- * again at the next round.
- */
-static void
-sync_shards(void *arg)
-{
-	PushActiveSnapshot(GetTransactionSnapshot());
-	distributed_sync_node();
-	PopActiveSnapshot();
-}
-
-static void
-worker_sync_shards(void)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	distributed_try(sync_shards, NULL, "could not update the views of this node's shard groups");
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -659,6 +629,23 @@ worker_check_citus(List *views)
 						catalog_view_name(view), message),
 				 errhint("Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view.")));
 	}
+}
+
+/* The batch policy (batch.h) of the views not in error */
+static BatchPolicy
+worker_batch_policy(List *views)
+{
+	List	   *options = NIL;
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		if (!view->in_error)
+			options = lappend(options, &view->options);
+	}
+	return batch_policy_for(options);
 }
 
 /* Progress rows for views, with nothing applied yet (batch memory) */
@@ -698,7 +685,7 @@ worker_start_decoding(void)
 	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
-		worker_mark_views_stale(psprintf("replication slot \"%s\" was invalidated because it retained too much WAL (max_slot_wal_keep_size)",
+		catalog_mark_views_stale(psprintf("replication slot \"%s\" was invalidated because it retained too much WAL (max_slot_wal_keep_size)",
 										 worker_slot));
 		PopActiveSnapshot();
 		ReplicationSlotRelease();
@@ -710,7 +697,7 @@ worker_start_decoding(void)
 		proc_exit(0);
 	}
 
-	decoding_start(worker_cxt);
+	decoding_start(worker_cxt, apply_reset_system_caches);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;
 	CommitTransactionCommand();
 }
@@ -762,7 +749,7 @@ worker_progress(void)
  * Only a batch that reached the position is whole in that sense: one that
  * stopped early because it was full (a backlog larger than max_batch_size)
  * leaves the changes after it to the next batch.  A view whose work takes
- * longer than its time slice commits part of it (worker_apply_view).
+ * longer than its time slice commits part of it (apply_view).
  */
 static void
 worker_batch(bool retry_due)
@@ -878,7 +865,7 @@ worker_apply_batch(Snapshot snapshot)
 	 */
 	catalog_require_version();
 	views = catalog_list_views();
-	policy = batch_policy_for(views);
+	policy = worker_batch_policy(views);
 	progress = worker_progress_rows(views);
 	applied.ids = palloc(sizeof(int) * Max(list_length(views), 1));
 	applied.n = 0;
@@ -1482,326 +1469,6 @@ worker_confirm_flushed(void)
 	LogicalConfirmReceivedLocation(confirm_lsn);
 	ReplicationSlotMarkDirty();
 	confirm_lsn = InvalidXLogRecPtr;
-}
-
-/* Errors that another try of the same view may not meet */
-static bool
-error_is_passing(int sqlerrcode)
-{
-	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
-		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-		sqlerrcode == ERRCODE_QUERY_CANCELED;
-}
-
-/*
- * The view's lookup_timeout (STATEMENT_TIMEOUT) and the worker's
- * lock_timeout may go off together.  One of them raises the error that ends
- * the view's apply; the other, going off while that error unwinds, leaves a
- * cancel pending that would end the worker's next step instead.  It
- * belonged to the view's apply, which is over: forget it.
- */
-static void
-forget_own_cancel(void)
-{
-	bool		timed_out = get_timeout_indicator(LOCK_TIMEOUT, true);
-
-	timed_out |= get_timeout_indicator(STATEMENT_TIMEOUT, true);
-	if (timed_out)
-		QueryCancelPending = false;
-}
-
-/*
- * The keys of a view's work, a piece at a time: first the keys the capture
- * spilled for it (when its work includes them), a chunk at a time, then
- * its batch in memory.  Pieces are applied one after another in the
- * view's subtransaction (worker_apply_view), each seeing what the earlier
- * ones wrote.
- */
-typedef struct Pieces
-{
-	ViewRecord *view;
-	bool		spilled;		/* chunks of spilled keys are still to read */
-	bool		rewind;			/* the first chunk is still to read */
-	MemoryContext chunk_cxt;	/* holds the chunk being taken apart */
-	ViewBatch  *from;			/* a copy of the chunk or batch being taken
-								 * apart, or NULL */
-	bool		first;			/* no piece was taken from it yet */
-	ViewBatch  *batch;			/* the batch in memory, once the chunks are
-								 * read; NULL once taken */
-} Pieces;
-
-/*
- * The next piece of at most n keys, in the pieces' chunk memory; NULL when
- * every key was taken.
- */
-static ViewBatch *
-pieces_next(Pieces *pc, int64 n)
-{
-	while (pc->from == NULL || (!pc->first && view_batch_nkeys(pc->from) == 0))
-	{
-		MemoryContext oldcxt;
-
-		MemoryContextReset(pc->chunk_cxt);
-		oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
-		pc->from = NULL;
-		if (pc->spilled)
-		{
-			pc->from = decoding_batch_next_chunk(pc->view->view_id, pc->rewind,
-												 policy.max_keys);
-			pc->rewind = false;
-			pc->spilled = (pc->from != NULL);
-		}
-		if (pc->from == NULL && pc->batch != NULL)
-		{
-			pc->from = view_batch_copy(pc->batch);
-			pc->batch = NULL;
-		}
-		MemoryContextSwitchTo(oldcxt);
-		if (pc->from == NULL)
-			return NULL;
-		pc->first = true;
-	}
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
-		ViewBatch  *piece = view_batch_take(pc->from, n, pc->first);
-
-		MemoryContextSwitchTo(oldcxt);
-		pc->first = false;
-		return piece;
-	}
-}
-
-/*
- * Every key not taken yet, as one batch in CurrentMemoryContext (each key
- * once, without its row); NULL when none is left.
- */
-static ViewBatch *
-pieces_rest(Pieces *pc)
-{
-	ViewBatch  *rest = palloc0(sizeof(ViewBatch));
-	HTAB	   *seen = key_set_create(CurrentMemoryContext);
-	MemoryContext cxt = CurrentMemoryContext;
-
-	rest->view_id = pc->view->view_id;
-	if (pc->from != NULL)
-		view_batch_merge(rest, pc->from, seen, cxt);
-	while (pc->spilled)
-	{
-		ViewBatch  *chunk;
-		MemoryContext oldcxt;
-
-		MemoryContextReset(pc->chunk_cxt);
-		oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
-		chunk = decoding_batch_next_chunk(pc->view->view_id, pc->rewind, policy.max_keys);
-		MemoryContextSwitchTo(oldcxt);
-		pc->rewind = false;
-		pc->spilled = (chunk != NULL);
-		if (chunk != NULL)
-			view_batch_merge(rest, chunk, seen, cxt);
-	}
-	if (pc->batch != NULL)
-		view_batch_merge(rest, pc->batch, seen, cxt);
-	hash_destroy(seen);
-	return rest;
-}
-
-/*
- * How many keys a view's next piece takes, learned from its last pieces: a
- * piece should take about WORKER_PIECE_MS, so that the view's time slice is
- * checked often enough, and not much less, so that a piece's fixed cost
- * (the target's writer, the lookups' scans) stays small.
- */
-typedef struct PieceSize
-{
-	int			view_id;
-	int64		keys;
-} PieceSize;
-
-static List *piece_sizes = NIL;	/* PieceSize *, in TopMemoryContext */
-
-static PieceSize *
-worker_piece_size(int view_id)
-{
-	PieceSize  *ps;
-	ListCell   *lc;
-	MemoryContext oldcxt;
-
-	foreach(lc, piece_sizes)
-	{
-		if (((PieceSize *) lfirst(lc))->view_id == view_id)
-			return lfirst(lc);
-	}
-	oldcxt = MemoryContextSwitchTo(TopMemoryContext);	/* helpers have no worker_cxt */
-	ps = palloc(sizeof(PieceSize));
-	ps->view_id = view_id;
-	ps->keys = WORKER_PIECE_FIRST_KEYS;
-	piece_sizes = lappend(piece_sizes, ps);
-	MemoryContextSwitchTo(oldcxt);
-	return ps;
-}
-
-static void
-worker_piece_took(PieceSize *ps, int64 keys, long ms)
-{
-	if (keys < ps->keys)
-		return;					/* the last piece: says little */
-	if (ms < WORKER_PIECE_MS / 4)
-		ps->keys = Min(ps->keys * 2, WORKER_PIECE_MAX_KEYS);
-	else if (ms > WORKER_PIECE_MS * 2)
-		ps->keys = Max(ps->keys / 2, 1);
-}
-
-/*
- * Apply a view's work, as the target's owner with the view's settings and
- * its lookup timeout, in a subtransaction: on error it is rolled back and
- * the error returned in *message.
- *
- * snapshot is the batch's, under which the view is applied (seeing what
- * the batch's earlier views wrote), or NULL: a snapshot taken once what the
- * view reads is locked (a helper's share, a view applied again alone).  A
- * view whose tables or catalog row were written by a transaction the
- * batch's snapshot does not see -- created, refreshed, rewritten or
- * truncated after it was taken -- cannot be applied under it (a rewrite is
- * not MVCC-safe: to that snapshot the table looks empty): VIEW_LATER, with
- * all the work in *rest for the next batch.
- *
- * With sliced, the view's work is applied a piece at a time and stops
- * after its time slice (WORKER_SLICE_MS, or half its lookup_timeout if
- * that is less), committing what it did with the batch: VIEW_PARTIAL, and
- * what is left in *rest (in CurrentMemoryContext), so that other views do
- * not wait behind one view's large batch and each try makes progress.  A
- * recompute of the whole (full recompute, an aggregate without GROUP BY)
- * is one piece.
- *
- * With spilled, the keys the capture spilled for the view are part of its
- * work, applied first.
- */
-ViewResult
-worker_apply_view(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, bool spilled,
-				  Snapshot snapshot, bool sliced, ViewBatch **rest,
-				  char **message, int *sqlerrcode)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile ViewResult result = VIEW_APPLIED;
-	PieceSize  *volatile ps = worker_piece_size(view->view_id);
-	Pieces		pc;
-
-	memset(&pc, 0, sizeof(pc));
-	pc.view = view;
-	pc.spilled = spilled && view->path != DJ_PATH_FULL;
-	pc.rewind = true;
-	pc.batch = batch;
-	pc.chunk_cxt = AllocSetContextCreate(oldcxt, "delta_join pieces",
-										 ALLOCSET_DEFAULT_SIZES);
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-
-	PG_TRY();
-	{
-		RunAs		runas;
-		TimestampTz started = GetCurrentTimestamp();
-		int			slice_ms = WORKER_SLICE_MS;
-		bool		whole = (view->path == DJ_PATH_FULL);
-		ViewBatch  *piece;
-
-		runas_begin(runas_target_owner(view->target), view->settings, &runas);
-		if (view->options.lookup_timeout_ms > 0)
-		{
-			enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
-			slice_ms = Min(slice_ms, view->options.lookup_timeout_ms / 2);
-		}
-
-		/*
-		 * The snapshot is used once what the view reads is locked: a
-		 * create_view or refresh() that held the target is over, and its
-		 * catalog row tells whether the snapshot sees it.
-		 */
-		PushActiveSnapshot(GetTransactionSnapshot());
-		if (!apply_lock_view(view, snapshot) ||
-			(snapshot != NULL && catalog_view_written_after(view, snapshot)))
-			result = VIEW_LATER;
-		whole |= apply_view_whole(view);
-		PopActiveSnapshot();
-
-		if (result == VIEW_APPLIED)
-		{
-			if (snapshot != NULL)
-			{
-				PushCopiedSnapshot(snapshot);
-				UpdateActiveSnapshotCommandId();
-			}
-			else
-				PushActiveSnapshot(GetTransactionSnapshot());
-
-			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX : ps->keys)) != NULL)
-			{
-				TimestampTz piece_started = GetCurrentTimestamp();
-
-				apply_view_batch(view, piece, counts);
-
-				/* the next piece sees what this one wrote */
-				CommandCounterIncrement();
-				UpdateActiveSnapshotCommandId();
-				worker_piece_took(ps, view_batch_nkeys(piece),
-								  TimestampDifferenceMilliseconds(piece_started,
-																  GetCurrentTimestamp()));
-				if (sliced && !whole &&
-					TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms))
-				{
-					MemoryContextSwitchTo(oldcxt);
-					*rest = pieces_rest(&pc);
-					if (view_batch_nkeys(*rest) > 0)
-						result = VIEW_PARTIAL;
-					break;
-				}
-			}
-			PopActiveSnapshot();
-		}
-
-		disable_timeout(STATEMENT_TIMEOUT, true);
-		forget_own_cancel();
-		runas_end(&runas);
-
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-
-		if (result == VIEW_LATER)
-			*rest = pieces_rest(&pc);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		disable_timeout(STATEMENT_TIMEOUT, true);
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		forget_own_cancel();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-
-		memset(counts, 0, sizeof(ApplyCounts));
-		*message = pstrdup(edata->message);
-		*sqlerrcode = edata->sqlerrcode;
-		result = error_is_passing(edata->sqlerrcode) ? VIEW_DEFERRED : VIEW_FAILED;
-		/* a piece that ran out of time: the next try takes smaller ones */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			ps->keys = Max(ps->keys / 4, 1);
-		/* a helper's share that fails is applied again by the worker */
-		if (result == VIEW_DEFERRED && !am_helper)
-			ereport(LOG,
-					(errmsg("delta view \"%s\" could not be applied now, trying again later: %s",
-							catalog_view_name(view), edata->message)));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-
-	MemoryContextDelete(pc.chunk_cxt);
-	return result;
 }
 
 /*

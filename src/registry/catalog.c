@@ -51,7 +51,6 @@
 
 #include "registry/catalog.h"
 #include "base/options.h"
-#include "analysis/query.h"
 #include "base/runas.h"
 
 /*
@@ -95,34 +94,25 @@ int2_array(int n, const AttrNumber *attnums)
 }
 
 /*
- * The source_catalog rows of a view, from its plan.  SPI must be connected.
+ * The source_catalog rows of a view (SourceRecord *).  SPI must be
+ * connected.
  */
 static void
-insert_sources(int view_id, DeltaPlan *plan)
+insert_sources(int view_id, List *sources)
 {
 	ListCell   *lc;
 
-	foreach(lc, plan->sources)
+	foreach(lc, sources)
 	{
-		DeltaSource *src = lfirst(lc);
+		SourceRecord *src = lfirst(lc);
 		Oid			types[] = {INT4OID, INT4OID, OIDOID, INT2ARRAYOID, JSONBOID};
 		Datum		values[5];
-		DeltaHint	hint;
-
-		hint_init(&hint);
-		hint.cache_size = src->cache_size;
-		hint.cache_enabled = src->cache_enabled;
-		hint.cache_enabled_set = (src->cache_enabled != plan->options.cache_enabled);
-		hint.lookup_only = src->lookup_only;
-		hint.seed_queue_size = src->seed_queue_size;
-		hint.seed_max_inflight = src->seed_max_inflight;
-		hint.seed_buffer_capacity = src->seed_buffer_capacity;
 
 		values[0] = Int32GetDatum(view_id);
 		values[1] = Int32GetDatum(src->ordinal);
 		values[2] = ObjectIdGetDatum(src->relid);
-		values[3] = int2_array(src->key_natts, src->key_attnums);
-		values[4] = JsonbPGetDatum(hint_to_jsonb(&hint));
+		values[3] = int2_array(src->nkeys, src->key_attnums);
+		values[4] = JsonbPGetDatum(hint_to_jsonb(&src->hint));
 		catalog_exec("INSERT INTO delta_join.source_catalog "
 					 "(view_id, ordinal, relid, key_attnums, options) "
 					 "VALUES ($1, $2, $3, $4, $5)",
@@ -134,7 +124,8 @@ insert_sources(int view_id, DeltaPlan *plan)
  * Register a view and its sources; returns the new view_id.
  */
 int
-catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings,
+catalog_insert_view(Oid target, Oid query_view, DeltaKind kind, DeltaPath path,
+					const DeltaOptions *options, List *sources, Jsonb *settings,
 					XLogRecPtr lsn, const char *managed_by)
 {
 	Oid			types[] = {OIDOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, PG_LSNOID,
@@ -148,13 +139,12 @@ catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings
 
 	values[0] = ObjectIdGetDatum(target);
 	values[1] = ObjectIdGetDatum(query_view);
-	values[2] = CStringGetTextDatum(plan->kind == DJ_KIND_JOIN ? "join" :
-									plan->kind == DJ_KIND_AGGREGATE ? "aggregate" : "query");
-	values[3] = CStringGetTextDatum(dj_strategy_name(plan->options.strategy));
-	values[4] = JsonbPGetDatum(options_to_jsonb(&plan->options));
+	values[2] = CStringGetTextDatum(dj_kind_name(kind));
+	values[3] = CStringGetTextDatum(dj_strategy_name(options->strategy));
+	values[4] = JsonbPGetDatum(options_to_jsonb(options));
 	values[5] = JsonbPGetDatum(settings);
 	values[6] = LSNGetDatum(lsn);
-	values[7] = CStringGetTextDatum(analyze_path_name(plan->path));
+	values[7] = CStringGetTextDatum(dj_path_name(path));
 	values[8] = managed_by ? CStringGetTextDatum(managed_by) : (Datum) 0;
 	nulls[8] = managed_by ? ' ' : 'n';
 	catalog_exec("INSERT INTO delta_join.view_catalog "
@@ -165,7 +155,7 @@ catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan, Jsonb *settings
 	view_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 										  1, &isnull));
 
-	insert_sources(view_id, plan);
+	insert_sources(view_id, sources);
 
 	SPI_finish();
 	return view_id;
@@ -223,7 +213,7 @@ read_view_row(uint64 i, ViewRecord *view)
 	view->settings = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 6, &isnull));
 	view->in_error = strcmp(SPI_getvalue(tuple, desc, 7), "error") == 0;
 	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
-	if (!analyze_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
+	if (!dj_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
 		elog(ERROR, "delta view %d has an unknown path", view->view_id);
 }
 
@@ -368,6 +358,43 @@ catalog_view_written_after(ViewRecord *view, Snapshot snapshot)
 	return after;
 }
 
+/* The OID of a relation of our schema, or InvalidOid */
+Oid
+catalog_relid(const char *relname)
+{
+	Oid			nspid = get_namespace_oid(DJ_SCHEMA, true);
+
+	return OidIsValid(nspid) ? get_relname_relid(relname, nspid) : InvalidOid;
+}
+
+/*
+ * Put every active view of this database in error: changes from its
+ * applied_lsn on were not applied.  In the caller's transaction.
+ */
+void
+catalog_mark_views_stale(const char *reason)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(reason);
+	SPI_connect();
+	if (catalog_exec("UPDATE delta_join.view_catalog"
+					 "   SET state = 'error', last_error = $1,"
+					 "       last_error_time = pg_catalog.now(),"
+					 "       stale_since_lsn = applied_lsn"
+					 " WHERE state OPERATOR(pg_catalog.=) 'active'",
+					 1, argtypes, values, NULL) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update delta_join.view_catalog");
+	if (SPI_processed > 0)
+		ereport(WARNING,
+				(errmsg("%llu delta views missed changes and are now in error",
+						(unsigned long long) SPI_processed),
+				 errdetail("%s.", reason),
+				 errhint("Rebuild them with delta_join.refresh().")));
+	SPI_finish();
+}
+
 /* Every view of the database, in view_id order (ViewRecord *). */
 List *
 catalog_list_views(void)
@@ -472,18 +499,18 @@ catalog_forget_query_view(int view_id)
 }
 
 /*
- * After a refresh: the sources as the view's query analyzes now (a source
- * whose primary key was redefined in a restored database captures its new
- * key columns from now on).
+ * After a refresh: the sources as the view's query analyzes now
+ * (SourceRecord *; a source whose primary key was redefined in a restored
+ * database captures its new key columns from now on).
  */
 void
-catalog_rewrite_sources(int view_id, DeltaPlan *plan)
+catalog_rewrite_sources(int view_id, List *sources)
 {
 	update_view(view_id,
 				"DELETE FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
 				0, NULL, NULL);
 	SPI_connect();
-	insert_sources(view_id, plan);
+	insert_sources(view_id, sources);
 	SPI_finish();
 }
 
@@ -509,135 +536,6 @@ catalog_hints(ViewRecord *view)
 	foreach(lc, view->sources)
 		hints = lappend(hints, &((SourceRecord *) lfirst(lc))->hint);
 	return hints;
-}
-
-/* A registered view's bound query, analyzed with its options and hints */
-static DeltaPlan *
-analyze_view(ViewRecord *view)
-{
-	if (!OidIsValid(view->query_view))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the query of delta view \"%s\" was dropped",
-						catalog_view_name(view)),
-				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
-				 errhint("Drop the view with delta_join.drop_view and create it again.")));
-	return analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
-							 view->path);
-}
-
-/*
- * The dirty keys decoding captures for each source of a delta view or a
- * keyed recompute (source_catalog.key_attnums) must still be the key
- * columns of the plan: a source's key redefined since (which the DDL guard
- * refuses) would hand the wrong values to the lookups.
- */
-static void
-check_source_keys(ViewRecord *view, DeltaPlan *plan)
-{
-	ListCell   *lc;
-
-	if (plan->path == DJ_PATH_FULL)
-		return;
-	foreach(lc, plan->sources)
-	{
-		DeltaSource *src = lfirst(lc);
-		SourceRecord *rec = NULL;
-		ListCell   *lc2;
-
-		foreach(lc2, view->sources)
-		{
-			if (((SourceRecord *) lfirst(lc2))->ordinal == src->ordinal)
-				rec = lfirst(lc2);
-		}
-		if (rec == NULL || rec->relid != src->relid || rec->nkeys != src->key_natts ||
-			memcmp(rec->key_attnums, src->key_attnums, sizeof(AttrNumber) * src->key_natts) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the key of source \"%s\" changed since the view was created",
-							src->relname),
-					 errdetail("Changes of the source are captured by other columns than the view now needs."),
-					 errhint("Rebuild the view with delta_join.refresh().")));
-	}
-}
-
-/*
- * Are the tables a full recompute's query reads now (its plan's sources)
- * other than those whose changes are captured for it?  An inheritance
- * child that came or went, a view it reads replaced: rows came or went
- * without changes of a source, and a new table's changes are not
- * captured.  (The sources of the other paths are range-table entries of
- * the bound query, which do not change.)
- */
-bool
-catalog_sources_changed(ViewRecord *view, DeltaPlan *plan)
-{
-	ListCell   *lc;
-
-	if (plan->path != DJ_PATH_FULL)
-		return false;
-	if (list_length(plan->sources) != list_length(view->sources))
-		return true;
-	foreach(lc, plan->sources)
-	{
-		DeltaSource *src = lfirst(lc);
-		bool		found = false;
-		ListCell   *lc2;
-
-		foreach(lc2, view->sources)
-		{
-			SourceRecord *rec = lfirst(lc2);
-
-			found |= (rec->relid == src->relid && rec->hint.lookup_only == src->lookup_only);
-		}
-		if (!found)
-			return true;
-	}
-	return false;
-}
-
-/*
- * The delta plan of a registered view, as the worker applies it: its bound
- * query analyzed with its options and hints, its sources still those whose
- * changes are captured.
- */
-DeltaPlan *
-catalog_view_plan(ViewRecord *view)
-{
-	DeltaPlan  *plan = analyze_view(view);
-	ViewRecord	current;
-
-	check_source_keys(view, plan);
-
-	/*
-	 * (The record may have been read before the DDL that changed the tables
-	 * committed, with the refresh that registered them: compare with the
-	 * catalog as the analysis read it.)
-	 */
-	if (catalog_sources_changed(view, plan) &&
-		(!catalog_find_view(view->target, &current) ||
-		 catalog_sources_changed(&current, plan)))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the tables delta view \"%s\" reads changed since it was filled",
-						catalog_view_name(view)),
-				 errdetail("An inheritance child of a table it reads came or went, or a view it reads was replaced, without a refresh: rows came or went without changes of its sources."),
-				 errhint("Rebuild the view with delta_join.refresh().")));
-	return plan;
-}
-
-/*
- * The plan of a view about to be filled again, which registers its sources
- * anew (catalog_rewrite_sources): as catalog_view_plan, but the tables a
- * full recompute reads may have changed.
- */
-DeltaPlan *
-catalog_view_plan_to_fill(ViewRecord *view)
-{
-	DeltaPlan  *plan = analyze_view(view);
-
-	check_source_keys(view, plan);
-	return plan;
 }
 
 /*

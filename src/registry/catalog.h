@@ -10,7 +10,8 @@
 #define DJ_CATALOG_H
 
 #include "access/xlogdefs.h"
-#include "analysis/analyze.h"
+#include "base/delta_join.h"
+#include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
@@ -64,24 +65,24 @@ extern char *catalog_version_problem(void);
 extern void catalog_require_version(void);
 extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 						 const char *nulls);
-extern int	catalog_insert_view(Oid target, Oid query_view, DeltaPlan *plan,
+extern int	catalog_insert_view(Oid target, Oid query_view, DeltaKind kind, DeltaPath path,
+								const DeltaOptions *options, List *sources,
 								Jsonb *settings, XLogRecPtr lsn, const char *managed_by);
 extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern char *catalog_managed_by(Oid target);
 extern bool catalog_get_view(int view_id, ViewRecord *view);
 extern List *catalog_list_views(void);
+extern Oid	catalog_relid(const char *relname);
+extern void catalog_mark_views_stale(const char *reason);
 extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
 extern void catalog_set_error(int view_id, const char *message);
 extern void catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn);
 extern void catalog_forget_query_view(int view_id);
-extern void catalog_rewrite_sources(int view_id, DeltaPlan *plan);
+extern void catalog_rewrite_sources(int view_id, List *sources);
 extern char *catalog_view_name(ViewRecord *view);
 extern List *catalog_hints(ViewRecord *view);
-extern DeltaPlan *catalog_view_plan(ViewRecord *view);
-extern DeltaPlan *catalog_view_plan_to_fill(ViewRecord *view);
-extern bool catalog_sources_changed(ViewRecord *view, DeltaPlan *plan);
 extern List *catalog_decode_sources(Relation catrel, Oid catindex, Oid relid);
 
 #endif							/* DJ_CATALOG_H */

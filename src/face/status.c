@@ -1,16 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * progress.c
- *	  How far each view is applied: published in shared memory by the apply
- *	  worker after each batch (progress_publish, progress_advance), waited
- *	  for by delta_join.wait(), and read by delta_join.status through
- *	  delta_join._stat(), delta_join._database_state() and
- *	  delta_join._database_wait().
- *
- * The entries live in WorkerShared.views (launcher.h), one per view of any
- * database, delta_join.max_views of them; WorkerShared.lock protects them.
- * progress_cv is broadcast whenever the worker publishes; wait() sleeps on
- * it.
+ * status.c
+ *	  delta_join.wait(), and what delta_join.status reads: delta_join._stat(),
+ *	  delta_join._database_state() and delta_join._database_wait(), from the
+ *	  progress the apply workers publish in shared memory (base/progress.c).
  *
  * wait() and chains of views: a view whose source is another view's target
  * (view B reads the target of view A) is fresh only once A's writes of the
@@ -40,13 +33,14 @@
 #include "utils/regproc.h"
 #include "utils/timestamp.h"
 
-#include "ops/api.h"
+#include "ops/views.h"
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
 #include "citus/distributed.h"
 #include "base/delta_join.h"
+#include "base/progress.h"
+#include "base/shmem.h"
 #include "process/launcher.h"
-#include "process/progress.h"
 
 PG_FUNCTION_INFO_V1(dj_wait);
 PG_FUNCTION_INFO_V1(dj_stat);
@@ -55,200 +49,6 @@ PG_FUNCTION_INFO_V1(dj_database_wait);
 
 /* A timeout longer than this is no timeout (and cannot overflow) */
 #define WAIT_FOREVER_MS		INT64CONST(1000000000000)
-
-/* ----------------------------------------------------------------
- *		Publishing (apply worker; the find functions expect the lock held)
- * ----------------------------------------------------------------
- */
-
-/* The ViewStat of a view, made if asked and there is room.  Lock held. */
-static ViewStat *
-progress_find(Oid dboid, int view_id, bool create)
-{
-	ViewStat   *free_entry = NULL;
-
-	for (int i = 0; i < worker_shared->max_views; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-
-		if (stat->dboid == dboid && stat->view_id == view_id)
-			return stat;
-		if (stat->dboid == InvalidOid && free_entry == NULL)
-			free_entry = stat;
-	}
-	if (!create || free_entry == NULL)
-		return NULL;
-	memset(free_entry, 0, sizeof(ViewStat));
-	free_entry->dboid = dboid;
-	free_entry->view_id = view_id;
-	return free_entry;
-}
-
-/* Is there room in shared memory for one more view? */
-bool
-progress_room(void)
-{
-	bool		room = false;
-
-	LWLockAcquire(worker_shared->lock, LW_SHARED);
-	for (int i = 0; i < worker_shared->max_views && !room; i++)
-		room = (worker_shared->views[i].dboid == InvalidOid);
-	LWLockRelease(worker_shared->lock);
-	return room;
-}
-
-/*
- * Take an entry for a view being created (view_id, in this transaction):
- * a free one, or one of this database's views that live_view_ids (the
- * views this transaction sees) no longer has.  False when there is none.
- * The worker does not give the entry away while this transaction runs.
- */
-bool
-progress_reserve(int view_id, List *live_view_ids)
-{
-	ViewStat   *found = NULL;
-
-	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-
-	/* an entry left by a view of the same number (the extension created again) */
-	for (int i = 0; i < worker_shared->max_views && found == NULL; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-
-		if (stat->dboid == MyDatabaseId && stat->view_id == view_id)
-			found = stat;
-	}
-	for (int i = 0; i < worker_shared->max_views && found == NULL; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-
-		if (stat->dboid == InvalidOid ||
-			(stat->dboid == MyDatabaseId &&
-			 !list_member_int(live_view_ids, stat->view_id) &&
-			 !(TransactionIdIsValid(stat->reserving_xid) &&
-			   TransactionIdIsInProgress(stat->reserving_xid))))
-			found = stat;
-	}
-	if (found != NULL)
-	{
-		memset(found, 0, sizeof(ViewStat));
-		found->dboid = MyDatabaseId;
-		found->view_id = view_id;
-		found->reserving_xid = GetTopTransactionId();
-	}
-	LWLockRelease(worker_shared->lock);
-	return found != NULL;
-}
-
-/*
- * Bring the database's entries in line with its views as the worker just
- * read them (views: all of them; entries of others are forgotten) and with
- * what the batch ending at end_lsn (InvalidXLogRecPtr: no batch) did for
- * each.  Wakes wait().
- */
-void
-progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
-{
-	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-
-	/* forget dropped views */
-	for (int i = 0; i < worker_shared->max_views; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-		bool		found = false;
-
-		if (stat->dboid != dboid)
-			continue;
-		for (int v = 0; v < nviews && !found; v++)
-			found = (views[v].view_id == stat->view_id);
-		if (found)
-			stat->reserving_xid = InvalidTransactionId;
-		else if (!TransactionIdIsValid(stat->reserving_xid) ||
-				 !TransactionIdIsInProgress(stat->reserving_xid))
-			stat->dboid = InvalidOid;
-	}
-
-	for (int v = 0; v < nviews; v++)
-	{
-		ViewProgress *vp = &views[v];
-		ViewStat   *stat = progress_find(dboid, vp->view_id, true);
-
-		if (stat == NULL)
-			continue;			/* no room: delta_join.status says so */
-		stat->in_error = vp->in_error;
-		if (!stat->in_error)
-		{
-			if (stat->applied_lsn < vp->catalog_lsn)
-				stat->applied_lsn = vp->catalog_lsn;
-			if (!XLogRecPtrIsInvalid(end_lsn) && !vp->deferred &&
-				stat->applied_lsn < end_lsn)
-				stat->applied_lsn = end_lsn;
-		}
-		if (vp->deferred)
-			strlcpy(stat->retry_reason, vp->retry_reason, PROGRESS_REASON_LEN);
-		else if (vp->applied || vp->in_error)
-			stat->retry_reason[0] = '\0';
-		stat->changes_seen += vp->changes;
-		if (vp->applied)
-		{
-			stat->counts.keys_applied += vp->counts.keys_applied;
-			stat->counts.rows_upserted += vp->counts.rows_upserted;
-			stat->counts.rows_deleted += vp->counts.rows_deleted;
-			stat->counts.rows_unchanged += vp->counts.rows_unchanged;
-			stat->counts.lookups += vp->counts.lookups;
-			stat->counts.cache_hits += vp->counts.cache_hits;
-			if (stat->counts.recomputed_at < vp->counts.recomputed_at)
-				stat->counts.recomputed_at = vp->counts.recomputed_at;
-			if (stat->applied_commit_time < vp->commit_time)
-				stat->applied_commit_time = vp->commit_time;
-		}
-	}
-	LWLockRelease(worker_shared->lock);
-
-	ConditionVariableBroadcast(&worker_shared->progress_cv);
-}
-
-/*
- * WAL up to end_lsn was read and had no change for any view: every view
- * not in error and not waiting for another try is as fresh as that.
- */
-void
-progress_advance(Oid dboid, XLogRecPtr end_lsn)
-{
-	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < worker_shared->max_views; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-
-		if (stat->dboid == dboid && !stat->in_error &&
-			stat->retry_reason[0] == '\0' && stat->applied_lsn < end_lsn)
-			stat->applied_lsn = end_lsn;
-	}
-	LWLockRelease(worker_shared->lock);
-	ConditionVariableBroadcast(&worker_shared->progress_cv);
-}
-
-/* ----------------------------------------------------------------
- *		wait()
- * ----------------------------------------------------------------
- */
-
-/*
- * The WAL position every change committed so far lies before: the insert
- * position, moved back over a page header if it sits just past one (no
- * record ends there: the reader stops at the page boundary).
- */
-XLogRecPtr
-progress_wal_position_now(void)
-{
-	XLogRecPtr	lsn = GetXLogInsertRecPtr();
-
-	if (XLogSegmentOffset(lsn, wal_segment_size) == SizeOfXLogLongPHD)
-		lsn -= SizeOfXLogLongPHD;
-	else if (lsn % XLOG_BLCKSZ == SizeOfXLogShortPHD)
-		lsn -= SizeOfXLogShortPHD;
-	return lsn;
-}
 
 /* An interval as milliseconds, at least 0, at most WAIT_FOREVER_MS */
 static int64
@@ -365,7 +165,7 @@ wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
 
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
 	{
-		DbWorker   *db = worker_find_db(MyDatabaseId, false);
+		DbWorker   *db = shmem_find_db(MyDatabaseId, false);
 
 		if (db != NULL && db->pid != 0)
 			worker_latch = db->latch;
@@ -444,8 +244,8 @@ dj_wait(PG_FUNCTION_ARGS)
 	bool		done = true;
 	ListCell   *lc;
 
-	api_check_primary("wait");
-	worker_check_shmem();
+	ops_check_primary("wait");
+	shmem_check();
 	catalog_require_version();
 	views = catalog_list_views();
 	waited = views;
@@ -574,7 +374,7 @@ dj_stat(PG_FUNCTION_ARGS)
 	XLogRecPtr	now_lsn = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : progress_wal_position_now();
 	List	   *readable;
 
-	worker_check_shmem();
+	shmem_check();
 	readable = views_of_caller();
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -628,13 +428,13 @@ dj_database_state(PG_FUNCTION_ARGS)
 	char		failure[PROGRESS_REASON_LEN] = "";
 	pid_t		pid = 0;
 
-	worker_check_shmem();
+	shmem_check();
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
 	{
-		DbWorker   *db = worker_find_db(MyDatabaseId, false);
+		DbWorker   *db = shmem_find_db(MyDatabaseId, false);
 
 		if (db != NULL)
 		{
@@ -644,7 +444,7 @@ dj_database_state(PG_FUNCTION_ARGS)
 	}
 	LWLockRelease(worker_shared->lock);
 
-	worker_slot_name(slot, MyDatabaseId);
+	launcher_slot_name(slot, MyDatabaseId);
 	values[0] = Int32GetDatum((int32) pid);
 	nulls[0] = (pid == 0);
 	values[1] = BoolGetDatum(SearchNamedReplicationSlot(slot, true) != NULL);
@@ -659,7 +459,7 @@ dj_database_state(PG_FUNCTION_ARGS)
  * applied now, whatever its own state, or NULL: the library does not run
  * the version of the extension's SQL objects installed here
  * (catalog_version_problem), or the database's slot is being created and
- * waits for transactions to end (worker_slot_wait_reason).
+ * waits for transactions to end (launcher_slot_wait_reason).
  * delta_join.status gives it as the reason of every view.
  */
 Datum
@@ -668,7 +468,7 @@ dj_database_wait(PG_FUNCTION_ARGS)
 	char	   *reason = catalog_version_problem();
 
 	if (reason == NULL && !RecoveryInProgress())
-		reason = worker_slot_wait_reason();
+		reason = launcher_slot_wait_reason();
 	if (reason == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(reason));

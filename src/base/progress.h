@@ -14,29 +14,8 @@
 #include "utils/timestamp.h"
 
 #include "base/batch.h"
+#include "base/shmem.h"
 
-#define PROGRESS_REASON_LEN		160
-
-/*
- * One view's progress (an entry of WorkerShared.views, launcher.h).
- * applied_lsn: every change committed before it is applied to the view
- * (or the view is in error).  A view whose batch could not be applied for
- * a passing reason (a lock it waited too long for) keeps its applied_lsn
- * and says why in retry_reason until the worker applies it.
- */
-typedef struct ViewStat
-{
-	Oid			dboid;			/* InvalidOid: entry free */
-	int			view_id;
-	TransactionId reserving_xid;	/* create_view that took the entry, until
-									 * the worker has seen the view */
-	bool		in_error;
-	XLogRecPtr	applied_lsn;
-	TimestampTz applied_commit_time;	/* of the newest change applied */
-	int64		changes_seen;
-	ApplyCounts counts;
-	char		retry_reason[PROGRESS_REASON_LEN];	/* "" unless deferred */
-} ViewStat;
 
 /* What happened to one view in a batch, for progress_publish */
 typedef struct ViewProgress
@@ -52,6 +31,8 @@ typedef struct ViewProgress
 	ApplyCounts counts;
 } ViewProgress;
 
+/* progress_find expects worker_shared->lock held (shmem.h) */
+extern ViewStat *progress_find(Oid dboid, int view_id, bool create);
 extern void progress_publish(Oid dboid, ViewProgress *views, int nviews,
 							 XLogRecPtr end_lsn);
 extern void progress_advance(Oid dboid, XLogRecPtr end_lsn);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * api.c
- *	  The SQL functions of schema delta_join that manage views:
- *	  create_view, explain, drop_view and refresh.
+ * views.c
+ *	  The operations on views: create, drop and refresh a view, and the
+ *	  view lock they take.  The SQL functions (face/sql_views.c), the DDL
+ *	  guard and the distributed views of Citus call them.
  *
  * The caller's rights are checked as for the equivalent DDL: create_view
  * parses the query as the caller, who must own an existing target;
@@ -10,17 +11,17 @@
  * evaluates the query -- the backfill, a refresh, later the apply worker --
  * runs as the target's owner with the view's pinned settings (runas.c).
  *
- * The three functions that change views take, in this order (target.c has
+ * The three operations that change views take, in this order (target.c has
  * the whole lock order):
  *
- *	- worker_ensure_slot() first, before the transaction writes or locks
+ *	- launcher_ensure_slot() first, before the transaction writes or locks
  *	  anything, so that every change committed from then on is decoded;
  *	- the view lock: ShareUpdateExclusiveLock on view_catalog, which
  *	  conflicts with itself, so that changes to the views of a database
  *	  happen one at a time and can never deadlock with each other;
  *	- then the sources (target_lock_sources), then the target.
  *
- * Every change ends with worker_notify(), so the database's apply worker
+ * Every change ends with launcher_notify(), so the database's apply worker
  * picks it up once the transaction commits.  None of them runs on a
  * standby: its catalog is the primary's, and read-only.
  *
@@ -44,55 +45,24 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 
+#include "analysis/view_plan.h"
 #include "analysis/analyze.h"
-#include "ops/api.h"
+#include "ops/views.h"
 #include "apply/apply.h"
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
-#include "citus/distributed.h"
+#include "base/shmem.h"
 #include "process/launcher.h"
 #include "base/options.h"
-#include "process/progress.h"
+#include "base/progress.h"
 #include "analysis/query.h"
 #include "base/runas.h"
 #include "apply/target.h"
 #include "process/worker.h"
 
-PG_FUNCTION_INFO_V1(dj_create_view);
-PG_FUNCTION_INFO_V1(dj_explain);
-PG_FUNCTION_INFO_V1(dj_drop_view);
-PG_FUNCTION_INFO_V1(dj_refresh);
-
-/* ----------------------------------------------------------------
- *		Helpers
- * ----------------------------------------------------------------
- */
-
-static char *
-required_text_arg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
-}
-
-/* Resolve the options of create_view/explain from their arguments. */
-static void
-options_from_args(FunctionCallInfo fcinfo, int strategy_arg, DeltaOptions *options)
-{
-	char	   *strategy = PG_ARGISNULL(strategy_arg) ? NULL :
-		text_to_cstring(PG_GETARG_TEXT_PP(strategy_arg));
-	Jsonb	   *json = PG_ARGISNULL(strategy_arg + 1) ? NULL :
-		PG_GETARG_JSONB_P(strategy_arg + 1);
-
-	options_resolve(options, strategy, json);
-}
-
 /* Refuse to run on a standby, naming the function. */
 void
-api_check_primary(const char *function)
+ops_check_primary(const char *function)
 {
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -107,25 +77,25 @@ api_check_primary(const char *function)
  * only to a catalog this library runs.
  */
 void
-api_lock_views(void)
+ops_lock_views(void)
 {
-	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+	Oid			catalog_oid = catalog_relid("view_catalog");
 
 	catalog_require_version();
-	if (!OidIsValid(catalog_relid))
+	if (!OidIsValid(catalog_oid))
 		elog(ERROR, "delta_join.view_catalog does not exist");
-	LockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+	LockRelationOid(catalog_oid, ShareUpdateExclusiveLock);
 }
 
-/* api_lock_views if the lock is free now; false if not */
+/* ops_lock_views if the lock is free now; false if not */
 bool
-api_try_lock_views(void)
+ops_try_lock_views(void)
 {
-	Oid			catalog_relid = worker_catalog_relid("view_catalog");
+	Oid			catalog_oid = catalog_relid("view_catalog");
 
-	if (!OidIsValid(catalog_relid))
+	if (!OidIsValid(catalog_oid))
 		elog(ERROR, "delta_join.view_catalog does not exist");
-	return ConditionalLockRelationOid(catalog_relid, ShareUpdateExclusiveLock);
+	return ConditionalLockRelationOid(catalog_oid, ShareUpdateExclusiveLock);
 }
 
 static char *
@@ -154,8 +124,8 @@ check_owner_before_lock(const RangeVar *relation, Oid relid, Oid oldrelid, void 
  * The view whose target is named by `target`, after checking the caller
  * owns it.  Raises an error if there is none.
  */
-static Oid
-lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
+Oid
+ops_lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
 {
 	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
 	Oid			relid = RangeVarGetRelidExtended(rv, lockmode, RVR_MISSING_OK,
@@ -253,11 +223,11 @@ reserve_progress(int view_id)
  * an existing table, empty unless replace, or a new one.  settings are the
  * settings the view pins, or NULL for the caller's; managed_by the
  * distributed view it is a shard group of, or NULL.  The caller has made
- * sure the slot exists and holds the view lock (worker_ensure_slot,
+ * sure the slot exists and holds the view lock (launcher_ensure_slot,
  * lock_views).  Returns the target.
  */
 Oid
-api_create_view_from(const char *target, Query *query, List *hints,
+ops_create_view(const char *target, Query *query, List *hints,
 					 DeltaOptions *options, Jsonb *settings, bool replace,
 					 const char *managed_by)
 {
@@ -322,10 +292,11 @@ api_create_view_from(const char *target, Query *query, List *hints,
 		target_add_key(relid, plan);
 	target_add_region_indexes(relid, plan);
 	target_guard(relid);
-	view_id = catalog_insert_view(relid, query_view, plan, settings, GetXLogInsertRecPtr(),
-								  managed_by);
+	view_id = catalog_insert_view(relid, query_view, plan->kind, plan->path, &plan->options,
+								  view_plan_source_records(plan), settings,
+								  GetXLogInsertRecPtr(), managed_by);
 	reserve_progress(view_id);
-	worker_notify();
+	launcher_notify();
 	return relid;
 }
 
@@ -334,7 +305,7 @@ api_create_view_from(const char *target, Query *query, List *hints,
  * or keep the target as an ordinary table.
  */
 void
-api_drop_view(ViewRecord *view, bool drop_table)
+ops_drop_view(ViewRecord *view, bool drop_table)
 {
 	catalog_delete_view(view->view_id);
 	query_drop(view->query_view);
@@ -349,100 +320,71 @@ api_drop_view(ViewRecord *view, bool drop_table)
 	}
 	else
 		target_unguard(view->target);
-	worker_notify();
+	launcher_notify();
 }
 
 /*
- * create_view(target text, query text, strategy text, options jsonb)
- *		RETURNS regclass
+ * Rebuild a view's target from its query over the current sources, after
+ * the checks the apply worker makes: residual rows disappear, and a view in
+ * error becomes active again -- or the refresh fails, saying why the view
+ * cannot be made correct.  Returns the rows written.  Also what the DDL
+ * guard runs when a partition of a source was attached or detached: then
+ * the refresh is delta_join's doing, not the caller's, who need not have
+ * the right to lock the sources.
  */
-Datum
-dj_create_view(PG_FUNCTION_ARGS)
+uint64
+ops_refresh_view(ViewRecord *view, bool by_caller)
 {
-	char	   *target = required_text_arg(fcinfo, 0, "target");
-	char	   *query_text = required_text_arg(fcinfo, 1, "query");
-	DeltaOptions options;
+	DeltaPlan  *plan;
+	uint64		rows;
+
+	plan = view_plan_load_to_fill(view);
+	if (by_caller)
+		check_lock_rights(plan);
+	target_guard(view->target);
+	target_validate(view->target, plan, true);
+	check_owner_access(view->target, plan, view->settings);
+	target_lock_sources(plan);
+	rows = target_fill(view->target, view->query_view, view->settings, true);
+	catalog_rewrite_sources(view->view_id, view_plan_source_records(plan));
+	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
+	launcher_notify();
+	return rows;
+}
+
+/*
+ * create_view of a query over this node's tables: the slot first, so that
+ * decoding starts before the view commits (and no change is missed), and
+ * before the analysis locks the sources, since creating it waits for the
+ * transactions in progress, which may want those tables; then the view
+ * lock, the query parsed as the caller, and the view.
+ */
+Oid
+ops_create_view_text(const char *target, const char *text, DeltaOptions *options)
+{
 	Query	   *query;
 	List	   *hints;
 
-	api_check_primary("create_view");
-	options_from_args(fcinfo, 2, &options);
-
-	/*
-	 * Over Citus distributed tables, on a coordinator: one view per shard
-	 * group, on the nodes (distributed.c), which make their own slots.
-	 */
-	if (distributed_wanted(query_text))
-		PG_RETURN_OID(distributed_create_view(target, query_text,
-											  PG_ARGISNULL(2) ? NULL : TextDatumGetCString(PG_GETARG_DATUM(2)),
-											  PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3),
-											  &options));
-
-	/*
-	 * The slot must exist before anything of this view is written, so that
-	 * decoding starts before the view commits (and no change is missed); and
-	 * before the analysis locks the sources, since creating it waits for the
-	 * transactions in progress, which may want those tables.
-	 */
-	worker_ensure_slot();
-	api_lock_views();
-
-	query = query_parse(query_text, &hints);
-	PG_RETURN_OID(api_create_view_from(target, query, hints, &options, NULL, false, NULL));
+	launcher_ensure_slot();
+	ops_lock_views();
+	query = query_parse(text, &hints);
+	return ops_create_view(target, query, hints, options, NULL, false, NULL);
 }
 
 /*
- * explain(query text, strategy text, options jsonb) RETURNS SETOF text
+ * drop_view of a view of this node: not one of a distributed view's shard
+ * groups, which the coordinator manages, nor a Citus shard's table.
  */
-Datum
-dj_explain(PG_FUNCTION_ARGS)
+void
+ops_drop_view_named(const char *target, bool drop_table)
 {
-	char	   *text = required_text_arg(fcinfo, 0, "query");
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	DeltaOptions options;
-	Query	   *query;
-	List	   *hints;
-	List	   *lines;
-	ListCell   *lc;
-
-	options_from_args(fcinfo, 1, &options);
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (distributed_wanted(text))
-		lines = distributed_explain(text, &options);
-	else
-	{
-		query = query_parse(text, &hints);
-		lines = explain_plan(query, hints, &options);
-	}
-
-	foreach(lc, lines)
-	{
-		Datum		value = CStringGetTextDatum(lfirst(lc));
-		bool		isnull = false;
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
-	}
-	return (Datum) 0;
-}
-
-/*
- * drop_view(target text, drop_table boolean) RETURNS void
- */
-Datum
-dj_drop_view(PG_FUNCTION_ARGS)
-{
-	char	   *target = required_text_arg(fcinfo, 0, "target");
-	bool		drop_table = PG_ARGISNULL(1) ? true : PG_GETARG_BOOL(1);
 	ViewRecord	view;
 	Oid			relid;
 	char	   *managed_by;
 
-	api_check_primary("drop_view");
-	if (distributed_drop_view(target, drop_table))
-		PG_RETURN_VOID();
-	api_lock_views();
-	relid = lookup_view(target, &view, AccessExclusiveLock);
-	if ((managed_by = distributed_managed_by(relid)) != NULL)
+	ops_lock_views();
+	relid = ops_lookup_view(target, &view, AccessExclusiveLock);
+	if ((managed_by = catalog_managed_by(relid)) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("view \"%s\" is a shard group of distributed view \"%s\"",
@@ -458,60 +400,21 @@ dj_drop_view(PG_FUNCTION_ARGS)
 				 errdetail("Dropping it would break its distributed table."),
 				 errhint("Keep the table: SELECT delta_join.drop_view(%s, false);",
 						 quote_literal_cstr(target))));
-	api_drop_view(&view, drop_table);
-	PG_RETURN_VOID();
+	ops_drop_view(&view, drop_table);
 }
 
 /*
- * Rebuild a view's target from its query over the current sources, after
- * the checks the apply worker makes: residual rows disappear, and a view in
- * error becomes active again -- or the refresh fails, saying why the view
- * cannot be made correct.  Returns the rows written.  Also what the DDL
- * guard runs when a partition of a source was attached or detached: then
- * the refresh is delta_join's doing, not the caller's, who need not have
- * the right to lock the sources.
+ * refresh of a view of this node.  As in create_view: the slot must exist
+ * (or be recreated) before the refresh writes anything, and the fill must
+ * see every change committed before its locks.
  */
 uint64
-api_refresh_view(ViewRecord *view, bool by_caller)
+ops_refresh_view_named(const char *target)
 {
-	DeltaPlan  *plan;
-	uint64		rows;
-
-	plan = catalog_view_plan_to_fill(view);
-	if (by_caller)
-		check_lock_rights(plan);
-	target_guard(view->target);
-	target_validate(view->target, plan, true);
-	check_owner_access(view->target, plan, view->settings);
-	target_lock_sources(plan);
-	rows = target_fill(view->target, view->query_view, view->settings, true);
-	catalog_rewrite_sources(view->view_id, plan);
-	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
-	worker_notify();
-	return rows;
-}
-
-/*
- * refresh(target text) RETURNS bigint
- */
-Datum
-dj_refresh(PG_FUNCTION_ARGS)
-{
-	char	   *target = required_text_arg(fcinfo, 0, "target");
 	ViewRecord	view;
-	int64		distributed_rows;
 
-	api_check_primary("refresh");
-	if ((distributed_rows = distributed_refresh(target)) >= 0)
-		PG_RETURN_INT64(distributed_rows);
-
-	/*
-	 * As in create_view: the slot must exist (or be recreated) before the
-	 * refresh writes anything, and the fill must see every change committed
-	 * before its locks.
-	 */
-	worker_ensure_slot();
-	api_lock_views();
-	(void) lookup_view(target, &view, AccessShareLock);
-	PG_RETURN_INT64((int64) api_refresh_view(&view, true));
+	launcher_ensure_slot();
+	ops_lock_views();
+	(void) ops_lookup_view(target, &view, AccessShareLock);
+	return ops_refresh_view(&view, true);
 }

@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * view_plan.c
+ *	  The delta plan of a registered view: its bound query (query.c) loaded
+ *	  and analyzed with the options and table hints the catalog keeps for
+ *	  it, and checked against the sources whose changes are captured for
+ *	  it; and, the other way, the catalog's rows of a new plan's sources.
+ *
+ * The apply side's plan cache and the view operations (refresh, the DDL
+ * guard) take a view's plan from here; the catalog itself (registry/)
+ * keeps rows only.
+ *
+ * IDENTIFICATION
+ *	  src/analysis/view_plan.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "analysis/analyze.h"
+#include "analysis/query.h"
+#include "analysis/view_plan.h"
+#include "base/options.h"
+
+/*
+ * The source_catalog rows of a plan's sources (SourceRecord *): each
+ * source's key columns, and the table hint options it was analysed with.
+ */
+List *
+view_plan_source_records(DeltaPlan *plan)
+{
+	List	   *records = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		SourceRecord *rec = palloc0(sizeof(SourceRecord));
+
+		rec->ordinal = src->ordinal;
+		rec->relid = src->relid;
+		rec->nkeys = src->key_natts;
+		rec->key_attnums = src->key_attnums;
+		hint_init(&rec->hint);
+		rec->hint.cache_size = src->cache_size;
+		rec->hint.cache_enabled = src->cache_enabled;
+		rec->hint.cache_enabled_set = (src->cache_enabled != plan->options.cache_enabled);
+		rec->hint.lookup_only = src->lookup_only;
+		rec->hint.seed_queue_size = src->seed_queue_size;
+		rec->hint.seed_max_inflight = src->seed_max_inflight;
+		rec->hint.seed_buffer_capacity = src->seed_buffer_capacity;
+		records = lappend(records, rec);
+	}
+	return records;
+}
+
+/* A registered view's bound query, analyzed with its options and hints */
+static DeltaPlan *
+analyze_registered(ViewRecord *view)
+{
+	if (!OidIsValid(view->query_view))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the query of delta view \"%s\" was dropped",
+						catalog_view_name(view)),
+				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
+				 errhint("Drop the view with delta_join.drop_view and create it again.")));
+	return analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
+							 view->path);
+}
+
+/*
+ * The dirty keys decoding captures for each source of a delta view or a
+ * keyed recompute (source_catalog.key_attnums) must still be the key
+ * columns of the plan: a source's key redefined since (which the DDL guard
+ * refuses) would hand the wrong values to the lookups.
+ */
+static void
+check_source_keys(ViewRecord *view, DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	if (plan->path == DJ_PATH_FULL)
+		return;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		SourceRecord *rec = NULL;
+		ListCell   *lc2;
+
+		foreach(lc2, view->sources)
+		{
+			if (((SourceRecord *) lfirst(lc2))->ordinal == src->ordinal)
+				rec = lfirst(lc2);
+		}
+		if (rec == NULL || rec->relid != src->relid || rec->nkeys != src->key_natts ||
+			memcmp(rec->key_attnums, src->key_attnums, sizeof(AttrNumber) * src->key_natts) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the key of source \"%s\" changed since the view was created",
+							src->relname),
+					 errdetail("Changes of the source are captured by other columns than the view now needs."),
+					 errhint("Rebuild the view with delta_join.refresh().")));
+	}
+}
+
+/*
+ * Are the tables a full recompute's query reads now (its plan's sources)
+ * other than those whose changes are captured for it?  An inheritance
+ * child that came or went, a view it reads replaced: rows came or went
+ * without changes of a source, and a new table's changes are not
+ * captured.  (The sources of the other paths are range-table entries of
+ * the bound query, which do not change.)
+ */
+bool
+view_plan_sources_changed(ViewRecord *view, DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	if (plan->path != DJ_PATH_FULL)
+		return false;
+	if (list_length(plan->sources) != list_length(view->sources))
+		return true;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		bool		found = false;
+		ListCell   *lc2;
+
+		foreach(lc2, view->sources)
+		{
+			SourceRecord *rec = lfirst(lc2);
+
+			found |= (rec->relid == src->relid && rec->hint.lookup_only == src->lookup_only);
+		}
+		if (!found)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The delta plan of a registered view, as the worker applies it: its bound
+ * query analyzed with its options and hints, its sources still those whose
+ * changes are captured.
+ */
+DeltaPlan *
+view_plan_load(ViewRecord *view)
+{
+	DeltaPlan  *plan = analyze_registered(view);
+	ViewRecord	current;
+
+	check_source_keys(view, plan);
+
+	/*
+	 * (The record may have been read before the DDL that changed the tables
+	 * committed, with the refresh that registered them: compare with the
+	 * catalog as the analysis read it.)
+	 */
+	if (view_plan_sources_changed(view, plan) &&
+		(!catalog_find_view(view->target, &current) ||
+		 view_plan_sources_changed(&current, plan)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the tables delta view \"%s\" reads changed since it was filled",
+						catalog_view_name(view)),
+				 errdetail("An inheritance child of a table it reads came or went, or a view it reads was replaced, without a refresh: rows came or went without changes of its sources."),
+				 errhint("Rebuild the view with delta_join.refresh().")));
+	return plan;
+}
+
+/*
+ * The plan of a view about to be filled again, which registers its sources
+ * anew (catalog_rewrite_sources): as view_plan_load, but the tables a
+ * full recompute reads may have changed.
+ */
+DeltaPlan *
+view_plan_load_to_fill(ViewRecord *view)
+{
+	DeltaPlan  *plan = analyze_registered(view);
+
+	check_source_keys(view, plan);
+	return plan;
+}
+

@@ -1,0 +1,425 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply_view.c
+ *	  Apply one view's batch, safely: the one entry the apply worker and its
+ *	  helpers call (apply_view).
+ *
+ * "Safely" means: as the target's owner, with the view's pinned settings
+ * (runas.c) and its lookup_timeout, in a subtransaction that an error rolls
+ * back (the error is returned, with whether another try may not meet it:
+ * VIEW_DEFERRED, or VIEW_FAILED); after locking what the view reads and
+ * writes, under the batch's snapshot when it can be used (VIEW_LATER when
+ * not); a piece at a time, each seeing what the earlier ones wrote, and for
+ * no longer than the view's time slice when asked (VIEW_PARTIAL, the rest
+ * returned); with an error context naming the view and the batch.  The
+ * appliers (apply.c and the apply_*.c files) name the source and key.
+ *
+ * IDENTIFICATION
+ *	  src/apply/apply_view.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "apply/apply.h"
+#include "apply/apply_view.h"
+#include "base/runas.h"
+#include "registry/catalog.h"
+
+#define APPLY_LOCK_TIMEOUT		"1s"	/* longest wait for one lock */
+#define APPLY_DEADLOCK_TIMEOUT	"50ms"	/* find deadlocks before users do */
+#define APPLY_SLICE_MS			1000	/* most time one view's apply takes
+										 * in a batch while others wait */
+#define APPLY_PIECE_MS			50	/* time a piece of it should take */
+#define APPLY_PIECE_FIRST_KEYS	16	/* keys of a view's first piece */
+#define APPLY_PIECE_MAX_KEYS	(1 << 20)
+
+/*
+ * The settings of a session that applies views: the apply worker's, and its
+ * helpers'.
+ */
+void
+apply_session_setup(void)
+{
+	/*
+	 * Batches commit asynchronously: the slot is only confirmed past a batch
+	 * once its commit is flushed (worker_confirm), so a batch lost in a
+	 * crash is decoded again.
+	 */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * Whatever the database or role says: each view's apply takes its own
+	 * snapshot once what it reads is locked (apply_view), which only
+	 * READ COMMITTED allows; and the worker writes.
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET,
+					PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/* never wait long for a lock, and be the one a deadlock stops */
+	SetConfigOption("lock_timeout", APPLY_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("deadlock_timeout", APPLY_DEADLOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * The worker runs as a superuser: its own catalog statements resolve
+	 * names in pg_catalog only, never in schemas users can create objects in.
+	 */
+	SetConfigOption("search_path", RUNAS_SEARCH_PATH, PGC_SUSET, PGC_S_SESSION);
+}
+
+
+/* Errors that another try of the same view may not meet */
+static bool
+error_is_passing(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_QUERY_CANCELED;
+}
+
+/*
+ * The view's lookup_timeout (STATEMENT_TIMEOUT) and the worker's
+ * lock_timeout may go off together.  One of them raises the error that ends
+ * the view's apply; the other, going off while that error unwinds, leaves a
+ * cancel pending that would end the worker's next step instead.  It
+ * belonged to the view's apply, which is over: forget it.
+ */
+static void
+forget_own_cancel(void)
+{
+	bool		timed_out = get_timeout_indicator(LOCK_TIMEOUT, true);
+
+	timed_out |= get_timeout_indicator(STATEMENT_TIMEOUT, true);
+	if (timed_out)
+		QueryCancelPending = false;
+}
+
+/* Error context of a view's apply: the view, and how far its batch goes */
+static void
+apply_view_error_callback(void *arg)
+{
+	const ApplyRequest *req = (const ApplyRequest *) arg;
+
+	if (XLogRecPtrIsInvalid(req->end_lsn))
+		errcontext("applying delta view \"%s\"", catalog_view_name(req->view));
+	else
+		errcontext("applying delta view \"%s\", changes up to %X/%X",
+				   catalog_view_name(req->view), LSN_FORMAT_ARGS(req->end_lsn));
+}
+
+/*
+ * The keys of a view's work, a piece at a time: first the keys the capture
+ * spilled for it (when its work includes them), a chunk at a time, then
+ * its batch in memory.  Pieces are applied one after another in the
+ * view's subtransaction (worker_apply_view), each seeing what the earlier
+ * ones wrote.
+ */
+typedef struct Pieces
+{
+	ViewRecord *view;
+	SpillReader read_spilled;	/* the spilled keys' reader */
+	int			chunk_keys;		/* keys of a chunk it reads */
+	bool		spilled;		/* chunks of spilled keys are still to read */
+	bool		rewind;			/* the first chunk is still to read */
+	MemoryContext chunk_cxt;	/* holds the chunk being taken apart */
+	ViewBatch  *from;			/* a copy of the chunk or batch being taken
+								 * apart, or NULL */
+	bool		first;			/* no piece was taken from it yet */
+	ViewBatch  *batch;			/* the batch in memory, once the chunks are
+								 * read; NULL once taken */
+} Pieces;
+
+/*
+ * The next piece of at most n keys, in the pieces' chunk memory; NULL when
+ * every key was taken.
+ */
+static ViewBatch *
+pieces_next(Pieces *pc, int64 n)
+{
+	while (pc->from == NULL || (!pc->first && view_batch_nkeys(pc->from) == 0))
+	{
+		MemoryContext oldcxt;
+
+		MemoryContextReset(pc->chunk_cxt);
+		oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
+		pc->from = NULL;
+		if (pc->spilled)
+		{
+			pc->from = pc->read_spilled(pc->view->view_id, pc->rewind, pc->chunk_keys);
+			pc->rewind = false;
+			pc->spilled = (pc->from != NULL);
+		}
+		if (pc->from == NULL && pc->batch != NULL)
+		{
+			pc->from = view_batch_copy(pc->batch);
+			pc->batch = NULL;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		if (pc->from == NULL)
+			return NULL;
+		pc->first = true;
+	}
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
+		ViewBatch  *piece = view_batch_take(pc->from, n, pc->first);
+
+		MemoryContextSwitchTo(oldcxt);
+		pc->first = false;
+		return piece;
+	}
+}
+
+/*
+ * Every key not taken yet, as one batch in CurrentMemoryContext (each key
+ * once, without its row); NULL when none is left.
+ */
+static ViewBatch *
+pieces_rest(Pieces *pc)
+{
+	ViewBatch  *rest = palloc0(sizeof(ViewBatch));
+	HTAB	   *seen = key_set_create(CurrentMemoryContext);
+	MemoryContext cxt = CurrentMemoryContext;
+
+	rest->view_id = pc->view->view_id;
+	if (pc->from != NULL)
+		view_batch_merge(rest, pc->from, seen, cxt);
+	while (pc->spilled)
+	{
+		ViewBatch  *chunk;
+		MemoryContext oldcxt;
+
+		MemoryContextReset(pc->chunk_cxt);
+		oldcxt = MemoryContextSwitchTo(pc->chunk_cxt);
+		chunk = pc->read_spilled(pc->view->view_id, pc->rewind, pc->chunk_keys);
+		MemoryContextSwitchTo(oldcxt);
+		pc->rewind = false;
+		pc->spilled = (chunk != NULL);
+		if (chunk != NULL)
+			view_batch_merge(rest, chunk, seen, cxt);
+	}
+	if (pc->batch != NULL)
+		view_batch_merge(rest, pc->batch, seen, cxt);
+	hash_destroy(seen);
+	return rest;
+}
+
+/*
+ * How many keys a view's next piece takes, learned from its last pieces: a
+ * piece should take about APPLY_PIECE_MS, so that the view's time slice is
+ * checked often enough, and not much less, so that a piece's fixed cost
+ * (the target's writer, the lookups' scans) stays small.
+ */
+typedef struct PieceSize
+{
+	int			view_id;
+	int64		keys;
+} PieceSize;
+
+static List *piece_sizes = NIL;	/* PieceSize *, in TopMemoryContext */
+
+static PieceSize *
+piece_size(int view_id)
+{
+	PieceSize  *ps;
+	ListCell   *lc;
+	MemoryContext oldcxt;
+
+	foreach(lc, piece_sizes)
+	{
+		if (((PieceSize *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);	/* helpers have no worker_cxt */
+	ps = palloc(sizeof(PieceSize));
+	ps->view_id = view_id;
+	ps->keys = APPLY_PIECE_FIRST_KEYS;
+	piece_sizes = lappend(piece_sizes, ps);
+	MemoryContextSwitchTo(oldcxt);
+	return ps;
+}
+
+static void
+piece_took(PieceSize *ps, int64 keys, long ms)
+{
+	if (keys < ps->keys)
+		return;					/* the last piece: says little */
+	if (ms < APPLY_PIECE_MS / 4)
+		ps->keys = Min(ps->keys * 2, APPLY_PIECE_MAX_KEYS);
+	else if (ms > APPLY_PIECE_MS * 2)
+		ps->keys = Max(ps->keys / 2, 1);
+}
+
+/*
+ * Apply a view's work, as the target's owner with the view's settings and
+ * its lookup timeout, in a subtransaction: on error it is rolled back and
+ * the error returned in *message.
+ *
+ * req->snapshot is the batch's, under which the view is applied (seeing what
+ * the batch's earlier views wrote), or NULL: a snapshot taken once what the
+ * view reads is locked (a helper's share, a view applied again alone).  A
+ * view whose tables or catalog row were written by a transaction the
+ * batch's snapshot does not see -- created, refreshed, rewritten or
+ * truncated after it was taken -- cannot be applied under it (a rewrite is
+ * not MVCC-safe: to that snapshot the table looks empty): VIEW_LATER, with
+ * all the work in *rest for the next batch.
+ *
+ * With req->sliced, the view's work is applied a piece at a time and stops
+ * after its time slice (APPLY_SLICE_MS, or half its lookup_timeout if
+ * that is less), committing what it did with the batch: VIEW_PARTIAL, and
+ * what is left in *rest (in CurrentMemoryContext), so that other views do
+ * not wait behind one view's large batch and each try makes progress.  A
+ * recompute of the whole (full recompute, an aggregate without GROUP BY)
+ * is one piece.
+ *
+ * The keys a capture spilled for the view (req->read_spilled) are part of
+ * its work, applied first.
+ */
+ViewResult
+apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
+		   char **message, int *sqlerrcode)
+{
+	ViewRecord *view = req->view;
+	Snapshot	snapshot = req->snapshot;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile ViewResult result = VIEW_APPLIED;
+	PieceSize  *volatile ps = piece_size(view->view_id);
+	Pieces		pc;
+	ErrorContextCallback errcallback;
+
+	memset(&pc, 0, sizeof(pc));
+	pc.view = view;
+	pc.read_spilled = req->read_spilled;
+	pc.chunk_keys = req->chunk_keys;
+	pc.spilled = req->read_spilled != NULL && view->path != DJ_PATH_FULL;
+	pc.rewind = true;
+	pc.batch = req->batch;
+	pc.chunk_cxt = AllocSetContextCreate(oldcxt, "delta_join pieces",
+										 ALLOCSET_DEFAULT_SIZES);
+
+	errcallback.callback = apply_view_error_callback;
+	errcallback.arg = (void *) req;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+
+	PG_TRY();
+	{
+		RunAs		runas;
+		TimestampTz started = GetCurrentTimestamp();
+		int			slice_ms = APPLY_SLICE_MS;
+		bool		whole = (view->path == DJ_PATH_FULL);
+		ViewBatch  *piece;
+
+		runas_begin(runas_target_owner(view->target), view->settings, &runas);
+		if (view->options.lookup_timeout_ms > 0)
+		{
+			enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
+			slice_ms = Min(slice_ms, view->options.lookup_timeout_ms / 2);
+		}
+
+		/*
+		 * The snapshot is used once what the view reads is locked: a
+		 * create_view or refresh() that held the target is over, and its
+		 * catalog row tells whether the snapshot sees it.
+		 */
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (!apply_lock_view(view, snapshot) ||
+			(snapshot != NULL && catalog_view_written_after(view, snapshot)))
+			result = VIEW_LATER;
+		whole |= apply_view_whole(view);
+		PopActiveSnapshot();
+
+		if (result == VIEW_APPLIED)
+		{
+			if (snapshot != NULL)
+			{
+				PushCopiedSnapshot(snapshot);
+				UpdateActiveSnapshotCommandId();
+			}
+			else
+				PushActiveSnapshot(GetTransactionSnapshot());
+
+			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX : ps->keys)) != NULL)
+			{
+				TimestampTz piece_started = GetCurrentTimestamp();
+
+				apply_view_batch(view, piece, counts);
+
+				/* the next piece sees what this one wrote */
+				CommandCounterIncrement();
+				UpdateActiveSnapshotCommandId();
+				piece_took(ps, view_batch_nkeys(piece),
+								  TimestampDifferenceMilliseconds(piece_started,
+																  GetCurrentTimestamp()));
+				if (req->sliced && !whole &&
+					TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms))
+				{
+					MemoryContextSwitchTo(oldcxt);
+					*rest = pieces_rest(&pc);
+					if (view_batch_nkeys(*rest) > 0)
+						result = VIEW_PARTIAL;
+					break;
+				}
+			}
+			PopActiveSnapshot();
+		}
+
+		disable_timeout(STATEMENT_TIMEOUT, true);
+		forget_own_cancel();
+		runas_end(&runas);
+
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+
+		if (result == VIEW_LATER)
+			*rest = pieces_rest(&pc);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		disable_timeout(STATEMENT_TIMEOUT, true);
+		error_context_stack = errcallback.previous;
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		forget_own_cancel();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+
+		memset(counts, 0, sizeof(ApplyCounts));
+		*message = pstrdup(edata->message);
+		*sqlerrcode = edata->sqlerrcode;
+		result = error_is_passing(edata->sqlerrcode) ? VIEW_DEFERRED : VIEW_FAILED;
+		/* a piece that ran out of time: the next try takes smaller ones */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ps->keys = Max(ps->keys / 4, 1);
+		/* a helper's share that fails is applied again by the worker */
+		if (result == VIEW_DEFERRED && !req->quiet)
+			ereport(LOG,
+					(errmsg("delta view \"%s\" could not be applied now, trying again later: %s",
+							catalog_view_name(view), edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	error_context_stack = errcallback.previous;
+
+	MemoryContextDelete(pc.chunk_cxt);
+	return result;
+}
