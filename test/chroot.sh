@@ -106,9 +106,9 @@ setup_base() {
 	[ -d "$root" ] && return 0
 	if ! command -v debootstrap >/dev/null 2>&1; then
 		say "installing debootstrap"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap ||
-			{ DEBIAN_FRONTEND=noninteractive apt-get update &&
-			  DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap; } ||
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y debootstrap ||
+			{ DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 update &&
+			  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y debootstrap; } ||
 			return 1
 	fi
 	# an interrupted earlier run

@@ -16,6 +16,10 @@
 
 # The PostgreSQL major to build and test against: 15, or PG=17 / PG=18 (in
 # a chroot made by test/chroot.sh when this machine does not have it).
+# apt waits for a lock another apt holds (CI sets the chroots up beside
+# the first run) instead of failing at once
+DJ_APT_WAIT="-o DPkg::Lock::Timeout=900"
+
 DJ_PG_MAJOR=${PG:-15}
 MAKE=${MAKE:-make}
 
@@ -76,9 +80,9 @@ dj_ensure_packages() {
 	fi
 	dj_say "installing $missing"
 	# A fresh image may have no package lists yet: update once and retry.
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y $missing; then
-		DEBIAN_FRONTEND=noninteractive apt-get update &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y $missing ||
+	if ! DEBIAN_FRONTEND=noninteractive apt-get $DJ_APT_WAIT install -y $missing; then
+		DEBIAN_FRONTEND=noninteractive apt-get $DJ_APT_WAIT update &&
+			DEBIAN_FRONTEND=noninteractive apt-get $DJ_APT_WAIT install -y $missing ||
 			return 1
 	fi
 	PG_CONFIG=""
