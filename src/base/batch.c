@@ -22,6 +22,10 @@
 
 #include <limits.h>
 
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"			/* 16 moved the varlena macros out of postgres.h */
+#endif
+
 #include "common/hashfn.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
