@@ -78,8 +78,7 @@ typedef struct OuterApply
 	RegionQuery **by_anchor;	/* slice queries, per anchor position */
 	TargetLookup **lookups;		/* target rows by a source's key */
 	TargetLookup **partner_lookups; /* target rows a source row was joined in */
-	int16	  **typlen;			/* per source, per key column */
-	bool	  **typbyval;
+	KeyShape   *shapes;			/* per source: how its key is stored */
 	Datum	   *values;			/* scratch: one output row */
 	bool	   *isnull;
 	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
@@ -123,7 +122,8 @@ same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
 
 		if (a_isnull[col] != b_isnull[col] ||
 			(!a_isnull[col] &&
-			 !datum_image_eq(a[col], b[col], oa->typbyval[s][k], oa->typlen[s][k])))
+			 !datum_image_eq(a[col], b[col], oa->shapes[s].typbyval[k],
+							 oa->shapes[s].typlen[k])))
 			return false;
 	}
 	return true;
@@ -162,8 +162,8 @@ row_key(OuterApply *oa, int s, const Datum *values)
 	key->values = palloc(sizeof(Datum) * src->key_natts);
 	key->isnull = palloc0(sizeof(bool) * src->key_natts);
 	for (int k = 0; k < src->key_natts; k++)
-		key->values[k] = datumCopy(values[src->key_output[k]], oa->typbyval[s][k],
-								   oa->typlen[s][k]);
+		key->values[k] = datumCopy(values[src->key_output[k]], oa->shapes[s].typbyval[k],
+								   oa->shapes[s].typlen[k]);
 	return key;
 }
 
@@ -458,7 +458,6 @@ note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 {
 	int			s = list_nth_int(oa->plan->anchors, i);
 	DeltaSource *src = list_nth(oa->plan->sources, s);
-	SourceBatch shape;
 	Datum		key_values[INDEX_MAX_KEYS];
 	bool		key_isnull[INDEX_MAX_KEYS];
 	DirtyKey  **noted;
@@ -471,15 +470,11 @@ note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 
 		key_isnull[k] = isnull[col];
 		key_values[k] = values[col];
-		if (!isnull[col] && oa->typlen[s][k] == -1)
+		if (!isnull[col] && oa->shapes[s].typlen[k] == -1)
 			key_values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[col]));
 	}
-	memset(&shape, 0, sizeof(shape));
-	shape.nkeys = src->key_natts;
-	shape.typlen = oa->typlen[s];
-	shape.typbyval = oa->typbyval[s];
 	resetStringInfo(&oa->image);
-	dirty_key_image(&oa->image, &shape, key_values, key_isnull);
+	dirty_key_image(&oa->image, &oa->shapes[s], key_values, key_isnull);
 
 	if (oa->anchor_sets[i] == NULL)
 		oa->anchor_sets[i] = key_set_create(oa->cxt);
@@ -729,8 +724,7 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->by_anchor = palloc0(sizeof(RegionQuery *) * Max(list_length(plan->anchors), 1));
 	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->partner_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
-	oa->typlen = palloc(sizeof(int16 *) * oa->nsources);
-	oa->typbyval = palloc(sizeof(bool *) * oa->nsources);
+	oa->shapes = palloc(sizeof(KeyShape) * oa->nsources);
 	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
@@ -755,11 +749,12 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 		DeltaSource *src = lfirst(lc);
 		int			s = foreach_current_index(lc);
 
-		oa->typlen[s] = palloc(sizeof(int16) * Max(src->key_natts, 1));
-		oa->typbyval[s] = palloc(sizeof(bool) * Max(src->key_natts, 1));
+		oa->shapes[s].nkeys = src->key_natts;
+		oa->shapes[s].typlen = palloc(sizeof(int16) * Max(src->key_natts, 1));
+		oa->shapes[s].typbyval = palloc(sizeof(bool) * Max(src->key_natts, 1));
 		for (int k = 0; k < src->key_natts; k++)
 			get_typlenbyval(get_atttype(src->relid, src->key_attnums[k]),
-							&oa->typlen[s][k], &oa->typbyval[s][k]);
+							&oa->shapes[s].typlen[k], &oa->shapes[s].typbyval[k]);
 
 		/* a null-extended source whose key the target key holds */
 		if (!bms_is_empty(src->nulling) && src->key_in_output)

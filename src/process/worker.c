@@ -11,10 +11,10 @@
  *
  *	snapshot	take the snapshot the batch is applied under, and read the
  *			WAL insert position after it;
- *	decode	the WAL up to that position; the output plugin (decode.c)
+ *	decode	the WAL up to that position; the output plugin (plugin.c)
  *			adds the dirty keys of every decoded change of a source to the
- *			batch's capture, and carries to the next batch those of the
- *			transactions the snapshot does not see (decode.h);
+ *			batch's capture (capture.c), and carries to the next batch those
+ *			of the transactions the snapshot does not see (capture.h);
  *	apply	read the views from the catalog, then apply each view's part
  *			(apply_view.c: inside a subtransaction, as the target's owner
  *			with the view's pinned settings and its lookup_timeout) under
@@ -122,7 +122,6 @@
 #include "base/delta_join.h"
 #include "base/progress.h"
 #include "base/shmem.h"
-#include "capture/decode.h"
 #include "capture/decoding.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
@@ -640,7 +639,7 @@ worker_progress(void)
  * read the WAL insert position after it -- every transaction the snapshot
  * sees has its commit record before that position -- and decode up to
  * there.  The keys of the transactions the snapshot does not see are
- * carried to the next batch (decode.h).  Every key the batch applies is
+ * carried to the next batch (capture.h).  Every key the batch applies is
  * then recomputed under that one snapshot, and every change the snapshot
  * sees is in this batch or an earlier one: when the batch commits, each
  * view it applied holds its query's result over the sources as that
@@ -729,7 +728,7 @@ worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot, bool sliced
  * confirm what is done to the slot and start a new batch.
  *
  * Alone, the worker applies the batch in one transaction.  Keys the capture
- * spilled to disk (decode.h) are read back a chunk of max_keys at a time as
+ * spilled to disk (capture.h) are read back a chunk of max_keys at a time as
  * each view is applied, in the same transaction, so that memory stays
  * bounded and no half of a batch is ever visible.
  *
@@ -808,7 +807,7 @@ worker_apply_batch(Snapshot snapshot)
 		}
 	}
 
-	/* views whose changes could not be captured (decode.c) */
+	/* views whose changes could not be captured (plugin.c) */
 	foreach(lc, decoding_batch_broken())
 	{
 		BrokenView *broken = (BrokenView *) lfirst(lc);
