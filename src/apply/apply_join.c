@@ -47,6 +47,7 @@
 #include "apply/apply.h"
 #include "apply/lookup.h"
 #include "apply/lookup_cache.h"
+#include "apply/target_shape.h"
 
 /* The walk of one driving source, with its scans opened. */
 typedef struct WalkScans
@@ -174,7 +175,7 @@ join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
 		if (!tle->resjunk)
 			outputs = lappend(outputs, tle->expr);
 	}
-	foreach(lc, apply_coerce_to_target(RelationGetRelid(writer->rel), plan, outputs))
+	foreach(lc, target_coerce_exprs(RelationGetRelid(writer->rel), plan, outputs))
 		ja->columns[col++] = compile_expression(ja, lfirst(lc));
 	ja->values = palloc(sizeof(Datum) * plan->ncolumns);
 	ja->isnull = palloc(sizeof(bool) * plan->ncolumns);
@@ -206,7 +207,7 @@ emit_row(JoinApply *ja)
 		for (int i = 0; i < ja->plan->ncolumns; i++)
 			ja->values[i] = ExecEvalExprSwitchContext(ja->columns[i], econtext,
 													  &ja->isnull[i]);
-		target_upsert(ja->writer, ja->values, ja->isnull);
+		writer_upsert(ja->writer, ja->values, ja->isnull);
 		ja->emitted++;
 	}
 	ResetExprContext(econtext);
@@ -479,17 +480,17 @@ key_is_target_key(DeltaPlan *plan, DeltaSource *src)
 static void
 add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
-	target_region_add(writer, &row->tts_tid);
+	writer_region_add(writer, &row->tts_tid);
 }
 
 /* Begin replacing the slices of keys of a source: note their target rows */
 static void
 note_slices(JoinApply *ja, DeltaSource *src, List *keys)
 {
-	TargetLookup *tl = target_lookup_begin(ja->writer, src->key_natts, src->key_output, false);
+	TargetLookup *tl = writer_lookup_begin(ja->writer, src->key_natts, src->key_output, false);
 	ListCell   *lc;
 
-	target_region_begin(ja->writer);
+	writer_region_begin(ja->writer);
 	foreach(lc, keys)
 	{
 		DirtyKey   *key = lfirst(lc);
@@ -499,9 +500,9 @@ note_slices(JoinApply *ja, DeltaSource *src, List *keys)
 			ja->values[src->key_output[k]] = key->values[k];
 			ja->isnull[src->key_output[k]] = key->isnull[k];
 		}
-		target_lookup_rows(ja->writer, tl, ja->values, ja->isnull, add_region_row, NULL);
+		writer_lookup_rows(ja->writer, tl, ja->values, ja->isnull, add_region_row, NULL);
 	}
-	target_lookup_end(tl);
+	writer_lookup_end(tl);
 }
 
 void
@@ -585,12 +586,12 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 					ja.values[driver->key_output[k]] = key->values[k];
 					ja.isnull[driver->key_output[k]] = key->isnull[k];
 				}
-				target_delete(writer, ja.values, ja.isnull);
+				writer_delete(writer, ja.values, ja.isnull);
 			}
 		}
 		counts->lookups += walk_scans_end(ws);
 		if (plan->options.retract && !key_slice)
-			target_region_end(writer);
+			writer_region_end(writer);
 	}
 
 	FreeExprContext(ja.econtext, true);

@@ -58,10 +58,10 @@
 
 #include "apply/apply.h"
 #include "apply/recompute.h"
+#include "apply/target_shape.h"
 
 /* rounds of widening the noted slices (close_anchors) */
 #define CLOSE_ANCHOR_ROUNDS		4
-#include "apply/target.h"
 
 typedef struct OuterApply
 {
@@ -206,7 +206,7 @@ lookup_for(OuterApply *oa, int s)
 		int			cols[INDEX_MAX_KEYS];
 		int			ncols = target_region_columns(oa->plan, src, cols);
 
-		oa->lookups[s] = target_lookup_begin(oa->writer, ncols, cols, false);
+		oa->lookups[s] = writer_lookup_begin(oa->writer, ncols, cols, false);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	return oa->lookups[s];
@@ -237,12 +237,12 @@ note_partners(OuterApply *oa, int s, List *keys)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
 
-		oa->partner_lookups[s] = target_lookup_begin(oa->writer, ncols, cols, true);
+		oa->partner_lookups[s] = writer_lookup_begin(oa->writer, ncols, cols, true);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	if (oa->partner_lookups[s] == NULL)
 	{
-		target_scan_rows(oa->writer, note_target_row, oa);
+		writer_scan_rows(oa->writer, note_target_row, oa);
 		return;
 	}
 	foreach(lc, keys)
@@ -261,7 +261,7 @@ note_partners(OuterApply *oa, int s, List *keys)
 			oa->values[oa->plan->tag_column] = oa->tag;
 			oa->isnull[oa->plan->tag_column] = false;
 		}
-		target_lookup_rows(oa->writer, oa->partner_lookups[s], oa->values, oa->isnull,
+		writer_lookup_rows(oa->writer, oa->partner_lookups[s], oa->values, oa->isnull,
 						   note_target_row, oa);
 	}
 }
@@ -323,7 +323,7 @@ receiver_init(RowReceiver *receiver, OuterApply *oa,
 			  void (*fn) (OuterApply *oa, Datum *values, bool *isnull))
 {
 	memset(receiver, 0, sizeof(RowReceiver));
-	apply_receiver_init(&receiver->pub, row_receive);
+	recompute_receiver_init(&receiver->pub, row_receive);
 	receiver->oa = oa;
 	receiver->fn = fn;
 }
@@ -369,7 +369,7 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	}
 	values = palloc(sizeof(Datum) * writer->ncolumns);
 	isnull = palloc(sizeof(bool) * writer->ncolumns);
-	target_output_values(writer, row, values, isnull);
+	writer_output_values(writer, row, values, isnull);
 	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
 		m->supers = lappend(lappend(m->supers, values), isnull);
 	else if (!is_sub_row(m->oa, values, isnull, m->values, m->isnull))
@@ -411,13 +411,13 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 			int			s = lfirst_int(lc);
 
 			if (source_present(oa, s, isnull))
-				target_lookup_rows(oa->writer, lookup_for(oa, s), values, isnull,
+				writer_lookup_rows(oa->writer, lookup_for(oa, s), values, isnull,
 								   match_row, &m);
 		}
 	}
 	foreach(lc, m.twins)
-		target_delete_row(oa->writer, lfirst(lc));
-	target_upsert(oa->writer, values, isnull);
+		writer_delete_row(oa->writer, lfirst(lc));
+	writer_upsert(oa->writer, values, isnull);
 
 	/*
 	 * A super-row deleted ("order 7, item 3" when item 3 left order 7) may
@@ -503,7 +503,7 @@ take_anchor_keys(OuterApply *oa, int i)
 /*
  * Note the slices of the anchors present in a row, to be replaced.  A slice
  * noted twice is replaced once all the same: its rows are found once each
- * (target_region_add), and an upsert of a row already written finds it
+ * (writer_region_add), and an upsert of a row already written finds it
  * unchanged.
  */
 static void
@@ -523,7 +523,7 @@ note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
 	OuterApply *oa = (OuterApply *) arg;
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 
 	/* (a scan of every row meets the other UNION ALL branches' rows too) */
 	if (row_is_ours(oa, oa->values, oa->isnull))
@@ -561,7 +561,7 @@ close_anchors(OuterApply *oa)
 			foreach(lc, fresh)
 			{
 				key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-				target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+				writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
 								   note_target_row, oa);
 			}
 			run_region(oa, query_for_source(oa, s), fresh, note_anchors);
@@ -584,25 +584,25 @@ add_slice_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	SliceScan  *scan = (SliceScan *) arg;
 	OuterApply *oa = scan->oa;
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 	for (int j = 0; j < scan->position; j++)
 	{
 		if (source_present(oa, list_nth_int(oa->plan->anchors, j), oa->isnull))
 			return;
 	}
-	target_region_add(writer, &row->tts_tid);
+	writer_region_add(writer, &row->tts_tid);
 }
 
 static void
 region_upsert(OuterApply *oa, Datum *values, bool *isnull)
 {
-	target_upsert(oa->writer, values, isnull);
+	writer_upsert(oa->writer, values, isnull);
 }
 
 static void
 add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
-	target_region_add(writer, &row->tts_tid);
+	writer_region_add(writer, &row->tts_tid);
 }
 
 /* Replace the rows where source s (in every row) has one of keys. */
@@ -611,15 +611,15 @@ replace_source_slices(OuterApply *oa, int s, List *keys)
 {
 	ListCell   *lc;
 
-	target_region_begin(oa->writer);
+	writer_region_begin(oa->writer);
 	foreach(lc, keys)
 	{
 		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
 						   add_region_row, NULL);
 	}
 	run_region(oa, query_for_source(oa, s), keys, region_upsert);
-	target_region_end(oa->writer);
+	writer_region_end(oa->writer);
 }
 
 /* Replace the slices of anchor position i named by keys. */
@@ -630,15 +630,15 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 	SliceScan	scan = {oa, i};
 	ListCell   *lc;
 
-	target_region_begin(oa->writer);
+	writer_region_begin(oa->writer);
 	foreach(lc, keys)
 	{
 		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
+		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
 						   add_slice_row, &scan);
 	}
 	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
-	target_region_end(oa->writer);
+	writer_region_end(oa->writer);
 }
 
 /*
@@ -662,7 +662,7 @@ note_truncated_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	OuterApply *oa = scan->oa;
 	DeltaSource *src = list_nth(oa->plan->sources, scan->s);
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 	if (row_is_ours(oa, oa->values, oa->isnull) &&
 		(!src->key_in_output || source_present(oa, scan->s, oa->isnull)))
 		note_anchors(oa, oa->values, oa->isnull);
@@ -675,7 +675,7 @@ note_truncated(OuterApply *oa, int s)
 
 	if (bms_is_empty(((DeltaSource *) list_nth(oa->plan->sources, s))->nulling))
 		return;
-	target_scan_rows(oa->writer, note_truncated_row, &scan);
+	writer_scan_rows(oa->writer, note_truncated_row, &scan);
 }
 
 /* A row of this plan's, into the region being replaced */
@@ -684,9 +684,9 @@ add_own_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
 	OuterApply *oa = (OuterApply *) arg;
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 	if (row_is_ours(oa, oa->values, oa->isnull))
-		target_region_add(writer, &row->tts_tid);
+		writer_region_add(writer, &row->tts_tid);
 }
 
 /* The whole result, recomputed (a source was truncated). */
@@ -695,12 +695,12 @@ replace_all(OuterApply *oa)
 {
 	RowReceiver receiver;
 
-	target_region_begin(oa->writer);
-	target_scan_rows(oa->writer, add_own_row, oa);
+	writer_region_begin(oa->writer);
+	writer_scan_rows(oa->writer, add_own_row, oa);
 
 	receiver_init(&receiver, oa, region_upsert);
 	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver);
-	target_region_end(oa->writer);
+	writer_region_end(oa->writer);
 }
 
 /* ----------------------------------------------------------------
@@ -772,9 +772,9 @@ outer_apply_end(OuterApply *oa)
 	for (int s = 0; s < oa->nsources; s++)
 	{
 		if (oa->lookups[s] != NULL)
-			target_lookup_end(oa->lookups[s]);
+			writer_lookup_end(oa->lookups[s]);
 		if (oa->partner_lookups[s] != NULL)
-			target_lookup_end(oa->partner_lookups[s]);
+			writer_lookup_end(oa->partner_lookups[s]);
 	}
 }
 
@@ -876,7 +876,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		foreach(lc2, sb->keys)
 		{
 			key_to_row(&oa, s, lfirst(lc2), oa.values, oa.isnull);
-			target_lookup_rows(writer, lookup_for(&oa, s), oa.values, oa.isnull,
+			writer_lookup_rows(writer, lookup_for(&oa, s), oa.values, oa.isnull,
 							   note_target_row, &oa);
 		}
 		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);

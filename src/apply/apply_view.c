@@ -33,6 +33,7 @@
 
 #include "apply/apply.h"
 #include "apply/apply_view.h"
+#include "apply/plan_cache.h"
 #include "base/runas.h"
 #include "registry/catalog.h"
 
@@ -337,7 +338,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 		 * catalog row tells whether the snapshot sees it.
 		 */
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (!apply_lock_view(view, snapshot) ||
+		if (!plan_cache_lock_view(view, snapshot) ||
 			(snapshot != NULL && catalog_view_written_after(view, snapshot)))
 			result = VIEW_LATER;
 		whole |= apply_view_whole(view);

@@ -91,7 +91,8 @@
 #include "process/launcher.h"
 #include "analysis/query.h"
 #include "base/runas.h"
-#include "apply/target.h"
+#include "apply/target_shape.h"
+#include "ops/target.h"
 #include "process/worker.h"
 
 PG_FUNCTION_INFO_V1(dj_on_ddl_start);

@@ -46,7 +46,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "apply/apply.h"
+#include "apply/plan_cache.h"
 #include "registry/catalog.h"
 #include "base/shmem.h"
 #include "process/launcher.h"
@@ -363,7 +363,7 @@ share_write_source_head(StringInfo buf, const SourceBatch *sb)
 /*
  * Split a view's batch into the round's shares by a hash of the view and
  * each key -- or of one column of the key, share_by's for the key's source
- * (apply_view_shareable) --: the helpers' shares are written into their
+ * (plan_cache_shareable) --: the helpers' shares are written into their
  * tasks, the leader's is returned.  Every share has every source of the batch, with or without
  * keys: a source that changed empties the lookup caches of its rows.
  */
@@ -825,7 +825,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	}
 	LWLockRelease(worker_shared->lock);
 	if (generation != seen_generation)
-		apply_forget_views();
+		plan_cache_forget_all();
 	seen_generation = generation;
 
 	views = catalog_list_views();

@@ -12,7 +12,7 @@
  * split, start and finish, and the helper's loop --; it knows keys and
  * shares, not what a view is applied under.  This file is the worker's
  * use of it: for the views of one batch (ViewWork, made by worker.c) it
- * asks the plan cache which can be shared (apply_view_shareable) and the
+ * asks the plan cache which can be shared (plan_cache_shareable) and the
  * retry state which should not be now (retry_shares_view), runs the
  * rounds, and settles each shared view's result.  Each file then has one
  * job, and each is read alone.
@@ -49,7 +49,7 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
-#include "apply/apply.h"
+#include "apply/plan_cache.h"
 #include "base/runas.h"
 #include "process/share.h"
 
@@ -60,7 +60,7 @@ static ViewResult share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr e
 
 /*
  * Share the batch with the helpers when it is large enough and they are
- * there: each view that can be shared (apply_view_shareable) is split, and
+ * there: each view that can be shared (plan_cache_shareable) is split, and
  * the helpers start on their shares.  NULL when the worker applies alone.
  * A large batch starts the helpers that do not run (they take later
  * rounds), and builds the plans of views not applied yet, so that they can
@@ -99,7 +99,7 @@ share_begin(List *todo, bool spilled, XLogRecPtr end_lsn, bool *shared_chunks)
 			share_prepare_view(vw->view);
 		if (!retry_shares_view(vw->view->view_id))
 			vw->share_by = NULL;
-		else if (apply_view_shareable(vw->view, vw->work, vw->share_by))
+		else if (plan_cache_shareable(vw->view, vw->work, vw->share_by))
 			nkeys += view_batch_nkeys(vw->work);
 		else
 			vw->share_by = NULL;
@@ -135,7 +135,7 @@ share_begin(List *todo, bool spilled, XLogRecPtr end_lsn, bool *shared_chunks)
 
 /*
  * Build a view's plan before its first apply, as its target's owner, so
- * that the batch can be shared (apply_view_shareable).  An error is left
+ * that the batch can be shared (plan_cache_shareable).  An error is left
  * to the apply, which meets it again and handles it.
  */
 static void
@@ -151,7 +151,7 @@ share_prepare_view(ViewRecord *view)
 		RunAs		runas;
 
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
-		apply_prepare_view(view);
+		(void) plan_cache_get(view);
 		runas_end(&runas);
 		ReleaseCurrentSubTransaction();
 	}
@@ -293,7 +293,7 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
 	if (retry_shares_view(vw->view->view_id) &&
-		apply_view_shareable(vw->view, batch, share_by) &&
+		plan_cache_shareable(vw->view, batch, share_by) &&
 		(nhelpers = parallel_helpers(MyDatabaseId)) > 0)
 	{
 		round = parallel_round_begin(nhelpers, end_lsn);

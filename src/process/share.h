@@ -34,7 +34,7 @@ typedef struct ViewWork
 								 * worker; each apply sets batch, snapshot,
 								 * sliced) */
 	int		   *share_by;		/* shareable: what picks a key's share
-								 * (apply_view_shareable) */
+								 * (plan_cache_shareable) */
 	ViewBatch  *mine;			/* shared with helpers: the worker's share */
 	bool		chunked;		/* its keys spilled: shared a chunk at a time,
 								 * after the batch's transaction */

@@ -116,7 +116,7 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "apply/apply.h"
+#include "apply/plan_cache.h"
 #include "apply/apply_view.h"
 #include "base/batch.h"
 #include "base/delta_join.h"
@@ -346,7 +346,7 @@ worker_loop(void)
 		{
 			/* a view was created, dropped or refreshed: rebuild plans */
 			if (generation != seen_generation)
-				apply_forget_views();
+				plan_cache_forget_all();
 			check = worker_check_views();
 			seen_generation = generation;
 			next_check = TimestampTzPlusMilliseconds(now,
@@ -596,7 +596,7 @@ worker_start_decoding(void)
 		proc_exit(0);
 	}
 
-	decoding_start(worker_cxt, apply_reset_system_caches);
+	decoding_start(worker_cxt, plan_cache_reset_system_caches);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;
 	CommitTransactionCommand();
 }
