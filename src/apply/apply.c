@@ -40,6 +40,7 @@
 #include "utils/syscache.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/plan_cache.h"
 #include "base/compat.h"
 
@@ -220,17 +221,15 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 
 	apply_check_access(plan);
 	writer = writer_begin(view->target, plan, counts);
+	apply_error_place.writer = writer;
 
 	/* full recompute, or an aggregate's one group: the query, the difference */
 	if (plan->path == DJ_PATH_FULL || plan->whole)
 	{
 		counts->keys_applied++;
 		apply_full(plan, writer);
-		writer_end(writer);
-		return;
 	}
-
-	if (plan->branches != NIL)
+	else if (plan->branches != NIL)
 	{
 		/* UNION ALL: each branch its own changes, in the one target */
 		ListCell   *lc;
@@ -254,5 +253,9 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 	}
 	else
 		apply_plan(plan, batch, writer, counts);
+
+	/* (the piece's keys go next: the error context no longer points at them) */
+	apply_error_clear();
+	apply_error_place.writer = NULL;
 	writer_end(writer);
 }

@@ -40,6 +40,7 @@
 #include "utils/snapmgr.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/recompute.h"
 
 /* Receives the (at most one) row of a recomputed group. */
@@ -153,7 +154,11 @@ group_receive(TupleTableSlot *slot, DestReceiver *self)
 	if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
 		group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
 
+	/* a group of a set: its key is in the row */
+	if (receiver->set != NULL)
+		apply_error_row(slot->tts_values, slot->tts_isnull, &receiver->key_column);
 	writer_upsert(receiver->writer, slot->tts_values, slot->tts_isnull);
+	apply_error_row_done();
 	return true;
 }
 
@@ -337,8 +342,10 @@ recompute_group_set(DeltaPlan *plan, GroupSet *set, DirtyKey **keys, int nkeys,
 
 	for (int i = 0; i < nkeys; i++)
 	{
-		if (!group_set_returned(set, keys[i]->values[0]))
-			delete_group(plan, receiver->writer, keys[i], 1, &key_output);
+		if (group_set_returned(set, keys[i]->values[0]))
+			continue;
+		apply_error_key(linitial(plan->sources), keys[i]);
+		delete_group(plan, receiver->writer, keys[i], 1, &key_output);
 	}
 	group_set_forget(set);
 	pfree(elems);
@@ -413,12 +420,14 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 				if (nchunk == GROUP_SET_SIZE)
 				{
 					counts->lookups++;
+					apply_error_keys(src, chunk[0], nchunk);
 					recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
 					nchunk = 0;
 				}
 				continue;
 			}
 			counts->lookups++;
+			apply_error_key(src, key);
 			recompute_group(plan, group_plan_for(plan, RelationGetRelid(writer->rel), &plans, key, nkeys), nkeys,
 							key_output, key, &receiver);
 		}
@@ -426,6 +435,8 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	if (nchunk > 0)
 	{
 		counts->lookups++;
+		apply_error_keys(src, chunk[0], nchunk);
 		recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
 	}
+	apply_error_clear();
 }

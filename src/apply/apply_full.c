@@ -41,6 +41,7 @@
 #include "utils/tuplestore.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/recompute.h"
 
 /* A target row: its place, whether a query row found it, the next of its hash */
@@ -219,6 +220,7 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	TupleTableSlot *stored;
 	double		reltuples = writer->rel->rd_rel->reltuples;
 
+	apply_error_whole();
 	memset(&fa, 0, sizeof(fa));
 	fa.writer = writer;
 	fa.desc = RelationGetDescr(writer->rel);
@@ -264,4 +266,5 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	ExecDropSingleTupleTableSlot(receiver.row);
 	ExecDropSingleTupleTableSlot(fa.found);
 	MemoryContextDelete(fa.row_cxt);
+	apply_error_clear();
 }

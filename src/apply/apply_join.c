@@ -45,6 +45,7 @@
 #include "utils/syscache.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/lookup.h"
 #include "apply/lookup_cache.h"
 #include "apply/target_shape.h"
@@ -495,6 +496,7 @@ note_slices(JoinApply *ja, DeltaSource *src, List *keys)
 	{
 		DirtyKey   *key = lfirst(lc);
 
+		apply_error_key(src, key);
 		for (int k = 0; k < src->key_natts; k++)
 		{
 			ja->values[src->key_output[k]] = key->values[k];
@@ -502,6 +504,7 @@ note_slices(JoinApply *ja, DeltaSource *src, List *keys)
 		}
 		writer_lookup_rows(ja->writer, tl, ja->values, ja->isnull, add_region_row, NULL);
 	}
+	apply_error_clear();
 	writer_lookup_end(tl);
 }
 
@@ -560,6 +563,7 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 			TupleTableSlot *slot;
 			int64		emitted = ja.emitted;
 
+			apply_error_key(driver, key);
 			counts->keys_applied++;
 			if (key->row_known && ws->row_slot != NULL)
 			{
@@ -589,9 +593,14 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 				writer_delete(writer, ja.values, ja.isnull);
 			}
 		}
+		if (plan->options.retract && !key_slice)
+			apply_error_keys(driver, linitial(sb->keys), list_length(sb->keys));
+		else
+			apply_error_clear();
 		counts->lookups += walk_scans_end(ws);
 		if (plan->options.retract && !key_slice)
 			writer_region_end(writer);
+		apply_error_clear();
 	}
 
 	FreeExprContext(ja.econtext, true);

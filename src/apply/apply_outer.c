@@ -57,6 +57,7 @@
 #include "utils/snapmgr.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/recompute.h"
 #include "apply/target_shape.h"
 
@@ -92,6 +93,8 @@ typedef struct RowReceiver
 	DestReceiver pub;
 	OuterApply *oa;
 	void		(*fn) (OuterApply *oa, Datum *values, bool *isnull);
+	const int  *key_columns;	/* where the row's key of the query's source
+								 * is, for the error context; or NULL */
 } RowReceiver;
 
 /* ----------------------------------------------------------------
@@ -249,6 +252,7 @@ note_partners(OuterApply *oa, int s, List *keys)
 	{
 		DirtyKey   *key = lfirst(lc);
 
+		apply_error_key(src, key);
 		for (int k = 0; k < src->key_natts; k++)
 		{
 			if (src->partner_output[k] < 0)
@@ -264,6 +268,7 @@ note_partners(OuterApply *oa, int s, List *keys)
 		writer_lookup_rows(oa->writer, oa->partner_lookups[s], oa->values, oa->isnull,
 						   note_target_row, oa);
 	}
+	apply_error_clear();
 }
 
 static RegionQuery *
@@ -311,7 +316,10 @@ row_receive(TupleTableSlot *slot, DestReceiver *self)
 	MemoryContext oldcxt = MemoryContextSwitchTo(receiver->oa->row_cxt);
 
 	slot_getallattrs(slot);
+	if (receiver->key_columns != NULL)
+		apply_error_row(slot->tts_values, slot->tts_isnull, receiver->key_columns);
 	receiver->fn(receiver->oa, slot->tts_values, slot->tts_isnull);
+	apply_error_row_done();
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(receiver->oa->row_cxt);
 	return true;
@@ -336,6 +344,8 @@ run_region(OuterApply *oa, RegionQuery *rq, List *keys,
 	RowReceiver receiver;
 
 	receiver_init(&receiver, oa, fn);
+	if (rq->src->key_in_output)
+		receiver.key_columns = rq->src->key_output;
 	recompute_run(rq, keys, (DestReceiver *) &receiver);
 }
 
@@ -560,6 +570,7 @@ close_anchors(OuterApply *oa)
 			done[i] = list_length(oa->anchor_keys[i]);
 			foreach(lc, fresh)
 			{
+				apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
 				key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
 				writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
 								   note_target_row, oa);
@@ -569,6 +580,7 @@ close_anchors(OuterApply *oa)
 		if (!grew)
 			break;
 	}
+	apply_error_clear();
 }
 
 /* The target rows of a slice: its anchor's key, earlier anchors NULL */
@@ -614,12 +626,16 @@ replace_source_slices(OuterApply *oa, int s, List *keys)
 	writer_region_begin(oa->writer);
 	foreach(lc, keys)
 	{
+		apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
 		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
 		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
 						   add_region_row, NULL);
 	}
 	run_region(oa, query_for_source(oa, s), keys, region_upsert);
+	if (keys != NIL)
+		apply_error_keys(list_nth(oa->plan->sources, s), linitial(keys), list_length(keys));
 	writer_region_end(oa->writer);
+	apply_error_clear();
 }
 
 /* Replace the slices of anchor position i named by keys. */
@@ -633,12 +649,16 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 	writer_region_begin(oa->writer);
 	foreach(lc, keys)
 	{
+		apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
 		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
 		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
 						   add_slice_row, &scan);
 	}
 	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
+	if (keys != NIL)
+		apply_error_keys(list_nth(oa->plan->sources, s), linitial(keys), list_length(keys));
 	writer_region_end(oa->writer);
+	apply_error_clear();
 }
 
 /*
@@ -695,12 +715,14 @@ replace_all(OuterApply *oa)
 {
 	RowReceiver receiver;
 
+	apply_error_whole();
 	writer_region_begin(oa->writer);
 	writer_scan_rows(oa->writer, add_own_row, oa);
 
 	receiver_init(&receiver, oa, region_upsert);
 	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver);
 	writer_region_end(oa->writer);
+	apply_error_clear();
 }
 
 /* ----------------------------------------------------------------
@@ -875,10 +897,12 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		/* the slices of the rows it was in, and of those it is in now */
 		foreach(lc2, sb->keys)
 		{
+			apply_error_key(src, lfirst(lc2));
 			key_to_row(&oa, s, lfirst(lc2), oa.values, oa.isnull);
 			writer_lookup_rows(writer, lookup_for(&oa, s), oa.values, oa.isnull,
 							   note_target_row, &oa);
 		}
+		apply_error_clear();
 		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
 		close_anchors(&oa);
 		for (int i = 0; i < list_length(plan->anchors); i++)

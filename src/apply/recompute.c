@@ -67,6 +67,7 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
+#include "apply/apply_error.h"
 #include "apply/recompute.h"
 #include "apply/target_shape.h"
 #include "base/batch.h"
@@ -332,7 +333,8 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 /*
  * Run a region query for keys (DirtyKey *, values of the source's key
  * columns in key order; keys with a NULL value name no row and are
- * skipped), its rows going to dest.
+ * skipped), its rows going to dest.  An error names the keys of the
+ * execution it is raised in (apply_error.h).
  */
 void
 recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
@@ -342,6 +344,8 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 	bool	  **nulls = palloc(sizeof(bool *) * Max(rq->nkeys, 1));
 	Datum	   *arrays = palloc(sizeof(Datum) * Max(rq->nkeys, 1));
 	bool	   *no_nulls = palloc0(sizeof(bool) * Max(rq->nkeys, 1));
+	DirtyKey  **run_keys = palloc(sizeof(DirtyKey *) * Max(n, 1));
+	ApplyErrorPlace outer_place = apply_error_place;
 	ListCell   *lc;
 	int			i = 0;
 
@@ -364,7 +368,7 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 			elems[k][i] = key->values[k];
 			nulls[k][i] = key->isnull[k];
 		}
-		i++;
+		run_keys[i++] = key;
 	}
 
 	for (int start = 0; start < i; start += RECOMPUTE_CHUNK)
@@ -377,9 +381,11 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 														   1, &count, &lbound,
 														   rq->elemtypes[k], rq->typlen[k],
 														   rq->typbyval[k], rq->typalign[k]));
+		apply_error_keys(rq->src, run_keys[start], count);
 		run_plan(rq->pstmt, REGION_QUERY_NAME,
 				 run_params(rq->nkeys, arrays, no_nulls, rq->arraytypes), dest);
 	}
+	apply_error_place = outer_place;
 }
 
 /* ----------------------------------------------------------------
@@ -473,7 +479,9 @@ void
 recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
 {
 	Query	   *query = copyObject(plan->query);
+	ApplyErrorPlace outer_place = apply_error_place;
 
+	apply_error_whole();
 	if (plan->path == DJ_PATH_FULL)
 	{
 		List	   *rewritten;
@@ -487,4 +495,5 @@ recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
 	}
 	run_plan(plan_restricted(query, NIL, plan, target, false, 0, VIEW_QUERY_NAME),
 			 VIEW_QUERY_NAME, NULL, dest);
+	apply_error_place = outer_place;
 }

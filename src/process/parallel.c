@@ -833,8 +833,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	{
 		ViewBatch  *batch = share_read(&p);
 		ViewRecord *view = NULL;
-		char	   *message = NULL;
-		int			sqlerrcode = 0;
+		ErrorData  *error = NULL;
 		ListCell   *lc;
 
 		results[v].view_id = batch->view_id;
@@ -853,10 +852,11 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		results[v].applied =
 			(apply_view(&(ApplyRequest) {.view = view, .batch = batch, .end_lsn = hdr->end_lsn,
 										  .quiet = true},
-						&results[v].counts, NULL, &message, &sqlerrcode) == VIEW_APPLIED);
+						&results[v].counts, NULL, &error) == VIEW_APPLIED);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (!results[v].applied)
-			strlcpy(results[v].message, message ? message : "", SHARE_MESSAGE_LEN);
+			strlcpy(results[v].message, error->message ? error->message : "",
+					SHARE_MESSAGE_LEN);
 	}
 
 	PopActiveSnapshot();

@@ -242,7 +242,7 @@ retry_defer_spilled(DeferredView *dv, ViewRecord *view, int max_keys)
 
 /* Another try of a deferred view failed: when to try next, and why */
 void
-retry_failed(DeferredView *dv, const char *message, int sqlerrcode)
+retry_failed(DeferredView *dv, const ErrorData *error)
 {
 	int			backoff = RETRY_MIN_MS << Min(dv->tries, 10);
 	MemoryContext oldcxt;
@@ -250,7 +250,7 @@ retry_failed(DeferredView *dv, const char *message, int sqlerrcode)
 	dv->tries++;
 	if (dv->first_failure == 0)
 		dv->first_failure = GetCurrentTimestamp();
-	if (sqlerrcode == ERRCODE_QUERY_CANCELED)
+	if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		dv->timeouts++;
 	else
 		dv->timeouts = 0;
@@ -260,33 +260,32 @@ retry_failed(DeferredView *dv, const char *message, int sqlerrcode)
 	if (dv->reason)
 		pfree(dv->reason);
 	oldcxt = MemoryContextSwitchTo(retry_cxt);
-	dv->reason = psprintf("retrying (%d tries): %s", dv->tries, message);
+	dv->reason = psprintf("retrying (%d tries): %s", dv->tries, error->message);
 	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
  * Has a deferred view been tried long enough?  A view that timed out
  * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, or that has waited
- * for locks for longer than its lookup_timeout, goes to error: *message
- * then says why.
+ * for locks for longer than its lookup_timeout, goes to error: the last
+ * try's error's message then says why.
  */
 bool
-retry_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode, TimestampTz now,
-			   char **message)
+retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error, TimestampTz now)
 {
-	if (sqlerrcode == ERRCODE_QUERY_CANCELED)
+	if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
 	{
 		if (dv->timeouts < RETRY_TIMEOUT_TRIES)
 			return false;
-		*message = psprintf("lookup_timeout expired %d times in a row: %s",
-							dv->timeouts, *message);
+		error->message = psprintf("lookup_timeout expired %d times in a row: %s",
+								  dv->timeouts, error->message);
 		return true;
 	}
 	if (view->options.lookup_timeout_ms <= 0 ||
 		!TimestampDifferenceExceeds(dv->first_failure, now, view->options.lookup_timeout_ms))
 		return false;
-	*message = psprintf("could not be applied for longer than its lookup_timeout: %s",
-						*message);
+	error->message = psprintf("could not be applied for longer than its lookup_timeout: %s",
+							  error->message);
 	return true;
 }
 

@@ -46,9 +46,9 @@ extern DeferredView *retry_defer(ViewRecord *view, ViewBatch *batch, XLogRecPtr 
 extern DeferredView *retry_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest,
 								bool progress, XLogRecPtr since_lsn, TimestampTz now);
 extern void retry_defer_spilled(DeferredView *dv, ViewRecord *view, int max_keys);
-extern void retry_failed(DeferredView *dv, const char *message, int sqlerrcode);
-extern bool retry_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
-						   TimestampTz now, char **message);
+extern void retry_failed(DeferredView *dv, const ErrorData *error);
+extern bool retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error,
+						   TimestampTz now);
 extern void retry_forget(DeferredView *dv);
 extern void retry_forget_dropped(List *views);
 

@@ -196,16 +196,15 @@ share_involves(ViewWork *vw)
 /*
  * In a transaction of the worker's, after share_wait: the result of a
  * shared view.  When a share of it failed anywhere, the worker applies its
- * work again whole, alone, and that is the result; *message and
- * *sqlerrcode say why it failed, if it did.
+ * work again whole, alone, and that is the result; *error says why it
+ * failed, if it did.
  */
 ViewResult
-share_settle(ShareRound *round, ViewWork *vw, char **message, int *sqlerrcode)
+share_settle(ShareRound *round, ViewWork *vw, ErrorData **error)
 {
 	ViewResult	result = vw->result;
 
-	*message = vw->message;
-	*sqlerrcode = vw->sqlerrcode;
+	*error = vw->error;
 	if (vw->mine != NULL &&
 		(result != VIEW_APPLIED ||
 		 !parallel_round_view_done(round, vw->view->view_id, &vw->vp->counts)))
@@ -218,7 +217,7 @@ share_settle(ShareRound *round, ViewWork *vw, char **message, int *sqlerrcode)
 		memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
 		req.batch = vw->work;
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
-		result = apply_view(&req, &vw->vp->counts, NULL, message, sqlerrcode);
+		result = apply_view(&req, &vw->vp->counts, NULL, error);
 		pgstat_report_activity(STATE_IDLE, NULL);
 	}
 	return result;
@@ -228,7 +227,7 @@ share_settle(ShareRound *round, ViewWork *vw, char **message, int *sqlerrcode)
  * Apply a chunked view: each chunk of keys the capture spilled for it, then
  * what stayed in memory, each shared with the helpers in a round of its
  * own.  It stops at the first chunk that cannot be applied, with
- * vw->result, message and sqlerrcode saying why; the view then waits or
+ * vw->result and vw->error saying why; the view then waits or
  * goes to error with all its keys, as when applied alone.
  */
 static void
@@ -266,7 +265,7 @@ share_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn)
  * One round of a chunked view: the worker applies its share of the chunk
  * in a transaction of its own and commits, then waits for the helpers; if a
  * share failed, it applies the whole chunk alone.  The counts go to the
- * view's; an error to vw->message, allocated in keep.
+ * view's; an error to vw->error, allocated in keep.
  */
 static ViewResult
 share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryContext keep)
@@ -278,8 +277,7 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 	ApplyRequest req = vw->req;
 	ApplyCounts counts;
 	ViewResult	result;
-	char	   *message = NULL;
-	int			sqlerrcode = 0;
+	ErrorData  *error = NULL;
 	bool		done = true;
 
 	/* this batch, its keys in memory, under a snapshot of its own */
@@ -301,7 +299,8 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 										 vw->view->options.lookup_timeout_ms);
 		parallel_round_start(round);
 	}
-	result = apply_view(&req, &counts, NULL, &message, &sqlerrcode);
+	MemoryContextSwitchTo(keep);	/* (where the error goes) */
+	result = apply_view(&req, &counts, NULL, &error);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(cxt);
@@ -319,11 +318,11 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		MemoryContextSwitchTo(cxt);
+		MemoryContextSwitchTo(keep);
 		elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the chunk alone",
 			 catalog_view_name(vw->view));
 		req.batch = batch;
-		result = apply_view(&req, &counts, NULL, &message, &sqlerrcode);
+		result = apply_view(&req, &counts, NULL, &error);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}
@@ -332,9 +331,6 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 	if (result == VIEW_APPLIED)
 		apply_counts_add(&vw->vp->counts, &counts);
 	else
-	{
-		vw->message = MemoryContextStrdup(keep, message);
-		vw->sqlerrcode = sqlerrcode;
-	}
+		vw->error = error;
 	return result;
 }

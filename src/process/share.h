@@ -39,15 +39,13 @@ typedef struct ViewWork
 	bool		chunked;		/* its keys spilled: shared a chunk at a time,
 								 * after the batch's transaction */
 	ViewResult	result;			/* of the worker's share, or of the chunks */
-	char	   *message;		/* the chunks' error */
-	int			sqlerrcode;
+	ErrorData  *error;			/* why it was not applied */
 } ViewWork;
 
 extern ShareRound *share_begin(List *todo, bool spilled, XLogRecPtr end_lsn,
 							   bool *shared_chunks);
 extern void share_wait(ShareRound *round, List *todo, XLogRecPtr end_lsn);
 extern bool share_involves(ViewWork *vw);
-extern ViewResult share_settle(ShareRound *round, ViewWork *vw, char **message,
-							   int *sqlerrcode);
+extern ViewResult share_settle(ShareRound *round, ViewWork *vw, ErrorData **error);
 
 #endif							/* DJ_SHARE_H */

@@ -187,11 +187,9 @@ typedef struct AppliedViews AppliedViews;
 static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches,
 								  TimestampTz now);
 static ViewResult worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot,
-									bool sliced, ViewBatch **rest, char **message,
-									int *sqlerrcode);
+									bool sliced, ViewBatch **rest, ErrorData **error);
 static void worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest,
-							 char *message, int sqlerrcode, TimestampTz now,
-							 AppliedViews *applied);
+							 ErrorData *error, TimestampTz now, AppliedViews *applied);
 static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
 								TimestampTz now, AppliedViews *applied);
 static void worker_confirm(XLogRecPtr end_lsn);
@@ -515,18 +513,15 @@ worker_check_citus(List *views)
 	{
 		ViewRecord *view = lfirst(lc);
 		Oid			relid;
-		char	   *message;
 
 		if (view->in_error || !OidIsValid(relid = citus_source_of(view->sources)))
 			continue;
-		message = psprintf("source \"%s\" is now %s of Citus: its rows and their changes are in shards on the worker nodes",
-						   get_rel_name(relid), citus_table_kind(relid));
-		catalog_set_error(view->view_id, message);
-		view->in_error = true;
-		ereport(WARNING,
-				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-						catalog_view_name(view), message),
-				 errhint("Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view.")));
+		catalog_set_error(view,
+						  &(ErrorData) {.message = psprintf("source \"%s\" is now %s of Citus: its rows and their changes are in shards on the worker nodes",
+															get_rel_name(relid),
+															citus_table_kind(relid)),
+										.hint = "Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view."},
+						  true);
 	}
 }
 
@@ -707,7 +702,7 @@ struct AppliedViews
  */
 static ViewResult
 worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot, bool sliced,
-				  ViewBatch **rest, char **message, int *sqlerrcode)
+				  ViewBatch **rest, ErrorData **error)
 {
 	ApplyRequest req = vw->req;
 	ViewResult	result;
@@ -718,7 +713,7 @@ worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot, bool sliced
 	req.snapshot = snapshot;
 	req.sliced = sliced;
 	pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
-	result = apply_view(&req, &vw->vp->counts, rest, message, sqlerrcode);
+	result = apply_view(&req, &vw->vp->counts, rest, error);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return result;
 }
@@ -788,22 +783,19 @@ worker_apply_batch(Snapshot snapshot)
 	foreach(lc, todo)
 	{
 		ViewWork   *vw = lfirst(lc);
-		char	   *message = NULL;
-		int			sqlerrcode = 0;
 		ViewResult	result;
 
 		if (vw->chunked)
 			continue;
 		if (vw->mine != NULL)
-			vw->result = worker_apply_view(vw, vw->mine, snapshot, false, NULL,
-										   &message, &sqlerrcode);
+			vw->result = worker_apply_view(vw, vw->mine, snapshot, false, NULL, &vw->error);
 		else
 		{
 			ViewBatch  *rest = NULL;
+			ErrorData  *error = NULL;
 
-			result = worker_apply_view(vw, vw->work, snapshot, true, &rest,
-									   &message, &sqlerrcode);
-			worker_view_done(vw, result, rest, message, sqlerrcode, now, &applied);
+			result = worker_apply_view(vw, vw->work, snapshot, true, &rest, &error);
+			worker_view_done(vw, result, rest, error, now, &applied);
 		}
 	}
 
@@ -811,12 +803,16 @@ worker_apply_batch(Snapshot snapshot)
 	foreach(lc, decoding_batch_broken())
 	{
 		BrokenView *broken = (BrokenView *) lfirst(lc);
+		ListCell   *lc2;
 
-		catalog_set_error(broken->view_id, broken->message);
-		for (int i = 0; i < list_length(views); i++)
+		foreach(lc2, views)
 		{
-			if (progress[i].view_id == broken->view_id)
-				progress[i].in_error = true;
+			ViewRecord *view = lfirst(lc2);
+
+			if (view->view_id != broken->view_id)
+				continue;
+			catalog_set_error(view, &(ErrorData) {.message = broken->message}, true);
+			progress[foreach_current_index(lc2)].in_error = true;
 		}
 	}
 
@@ -937,8 +933,8 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
  * for another try, or put it in error.
  */
 static void
-worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message,
-				 int sqlerrcode, TimestampTz now, AppliedViews *applied)
+worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *error,
+				 TimestampTz now, AppliedViews *applied)
 {
 	ViewRecord *view = vw->view;
 	ViewProgress *vp = vw->vp;
@@ -963,8 +959,8 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message
 		if (dv == NULL)
 			dv = retry_defer(view, vw->batch, batch_start_lsn, now);
 		retry_defer_spilled(dv, view, policy.max_keys);
-		retry_failed(dv, message, sqlerrcode);
-		if (!retry_gives_up(dv, view, sqlerrcode, now, &message))
+		retry_failed(dv, error);
+		if (!retry_gives_up(dv, view, error, now))
 		{
 			vp->deferred = true;
 			vp->retry_reason = dv->reason;
@@ -978,17 +974,9 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message
 	vp->deferred = false;
 	if (result == VIEW_FAILED)
 	{
-		ViewRecord	current;
-
-		/* dropped since the views were read (its target is gone): no error */
-		if (!catalog_get_view(view->view_id, &current))
-			return;
-		catalog_set_error(view->view_id, message);
-		vp->in_error = true;
-		ereport(WARNING,
-				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-						catalog_view_name(view), message),
-				 errhint("Fix the cause, then rebuild the view with delta_join.refresh().")));
+		/* (a view dropped since the views were read is not put in error) */
+		if (catalog_set_error(view, error, true))
+			vp->in_error = true;
 		return;
 	}
 	vp->applied = true;
@@ -1020,14 +1008,13 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 	foreach(lc, todo)
 	{
 		ViewWork   *vw = lfirst(lc);
-		char	   *message;
-		int			sqlerrcode;
+		ErrorData  *error;
 		ViewResult	result;
 
 		if (!share_involves(vw))
 			continue;
-		result = share_settle(round, vw, &message, &sqlerrcode);
-		worker_view_done(vw, result, NULL, message, sqlerrcode, now, applied);
+		result = share_settle(round, vw, &error);
+		worker_view_done(vw, result, NULL, error, now, applied);
 	}
 	catalog_set_applied(applied->n, applied->ids, end_lsn);
 	PopActiveSnapshot();

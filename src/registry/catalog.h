@@ -77,7 +77,7 @@ extern void catalog_mark_views_stale(const char *reason);
 extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
-extern void catalog_set_error(int view_id, const char *message);
+extern bool catalog_set_error(ViewRecord *view, const ErrorData *error, bool report);
 extern void catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn);
 extern void catalog_forget_query_view(int view_id);
 extern void catalog_rewrite_sources(int view_id, List *sources);
