@@ -215,6 +215,22 @@ lookup_for(OuterApply *oa, int s)
 	return oa->lookups[s];
 }
 
+/* Call fn for each target row where source s has one of keys */
+static void
+key_rows(OuterApply *oa, int s, List *keys, TargetRowFn fn, void *arg)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	ListCell   *lc;
+
+	foreach(lc, keys)
+	{
+		apply_error_key(src, lfirst(lc));
+		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull, fn, arg);
+	}
+	apply_error_clear();
+}
+
 static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
 static void note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull);
 
@@ -562,25 +578,17 @@ close_anchors(OuterApply *oa)
 		{
 			int			s = list_nth_int(oa->plan->anchors, i);
 			List	   *fresh = list_copy_tail(oa->anchor_keys[i], done[i]);
-			ListCell   *lc;
 
 			if (fresh == NIL)
 				continue;
 			grew = true;
 			done[i] = list_length(oa->anchor_keys[i]);
-			foreach(lc, fresh)
-			{
-				apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
-				key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-				writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
-								   note_target_row, oa);
-			}
+			key_rows(oa, s, fresh, note_target_row, oa);
 			run_region(oa, query_for_source(oa, s), fresh, note_anchors);
 		}
 		if (!grew)
 			break;
 	}
-	apply_error_clear();
 }
 
 /* The target rows of a slice: its anchor's key, earlier anchors NULL */
@@ -621,16 +629,8 @@ add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 static void
 replace_source_slices(OuterApply *oa, int s, List *keys)
 {
-	ListCell   *lc;
-
 	writer_region_begin(oa->writer);
-	foreach(lc, keys)
-	{
-		apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
-		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
-						   add_region_row, NULL);
-	}
+	key_rows(oa, s, keys, add_region_row, NULL);
 	run_region(oa, query_for_source(oa, s), keys, region_upsert);
 	if (keys != NIL)
 		apply_error_keys(list_nth(oa->plan->sources, s), linitial(keys), list_length(keys));
@@ -644,16 +644,9 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 {
 	int			s = list_nth_int(oa->plan->anchors, i);
 	SliceScan	scan = {oa, i};
-	ListCell   *lc;
 
 	writer_region_begin(oa->writer);
-	foreach(lc, keys)
-	{
-		apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
-		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
-						   add_slice_row, &scan);
-	}
+	key_rows(oa, s, keys, add_slice_row, &scan);
 	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
 	if (keys != NIL)
 		apply_error_keys(list_nth(oa->plan->sources, s), linitial(keys), list_length(keys));
@@ -895,14 +888,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		}
 
 		/* the slices of the rows it was in, and of those it is in now */
-		foreach(lc2, sb->keys)
-		{
-			apply_error_key(src, lfirst(lc2));
-			key_to_row(&oa, s, lfirst(lc2), oa.values, oa.isnull);
-			writer_lookup_rows(writer, lookup_for(&oa, s), oa.values, oa.isnull,
-							   note_target_row, &oa);
-		}
-		apply_error_clear();
+		key_rows(&oa, s, sb->keys, note_target_row, &oa);
 		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
 		close_anchors(&oa);
 		for (int i = 0; i < list_length(plan->anchors); i++)

@@ -2,9 +2,9 @@
  *
  * retry.c
  *	  What the apply worker remembers of each view from one batch to the
- *	  next: the work of a view that waits for another try (DeferredView),
- *	  when each full-recompute view last recomputed, and which views'
- *	  shares conflicted lately (ShareBackoff).
+ *	  next (ViewRetry): the work of a view that waits for another try
+ *	  (DeferredView), when a full-recompute view last recomputed, and
+ *	  whether its shares conflicted lately (parallel apply).
  *
  * A view waits for another try (worker.c decides when) after a passing
  * error -- a lock it waited for longer than the worker's lock_timeout, a
@@ -18,9 +18,10 @@
  * lookup_timeout has passed since its first failure, or after
  * RETRY_TIMEOUT_TRIES statement timeouts in a row.
  *
- * Memory: everything here lives in retry_cxt, for the life of the worker;
- * a deferred view's waiting work in a context of its own, freed when it
- * is applied, given up or dropped.
+ * Memory: everything here lives in retry_cxt, for the life of the worker
+ * (what concerns a view until it is dropped); a deferred view's waiting
+ * work in a context of its own, freed when it is applied, given up or
+ * dropped.
  *
  * IDENTIFICATION
  *	  src/process/retry.c
@@ -40,41 +41,52 @@
 #define SHARE_BACKOFF			8	/* large batches a view whose shares
 									 * conflicted is applied alone */
 
-/* When a full-recompute view last recomputed */
-typedef struct Recompute
+/* What the worker remembers of one view */
+typedef struct ViewRetry
 {
 	int			view_id;
-	TimestampTz at;
-} Recompute;
+	DeferredView *deferred;		/* its work waiting for another try, or NULL */
+	TimestampTz recomputed_at;	/* its last full recompute, or 0 */
 
-/*
- * A view whose shares failed lately (their keys met on target rows, say a
- * star join changed on both sides): it is applied alone for its next
- * SHARE_BACKOFF large batches, so that a workload that conflicts does not
- * pay for two applies every batch.
- */
-typedef struct ShareBackoff
-{
-	int			view_id;
-	int			skip;			/* large batches still applied alone */
-} ShareBackoff;
+	/*
+	 * Large batches in which it is still applied alone: its shares failed
+	 * lately (their keys met on target rows, say a star join changed on
+	 * both sides), and a workload that conflicts should not pay for two
+	 * applies every batch.
+	 */
+	int			share_skip;
+} ViewRetry;
 
 static MemoryContext retry_cxt = NULL;
-static List *deferred_views = NIL;	/* DeferredView * */
-static List *recomputes = NIL;	/* Recompute * */
-static List *share_backoffs = NIL;	/* ShareBackoff * */
+static List *retries = NIL;		/* ViewRetry * */
 
 static void retry_add(DeferredView *dv, ViewBatch *batch);
 static void retry_free(DeferredView *dv);
 
-/* The memory of everything here, made on first use */
-static MemoryContext
-retry_memory(void)
+/* What is remembered of a view, made (in retry_cxt) when create, or NULL */
+static ViewRetry *
+view_retry(int view_id, bool create)
 {
+	ViewRetry  *vr;
+	ListCell   *lc;
+	MemoryContext oldcxt;
+
+	foreach(lc, retries)
+	{
+		if (((ViewRetry *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+	if (!create)
+		return NULL;
 	if (retry_cxt == NULL)
 		retry_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join retry state",
 										  ALLOCSET_DEFAULT_SIZES);
-	return retry_cxt;
+	oldcxt = MemoryContextSwitchTo(retry_cxt);
+	vr = palloc0(sizeof(ViewRetry));
+	vr->view_id = view_id;
+	retries = lappend(retries, vr);
+	MemoryContextSwitchTo(oldcxt);
+	return vr;
 }
 
 /* ----------------
@@ -86,14 +98,9 @@ retry_memory(void)
 DeferredView *
 retry_find(int view_id)
 {
-	ListCell   *lc;
+	ViewRetry  *vr = view_retry(view_id, false);
 
-	foreach(lc, deferred_views)
-	{
-		if (((DeferredView *) lfirst(lc))->view_id == view_id)
-			return lfirst(lc);
-	}
-	return NULL;
+	return vr ? vr->deferred : NULL;
 }
 
 /* When the first deferred view is due for another try, or 0 */
@@ -103,11 +110,11 @@ retry_next_due(void)
 	TimestampTz next = 0;
 	ListCell   *lc;
 
-	foreach(lc, deferred_views)
+	foreach(lc, retries)
 	{
-		DeferredView *dv = lfirst(lc);
+		DeferredView *dv = ((ViewRetry *) lfirst(lc))->deferred;
 
-		if (next == 0 || dv->next_try < next)
+		if (dv != NULL && (next == 0 || dv->next_try < next))
 			next = dv->next_try;
 	}
 	return next;
@@ -119,8 +126,13 @@ retry_confirm_limit(XLogRecPtr end_lsn)
 {
 	ListCell   *lc;
 
-	foreach(lc, deferred_views)
-		end_lsn = Min(end_lsn, ((DeferredView *) lfirst(lc))->since_lsn);
+	foreach(lc, retries)
+	{
+		DeferredView *dv = ((ViewRetry *) lfirst(lc))->deferred;
+
+		if (dv != NULL)
+			end_lsn = Min(end_lsn, dv->since_lsn);
+	}
 	return end_lsn;
 }
 
@@ -132,21 +144,19 @@ retry_confirm_limit(XLogRecPtr end_lsn)
 DeferredView *
 retry_defer(ViewRecord *view, ViewBatch *batch, XLogRecPtr since_lsn, TimestampTz now)
 {
-	DeferredView *dv = retry_find(view->view_id);
+	ViewRetry  *vr = view_retry(view->view_id, true);
+	DeferredView *dv = vr->deferred;
 
 	if (dv == NULL)
 	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(retry_memory());
-
-		dv = palloc0(sizeof(DeferredView));
+		dv = MemoryContextAllocZero(retry_cxt, sizeof(DeferredView));
 		dv->view_id = view->view_id;
 		dv->cxt = AllocSetContextCreate(retry_cxt, "delta_join deferred view",
 										ALLOCSET_DEFAULT_SIZES);
 		dv->seen = key_set_create(dv->cxt);
 		dv->since_lsn = since_lsn;
 		dv->first_failure = now;
-		deferred_views = lappend(deferred_views, dv);
-		MemoryContextSwitchTo(oldcxt);
+		vr->deferred = dv;
 	}
 	if (batch != NULL)
 		retry_add(dv, batch);
@@ -293,37 +303,38 @@ retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error, TimestampTz
 void
 retry_forget(DeferredView *dv)
 {
-	deferred_views = list_delete_ptr(deferred_views, dv);
+	view_retry(dv->view_id, false)->deferred = NULL;
 	retry_free(dv);
 }
 
 /*
- * Forget the deferred views that views (the catalog's) no longer has: their
- * view or its target was dropped, and nothing waits for them any more --
- * least of all the slot.
+ * Forget the views that views (the catalog's) no longer has: their view or
+ * its target was dropped, and nothing waits for them any more -- least of
+ * all the slot.
  */
 void
 retry_forget_dropped(List *views)
 {
 	ListCell   *lc;
 
-	foreach(lc, deferred_views)
+	foreach(lc, retries)
 	{
-		DeferredView *dv = lfirst(lc);
+		ViewRetry  *vr = lfirst(lc);
 		bool		found = false;
 		ListCell   *lc2;
 
 		foreach(lc2, views)
-			found |= (((ViewRecord *) lfirst(lc2))->view_id == dv->view_id);
-		if (!found)
-		{
-			deferred_views = foreach_delete_current(deferred_views, lc);
-			retry_free(dv);
-		}
+			found |= (((ViewRecord *) lfirst(lc2))->view_id == vr->view_id);
+		if (found)
+			continue;
+		retries = foreach_delete_current(retries, lc);
+		if (vr->deferred != NULL)
+			retry_free(vr->deferred);
+		pfree(vr);
 	}
 }
 
-/* Free a deferred view that is no longer in deferred_views */
+/* Free a deferred view that is no longer its view's */
 static void
 retry_free(DeferredView *dv)
 {
@@ -342,15 +353,11 @@ retry_free(DeferredView *dv)
 TimestampTz
 retry_recompute_due(ViewRecord *view)
 {
-	TimestampTz at = 0;			/* not since the worker started */
-	ListCell   *lc;
+	ViewRetry  *vr = view_retry(view->view_id, false);
 
-	foreach(lc, recomputes)
-	{
-		if (((Recompute *) lfirst(lc))->view_id == view->view_id)
-			at = ((Recompute *) lfirst(lc))->at;
-	}
-	return TimestampTzPlusMilliseconds(at, view->options.refresh_interval_ms);
+	/* (0: not since the worker started) */
+	return TimestampTzPlusMilliseconds(vr ? vr->recomputed_at : 0,
+									   view->options.refresh_interval_ms);
 }
 
 /*
@@ -373,24 +380,7 @@ retry_wait_recompute(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
 void
 retry_recomputed(int view_id, TimestampTz at)
 {
-	Recompute  *r = NULL;
-	ListCell   *lc;
-
-	foreach(lc, recomputes)
-	{
-		if (((Recompute *) lfirst(lc))->view_id == view_id)
-			r = lfirst(lc);
-	}
-	if (r == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(retry_memory());
-
-		r = palloc0(sizeof(Recompute));
-		r->view_id = view_id;
-		recomputes = lappend(recomputes, r);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	r->at = at;
+	view_retry(view_id, true)->recomputed_at = at;
 }
 
 /* ----------------
@@ -398,28 +388,15 @@ retry_recomputed(int view_id, TimestampTz at)
  * ----------------
  */
 
-static ShareBackoff *
-retry_find_backoff(int view_id)
-{
-	ListCell   *lc;
-
-	foreach(lc, share_backoffs)
-	{
-		if (((ShareBackoff *) lfirst(lc))->view_id == view_id)
-			return lfirst(lc);
-	}
-	return NULL;
-}
-
 /* May this large batch share the view?  Counts down its backoff. */
 bool
 retry_shares_view(int view_id)
 {
-	ShareBackoff *sb = retry_find_backoff(view_id);
+	ViewRetry  *vr = view_retry(view_id, false);
 
-	if (sb == NULL || sb->skip == 0)
+	if (vr == NULL || vr->share_skip == 0)
 		return true;
-	sb->skip--;
+	vr->share_skip--;
 	return false;
 }
 
@@ -427,16 +404,5 @@ retry_shares_view(int view_id)
 void
 retry_share_failed(int view_id)
 {
-	ShareBackoff *sb = retry_find_backoff(view_id);
-
-	if (sb == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(retry_memory());
-
-		sb = palloc0(sizeof(ShareBackoff));
-		sb->view_id = view_id;
-		share_backoffs = lappend(share_backoffs, sb);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	sb->skip = SHARE_BACKOFF;
+	view_retry(view_id, true)->share_skip = SHARE_BACKOFF;
 }

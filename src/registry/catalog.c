@@ -317,19 +317,6 @@ catalog_find_view(Oid target, ViewRecord *view)
 	return true;
 }
 
-/* The view with this id, if it exists. */
-bool
-catalog_get_view(int view_id, ViewRecord *view)
-{
-	List	   *views = fetch_views("view_id OPERATOR(pg_catalog.=) $1", INT4OID,
-									Int32GetDatum(view_id));
-
-	if (views == NIL)
-		return false;
-	*view = *(ViewRecord *) linitial(views);
-	return true;
-}
-
 /*
  * Was the view's catalog row written by a transaction that snapshot does
  * not see: a create_view or refresh() that committed after it was taken?
