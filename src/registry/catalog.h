@@ -70,7 +70,6 @@ extern int	catalog_insert_view(Oid target, Oid query_view, DeltaKind kind, Delta
 								Jsonb *settings, XLogRecPtr lsn, const char *managed_by);
 extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern char *catalog_managed_by(Oid target);
-extern bool catalog_get_view(int view_id, ViewRecord *view);
 extern List *catalog_list_views(void);
 extern Oid	catalog_relid(const char *relname);
 extern void catalog_mark_views_stale(const char *reason);
