@@ -98,6 +98,21 @@ int2_array(int n, const AttrNumber *attnums)
 										   TYPALIGN_SHORT));
 }
 
+/* The values of an int2[] (source_catalog.key_attnums), and how many */
+static AttrNumber *
+int2_array_values(Datum array, int *n)
+{
+	Datum	   *elems;
+	AttrNumber *attnums;
+
+	deconstruct_array(DatumGetArrayTypeP(array), INT2OID, sizeof(int16), true,
+					  TYPALIGN_SHORT, &elems, NULL, n);
+	attnums = palloc(sizeof(AttrNumber) * Max(*n, 1));
+	for (int k = 0; k < *n; k++)
+		attnums[k] = DatumGetInt16(elems[k]);
+	return attnums;
+}
+
 /*
  * The source_catalog rows of a view (SourceRecord *).  SPI must be
  * connected.
@@ -229,19 +244,11 @@ read_source_row(uint64 i)
 	HeapTuple	tuple = SPI_tuptable->vals[i];
 	TupleDesc	desc = SPI_tuptable->tupdesc;
 	SourceRecord *src = palloc0(sizeof(SourceRecord));
-	Datum	   *elems;
-	int			nelems;
 	bool		isnull;
 
 	src->ordinal = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
 	src->relid = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
-	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
-					  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
-					  &elems, NULL, &nelems);
-	src->nkeys = nelems;
-	src->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
-	for (int k = 0; k < nelems; k++)
-		src->key_attnums[k] = DatumGetInt16(elems[k]);
+	src->key_attnums = int2_array_values(SPI_getbinval(tuple, desc, 4, &isnull), &src->nkeys);
 	hint_from_jsonb(&src->hint, DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
 	src->hint.rtindex = src->ordinal;
 	src->hint.relid = src->relid;
@@ -612,21 +619,14 @@ catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		SourceKeys *keys = palloc(sizeof(SourceKeys));
-		Datum	   *elems;
-		int			nelems;
 		bool		isnull;
 		DeltaHint	hint;
 
 		keys->view_id = DatumGetInt32(heap_getattr(tuple, 1, desc, &isnull));
 		keys->ordinal = DatumGetInt32(heap_getattr(tuple, 2, desc, &isnull));
 		keys->relid = relid;
-		deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple, 4, desc, &isnull)),
-						  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
-						  &elems, NULL, &nelems);
-		keys->nkeys = nelems;
-		keys->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
-		for (int k = 0; k < nelems; k++)
-			keys->key_attnums[k] = DatumGetInt16(elems[k]);
+		keys->key_attnums = int2_array_values(heap_getattr(tuple, 4, desc, &isnull),
+											  &keys->nkeys);
 		hint_from_jsonb(&hint, DatumGetJsonbP(heap_getattr(tuple, 5, desc, &isnull)));
 		keys->lookup_only = hint.lookup_only;
 		result = lappend(result, keys);
