@@ -490,13 +490,14 @@ error_columns(int first)
 bool
 catalog_set_error(ViewRecord *view, const ErrorData *error, bool report)
 {
+	const char *message = error->message ? error->message : "unknown error";
 	Oid			types[] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[4];
 	char		nulls[4] = "    ";
 	bool		done;
 
 	values[0] = Int32GetDatum(view->view_id);
-	values[1] = CStringGetTextDatum(error->message ? error->message : "unknown error");
+	values[1] = CStringGetTextDatum(message);
 	values[2] = error->detail ? CStringGetTextDatum(error->detail) : (Datum) 0;
 	nulls[2] = error->detail ? ' ' : 'n';
 	values[3] = error->hint ? CStringGetTextDatum(error->hint) : (Datum) 0;
@@ -515,7 +516,7 @@ catalog_set_error(ViewRecord *view, const ErrorData *error, bool report)
 	if (done && report)
 		ereport(WARNING,
 				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-						catalog_view_name(view), error->message),
+						catalog_view_name(view), message),
 				 error->detail ? errdetail_internal("%s", error->detail) : 0,
 				 error->hint ? errhint("%s", error->hint) :
 				 errhint("Fix the cause, then rebuild the view with delta_join.refresh()."),
