@@ -11,12 +11,12 @@
  * keys, and NULL keys: one group an execution) -- its group query
  * (recompute.c) -- is planned once per batch (a generic plan: the planner
  * reaches the groups through the group-key index) and executed for the
- * distinct dirty groups.  So every aggregate,
- * with ORDER BY, FILTER or DISTINCT inside the call, behaves exactly as in a
- * plain GROUP BY.  A HAVING clause (allowed with
- * ignore_non_unique_key_filter) is moved into an extra output column, so
- * that a group that stops passing it is told apart from a group that is
- * gone: the first keeps its earlier row, the second is deleted.
+ * distinct dirty groups.  So every aggregate, with ORDER BY, FILTER or
+ * DISTINCT inside the call, behaves exactly as in a plain GROUP BY.  A
+ * HAVING clause (allowed with ignore_non_unique_key_filter) is moved into
+ * an extra output column, so that a group that stops passing it is told
+ * apart from a group that is gone: the first keeps its earlier row, the
+ * second is deleted.
  *
  * Memory: the plan lives in the caller's context; each group's execution
  * uses the executor's own per-query context.
