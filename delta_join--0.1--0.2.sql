@@ -9,11 +9,12 @@
 -- same.  Add a change as a numbered section at the end, saying what it
 -- changes and why.
 --
--- The library (src/catalog.c, catalog_version_problem) runs the SQL objects
--- of every version from DJ_OLDEST_VERSION to DJ_VERSION (src/delta_join.h):
--- a change that the library cannot run on the older objects raises
--- DJ_OLDEST_VERSION, and until ALTER EXTENSION delta_join UPDATE the
--- database's views then wait, saying so in delta_join.status.
+-- The library (src/registry/catalog.c, catalog_version_problem) runs the
+-- SQL objects of every version from DJ_OLDEST_VERSION to DJ_VERSION
+-- (src/base/delta_join.h): a change that the library cannot run on the
+-- older objects raises DJ_OLDEST_VERSION, and until ALTER EXTENSION
+-- delta_join UPDATE the database's views then wait, saying so in
+-- delta_join.status.
 --
 
 --
@@ -164,3 +165,87 @@ CROSS JOIN LATERAL (
 				WHEN s.view_id IS NULL AND NOT d.views_room
 				THEN 'the view has no place in shared memory (delta_join.max_views): its changes are not applied'
 		   END AS reason) r;
+
+--
+-- 3. The detail and hint of a view's error (issue 19): a view in error
+--    keeps the detail and hint of the error that stopped it, not only its
+--    message, and status shows them after the columns of 0.1 (to the
+--    roles that can act as the target's owner only, as last_error: they
+--    may quote rows; the new columns of view_catalog are not granted to
+--    PUBLIC).  The library writes them only into a catalog that has them
+--    (src/registry/catalog.c, catalog_has_error_details): until this
+--    update, a view's error keeps its message alone.
+--
+ALTER TABLE delta_join.view_catalog
+	ADD COLUMN last_error_detail text,
+	ADD COLUMN last_error_hint text;
+
+-- _local_status as in section 2, with the error's detail and hint last
+CREATE OR REPLACE VIEW delta_join._local_status AS
+SELECT delta_join._name(v.target) AS target,
+	   CASE WHEN v.state = 'error' THEN 'error'
+			WHEN r.reason IS NOT NULL THEN 'stalled'
+			ELSE v.state END AS state,
+	   coalesce(r.reason, CASE WHEN o.owner_sees THEN s.retry_reason END) AS reason,
+	   p.applied_lsn,
+	   CASE WHEN v.state = 'error' THEN NULL ELSE p.behind END AS lag_bytes,
+	   -- now minus the commit time of the newest applied change; zero once
+	   -- everything written so far is applied
+	   CASE WHEN s.applied_commit_time IS NULL OR p.behind = 0 THEN interval '0'
+			ELSE greatest(pg_catalog.now() - s.applied_commit_time, interval '0')
+	   END AS lag,
+	   coalesce(s.changes_seen, 0) AS changes_seen,
+	   coalesce(s.keys_applied, 0) AS keys_applied,
+	   coalesce(s.rows_upserted, 0) AS rows_upserted,
+	   coalesce(s.rows_deleted, 0) AS rows_deleted,
+	   coalesce(s.rows_unchanged, 0) AS rows_unchanged,
+	   coalesce(s.lookups, 0) AS lookups,
+	   coalesce(s.cache_hits, 0) AS cache_hits,
+	   CASE WHEN o.owner_sees THEN v.last_error
+			WHEN v.last_error IS NOT NULL THEN '(shown to the owner of the target only)' END AS last_error,
+	   v.last_error_time,
+	   v.stale_since_lsn,
+	   s.last_recompute,		-- keyed and full recompute: when it last ran
+	   delta_join._mode(v.path, v.options) AS mode,
+	   CASE WHEN o.owner_sees THEN v.last_error_detail END AS last_error_detail,
+	   CASE WHEN o.owner_sees THEN v.last_error_hint END AS last_error_hint
+FROM delta_join.view_catalog v
+LEFT JOIN delta_join._stat() s USING (view_id)
+CROSS JOIN delta_join._database_state() d
+CROSS JOIN delta_join._database_wait() dw(reason)
+CROSS JOIN LATERAL (
+	-- errors may quote rows: only roles acting as the target's owner see them
+	SELECT pg_catalog.pg_has_role(delta_join._owner(v.target), 'USAGE') AS owner_sees) o
+CROSS JOIN LATERAL (
+	SELECT CASE WHEN pg_catalog.pg_is_in_recovery()
+				THEN pg_catalog.pg_last_wal_replay_lsn()
+				ELSE pg_catalog.pg_current_wal_lsn() END AS now_lsn) w
+CROSS JOIN LATERAL (
+	SELECT greatest(v.applied_lsn, s.applied_lsn) AS applied_lsn,
+		   greatest(pg_catalog.pg_wal_lsn_diff(w.now_lsn,
+											   greatest(v.applied_lsn, s.applied_lsn)),
+					0)::bigint AS behind) p
+CROSS JOIN LATERAL (
+	SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+				WHEN dw.reason IS NOT NULL THEN dw.reason
+				WHEN NOT d.slot_exists
+				THEN 'the replication slot of this database is missing: refresh the view'
+				WHEN d.worker_failure IS NOT NULL AND p.behind > 0
+				THEN 'the apply worker failed and is restarted: ' OPERATOR(pg_catalog.||) d.worker_failure
+				WHEN d.worker_pid IS NULL AND p.behind > 0
+				THEN 'no apply worker runs for this database (see the server log; max_worker_processes)'
+				WHEN s.view_id IS NULL AND NOT d.views_room
+				THEN 'the view has no place in shared memory (delta_join.max_views): its changes are not applied'
+		   END AS reason) r;
+
+-- status as in 0.1, with the columns _local_status added (none for a
+-- distributed view, whose shard groups report their errors' messages)
+CREATE OR REPLACE VIEW delta_join.status AS
+SELECT * FROM delta_join._local_status
+UNION ALL
+SELECT target, state, reason, NULL::pg_lsn, lag_bytes, lag, changes_seen, keys_applied,
+	   rows_upserted, rows_deleted, rows_unchanged, lookups, cache_hits, last_error,
+	   last_error_time, NULL::pg_lsn, NULL::timestamptz,
+	   mode || ' (distributed, ' || shard_groups || ' shard groups)',
+	   NULL::text, NULL::text
+FROM delta_join.distributed_status;

@@ -6,15 +6,18 @@
 #     apt-get command), builds with warnings as errors, installs the
 #     extension into the server, and Citus from ../shared/vendor/citus when
 #     it is not installed (for test/t/030_citus.pl);
-#  2. runs every pg_regress test (make regress_installcheck: a temporary server),
+#  2. checks that src/ calls one way through its layers (test/check_layers.pl,
+#     one test, its violations printed when it fails), then
+#     runs every pg_regress test (make regress_installcheck: a temporary server),
 #     every isolation test (make isolation_installcheck: another) and every
 #     TAP test (make prove_installcheck) as the OS user postgres,
 #     in a copy of the tree under /tmp when postgres cannot work in this one;
 #  3. prints the regression diffs of failed pg_regress tests, copies test
 #     output back into the tree on failure, and ends with the line
 #        <passed> passed, <failed> failed
-#     counting one per pg_regress or isolation test plus one per TAP assertion (a TAP
-#     file that dies, or a suite that cannot start, counts as one failure).
+#     counting one for the layers, one per pg_regress or isolation test plus one
+#     per TAP assertion (a TAP file that dies, or a suite that cannot start,
+#     counts as one failure).
 #
 # Exit status: 0 when nothing failed, 1 otherwise.  Every suite always runs.
 
@@ -80,6 +83,19 @@ else
 fi
 
 mk=("$MAKE" --no-print-directory -C "$work" "PG_CONFIG=$PG_CONFIG")
+
+# ---- layers ----
+
+dj_say "the layers of src/ (test/check_layers.pl)"
+if perl "$DJ_ROOT/test/check_layers.pl" >"$scratch/layers.log" 2>&1; then
+	layers_passed=1 layers_failed=0
+	tail -n 1 "$scratch/layers.log"
+else
+	layers_passed=0 layers_failed=1
+	echo "---- test/check_layers.pl ----"
+	cat "$scratch/layers.log"
+	echo "---- end of test/check_layers.pl ----"
+fi
 
 # ---- pg_regress ----
 
@@ -159,8 +175,8 @@ fi
 
 # ---- results ----
 
-failed=$((regress_failed + iso_failed + tap_failed + citus_failed))
-passed=$((regress_passed + iso_passed + tap_passed))
+failed=$((layers_failed + regress_failed + iso_failed + tap_failed + citus_failed))
+passed=$((layers_passed + regress_passed + iso_passed + tap_passed))
 
 if [ "$failed" -ne 0 ] && [ "$work" != "$DJ_ROOT" ]; then
 	# keep what explains the failure where the developer will look for it
@@ -176,7 +192,8 @@ fi
 
 citus_note=""
 [ "$citus_failed" -ne 0 ] && citus_note="; building Citus failed (1 failure)"
-echo "pg_regress: $regress_passed passed, $regress_failed failed (tests);" \
+echo "layers: $layers_passed passed, $layers_failed failed;" \
+	"pg_regress: $regress_passed passed, $regress_failed failed (tests);" \
 	"isolation: $iso_passed passed, $iso_failed failed (tests);" \
 	"TAP: $tap_passed passed, $tap_failed failed (assertions)$citus_note"
 finish "$passed" "$failed"

@@ -1010,16 +1010,9 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 }
 
 /*
- * Analyze a view's query; raise the first failed rule as an error.  hints
- * are the table hints (DeltaHint *) matched to range-table entries.
+ * Analyze a query for one path; raise the first failed rule as an error.
+ * hints are the table hints (DeltaHint *) matched to range-table entries.
  */
-DeltaPlan *
-analyze_plan(Query *query, List *hints, const DeltaOptions *options)
-{
-	return analyze_plan_path(query, hints, options, DJ_PATH_DELTA);
-}
-
-/* Analyze a query for one path; raise the first failed rule as an error. */
 DeltaPlan *
 analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaPath path)
 {

@@ -175,7 +175,6 @@ typedef struct OuterJoin
 	Bitmapset  *right;
 } OuterJoin;
 
-extern DeltaPlan *analyze_plan(Query *query, List *hints, const DeltaOptions *options);
 extern DeltaPlan *analyze_plan_path(Query *query, List *hints, const DeltaOptions *options,
 									DeltaPath path);
 extern DeltaPlan *analyze_choose_path(Query *query, List *hints, const DeltaOptions *options);

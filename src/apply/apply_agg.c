@@ -8,14 +8,15 @@
  * Aggregates are evaluated by Postgres itself: the view's query, with
  * "group column = ANY($1)" added to its WHERE clause (a one-column key:
  * up to GROUP_SET_SIZE groups an execution), or "group column = $n" (other
- * keys, and NULL keys: one group an execution), is planned once per batch
- * (a generic plan: the planner reaches the groups through the group-key
- * index) and executed for the distinct dirty groups.  So every aggregate,
- * with ORDER BY, FILTER or DISTINCT inside the call, behaves exactly as in a
- * plain GROUP BY.  A HAVING clause (allowed with
- * ignore_non_unique_key_filter) is moved into an extra output column, so
- * that a group that stops passing it is told apart from a group that is
- * gone: the first keeps its earlier row, the second is deleted.
+ * keys, and NULL keys: one group an execution) -- its group query
+ * (recompute.c) -- is planned once per batch (a generic plan: the planner
+ * reaches the groups through the group-key index) and executed for the
+ * distinct dirty groups.  So every aggregate, with ORDER BY, FILTER or
+ * DISTINCT inside the call, behaves exactly as in a plain GROUP BY.  A
+ * HAVING clause (allowed with ignore_non_unique_key_filter) is moved into
+ * an extra output column, so that a group that stops passing it is told
+ * apart from a group that is gone: the first keeps its earlier row, the
+ * second is deleted.
  *
  * Memory: the plan lives in the caller's context; each group's execution
  * uses the executor's own per-query context.
@@ -24,14 +25,11 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
-#include "nodes/params.h"
 #include "optimizer/optimizer.h"
 #include "tcop/dest.h"
-#include "tcop/tcopprot.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -42,6 +40,8 @@
 #include "utils/snapmgr.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
+#include "apply/recompute.h"
 
 /* Receives the (at most one) row of a recomputed group. */
 typedef struct GroupReceiver
@@ -67,7 +67,7 @@ typedef struct GroupReceiver
 
 typedef struct GroupSet
 {
-	PlannedStmt *pstmt;
+	GroupQuery *gq;
 	Oid			elemtype;
 	Oid			arraytype;
 	int16		typlen;
@@ -154,7 +154,11 @@ group_receive(TupleTableSlot *slot, DestReceiver *self)
 	if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
 		group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
 
-	target_upsert(receiver->writer, slot->tts_values, slot->tts_isnull);
+	/* a group of a set: its key is in the row */
+	if (receiver->set != NULL)
+		apply_error_row(slot->tts_values, slot->tts_isnull, &receiver->key_column);
+	writer_upsert(receiver->writer, slot->tts_values, slot->tts_isnull);
+	apply_error_row_done();
 	return true;
 }
 
@@ -172,96 +176,11 @@ group_set_forget(GroupSet *set)
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
-/*
- * The view's query restricted to one group: WHERE ... AND k1 = $1 AND
- * k2 = $2 ..., with "kn IS NULL" instead for the key columns in `nulls`
- * (GROUP BY puts NULLs in one group), or "k1 = ANY($1)" in set mode (one
- * key column), and HAVING moved to a last output column.  Returns the
- * parameter types.
- */
-static PlannedStmt *
-plan_group_query(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode,
-				 Oid **paramtypes)
-{
-	Query	   *query = copyObject(plan->query);
-	DeltaSource *src = linitial(plan->sources);
-	List	   *conds = NIL;
-	ListCell   *lc;
-	int			k = 0;
-
-	*paramtypes = palloc(sizeof(Oid) * src->key_natts);
-	foreach(lc, query->groupClause)
-	{
-		SortGroupClause *sgc = lfirst(lc);
-		TargetEntry *tle = get_sortgroupclause_tle(sgc, query->targetList);
-		Var		   *var = (Var *) tle->expr;
-		Param	   *param = makeNode(Param);
-		Oid			lefttype;
-		Oid			righttype;
-
-		op_input_types(sgc->eqop, &lefttype, &righttype);
-		param->paramkind = PARAM_EXTERN;
-		param->paramid = k + 1;
-		param->paramtype = righttype;
-		param->paramtypmod = -1;
-		param->paramcollid = var->varcollid;
-		param->location = -1;
-		(*paramtypes)[k] = righttype;
-		if (bms_is_member(k, nulls))
-		{
-			NullTest   *test = makeNode(NullTest);
-
-			test->arg = (Expr *) copyObject(var);
-			test->nulltesttype = IS_NULL;
-			test->argisrow = false;
-			test->location = -1;
-			conds = lappend(conds, test);
-		}
-		else if (set_mode)
-		{
-			ScalarArrayOpExpr *any = makeNode(ScalarArrayOpExpr);
-
-			param->paramtype = get_array_type(righttype);
-			(*paramtypes)[k] = param->paramtype;
-			any->opno = sgc->eqop;
-			any->opfuncid = get_opcode(sgc->eqop);
-			any->useOr = true;
-			any->inputcollid = var->varcollid;
-			any->args = list_make2(copyObject(var), param);
-			any->location = -1;
-			conds = lappend(conds, any);
-		}
-		else
-			conds = lappend(conds, make_opclause(sgc->eqop, BOOLOID, false,
-												 (Expr *) copyObject(var), (Expr *) param,
-												 InvalidOid, var->varcollid));
-		k++;
-	}
-	if (query->jointree->quals)
-		conds = lappend(conds, query->jointree->quals);
-	query->jointree->quals = (Node *) make_ands_explicit(conds);
-
-	/* the output in the target's column types */
-	apply_coerce_query_output(query, plan, target);
-
-	if (query->havingQual)
-	{
-		query->targetList = lappend(query->targetList,
-									makeTargetEntry((Expr *) query->havingQual,
-													list_length(query->targetList) + 1,
-													pstrdup("having"), false));
-		query->havingQual = NULL;
-	}
-	compat_set_nullingrels(query);
-	return pg_plan_query(query, "delta_join: recompute groups", CURSOR_OPT_GENERIC_PLAN, NULL);
-}
-
-/* A generic plan of the group query for one pattern of NULL key columns. */
+/* The group query for one pattern of NULL key columns */
 typedef struct GroupPlan
 {
 	Bitmapset  *nulls;
-	PlannedStmt *pstmt;
-	Oid		   *paramtypes;
+	GroupQuery *gq;
 } GroupPlan;
 
 static GroupPlan *
@@ -282,25 +201,9 @@ group_plan_for(DeltaPlan *plan, Oid target, List **plans, DirtyKey *key, int nke
 	}
 	gp = palloc(sizeof(GroupPlan));
 	gp->nulls = nulls;
-	gp->pstmt = plan_group_query(plan, target, nulls, false, &gp->paramtypes);
+	gp->gq = recompute_prepare_groups(plan, target, nulls, false);
 	*plans = lappend(*plans, gp);
 	return gp;
-}
-
-/* Execute a group query, its rows going to the receiver. */
-static void
-run_group_query(DeltaPlan *plan, PlannedStmt *pstmt, ParamListInfo params,
-				GroupReceiver *receiver)
-{
-	QueryDesc  *qd;
-
-	qd = CreateQueryDesc(pstmt, "delta_join: recompute groups", GetActiveSnapshot(), InvalidSnapshot,
-						 (DestReceiver *) receiver, params, NULL, 0);
-	ExecutorStart(qd, 0);
-	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
-	ExecutorFinish(qd);
-	ExecutorEnd(qd);
-	FreeQueryDesc(qd);
 }
 
 /* Delete the target row of a group that has no rows left (-D). */
@@ -317,7 +220,7 @@ delete_group(DeltaPlan *plan, TargetWriter *writer, DirtyKey *key, int nkeys,
 		values[key_output[k]] = key->values[k];
 		isnull[key_output[k]] = key->isnull[k];
 	}
-	target_delete(writer, values, isnull);
+	writer_delete(writer, values, isnull);
 	pfree(values);
 	pfree(isnull);
 }
@@ -330,22 +233,10 @@ static void
 recompute_group(DeltaPlan *plan, GroupPlan *gp, int nkeys,
 				const int *key_output, DirtyKey *key, GroupReceiver *receiver)
 {
-	ParamListInfo params = makeParamList(nkeys);
-
-	for (int k = 0; k < nkeys; k++)
-	{
-		params->params[k].value = key->values[k];
-		params->params[k].isnull = key->isnull[k];
-		params->params[k].pflags = PARAM_FLAG_CONST;
-		params->params[k].ptype = gp->paramtypes[k];
-	}
-	params->numParams = nkeys;
-
 	receiver->found = false;
-	run_group_query(plan, gp->pstmt, params, receiver);
+	recompute_run_groups(gp->gq, key->values, key->isnull, (DestReceiver *) receiver);
 	if (!receiver->found)
 		delete_group(plan, receiver->writer, key, nkeys, key_output);
-	pfree(params);
 }
 
 /*
@@ -386,7 +277,7 @@ target_groups(TargetWriter *writer, int nkeys, const int *key_output)
 {
 	TargetGroups tg = {nkeys, key_output, NIL};
 
-	target_scan_rows(writer, add_target_group, &tg);
+	writer_scan_rows(writer, add_target_group, &tg);
 	return tg.keys;
 }
 
@@ -402,7 +293,6 @@ group_set_begin(DeltaPlan *plan, Oid target)
 	GroupSet   *set;
 	Oid			lefttype;
 	Oid			hashproc;
-	Oid		   *paramtypes;
 
 	if (list_length(plan->query->groupClause) != 1)
 		return NULL;
@@ -421,7 +311,7 @@ group_set_begin(DeltaPlan *plan, Oid target)
 	set->collation = exprCollation((Node *) tle->expr);
 	fmgr_info(hashproc, &set->hash);
 	fmgr_info(get_opcode(sgc->eqop), &set->eq);
-	set->pstmt = plan_group_query(plan, target, NULL, true, &paramtypes);
+	set->gq = recompute_prepare_groups(plan, target, NULL, true);
 	set->cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join group set",
 									 ALLOCSET_DEFAULT_SIZES);
 	group_set_forget(set);
@@ -437,27 +327,25 @@ recompute_group_set(DeltaPlan *plan, GroupSet *set, DirtyKey **keys, int nkeys,
 					int key_output, GroupReceiver *receiver)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * nkeys);
-	ParamListInfo params = makeParamList(1);
+	Datum		array;
+	bool		array_isnull = false;
 
 	for (int i = 0; i < nkeys; i++)
 		elems[i] = keys[i]->values[0];
-	params->params[0].value = PointerGetDatum(construct_array(elems, nkeys, set->elemtype,
-															  set->typlen, set->typbyval,
-															  set->typalign));
-	params->params[0].isnull = false;
-	params->params[0].pflags = PARAM_FLAG_CONST;
-	params->params[0].ptype = set->arraytype;
-	params->numParams = 1;
+	array = PointerGetDatum(construct_array(elems, nkeys, set->elemtype, set->typlen,
+											set->typbyval, set->typalign));
 
 	receiver->set = set;
 	receiver->key_column = key_output;
-	run_group_query(plan, set->pstmt, params, receiver);
+	recompute_run_groups(set->gq, &array, &array_isnull, (DestReceiver *) receiver);
 	receiver->set = NULL;
 
 	for (int i = 0; i < nkeys; i++)
 	{
-		if (!group_set_returned(set, keys[i]->values[0]))
-			delete_group(plan, receiver->writer, keys[i], 1, &key_output);
+		if (group_set_returned(set, keys[i]->values[0]))
+			continue;
+		apply_error_key(linitial(plan->sources), keys[i]);
+		delete_group(plan, receiver->writer, keys[i], 1, &key_output);
 	}
 	group_set_forget(set);
 	pfree(elems);
@@ -503,7 +391,7 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	}
 
 	memset(&receiver, 0, sizeof(receiver));
-	apply_receiver_init(&receiver.pub, group_receive);
+	recompute_receiver_init(&receiver.pub, group_receive);
 	receiver.writer = writer;
 	receiver.ncolumns = plan->ncolumns;
 	receiver.has_having = (plan->query->havingQual != NULL);
@@ -532,12 +420,14 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 				if (nchunk == GROUP_SET_SIZE)
 				{
 					counts->lookups++;
+					apply_error_keys(src, chunk[0], nchunk);
 					recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
 					nchunk = 0;
 				}
 				continue;
 			}
 			counts->lookups++;
+			apply_error_key(src, key);
 			recompute_group(plan, group_plan_for(plan, RelationGetRelid(writer->rel), &plans, key, nkeys), nkeys,
 							key_output, key, &receiver);
 		}
@@ -545,6 +435,8 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	if (nchunk > 0)
 	{
 		counts->lookups++;
+		apply_error_keys(src, chunk[0], nchunk);
 		recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
 	}
+	apply_error_clear();
 }

@@ -41,6 +41,7 @@
 #include "utils/tuplestore.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/recompute.h"
 
 /* A target row: its place, whether a query row found it, the next of its hash */
@@ -219,6 +220,7 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	TupleTableSlot *stored;
 	double		reltuples = writer->rel->rd_rel->reltuples;
 
+	apply_error_whole();
 	memset(&fa, 0, sizeof(fa));
 	fa.writer = writer;
 	fa.desc = RelationGetDescr(writer->rel);
@@ -237,11 +239,11 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	fa.row_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join full recompute row",
 									   ALLOCSET_SMALL_SIZES);
 
-	target_scan_rows(fa.writer, file_target_row, &fa);
+	writer_scan_rows(fa.writer, file_target_row, &fa);
 
 	/* the query's rows, in the target's column types: those it lacks are kept */
 	memset(&receiver, 0, sizeof(receiver));
-	apply_receiver_init(&receiver.pub, full_receive);
+	recompute_receiver_init(&receiver.pub, full_receive);
 	receiver.fa = &fa;
 	receiver.row = MakeSingleTupleTableSlot(fa.desc, &TTSOpsVirtual);
 	receiver.inserts = tuplestore_begin_heap(false, false, work_mem);
@@ -251,17 +253,18 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	for (int32 r = 0; r < fa.nrows; r++)
 	{
 		if (!fa.rows[r].matched)
-			target_delete_row(writer, &fa.rows[r].tid);
+			writer_delete_row(writer, &fa.rows[r].tid);
 	}
 
 	/* then the query rows the target lacked */
 	stored = MakeSingleTupleTableSlot(fa.desc, &TTSOpsMinimalTuple);
 	while (tuplestore_gettupleslot(receiver.inserts, true, false, stored))
-		target_insert_slot(writer, stored);
+		writer_insert_slot(writer, stored);
 	ExecDropSingleTupleTableSlot(stored);
 
 	tuplestore_end(receiver.inserts);
 	ExecDropSingleTupleTableSlot(receiver.row);
 	ExecDropSingleTupleTableSlot(fa.found);
 	MemoryContextDelete(fa.row_cxt);
+	apply_error_clear();
 }

@@ -45,8 +45,10 @@
 #include "utils/syscache.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/lookup.h"
 #include "apply/lookup_cache.h"
+#include "apply/target_shape.h"
 
 /* The walk of one driving source, with its scans opened. */
 typedef struct WalkScans
@@ -174,7 +176,7 @@ join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
 		if (!tle->resjunk)
 			outputs = lappend(outputs, tle->expr);
 	}
-	foreach(lc, apply_coerce_to_target(RelationGetRelid(writer->rel), plan, outputs))
+	foreach(lc, target_coerce_exprs(RelationGetRelid(writer->rel), plan, outputs))
 		ja->columns[col++] = compile_expression(ja, lfirst(lc));
 	ja->values = palloc(sizeof(Datum) * plan->ncolumns);
 	ja->isnull = palloc(sizeof(bool) * plan->ncolumns);
@@ -206,7 +208,7 @@ emit_row(JoinApply *ja)
 		for (int i = 0; i < ja->plan->ncolumns; i++)
 			ja->values[i] = ExecEvalExprSwitchContext(ja->columns[i], econtext,
 													  &ja->isnull[i]);
-		target_upsert(ja->writer, ja->values, ja->isnull);
+		writer_upsert(ja->writer, ja->values, ja->isnull);
 		ja->emitted++;
 	}
 	ResetExprContext(econtext);
@@ -479,29 +481,31 @@ key_is_target_key(DeltaPlan *plan, DeltaSource *src)
 static void
 add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
-	target_region_add(writer, &row->tts_tid);
+	writer_region_add(writer, &row->tts_tid);
 }
 
 /* Begin replacing the slices of keys of a source: note their target rows */
 static void
 note_slices(JoinApply *ja, DeltaSource *src, List *keys)
 {
-	TargetLookup *tl = target_lookup_begin(ja->writer, src->key_natts, src->key_output, false);
+	TargetLookup *tl = writer_lookup_begin(ja->writer, src->key_natts, src->key_output, false);
 	ListCell   *lc;
 
-	target_region_begin(ja->writer);
+	writer_region_begin(ja->writer);
 	foreach(lc, keys)
 	{
 		DirtyKey   *key = lfirst(lc);
 
+		apply_error_key(src, key);
 		for (int k = 0; k < src->key_natts; k++)
 		{
 			ja->values[src->key_output[k]] = key->values[k];
 			ja->isnull[src->key_output[k]] = key->isnull[k];
 		}
-		target_lookup_rows(ja->writer, tl, ja->values, ja->isnull, add_region_row, NULL);
+		writer_lookup_rows(ja->writer, tl, ja->values, ja->isnull, add_region_row, NULL);
 	}
-	target_lookup_end(tl);
+	apply_error_clear();
+	writer_lookup_end(tl);
 }
 
 void
@@ -559,6 +563,7 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 			TupleTableSlot *slot;
 			int64		emitted = ja.emitted;
 
+			apply_error_key(driver, key);
 			counts->keys_applied++;
 			if (key->row_known && ws->row_slot != NULL)
 			{
@@ -585,12 +590,17 @@ apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts 
 					ja.values[driver->key_output[k]] = key->values[k];
 					ja.isnull[driver->key_output[k]] = key->isnull[k];
 				}
-				target_delete(writer, ja.values, ja.isnull);
+				writer_delete(writer, ja.values, ja.isnull);
 			}
 		}
+		if (plan->options.retract && !key_slice)
+			apply_error_keys(driver, linitial(sb->keys), list_length(sb->keys));
+		else
+			apply_error_clear();
 		counts->lookups += walk_scans_end(ws);
 		if (plan->options.retract && !key_slice)
-			target_region_end(writer);
+			writer_region_end(writer);
+		apply_error_clear();
 	}
 
 	FreeExprContext(ja.econtext, true);

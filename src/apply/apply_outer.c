@@ -57,11 +57,12 @@
 #include "utils/snapmgr.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/recompute.h"
+#include "apply/target_shape.h"
 
 /* rounds of widening the noted slices (close_anchors) */
 #define CLOSE_ANCHOR_ROUNDS		4
-#include "apply/target.h"
 
 typedef struct OuterApply
 {
@@ -78,8 +79,7 @@ typedef struct OuterApply
 	RegionQuery **by_anchor;	/* slice queries, per anchor position */
 	TargetLookup **lookups;		/* target rows by a source's key */
 	TargetLookup **partner_lookups; /* target rows a source row was joined in */
-	int16	  **typlen;			/* per source, per key column */
-	bool	  **typbyval;
+	KeyShape   *shapes;			/* per source: how its key is stored */
 	Datum	   *values;			/* scratch: one output row */
 	bool	   *isnull;
 	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
@@ -93,6 +93,8 @@ typedef struct RowReceiver
 	DestReceiver pub;
 	OuterApply *oa;
 	void		(*fn) (OuterApply *oa, Datum *values, bool *isnull);
+	const int  *key_columns;	/* where the row's key of the query's source
+								 * is, for the error context; or NULL */
 } RowReceiver;
 
 /* ----------------------------------------------------------------
@@ -123,7 +125,8 @@ same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
 
 		if (a_isnull[col] != b_isnull[col] ||
 			(!a_isnull[col] &&
-			 !datum_image_eq(a[col], b[col], oa->typbyval[s][k], oa->typlen[s][k])))
+			 !datum_image_eq(a[col], b[col], oa->shapes[s].typbyval[k],
+							 oa->shapes[s].typlen[k])))
 			return false;
 	}
 	return true;
@@ -162,8 +165,8 @@ row_key(OuterApply *oa, int s, const Datum *values)
 	key->values = palloc(sizeof(Datum) * src->key_natts);
 	key->isnull = palloc0(sizeof(bool) * src->key_natts);
 	for (int k = 0; k < src->key_natts; k++)
-		key->values[k] = datumCopy(values[src->key_output[k]], oa->typbyval[s][k],
-								   oa->typlen[s][k]);
+		key->values[k] = datumCopy(values[src->key_output[k]], oa->shapes[s].typbyval[k],
+								   oa->shapes[s].typlen[k]);
 	return key;
 }
 
@@ -206,10 +209,26 @@ lookup_for(OuterApply *oa, int s)
 		int			cols[INDEX_MAX_KEYS];
 		int			ncols = target_region_columns(oa->plan, src, cols);
 
-		oa->lookups[s] = target_lookup_begin(oa->writer, ncols, cols, false);
+		oa->lookups[s] = writer_lookup_begin(oa->writer, ncols, cols, false);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	return oa->lookups[s];
+}
+
+/* Call fn for each target row where source s has one of keys */
+static void
+key_rows(OuterApply *oa, int s, List *keys, TargetRowFn fn, void *arg)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	ListCell   *lc;
+
+	foreach(lc, keys)
+	{
+		apply_error_key(src, lfirst(lc));
+		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull, fn, arg);
+	}
+	apply_error_clear();
 }
 
 static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
@@ -237,18 +256,19 @@ note_partners(OuterApply *oa, int s, List *keys)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
 
-		oa->partner_lookups[s] = target_lookup_begin(oa->writer, ncols, cols, true);
+		oa->partner_lookups[s] = writer_lookup_begin(oa->writer, ncols, cols, true);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	if (oa->partner_lookups[s] == NULL)
 	{
-		target_scan_rows(oa->writer, note_target_row, oa);
+		writer_scan_rows(oa->writer, note_target_row, oa);
 		return;
 	}
 	foreach(lc, keys)
 	{
 		DirtyKey   *key = lfirst(lc);
 
+		apply_error_key(src, key);
 		for (int k = 0; k < src->key_natts; k++)
 		{
 			if (src->partner_output[k] < 0)
@@ -261,9 +281,10 @@ note_partners(OuterApply *oa, int s, List *keys)
 			oa->values[oa->plan->tag_column] = oa->tag;
 			oa->isnull[oa->plan->tag_column] = false;
 		}
-		target_lookup_rows(oa->writer, oa->partner_lookups[s], oa->values, oa->isnull,
+		writer_lookup_rows(oa->writer, oa->partner_lookups[s], oa->values, oa->isnull,
 						   note_target_row, oa);
 	}
+	apply_error_clear();
 }
 
 static RegionQuery *
@@ -311,7 +332,10 @@ row_receive(TupleTableSlot *slot, DestReceiver *self)
 	MemoryContext oldcxt = MemoryContextSwitchTo(receiver->oa->row_cxt);
 
 	slot_getallattrs(slot);
+	if (receiver->key_columns != NULL)
+		apply_error_row(slot->tts_values, slot->tts_isnull, receiver->key_columns);
 	receiver->fn(receiver->oa, slot->tts_values, slot->tts_isnull);
+	apply_error_row_done();
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(receiver->oa->row_cxt);
 	return true;
@@ -323,7 +347,7 @@ receiver_init(RowReceiver *receiver, OuterApply *oa,
 			  void (*fn) (OuterApply *oa, Datum *values, bool *isnull))
 {
 	memset(receiver, 0, sizeof(RowReceiver));
-	apply_receiver_init(&receiver->pub, row_receive);
+	recompute_receiver_init(&receiver->pub, row_receive);
 	receiver->oa = oa;
 	receiver->fn = fn;
 }
@@ -336,6 +360,8 @@ run_region(OuterApply *oa, RegionQuery *rq, List *keys,
 	RowReceiver receiver;
 
 	receiver_init(&receiver, oa, fn);
+	if (rq->src->key_in_output)
+		receiver.key_columns = rq->src->key_output;
 	recompute_run(rq, keys, (DestReceiver *) &receiver);
 }
 
@@ -369,7 +395,7 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	}
 	values = palloc(sizeof(Datum) * writer->ncolumns);
 	isnull = palloc(sizeof(bool) * writer->ncolumns);
-	target_output_values(writer, row, values, isnull);
+	writer_output_values(writer, row, values, isnull);
 	if (is_sub_row(m->oa, m->values, m->isnull, values, isnull))
 		m->supers = lappend(lappend(m->supers, values), isnull);
 	else if (!is_sub_row(m->oa, values, isnull, m->values, m->isnull))
@@ -411,13 +437,13 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 			int			s = lfirst_int(lc);
 
 			if (source_present(oa, s, isnull))
-				target_lookup_rows(oa->writer, lookup_for(oa, s), values, isnull,
+				writer_lookup_rows(oa->writer, lookup_for(oa, s), values, isnull,
 								   match_row, &m);
 		}
 	}
 	foreach(lc, m.twins)
-		target_delete_row(oa->writer, lfirst(lc));
-	target_upsert(oa->writer, values, isnull);
+		writer_delete_row(oa->writer, lfirst(lc));
+	writer_upsert(oa->writer, values, isnull);
 
 	/*
 	 * A super-row deleted ("order 7, item 3" when item 3 left order 7) may
@@ -458,7 +484,6 @@ note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 {
 	int			s = list_nth_int(oa->plan->anchors, i);
 	DeltaSource *src = list_nth(oa->plan->sources, s);
-	SourceBatch shape;
 	Datum		key_values[INDEX_MAX_KEYS];
 	bool		key_isnull[INDEX_MAX_KEYS];
 	DirtyKey  **noted;
@@ -471,15 +496,11 @@ note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 
 		key_isnull[k] = isnull[col];
 		key_values[k] = values[col];
-		if (!isnull[col] && oa->typlen[s][k] == -1)
+		if (!isnull[col] && oa->shapes[s].typlen[k] == -1)
 			key_values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[col]));
 	}
-	memset(&shape, 0, sizeof(shape));
-	shape.nkeys = src->key_natts;
-	shape.typlen = oa->typlen[s];
-	shape.typbyval = oa->typbyval[s];
 	resetStringInfo(&oa->image);
-	dirty_key_image(&oa->image, &shape, key_values, key_isnull);
+	dirty_key_image(&oa->image, &oa->shapes[s], key_values, key_isnull);
 
 	if (oa->anchor_sets[i] == NULL)
 		oa->anchor_sets[i] = key_set_create(oa->cxt);
@@ -508,7 +529,7 @@ take_anchor_keys(OuterApply *oa, int i)
 /*
  * Note the slices of the anchors present in a row, to be replaced.  A slice
  * noted twice is replaced once all the same: its rows are found once each
- * (target_region_add), and an upsert of a row already written finds it
+ * (writer_region_add), and an upsert of a row already written finds it
  * unchanged.
  */
 static void
@@ -528,7 +549,7 @@ note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
 	OuterApply *oa = (OuterApply *) arg;
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 
 	/* (a scan of every row meets the other UNION ALL branches' rows too) */
 	if (row_is_ours(oa, oa->values, oa->isnull))
@@ -557,18 +578,12 @@ close_anchors(OuterApply *oa)
 		{
 			int			s = list_nth_int(oa->plan->anchors, i);
 			List	   *fresh = list_copy_tail(oa->anchor_keys[i], done[i]);
-			ListCell   *lc;
 
 			if (fresh == NIL)
 				continue;
 			grew = true;
 			done[i] = list_length(oa->anchor_keys[i]);
-			foreach(lc, fresh)
-			{
-				key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-				target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
-								   note_target_row, oa);
-			}
+			key_rows(oa, s, fresh, note_target_row, oa);
 			run_region(oa, query_for_source(oa, s), fresh, note_anchors);
 		}
 		if (!grew)
@@ -589,42 +604,38 @@ add_slice_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	SliceScan  *scan = (SliceScan *) arg;
 	OuterApply *oa = scan->oa;
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 	for (int j = 0; j < scan->position; j++)
 	{
 		if (source_present(oa, list_nth_int(oa->plan->anchors, j), oa->isnull))
 			return;
 	}
-	target_region_add(writer, &row->tts_tid);
+	writer_region_add(writer, &row->tts_tid);
 }
 
 static void
 region_upsert(OuterApply *oa, Datum *values, bool *isnull)
 {
-	target_upsert(oa->writer, values, isnull);
+	writer_upsert(oa->writer, values, isnull);
 }
 
 static void
 add_region_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
-	target_region_add(writer, &row->tts_tid);
+	writer_region_add(writer, &row->tts_tid);
 }
 
 /* Replace the rows where source s (in every row) has one of keys. */
 static void
 replace_source_slices(OuterApply *oa, int s, List *keys)
 {
-	ListCell   *lc;
-
-	target_region_begin(oa->writer);
-	foreach(lc, keys)
-	{
-		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
-						   add_region_row, NULL);
-	}
+	writer_region_begin(oa->writer);
+	key_rows(oa, s, keys, add_region_row, NULL);
 	run_region(oa, query_for_source(oa, s), keys, region_upsert);
-	target_region_end(oa->writer);
+	if (keys != NIL)
+		apply_error_keys(list_nth(oa->plan->sources, s), linitial(keys), list_length(keys));
+	writer_region_end(oa->writer);
+	apply_error_clear();
 }
 
 /* Replace the slices of anchor position i named by keys. */
@@ -633,17 +644,14 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 {
 	int			s = list_nth_int(oa->plan->anchors, i);
 	SliceScan	scan = {oa, i};
-	ListCell   *lc;
 
-	target_region_begin(oa->writer);
-	foreach(lc, keys)
-	{
-		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		target_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull,
-						   add_slice_row, &scan);
-	}
+	writer_region_begin(oa->writer);
+	key_rows(oa, s, keys, add_slice_row, &scan);
 	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
-	target_region_end(oa->writer);
+	if (keys != NIL)
+		apply_error_keys(list_nth(oa->plan->sources, s), linitial(keys), list_length(keys));
+	writer_region_end(oa->writer);
+	apply_error_clear();
 }
 
 /*
@@ -667,7 +675,7 @@ note_truncated_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 	OuterApply *oa = scan->oa;
 	DeltaSource *src = list_nth(oa->plan->sources, scan->s);
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 	if (row_is_ours(oa, oa->values, oa->isnull) &&
 		(!src->key_in_output || source_present(oa, scan->s, oa->isnull)))
 		note_anchors(oa, oa->values, oa->isnull);
@@ -680,7 +688,7 @@ note_truncated(OuterApply *oa, int s)
 
 	if (bms_is_empty(((DeltaSource *) list_nth(oa->plan->sources, s))->nulling))
 		return;
-	target_scan_rows(oa->writer, note_truncated_row, &scan);
+	writer_scan_rows(oa->writer, note_truncated_row, &scan);
 }
 
 /* A row of this plan's, into the region being replaced */
@@ -689,9 +697,9 @@ add_own_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 {
 	OuterApply *oa = (OuterApply *) arg;
 
-	target_output_values(writer, row, oa->values, oa->isnull);
+	writer_output_values(writer, row, oa->values, oa->isnull);
 	if (row_is_ours(oa, oa->values, oa->isnull))
-		target_region_add(writer, &row->tts_tid);
+		writer_region_add(writer, &row->tts_tid);
 }
 
 /* The whole result, recomputed (a source was truncated). */
@@ -700,12 +708,14 @@ replace_all(OuterApply *oa)
 {
 	RowReceiver receiver;
 
-	target_region_begin(oa->writer);
-	target_scan_rows(oa->writer, add_own_row, oa);
+	apply_error_whole();
+	writer_region_begin(oa->writer);
+	writer_scan_rows(oa->writer, add_own_row, oa);
 
 	receiver_init(&receiver, oa, region_upsert);
 	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver);
-	target_region_end(oa->writer);
+	writer_region_end(oa->writer);
+	apply_error_clear();
 }
 
 /* ----------------------------------------------------------------
@@ -729,8 +739,7 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->by_anchor = palloc0(sizeof(RegionQuery *) * Max(list_length(plan->anchors), 1));
 	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->partner_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
-	oa->typlen = palloc(sizeof(int16 *) * oa->nsources);
-	oa->typbyval = palloc(sizeof(bool *) * oa->nsources);
+	oa->shapes = palloc(sizeof(KeyShape) * oa->nsources);
 	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
@@ -755,11 +764,12 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 		DeltaSource *src = lfirst(lc);
 		int			s = foreach_current_index(lc);
 
-		oa->typlen[s] = palloc(sizeof(int16) * Max(src->key_natts, 1));
-		oa->typbyval[s] = palloc(sizeof(bool) * Max(src->key_natts, 1));
+		oa->shapes[s].nkeys = src->key_natts;
+		oa->shapes[s].typlen = palloc(sizeof(int16) * Max(src->key_natts, 1));
+		oa->shapes[s].typbyval = palloc(sizeof(bool) * Max(src->key_natts, 1));
 		for (int k = 0; k < src->key_natts; k++)
 			get_typlenbyval(get_atttype(src->relid, src->key_attnums[k]),
-							&oa->typlen[s][k], &oa->typbyval[s][k]);
+							&oa->shapes[s].typlen[k], &oa->shapes[s].typbyval[k]);
 
 		/* a null-extended source whose key the target key holds */
 		if (!bms_is_empty(src->nulling) && src->key_in_output)
@@ -777,9 +787,9 @@ outer_apply_end(OuterApply *oa)
 	for (int s = 0; s < oa->nsources; s++)
 	{
 		if (oa->lookups[s] != NULL)
-			target_lookup_end(oa->lookups[s]);
+			writer_lookup_end(oa->lookups[s]);
 		if (oa->partner_lookups[s] != NULL)
-			target_lookup_end(oa->partner_lookups[s]);
+			writer_lookup_end(oa->partner_lookups[s]);
 	}
 }
 
@@ -878,12 +888,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		}
 
 		/* the slices of the rows it was in, and of those it is in now */
-		foreach(lc2, sb->keys)
-		{
-			key_to_row(&oa, s, lfirst(lc2), oa.values, oa.isnull);
-			target_lookup_rows(writer, lookup_for(&oa, s), oa.values, oa.isnull,
-							   note_target_row, &oa);
-		}
+		key_rows(&oa, s, sb->keys, note_target_row, &oa);
 		run_region(&oa, query_for_source(&oa, s), sb->keys, note_anchors);
 		close_anchors(&oa);
 		for (int i = 0; i < list_length(plan->anchors); i++)

@@ -11,8 +11,8 @@
  * writes, under the batch's snapshot when it can be used (VIEW_LATER when
  * not); a piece at a time, each seeing what the earlier ones wrote, and for
  * no longer than the view's time slice when asked (VIEW_PARTIAL, the rest
- * returned); with an error context naming the view and the batch.  The
- * appliers (apply.c and the apply_*.c files) name the source and key.
+ * returned); with an error context naming the view and the batch, and
+ * the source and key the appliers are at (apply_error.c).
  *
  * IDENTIFICATION
  *	  src/apply/apply_view.c
@@ -32,7 +32,9 @@
 #include "utils/timestamp.h"
 
 #include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/apply_view.h"
+#include "apply/plan_cache.h"
 #include "base/runas.h"
 #include "registry/catalog.h"
 
@@ -103,19 +105,6 @@ forget_own_cancel(void)
 	timed_out |= get_timeout_indicator(STATEMENT_TIMEOUT, true);
 	if (timed_out)
 		QueryCancelPending = false;
-}
-
-/* Error context of a view's apply: the view, and how far its batch goes */
-static void
-apply_view_error_callback(void *arg)
-{
-	const ApplyRequest *req = (const ApplyRequest *) arg;
-
-	if (XLogRecPtrIsInvalid(req->end_lsn))
-		errcontext("applying delta view \"%s\"", catalog_view_name(req->view));
-	else
-		errcontext("applying delta view \"%s\", changes up to %X/%X",
-				   catalog_view_name(req->view), LSN_FORMAT_ARGS(req->end_lsn));
 }
 
 /*
@@ -263,7 +252,8 @@ piece_took(PieceSize *ps, int64 keys, long ms)
 /*
  * Apply a view's work, as the target's owner with the view's settings and
  * its lookup timeout, in a subtransaction: on error it is rolled back and
- * the error returned in *message.
+ * the error returned in *error (in CurrentMemoryContext), its context
+ * naming where it was raised (apply_error.c).
  *
  * req->snapshot is the batch's, under which the view is applied (seeing what
  * the batch's earlier views wrote), or NULL: a snapshot taken once what the
@@ -286,8 +276,7 @@ piece_took(PieceSize *ps, int64 keys, long ms)
  * its work, applied first.
  */
 ViewResult
-apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
-		   char **message, int *sqlerrcode)
+apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, ErrorData **error)
 {
 	ViewRecord *view = req->view;
 	Snapshot	snapshot = req->snapshot;
@@ -308,10 +297,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 	pc.chunk_cxt = AllocSetContextCreate(oldcxt, "delta_join pieces",
 										 ALLOCSET_DEFAULT_SIZES);
 
-	errcallback.callback = apply_view_error_callback;
-	errcallback.arg = (void *) req;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
+	apply_error_begin(&errcallback, view, req->end_lsn);
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
@@ -337,7 +323,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 		 * catalog row tells whether the snapshot sees it.
 		 */
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (!apply_lock_view(view, snapshot) ||
+		if (!plan_cache_lock_view(view, snapshot) ||
 			(snapshot != NULL && catalog_view_written_after(view, snapshot)))
 			result = VIEW_LATER;
 		whole |= apply_view_whole(view);
@@ -394,7 +380,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 		ErrorData  *edata;
 
 		disable_timeout(STATEMENT_TIMEOUT, true);
-		error_context_stack = errcallback.previous;
+		apply_error_end(&errcallback);
 		MemoryContextSwitchTo(oldcxt);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -404,8 +390,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 		CurrentResourceOwner = oldowner;
 
 		memset(counts, 0, sizeof(ApplyCounts));
-		*message = pstrdup(edata->message);
-		*sqlerrcode = edata->sqlerrcode;
+		*error = edata;
 		result = error_is_passing(edata->sqlerrcode) ? VIEW_DEFERRED : VIEW_FAILED;
 		/* a piece that ran out of time: the next try takes smaller ones */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
@@ -414,11 +399,11 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 		if (result == VIEW_DEFERRED && !req->quiet)
 			ereport(LOG,
 					(errmsg("delta view \"%s\" could not be applied now, trying again later: %s",
-							catalog_view_name(view), edata->message)));
-		FreeErrorData(edata);
+							catalog_view_name(view), edata->message),
+					 edata->context ? errcontext("%s", edata->context) : 0));
 	}
 	PG_END_TRY();
-	error_context_stack = errcallback.previous;
+	apply_error_end(&errcallback);
 
 	MemoryContextDelete(pc.chunk_cxt);
 	return result;

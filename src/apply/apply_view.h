@@ -51,6 +51,6 @@ typedef struct ApplyRequest
 
 extern void apply_session_setup(void);
 extern ViewResult apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
-							 char **message, int *sqlerrcode);
+							 ErrorData **error);
 
 #endif							/* DJ_APPLY_VIEW_H */

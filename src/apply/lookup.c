@@ -8,7 +8,8 @@
  * per-key cost is one btree descent.  Scan keys use the btree equality
  * operator of each index column's operator family (chosen by the analyzer
  * for cross-type joins) and the index's collation, the way
- * build_replindex_scan_key() in execReplication.c does.
+ * build_replindex_scan_key() in execReplication.c does; the target writer
+ * (writer.c) builds its keys here too.
  *
  * A partitioned source is scanned leaf by leaf, through the leaf's index
  * that is attached to the partitioned index; rows are converted to the
@@ -33,6 +34,63 @@
 
 #include "base/compat.h"
 #include "apply/lookup.h"
+
+/*
+ * Equality scan keys on the first nkeys columns of a btree index, their
+ * arguments to be set per lookup (lookup_set_key): the one way lookups of
+ * sources and of targets (writer.c) build them.  procs gives the equality
+ * function of each column, NULL (or InvalidOid) the one of the index
+ * column's operator family for a value of subtypes' type (NULL: the
+ * column's own).  The subtype is said when it is not the column's own: a
+ * cross-type key (date = timestamp) must say so, or the btree descends
+ * comparing it as if it were of the column's type.  Allocated in
+ * CurrentMemoryContext.
+ */
+ScanKey
+lookup_equality_keys(Relation index, int nkeys, const Oid *procs, const Oid *subtypes)
+{
+	ScanKey		keys = palloc(sizeof(ScanKeyData) * Max(nkeys, 1));
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		Oid			subtype = subtypes ? subtypes[k] : index->rd_opcintype[k];
+		Oid			proc = procs ? procs[k] : InvalidOid;
+
+		if (!OidIsValid(proc))
+		{
+			Oid			op = get_opfamily_member(index->rd_opfamily[k], index->rd_opcintype[k],
+												 subtype, BTEqualStrategyNumber);
+
+			if (!OidIsValid(op))
+				elog(ERROR, "missing equality operator for column %d of index \"%s\"",
+					 k + 1, RelationGetRelationName(index));
+			proc = get_opcode(op);
+		}
+		ScanKeyEntryInitialize(&keys[k], 0, k + 1, BTEqualStrategyNumber,
+							   subtype == index->rd_opcintype[k] ? InvalidOid : subtype,
+							   index->rd_indcollation[k], proc, (Datum) 0);
+	}
+	return keys;
+}
+
+/*
+ * Set a scan key to find value with its equality key (lookup_equality_keys),
+ * or, for a NULL, the NULLs of its column: a key whose NULLs are not
+ * distinct finds them (the caller skips a NULL where equality never holds).
+ */
+void
+lookup_set_key(ScanKey key, const ScanKeyData *equal, Datum value, bool isnull)
+{
+	if (isnull)
+		ScanKeyEntryInitialize(key, SK_ISNULL | SK_SEARCHNULL, equal->sk_attno,
+							   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid,
+							   (Datum) 0);
+	else
+	{
+		*key = *equal;
+		key->sk_argument = value;
+	}
+}
 
 /*
  * Begin a lookup of relid through indexoid (a btree index of relid, or a
@@ -66,7 +124,6 @@ lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, const Oid *su
 	scan->maps = palloc(sizeof(TupleConversionMap *) * scan->nparts);
 	scan->rootslot = MakeSingleTupleTableSlot(RelationGetDescr(root), &TTSOpsVirtual);
 	scan->nkeys = nkeys;
-	scan->keys = palloc(sizeof(ScanKeyData) * nkeys);
 
 	i = 0;
 	foreach(lc, parts)
@@ -99,38 +156,15 @@ lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, const Oid *su
 		i++;
 	}
 
-	/*
-	 * Scan key templates, from the index named (its partitions agree).  The
-	 * subtype is the type of the value looked up: a cross-type key (date =
-	 * timestamp) must say so, or the btree descends comparing it as if it
-	 * were of the column's type.
-	 */
+	/* scan key templates, from the index named (its partitions agree) */
 	{
 		Relation	idx = index_open(indexoid, AccessShareLock);
 
-		for (int k = 0; k < nkeys; k++)
-		{
-			Oid			subtype = subtypes ? subtypes[k] : idx->rd_opcintype[k];
-			Oid			proc = procs ? procs[k] : InvalidOid;
-
-			if (!OidIsValid(proc))
-			{
-				Oid			op = get_opfamily_member(idx->rd_opfamily[k], idx->rd_opcintype[k],
-													 subtype, BTEqualStrategyNumber);
-
-				if (!OidIsValid(op))
-					elog(ERROR, "missing equality operator for column %d of index \"%s\"",
-						 k + 1, RelationGetRelationName(idx));
-				proc = get_opcode(op);
-			}
-			ScanKeyEntryInitialize(&scan->keys[k], 0, k + 1, BTEqualStrategyNumber,
-								   subtype == idx->rd_opcintype[k] ? InvalidOid : subtype,
-								   idx->rd_indcollation[k], proc, (Datum) 0);
-		}
+		scan->equal_keys = lookup_equality_keys(idx, nkeys, procs, subtypes);
 		index_close(idx, AccessShareLock);
 	}
-	scan->equal_keys = palloc(sizeof(ScanKeyData) * nkeys);
-	memcpy(scan->equal_keys, scan->keys, sizeof(ScanKeyData) * nkeys);
+	scan->keys = palloc(sizeof(ScanKeyData) * nkeys);
+	memcpy(scan->keys, scan->equal_keys, sizeof(ScanKeyData) * nkeys);
 
 	if (scan->nparts == 0 || scan->heaps[0] != root)
 		table_close(root, NoLock);
@@ -153,15 +187,7 @@ lookup_rescan(LookupScan *scan, const Datum *values, const bool *isnull)
 			scan->current = scan->nparts;
 			return false;
 		}
-		if (isnull[k])
-			ScanKeyEntryInitialize(&scan->keys[k], SK_ISNULL | SK_SEARCHNULL, k + 1,
-								   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid,
-								   (Datum) 0);
-		else
-		{
-			scan->keys[k] = scan->equal_keys[k];
-			scan->keys[k].sk_argument = values[k];
-		}
+		lookup_set_key(&scan->keys[k], &scan->equal_keys[k], values[k], isnull[k]);
 	}
 	for (int i = 0; i < scan->nparts; i++)
 		index_rescan(scan->scans[i], scan->keys, scan->nkeys, NULL, 0);

@@ -31,6 +31,9 @@ typedef struct LookupScan
 	int64		count;			/* rescans done */
 } LookupScan;
 
+extern ScanKey lookup_equality_keys(Relation index, int nkeys, const Oid *procs,
+									const Oid *subtypes);
+extern void lookup_set_key(ScanKey key, const ScanKeyData *equal, Datum value, bool isnull);
 extern LookupScan *lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs,
 								const Oid *subtypes, Snapshot snapshot);
 extern bool lookup_rescan(LookupScan *scan, const Datum *values, const bool *isnull);

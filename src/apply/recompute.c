@@ -1,39 +1,62 @@
 /*-------------------------------------------------------------------------
  *
  * recompute.c
- *	  Keyed recompute: the rows of a view's result in which one source's key
- *	  is one of a set of keys, computed by Postgres's own planner and
- *	  executor from the current source rows.
+ *	  A view's query restricted to a set of keys of one source, or whole,
+ *	  planned and run by Postgres's own planner and executor from the
+ *	  current source rows, its rows going to a receiver of the applier's.
  *
- * A region query is the view's query with, added to its FROM list,
+ * Two forms restrict the view's query to keys of one source s, and they
+ * differ on purpose:
  *
- *		unnest($1::k1[], $2::k2[], ...) AS keys(k1, k2, ...)
+ *	region query	(recompute_prepare, recompute_run; outer joins, retract
+ *					mode, keyed recompute of a join) the keys as a relation
+ *					joined to the query:
+ *						unnest($1::k1[], $2::k2[], ...) AS keys(k1, k2, ...)
+ *					in its FROM list and "s.k1 = keys.k1 AND ..." in its
+ *					WHERE clause, plus "a.pk IS NULL" for the sources the
+ *					region requires to be null-extended (the anchors before
+ *					s, see apply_outer.c); up to RECOMPUTE_CHUNK keys of any
+ *					number of columns an execution.
+ *	group query		(recompute_prepare_groups, recompute_run_groups;
+ *					aggregates) the keys as a filter: "k = ANY($1)" for a
+ *					one-column key (a set of groups an execution), or
+ *					"k1 = $1 AND k2 = $2 ...", with "kn IS NULL" for the key
+ *					columns that are NULL (one group an execution), and
+ *					HAVING moved into a last output column.
  *
- * and to its WHERE clause "s.k1 = keys.k1 AND s.k2 = keys.k2 ...", plus
- * "a.pk IS NULL" for sources the region requires to be null-extended (the
- * anchors before s, see apply_outer.c).  A condition on a source under an
- * outer join makes the planner reduce that join as far as it can, so the
- * query reaches s through its key index and the other sources through the
- * indexes rule 2 guarantees.  It is planned once, as a generic plan, and
- * run for up to RECOMPUTE_CHUNK keys at a time; its rows, in the target's
- * column types, go to a DestReceiver of the caller's.
+ * Why two: a join with the keys yields a row once for each key it equals,
+ * and dirty keys are told apart by their bytes (batch.c), so that numeric
+ * 1.0 and 1.00 are two keys one row equals.  A join view's region written
+ * twice is the same region; an aggregate would count the row twice.  A
+ * filter takes each row once.  And GROUP BY makes one group of a key's
+ * NULLs, which IS NULL finds, where a region's key is never NULL unless its
+ * NULLs are not distinct (then "s.k = keys.k OR both are NULL").  What the
+ * two forms share -- the key's parameters, the restriction added to the
+ * query's WHERE clause, the output coerced to the target's column types,
+ * the generic plan, the execution -- is done once, below.
  *
- * The region query runs as the current user (the target's owner, see
- * runas.c), whose rights on the sources the executor checks; its query was
+ * A condition on a source under an outer join makes the planner reduce
+ * that join as far as it can, so a region query reaches s through its key
+ * index and the other sources through the indexes rule 2 guarantees; a
+ * group query reaches its groups through the group-key index.  Each is
+ * planned once per batch, as a generic plan.
+ *
+ * The queries run as the current user (the target's owner, see runas.c),
+ * whose rights on the sources the executor checks; the view's query was
  * bound at creation, so no name is resolved here.
  *
- * Memory: a RegionQuery lives in the caller's memory context; each run
+ * Memory: a prepared query lives in the caller's memory context; each run
  * uses the executor's own per-query context.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
@@ -42,13 +65,22 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
-#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "apply/apply.h"
+#include "apply/apply_error.h"
 #include "apply/recompute.h"
+#include "apply/target_shape.h"
+#include "base/batch.h"
+#include "base/compat.h"
 
-#define RECOMPUTE_QUERY_NAME	"delta_join: recompute a region"
+#define REGION_QUERY_NAME	"delta_join: recompute a region"
+#define GROUP_QUERY_NAME	"delta_join: recompute groups"
+#define VIEW_QUERY_NAME		"delta_join: recompute a view"
+
+/* ----------------------------------------------------------------
+ *		What the forms share
+ * ----------------------------------------------------------------
+ */
 
 /* A Var of column attno of range-table entry rtindex */
 static Var *
@@ -74,9 +106,127 @@ null_test(Expr *arg)
 	return (Expr *) test;
 }
 
+/* Parameter $id, a key's value (or array of values) of type */
+static Param *
+key_param(int id, Oid type, Oid collation)
+{
+	Param	   *param = makeNode(Param);
+
+	param->paramkind = PARAM_EXTERN;
+	param->paramid = id;
+	param->paramtype = type;
+	param->paramtypmod = -1;
+	param->paramcollid = collation;
+	param->location = -1;
+	return param;
+}
+
+/*
+ * Plan query (the caller's copy of the view's query), its WHERE clause
+ * ANDed with conds, its output in the target's column types, with HAVING
+ * moved into a last output column when having_column: a generic plan when
+ * the query takes keys as parameters.
+ */
+static PlannedStmt *
+plan_restricted(Query *query, List *conds, DeltaPlan *plan, Oid target, bool having_column,
+				int cursor_options, const char *name)
+{
+	if (conds != NIL)
+	{
+		if (query->jointree->quals)
+			conds = lappend(conds, query->jointree->quals);
+		query->jointree->quals = (Node *) make_ands_explicit(conds);
+	}
+
+	target_coerce_output(query, plan, target);
+
+	if (having_column && query->havingQual)
+	{
+		query->targetList = lappend(query->targetList,
+									makeTargetEntry((Expr *) query->havingQual,
+													list_length(query->targetList) + 1,
+													pstrdup("having"), false));
+		query->havingQual = NULL;
+	}
+	compat_set_nullingrels(query);
+	return pg_plan_query(query, name, cursor_options, NULL);
+}
+
+/* Run a plan with those parameters (NULL: none), its rows going to dest */
+static void
+run_plan(PlannedStmt *pstmt, const char *name, ParamListInfo params, DestReceiver *dest)
+{
+	QueryDesc  *qd = CreateQueryDesc(pstmt, name, GetActiveSnapshot(), InvalidSnapshot,
+									 dest, params, NULL, 0);
+
+	ExecutorStart(qd, 0);
+	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+}
+
+/* Parameters of a run, their values and types given */
+static ParamListInfo
+run_params(int n, const Datum *values, const bool *isnull, const Oid *types)
+{
+	ParamListInfo params = makeParamList(n);
+
+	for (int k = 0; k < n; k++)
+	{
+		params->params[k].value = values[k];
+		params->params[k].isnull = isnull[k];
+		params->params[k].pflags = PARAM_FLAG_CONST;
+		params->params[k].ptype = types[k];
+	}
+	params->numParams = n;
+	return params;
+}
+
+static void
+receiver_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+receiver_shutdown(DestReceiver *self)
+{
+}
+
+/*
+ * A DestReceiver of the applier's own, whose rows go to receive; it lives
+ * on the caller's stack, so there is nothing to destroy.
+ */
+void
+recompute_receiver_init(DestReceiver *dest,
+						bool (*receive) (TupleTableSlot *slot, DestReceiver *self))
+{
+	dest->receiveSlot = receive;
+	dest->rStartup = receiver_startup;
+	dest->rShutdown = receiver_shutdown;
+	dest->rDestroy = receiver_shutdown;
+	dest->mydest = DestNone;
+}
+
+/* ----------------------------------------------------------------
+ *		Region queries
+ * ----------------------------------------------------------------
+ */
+
+/* The type's default equality operator, or an error */
+static Oid
+ordinary_equality_operator(Oid type)
+{
+	Oid			eq;
+
+	get_sort_group_operators(type, false, true, false, NULL, &eq, NULL, NULL);
+	return eq;
+}
+
 /*
  * Add "unnest($1, $2, ...) AS keys" to the query's FROM list, one column
- * per key column of src, and "src.key = keys.key" to its WHERE clause.
+ * per key column of src, and return "src.key = keys.key ...", the
+ * conditions for its WHERE clause.
  */
 static List *
 add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
@@ -92,7 +242,6 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 	for (int k = 0; k < src->key_natts; k++)
 	{
 		RangeTblFunction *rtf = makeNode(RangeTblFunction);
-		Param	   *param = makeNode(Param);
 		Var		   *var = column_var(query, src->rtindex, src->key_attnums[k]);
 		char	   *name = psprintf("k%d", k + 1);
 
@@ -105,16 +254,11 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 							src->relname, format_type_be(var->vartype))));
 		get_typlenbyvalalign(var->vartype, &rq->typlen[k], &rq->typbyval[k], &rq->typalign[k]);
 
-		param->paramkind = PARAM_EXTERN;
-		param->paramid = k + 1;
-		param->paramtype = rq->arraytypes[k];
-		param->paramtypmod = -1;
-		param->paramcollid = var->varcollid;
-		param->location = -1;
-
 		rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, var->vartype,
-											  list_make1(param), var->varcollid,
-											  var->varcollid, COERCE_EXPLICIT_CALL);
+											  list_make1(key_param(k + 1, rq->arraytypes[k],
+																   var->varcollid)),
+											  var->varcollid, var->varcollid,
+											  COERCE_EXPLICIT_CALL);
 		((FuncExpr *) rtf->funcexpr)->funcretset = true;
 		rtf->funccolcount = 1;
 		rte->functions = lappend(rte->functions, rtf);
@@ -146,17 +290,6 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 	return conds;
 }
 
-
-/* The type's default equality operator, or an error */
-Oid
-ordinary_equality_operator(Oid type)
-{
-	Oid			eq;
-
-	get_sort_group_operators(type, false, true, false, NULL, &eq, NULL, NULL);
-	return eq;
-}
-
 /*
  * Plan the region query of a view for source `source` (an index into
  * plan->sources), with the sources in null_sources required to be
@@ -171,7 +304,7 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 	List	   *conds;
 	int			s = -1;
 
-	rq->source = source;
+	rq->src = src;
 	rq->nkeys = src->key_natts;
 	rq->arraytypes = palloc(sizeof(Oid) * Max(rq->nkeys, 1));
 	rq->elemtypes = palloc(sizeof(Oid) * Max(rq->nkeys, 1));
@@ -192,61 +325,16 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 		conds = lappend(conds, null_test((Expr *) column_var(query, other->rtindex,
 															 other->pk_attnums[0])));
 	}
-	if (query->jointree->quals)
-		conds = lappend(conds, query->jointree->quals);
-	query->jointree->quals = (Node *) make_ands_explicit(conds);
-
-	apply_coerce_query_output(query, plan, target);
-	compat_set_nullingrels(query);
-	rq->pstmt = pg_plan_query(query, RECOMPUTE_QUERY_NAME, CURSOR_OPT_GENERIC_PLAN, NULL);
+	rq->pstmt = plan_restricted(query, conds, plan, target, false, CURSOR_OPT_GENERIC_PLAN,
+								REGION_QUERY_NAME);
 	return rq;
-}
-
-/*
- * The whole view's query, its output in the target's column types.  A
- * query of the full path is as the parser left it: the views it reads are
- * expanded here, as for any stored query (plancache.c).
- */
-static PlannedStmt *
-prepare_all(DeltaPlan *plan, Oid target)
-{
-	Query	   *query = copyObject(plan->query);
-
-	if (plan->path == DJ_PATH_FULL)
-	{
-		List	   *rewritten;
-
-		AcquireRewriteLocks(query, true, false);
-		rewritten = QueryRewrite(query);
-		if (list_length(rewritten) != 1)
-			elog(ERROR, "the query of a delta view rewrote to %d queries",
-				 list_length(rewritten));
-		query = linitial_node(Query, rewritten);
-	}
-
-	apply_coerce_query_output(query, plan, target);
-	compat_set_nullingrels(query);
-	return pg_plan_query(query, RECOMPUTE_QUERY_NAME, 0, NULL);
-}
-
-/* Run the whole view's query (prepare_all), its rows going to dest. */
-void
-recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
-{
-	QueryDesc  *qd = CreateQueryDesc(prepare_all(plan, target), "delta_join: recompute a view",
-									 GetActiveSnapshot(), InvalidSnapshot, dest, NULL, NULL, 0);
-
-	ExecutorStart(qd, 0);
-	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
-	ExecutorFinish(qd);
-	ExecutorEnd(qd);
-	FreeQueryDesc(qd);
 }
 
 /*
  * Run a region query for keys (DirtyKey *, values of the source's key
  * columns in key order; keys with a NULL value name no row and are
- * skipped), its rows going to dest.
+ * skipped), its rows going to dest.  An error names the keys of the
+ * execution it is raised in (apply_error.h).
  */
 void
 recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
@@ -254,6 +342,10 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 	int			n = list_length(keys);
 	Datum	  **elems = palloc(sizeof(Datum *) * Max(rq->nkeys, 1));
 	bool	  **nulls = palloc(sizeof(bool *) * Max(rq->nkeys, 1));
+	Datum	   *arrays = palloc(sizeof(Datum) * Max(rq->nkeys, 1));
+	bool	   *no_nulls = palloc0(sizeof(bool) * Max(rq->nkeys, 1));
+	DirtyKey  **run_keys = palloc(sizeof(DirtyKey *) * Max(n, 1));
+	ApplyErrorPlace outer_place = apply_error_place;
 	ListCell   *lc;
 	int			i = 0;
 
@@ -276,36 +368,132 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 			elems[k][i] = key->values[k];
 			nulls[k][i] = key->isnull[k];
 		}
-		i++;
+		run_keys[i++] = key;
 	}
 
 	for (int start = 0; start < i; start += RECOMPUTE_CHUNK)
 	{
 		int			count = Min(RECOMPUTE_CHUNK, i - start);
-		ParamListInfo params = makeParamList(rq->nkeys);
-		QueryDesc  *qd;
+		int			lbound = 1;
 
 		for (int k = 0; k < rq->nkeys; k++)
-		{
-			int			lbound = 1;
-
-			params->params[k].value =
-				PointerGetDatum(construct_md_array(elems[k] + start, nulls[k] + start, 1,
-												   &count, &lbound, rq->elemtypes[k],
-												   rq->typlen[k], rq->typbyval[k],
-												   rq->typalign[k]));
-			params->params[k].isnull = false;
-			params->params[k].pflags = PARAM_FLAG_CONST;
-			params->params[k].ptype = rq->arraytypes[k];
-		}
-		params->numParams = rq->nkeys;
-
-		qd = CreateQueryDesc(rq->pstmt, RECOMPUTE_QUERY_NAME, GetActiveSnapshot(),
-							 InvalidSnapshot, dest, params, NULL, 0);
-		ExecutorStart(qd, 0);
-		ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
-		ExecutorFinish(qd);
-		ExecutorEnd(qd);
-		FreeQueryDesc(qd);
+			arrays[k] = PointerGetDatum(construct_md_array(elems[k] + start, nulls[k] + start,
+														   1, &count, &lbound,
+														   rq->elemtypes[k], rq->typlen[k],
+														   rq->typbyval[k], rq->typalign[k]));
+		apply_error_keys(rq->src, run_keys[start], count);
+		run_plan(rq->pstmt, REGION_QUERY_NAME,
+				 run_params(rq->nkeys, arrays, no_nulls, rq->arraytypes), dest);
 	}
+	apply_error_place = outer_place;
+}
+
+/* ----------------------------------------------------------------
+ *		Group queries
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Plan the group query of an aggregate view: its query restricted to one
+ * group -- WHERE ... AND k1 = $1 AND k2 = $2 ..., with "kn IS NULL" instead
+ * for the key columns in nulls (GROUP BY puts NULLs in one group) -- or, in
+ * set mode (one key column), to "k1 = ANY($1)"; HAVING moved to a last
+ * output column.  Parameter n is the value of group clause n (the group
+ * key columns, in the order of DeltaSource.key_attnums); its rows are in
+ * the column types of target.
+ */
+GroupQuery *
+recompute_prepare_groups(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode)
+{
+	GroupQuery *gq = palloc0(sizeof(GroupQuery));
+	Query	   *query = copyObject(plan->query);
+	List	   *conds = NIL;
+	ListCell   *lc;
+
+	gq->paramtypes = palloc(sizeof(Oid) * Max(list_length(query->groupClause), 1));
+	foreach(lc, query->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, query->targetList);
+		Var		   *var = (Var *) tle->expr;
+		int			k = gq->nparams++;
+		Oid			lefttype;
+		Oid			righttype;
+
+		op_input_types(sgc->eqop, &lefttype, &righttype);
+		gq->paramtypes[k] = righttype;
+		if (bms_is_member(k, nulls))
+			conds = lappend(conds, null_test((Expr *) copyObject(var)));
+		else if (set_mode)
+		{
+			ScalarArrayOpExpr *any = makeNode(ScalarArrayOpExpr);
+
+			gq->paramtypes[k] = get_array_type(righttype);
+			any->opno = sgc->eqop;
+			any->opfuncid = get_opcode(sgc->eqop);
+			any->useOr = true;
+			any->inputcollid = var->varcollid;
+			any->args = list_make2(copyObject(var),
+								   key_param(k + 1, gq->paramtypes[k], var->varcollid));
+			any->location = -1;
+			conds = lappend(conds, any);
+		}
+		else
+			conds = lappend(conds,
+							make_opclause(sgc->eqop, BOOLOID, false, (Expr *) copyObject(var),
+										  (Expr *) key_param(k + 1, righttype, var->varcollid),
+										  InvalidOid, var->varcollid));
+	}
+	gq->pstmt = plan_restricted(query, conds, plan, target, true, CURSOR_OPT_GENERIC_PLAN,
+								GROUP_QUERY_NAME);
+	return gq;
+}
+
+/*
+ * Run a group query with its parameters' values (one per group clause:
+ * the group's key, or in set mode an array of keys), its rows going to
+ * dest.
+ */
+void
+recompute_run_groups(GroupQuery *gq, const Datum *values, const bool *isnull,
+					 DestReceiver *dest)
+{
+	ParamListInfo params = run_params(gq->nparams, values, isnull, gq->paramtypes);
+
+	run_plan(gq->pstmt, GROUP_QUERY_NAME, params, dest);
+	pfree(params);
+}
+
+/* ----------------------------------------------------------------
+ *		The whole query
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Run the whole view's query, its output in the target's column types, its
+ * rows going to dest.  A query of the full path is as the parser left it:
+ * the views it reads are expanded here, as for any stored query
+ * (plancache.c).
+ */
+void
+recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
+{
+	Query	   *query = copyObject(plan->query);
+	ApplyErrorPlace outer_place = apply_error_place;
+
+	apply_error_whole();
+	if (plan->path == DJ_PATH_FULL)
+	{
+		List	   *rewritten;
+
+		AcquireRewriteLocks(query, true, false);
+		rewritten = QueryRewrite(query);
+		if (list_length(rewritten) != 1)
+			elog(ERROR, "the query of a delta view rewrote to %d queries",
+				 list_length(rewritten));
+		query = linitial_node(Query, rewritten);
+	}
+	run_plan(plan_restricted(query, NIL, plan, target, false, 0, VIEW_QUERY_NAME),
+			 VIEW_QUERY_NAME, NULL, dest);
+	apply_error_place = outer_place;
 }

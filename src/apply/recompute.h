@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * recompute.h
- *	  Keyed recompute: a region of a view's result computed by the planner.
+ *	  A view's query, restricted to some keys of one source or not at all,
+ *	  planned and run by PostgreSQL (recompute.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -9,16 +10,17 @@
 #define DJ_RECOMPUTE_H
 
 #include "analysis/analyze.h"
+#include "nodes/params.h"
 #include "nodes/plannodes.h"
 #include "tcop/dest.h"
 
 /* keys of one execution of a region query */
 #define RECOMPUTE_CHUNK		1000
 
-/* The region query of one source of a view (recompute.c) */
+/* The region query of one source of a view (recompute_prepare) */
 typedef struct RegionQuery
 {
-	int			source;			/* index into DeltaPlan.sources */
+	DeltaSource *src;			/* the source whose keys restrict it */
 	int			nkeys;			/* its key columns */
 	Oid		   *elemtypes;		/* per key column: its type ... */
 	Oid		   *arraytypes;		/* ... and that type's array type */
@@ -29,10 +31,23 @@ typedef struct RegionQuery
 	PlannedStmt *pstmt;			/* a generic plan */
 } RegionQuery;
 
+/* The group query of an aggregate view (recompute_prepare_groups) */
+typedef struct GroupQuery
+{
+	PlannedStmt *pstmt;			/* a generic plan */
+	int			nparams;
+	Oid		   *paramtypes;		/* of $1 ... $n: the key's, or its array type */
+} GroupQuery;
+
 extern RegionQuery *recompute_prepare(DeltaPlan *plan, Oid target, int source,
 									  Bitmapset *null_sources);
-extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
 extern void recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest);
-extern Oid	ordinary_equality_operator(Oid type);
+extern GroupQuery *recompute_prepare_groups(DeltaPlan *plan, Oid target, Bitmapset *nulls,
+											bool set_mode);
+extern void recompute_run_groups(GroupQuery *gq, const Datum *values, const bool *isnull,
+								 DestReceiver *dest);
+extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
+extern void recompute_receiver_init(DestReceiver *dest,
+									bool (*receive) (TupleTableSlot *slot, DestReceiver *self));
 
 #endif							/* DJ_RECOMPUTE_H */

@@ -4,9 +4,10 @@
  *	  The batch policy, and dirty keys as bytes: their canonical image, sets
  *	  of distinct keys, merging batches.
  *
- * A key's image is what the capture deduplicates on (decode.c), what a
- * spilled key is written as, and what a deferred view's waiting keys are
- * deduplicated on (worker.c).  Per key column: 'n' for NULL, or 'v' and the
+ * A key's image is what the capture deduplicates on (capture.c), what a
+ * spilled or carried key is written as, what a parallel-apply task carries
+ * (parallel.c), and what a deferred view's waiting keys are deduplicated on
+ * (retry.c).  Per key column: 'n' for NULL, or 'v' and the
  * value -- a Datum for a type passed by value, the bytes of a fixed-length
  * type, else a length (uint32) and the bytes: a varlena's data without its
  * header, a cstring with its terminator.  Values must be detoasted.  Two
@@ -117,9 +118,23 @@ typedef struct KeyEntry
 	DirtyKey   *key;			/* the key's DirtyKey, set by the caller */
 } KeyEntry;
 
+/*
+ * A copy of a key shape, its arrays allocated in CurrentMemoryContext (the
+ * capture's, a batch's, a carried key's)
+ */
+void
+key_shape_copy(KeyShape *dst, const KeyShape *src)
+{
+	dst->nkeys = src->nkeys;
+	dst->typlen = palloc(Max(src->nkeys, 1) * sizeof(int16));
+	dst->typbyval = palloc(Max(src->nkeys, 1) * sizeof(bool));
+	memcpy(dst->typlen, src->typlen, src->nkeys * sizeof(int16));
+	memcpy(dst->typbyval, src->typbyval, src->nkeys * sizeof(bool));
+}
+
 /* Append the image of the key (values, isnull) of a source of that shape */
 void
-dirty_key_image(StringInfo buf, const SourceBatch *shape,
+dirty_key_image(StringInfo buf, const KeyShape *shape,
 				const Datum *values, const bool *isnull)
 {
 	for (int k = 0; k < shape->nkeys; k++)
@@ -161,7 +176,7 @@ dirty_key_image(StringInfo buf, const SourceBatch *shape,
 
 /* A key with copies of those values, allocated in CurrentMemoryContext */
 DirtyKey *
-dirty_key_make(const SourceBatch *shape, const Datum *values, const bool *isnull)
+dirty_key_make(const KeyShape *shape, const Datum *values, const bool *isnull)
 {
 	DirtyKey   *key = palloc0(sizeof(DirtyKey));
 
@@ -181,7 +196,7 @@ dirty_key_make(const SourceBatch *shape, const Datum *values, const bool *isnull
  * the length of its image.
  */
 DirtyKey *
-dirty_key_from_image(const SourceBatch *shape, const char *image, uint32 *len)
+dirty_key_from_image(const KeyShape *shape, const char *image, uint32 *len)
 {
 	DirtyKey   *key = palloc0(sizeof(DirtyKey));
 	const char *p = image;
@@ -409,7 +424,7 @@ view_batch_copy(const ViewBatch *batch)
 /*
  * Take the first n keys out of batch, as a batch of their own allocated in
  * the current memory context: the next piece of a view's apply
- * (worker.c).  The first piece taken from a batch has every source of it,
+ * (apply_view.c).  The first piece taken from a batch has every source of it,
  * with its TRUNCATEs, so that applying it empties the lookup caches of
  * every source that changed; later ones have only the sources of their
  * keys.
@@ -457,7 +472,6 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 
 	Assert(into->view_id == from->view_id);
 	into->changes += from->changes;
-	into->end_lsn = Max(into->end_lsn, from->end_lsn);
 	into->commit_time = Max(into->commit_time, from->commit_time);
 
 	initStringInfo(&image);
@@ -477,11 +491,7 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 			dst = palloc0(sizeof(SourceBatch));
 			dst->ordinal = src->ordinal;
 			dst->relid = src->relid;
-			dst->nkeys = src->nkeys;
-			dst->typlen = palloc(Max(src->nkeys, 1) * sizeof(int16));
-			dst->typbyval = palloc(Max(src->nkeys, 1) * sizeof(bool));
-			memcpy(dst->typlen, src->typlen, src->nkeys * sizeof(int16));
-			memcpy(dst->typbyval, src->typbyval, src->nkeys * sizeof(bool));
+			key_shape_copy(&dst->shape, &src->shape);
 			into->sources = lappend(into->sources, dst);
 		}
 		dst->truncated |= src->truncated;
@@ -492,12 +502,12 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 			DirtyKey  **slot;
 
 			resetStringInfo(&image);
-			dirty_key_image(&image, src, key->values, key->isnull);
+			dirty_key_image(&image, &src->shape, key->values, key->isnull);
 			slot = key_set_enter(seen, into->view_id, src->ordinal, &image, cxt);
 			if (*slot == NULL)
 			{
 				/* without its row: a later batch may have changed it */
-				*slot = dirty_key_make(src, key->values, key->isnull);
+				*slot = dirty_key_make(&src->shape, key->values, key->isnull);
 				dst->keys = lappend(dst->keys, *slot);
 			}
 		}

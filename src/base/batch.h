@@ -3,9 +3,10 @@
  * batch.h
  *	  A batch: the dirty keys of each view that one apply transaction covers.
  *
- * The worker (worker.c) fills a batch from what the output plugin (decode.c)
- * captured, deduplicating keys per view and source, and hands each view's
- * part to the applier (apply.c) inside one transaction.  Everything here
+ * The capture (capture/capture.c) fills a batch from what the output plugin
+ * (capture/plugin.c) decodes, deduplicating keys per view and source; the
+ * worker hands each view's part to the applier (apply/apply_view.c) inside
+ * one transaction.  Everything here
  * lives in the worker's batch memory context, which is reset after the
  * batch commits.  batch.c has what works on keys as bytes.
  *
@@ -27,7 +28,7 @@
  * key_columns, in that order, typed as the root relation's columns).
  *
  * Decoding also keeps, when it can, the source row as the batch's last
- * change of the key left it (decode.c): row_known, and row, or NULL if that
+ * change of the key left it (capture.c): row_known, and row, or NULL if that
  * change deleted it.  The join applier then uses it instead of fetching the
  * row by its key.  Under eventual semantics that is as good as the row the
  * fetch would find: a later change of the row is decoded, and applied, in a
@@ -41,15 +42,24 @@ typedef struct DirtyKey
 	HeapTuple	row;			/* in the SourceBatch's rowdesc */
 } DirtyKey;
 
+/*
+ * How the columns of a source's key are stored, as the images of its dirty
+ * keys are written and read (batch.c): typlen and typbyval of each.
+ */
+typedef struct KeyShape
+{
+	int			nkeys;			/* columns of a key */
+	int16	   *typlen;
+	bool	   *typbyval;
+} KeyShape;
+
 /* The dirty keys of one source of one view. */
 typedef struct SourceBatch
 {
 	int			ordinal;		/* source_catalog.ordinal */
 	Oid			relid;			/* the source (root if partitioned) */
 	bool		truncated;		/* the source was truncated in this batch */
-	int			nkeys;			/* columns of a key, and how they are stored */
-	int16	   *typlen;
-	bool	   *typbyval;
+	KeyShape	shape;			/* of its keys */
 	List	   *keys;			/* DirtyKey *, no two equal */
 	TupleDesc	rowdesc;		/* the row type of the keys' rows, as decoded;
 								 * NULL: no key has a row */
@@ -63,9 +73,8 @@ typedef struct ViewBatch
 	int			view_id;
 	List	   *sources;		/* SourceBatch *, only those with work */
 	int64		changes;		/* decoded changes this batch covers */
-	XLogRecPtr	end_lsn;		/* changes up to here are covered */
 	TimestampTz commit_time;	/* commit time of the newest change */
-	bool		chunk;			/* only keys the capture spilled (decode.h):
+	bool		chunk;			/* only keys the capture spilled (capture.h):
 								 * the view's batch itself comes after */
 	bool		caches_stale;	/* the lookup caches may hold rows older than
 								 * the batch: empty them all (a helper's
@@ -115,11 +124,12 @@ extern bool batch_policy_full(BatchPolicy policy, int64 nkeys, int64 nspilled);
 extern TimestampTz batch_policy_due_at(BatchPolicy policy, TimestampTz first_change);
 extern TimestampTz batch_policy_next_round(BatchPolicy policy, TimestampTz applied_at);
 
-extern void dirty_key_image(StringInfo buf, const SourceBatch *shape,
+extern void key_shape_copy(KeyShape *dst, const KeyShape *src);
+extern void dirty_key_image(StringInfo buf, const KeyShape *shape,
 							const Datum *values, const bool *isnull);
-extern DirtyKey *dirty_key_make(const SourceBatch *shape, const Datum *values,
+extern DirtyKey *dirty_key_make(const KeyShape *shape, const Datum *values,
 								const bool *isnull);
-extern DirtyKey *dirty_key_from_image(const SourceBatch *shape, const char *image,
+extern DirtyKey *dirty_key_from_image(const KeyShape *shape, const char *image,
 									  uint32 *len);
 extern HTAB *key_set_create(MemoryContext cxt);
 extern DirtyKey **key_set_enter(HTAB *set, int view_id, int ordinal,

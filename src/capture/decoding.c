@@ -8,8 +8,9 @@
  * driver once; the context then stays open for the worker's life.  Each
  * decoding_read() decodes, in the batch's transaction and for the snapshot
  * the batch is applied under, the WAL up to a position read after that
- * snapshot was taken; the output plugin (decode.c) adds the dirty keys of
- * every decoded change of a source to the capture, or carries them to the
+ * snapshot was taken; the output plugin (plugin.c) adds the dirty keys of
+ * every decoded change of a source to the capture (capture.c), or carries
+ * them to the
  * next batch when the snapshot does not see their transaction, until all
  * is read or the batch policy (batch.h) says the batch is full or due.
  * The capture is this file's own: the worker asks for its batches, its
@@ -30,17 +31,16 @@
 #include "replication/decode.h"
 #include "replication/logical.h"
 #include "replication/slot.h"
-#include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "capture/decode.h"
-#include "registry/catalog.h"
-#include "capture/decoding.h"
 #include "base/progress.h"
+#include "capture/capture.h"
+#include "capture/decoding.h"
+#include "registry/catalog.h"
 
 static LogicalDecodingContext *decoding = NULL;
-static DecodeCapture capture;
+static Capture capture;
 
 /*
  * Resets the system caches around decoding (decoding_start's caller, the
@@ -112,7 +112,7 @@ decoding_position(void)
 
 /*
  * Decode the WAL up to upto into the capture, in the caller's transaction,
- * for a batch to be applied under snapshot (decode.h: the changes of
+ * for a batch to be applied under snapshot (capture.h: the changes of
  * transactions it does not see are carried to the next batch).  Stops early
  * when the batch is full or due.  Returns true when everything before upto
  * has been read.
@@ -132,7 +132,7 @@ decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto)
 
 	if (upto > GetFlushRecPtr(NULL))
 		XLogFlush(upto);
-	decode_capture_set_snapshot(&capture, snapshot);
+	capture_set_snapshot(&capture, snapshot);
 	if (reader->EndRecPtr >= upto)
 		return true;
 
@@ -195,35 +195,35 @@ decoding_behind(void)
 void
 decoding_new_batch(MemoryContext cxt)
 {
-	decode_capture_reset(&capture, cxt);
+	capture_reset(&capture, cxt);
 }
 
 /* The batch is over: let go of what lives outside its memory */
 void
 decoding_end_batch(void)
 {
-	decode_capture_release(&capture);
+	capture_release(&capture);
 }
 
 /* Nothing captured since the batch started */
 bool
 decoding_batch_empty(void)
 {
-	return decode_capture_is_empty(&capture);
+	return capture_is_empty(&capture);
 }
 
 /* The batch is full, or its oldest change has waited long enough */
 static bool
 decoding_batch_due(BatchPolicy policy)
 {
-	if (decode_capture_is_empty(&capture))
+	if (capture_is_empty(&capture))
 		return false;
 	if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
 		return true;
 	return GetCurrentTimestamp() >= batch_policy_due_at(policy, capture.first_change_time);
 }
 
-/* How many keys the batch spilled to disk (decode.h), and at how many */
+/* How many keys the batch spilled to disk (capture.h), and at how many */
 int64
 decoding_batch_spilled(int64 *spill_at)
 {
@@ -239,14 +239,14 @@ decoding_batch_spilled(int64 *spill_at)
 ViewBatch *
 decoding_batch_next_chunk(int view_id, bool rewind, int max_keys)
 {
-	return decode_capture_next_chunk(&capture, view_id, rewind, max_keys);
+	return capture_next_chunk(&capture, view_id, rewind, max_keys);
 }
 
-/* What stayed in memory: one ViewBatch per view (decode_capture_batches) */
+/* What stayed in memory: one ViewBatch per view (capture_batches) */
 List *
 decoding_batch_views(void)
 {
-	return decode_capture_batches(&capture);
+	return capture_batches(&capture);
 }
 
 /* Views whose changes could not be captured: BrokenView * */
@@ -258,13 +258,13 @@ decoding_batch_broken(void)
 
 /*
  * Where the first transaction whose keys the capture carries to the next
- * batch commits (decode.h), or invalid: nothing from there on is applied
+ * batch commits (capture.h), or invalid: nothing from there on is applied
  * yet, so neither the slot nor the views' positions may move past it.
  */
 XLogRecPtr
 decoding_carried_lsn(void)
 {
-	return decode_capture_carried_lsn(&capture);
+	return capture_carried_lsn(&capture);
 }
 
 /*
@@ -274,14 +274,7 @@ decoding_carried_lsn(void)
 bool
 decoding_carried_ready(void)
 {
-	ListCell   *lc;
-
-	foreach(lc, capture.carried)
-	{
-		if (!TransactionIdIsInProgress(((CarriedKey *) lfirst(lc))->xid))
-			return true;
-	}
-	return false;
+	return capture_carried_ready(&capture);
 }
 
 /* Are keys carried to the next batch? */

@@ -15,6 +15,7 @@
 #include "utils/timestamp.h"
 
 #include "base/batch.h"
+#include "capture/capture.h"
 
 extern void decoding_start(MemoryContext cxt, void (*reset) (void));
 extern bool decoding_running(void);

@@ -93,7 +93,7 @@
 #include "process/launcher.h"
 #include "analysis/query.h"
 #include "base/runas.h"
-#include "apply/target.h"
+#include "ops/target.h"
 #include "process/worker.h"
 
 PG_FUNCTION_INFO_V1(dj_on_distributed_catalog);

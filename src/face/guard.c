@@ -91,7 +91,8 @@
 #include "process/launcher.h"
 #include "analysis/query.h"
 #include "base/runas.h"
-#include "apply/target.h"
+#include "apply/target_shape.h"
+#include "ops/target.h"
 #include "process/worker.h"
 
 PG_FUNCTION_INFO_V1(dj_on_ddl_start);
@@ -239,12 +240,8 @@ runner_owns(ViewRecord *view)
 static void
 guard_set_error(ViewRecord *view, const char *command, const char *why)
 {
-	catalog_set_error(view->view_id, psprintf("%s: %s", command, why));
-	ereport(NOTICE,
-			(errmsg("delta view \"%s\" is in error because %s", catalog_view_name(view), why),
-			 errhint("Its owner can refresh it with delta_join.refresh().")));
+	catalog_set_error(view, &(ErrorData) {.message = psprintf("%s: %s", command, why)}, true);
 	launcher_notify();
-	view->in_error = true;
 }
 
 /*
@@ -293,14 +290,12 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 						command, catalog_view_name(view)),
 				 errdetail("%s", failure->message),
 				 errhint("Drop the view with delta_join.drop_view() first, or leave the table as it is.")));
-	catalog_set_error(view->view_id,
-					  psprintf("%s made the view incorrect: %s", command, failure->message));
-	ereport(NOTICE,
-			(errmsg("delta view \"%s\" is in error after %s", catalog_view_name(view), command),
-			 errdetail("%s", failure->message),
-			 errhint("Its owner can refresh it with delta_join.refresh() once the query can be maintained again.")));
+	catalog_set_error(view,
+					  &(ErrorData) {.message = psprintf("%s made the view incorrect: %s",
+														command, failure->message),
+									.detail = failure->detail, .hint = failure->hint},
+					  true);
 	launcher_notify();
-	view->in_error = true;
 	return false;
 }
 
@@ -868,9 +863,11 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 		else if (OidIsValid(view->query_view) && list_member_oid(dropped, view->query_view))
 		{
 			catalog_forget_query_view(view->view_id);
-			catalog_set_error(view->view_id,
-							  psprintf("the view's query was dropped by %s (a source was dropped with CASCADE)",
-									   GetCommandTagName(trigdata->tag)));
+			catalog_set_error(view,
+							  &(ErrorData) {.message = psprintf("the view's query was dropped by %s (a source was dropped with CASCADE)",
+																GetCommandTagName(trigdata->tag)),
+											.hint = "Drop the view with delta_join.drop_view(): without its query it cannot be refreshed."},
+							  true);
 			launcher_notify();
 		}
 	}

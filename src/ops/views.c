@@ -57,7 +57,8 @@
 #include "base/progress.h"
 #include "analysis/query.h"
 #include "base/runas.h"
-#include "apply/target.h"
+#include "apply/target_shape.h"
+#include "ops/target.h"
 #include "process/worker.h"
 
 /* Refuse to run on a standby, naming the function. */

@@ -46,7 +46,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "apply/apply.h"
+#include "apply/plan_cache.h"
 #include "registry/catalog.h"
 #include "base/shmem.h"
 #include "process/launcher.h"
@@ -353,15 +353,17 @@ share_write_source_head(StringInfo buf, const SourceBatch *sb)
 	appendBinaryStringInfo(buf, (const char *) &sb->ordinal, sizeof(sb->ordinal));
 	appendBinaryStringInfo(buf, (const char *) &sb->relid, sizeof(sb->relid));
 	appendBinaryStringInfo(buf, (const char *) &sb->truncated, sizeof(sb->truncated));
-	appendBinaryStringInfo(buf, (const char *) &sb->nkeys, sizeof(sb->nkeys));
-	appendBinaryStringInfo(buf, (const char *) sb->typlen, sizeof(int16) * sb->nkeys);
-	appendBinaryStringInfo(buf, (const char *) sb->typbyval, sizeof(bool) * sb->nkeys);
+	appendBinaryStringInfo(buf, (const char *) &sb->shape.nkeys, sizeof(sb->shape.nkeys));
+	appendBinaryStringInfo(buf, (const char *) sb->shape.typlen,
+						   sizeof(int16) * sb->shape.nkeys);
+	appendBinaryStringInfo(buf, (const char *) sb->shape.typbyval,
+						   sizeof(bool) * sb->shape.nkeys);
 }
 
 /*
  * Split a view's batch into the round's shares by a hash of the view and
  * each key -- or of one column of the key, share_by's for the key's source
- * (apply_view_shareable) --: the helpers' shares are written into their
+ * (plan_cache_shareable) --: the helpers' shares are written into their
  * tasks, the leader's is returned.  Every share has every source of the batch, with or without
  * keys: a source that changed empties the lookup caches of its rows.
  */
@@ -393,17 +395,16 @@ parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by,
 		int			count_at[PARALLEL_MAX_HELPERS];
 		int			count[PARALLEL_MAX_HELPERS] = {0};
 		int			by = share_by[foreach_current_index(lc)];
-		SourceBatch column;		/* the shape of key column by alone */
+		KeyShape	column;		/* the shape of key column by alone */
 		ListCell   *lc2;
 
 		*msb = *sb;
 		msb->keys = NIL;
 		if (by >= 0)
 		{
-			column = *sb;
 			column.nkeys = 1;
-			column.typlen = &sb->typlen[by];
-			column.typbyval = &sb->typbyval[by];
+			column.typlen = &sb->shape.typlen[by];
+			column.typbyval = &sb->shape.typbyval[by];
 		}
 		mine->sources = lappend(mine->sources, msb);
 		for (int h = 0; h < round->nhelpers; h++)
@@ -427,7 +428,7 @@ parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by,
 				hash = hash_bytes((unsigned char *) image.data, image.len);
 				resetStringInfo(&image);
 			}
-			dirty_key_image(&image, sb, key->values, key->isnull);
+			dirty_key_image(&image, &sb->shape, key->values, key->isnull);
 			if (by < 0)
 				hash = hash_bytes((unsigned char *) image.data, image.len);
 			hash = hash_combine(view_hash, hash);
@@ -762,11 +763,11 @@ share_read(const char **p)
 		READ(&sb->ordinal, sizeof(sb->ordinal));
 		READ(&sb->relid, sizeof(sb->relid));
 		READ(&sb->truncated, sizeof(sb->truncated));
-		READ(&sb->nkeys, sizeof(sb->nkeys));
-		sb->typlen = palloc(sizeof(int16) * Max(sb->nkeys, 1));
-		sb->typbyval = palloc(sizeof(bool) * Max(sb->nkeys, 1));
-		READ(sb->typlen, sizeof(int16) * sb->nkeys);
-		READ(sb->typbyval, sizeof(bool) * sb->nkeys);
+		READ(&sb->shape.nkeys, sizeof(sb->shape.nkeys));
+		sb->shape.typlen = palloc(sizeof(int16) * Max(sb->shape.nkeys, 1));
+		sb->shape.typbyval = palloc(sizeof(bool) * Max(sb->shape.nkeys, 1));
+		READ(sb->shape.typlen, sizeof(int16) * sb->shape.nkeys);
+		READ(sb->shape.typbyval, sizeof(bool) * sb->shape.nkeys);
 		READ(&nkeys, sizeof(int));
 		for (int k = 0; k < nkeys; k++)
 		{
@@ -774,7 +775,7 @@ share_read(const char **p)
 			uint32		used;
 
 			READ(&len, sizeof(len));
-			sb->keys = lappend(sb->keys, dirty_key_from_image(sb, *p, &used));
+			sb->keys = lappend(sb->keys, dirty_key_from_image(&sb->shape, *p, &used));
 			Assert(used == (uint32) len);
 			*p += len;
 		}
@@ -824,7 +825,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	}
 	LWLockRelease(worker_shared->lock);
 	if (generation != seen_generation)
-		apply_forget_views();
+		plan_cache_forget_all();
 	seen_generation = generation;
 
 	views = catalog_list_views();
@@ -832,8 +833,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	{
 		ViewBatch  *batch = share_read(&p);
 		ViewRecord *view = NULL;
-		char	   *message = NULL;
-		int			sqlerrcode = 0;
+		ErrorData  *error = NULL;
 		ListCell   *lc;
 
 		results[v].view_id = batch->view_id;
@@ -852,10 +852,11 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		results[v].applied =
 			(apply_view(&(ApplyRequest) {.view = view, .batch = batch, .end_lsn = hdr->end_lsn,
 										  .quiet = true},
-						&results[v].counts, NULL, &message, &sqlerrcode) == VIEW_APPLIED);
+						&results[v].counts, NULL, &error) == VIEW_APPLIED);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (!results[v].applied)
-			strlcpy(results[v].message, message ? message : "", SHARE_MESSAGE_LEN);
+			strlcpy(results[v].message, error->message ? error->message : "",
+					SHARE_MESSAGE_LEN);
 	}
 
 	PopActiveSnapshot();

@@ -11,18 +11,19 @@
  *
  *	snapshot	take the snapshot the batch is applied under, and read the
  *			WAL insert position after it;
- *	decode	the WAL up to that position; the output plugin (decode.c)
+ *	decode	the WAL up to that position; the output plugin (plugin.c)
  *			adds the dirty keys of every decoded change of a source to the
- *			batch's capture, and carries to the next batch those of the
- *			transactions the snapshot does not see (decode.h);
+ *			batch's capture (capture.c), and carries to the next batch those
+ *			of the transactions the snapshot does not see (capture.h);
  *	apply	read the views from the catalog, then apply each view's part
- *			(apply.c) inside a subtransaction, as the target's owner with
- *			the view's pinned settings (runas.c) and its lookup_timeout,
- *			under the batch's snapshot; store the applied position of the
- *			views applied; commit.  A large batch is shared with helpers
- *			(parallel.h): the views that can be shared are split, each
- *			share applied in a transaction of its own, and their positions
- *			stored in one more transaction once every share committed;
+ *			(apply_view.c: inside a subtransaction, as the target's owner
+ *			with the view's pinned settings and its lookup_timeout) under
+ *			the batch's snapshot; store the applied position of the views
+ *			applied; commit.  A large batch is shared with helpers
+ *			(share.c, parallel.h): the views that can be shared are split,
+ *			each share applied in a transaction of its own, and their
+ *			positions stored in one more transaction once every share
+ *			committed;
  *	confirm	the batch's end to the slot, only after the commit, and never
  *			past a batch that is still waiting for another try or a
  *			transaction whose keys are carried.
@@ -39,7 +40,7 @@
  * on its own with a snapshot of its own.
  *
  * Time slices: a view's part of a batch is applied a piece at a time, and
- * once WORKER_SLICE_MS (or half its lookup_timeout) has passed, what is
+ * once its time slice has passed (apply_view.c), what is
  * left waits for the next batch (VIEW_PARTIAL), where it is applied at once
  * with that batch's other work.  The other views never wait behind one
  * view's large batch for much longer than a slice, and a large batch makes
@@ -55,10 +56,10 @@
  * worker's lock_timeout (a lock held on its target, say), a deadlock, its
  * lookup_timeout -- is not put in error at once: its part of the batch is
  * kept, merged with its later changes (each key once), retried with a
- * growing backoff, and the slot is not confirmed past it.
+ * growing backoff, and the slot is not confirmed past it (retry.c).
  * The other views go on meanwhile.  It goes to error only once its
- * lookup_timeout has passed since the first failure, or after
- * WORKER_TIMEOUT_TRIES statement timeouts.  The worker's deadlock_timeout
+ * lookup_timeout has passed since the first failure, or after a few
+ * statement timeouts in a row.  The worker's deadlock_timeout
  * is short, so that in a deadlock with a user's transaction the worker is
  * the one that gives way.
  *
@@ -86,8 +87,14 @@
  * one per view, and each view reads its own back in chunks of
  * max_batch_size, each in memory freed before the next, as it is applied
  * (Pieces) -- still in the batch's one transaction.  A deferred view copies
- * the keys it waits for into memory of its own, each key once however many
- * batches brought it.
+ * the keys it waits for into memory of its own (retry.c), each key once
+ * however many batches brought it.
+ *
+ * Length: a little over 1,000 lines, a tenth of them this comment.  What is
+ * left is the one job of the worker -- its loop, its batch's transaction
+ * and what each view does in it, confirming the slot --, which reads best
+ * in one place; the state that outlives a batch is retry.c's, and parallel
+ * apply is share.c's and parallel.c's.
  *
  * IDENTIFICATION
  *	  src/process/worker.c
@@ -115,20 +122,20 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "apply/apply.h"
+#include "apply/plan_cache.h"
 #include "apply/apply_view.h"
 #include "base/batch.h"
-#include "registry/catalog.h"
-#include "registry/citus_tables.h"
-#include "capture/decode.h"
-#include "capture/decoding.h"
 #include "base/delta_join.h"
+#include "base/progress.h"
 #include "base/shmem.h"
+#include "capture/decoding.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
-#include "base/progress.h"
-#include "base/runas.h"
+#include "process/retry.h"
+#include "process/share.h"
 #include "process/worker.h"
+#include "registry/catalog.h"
+#include "registry/citus_tables.h"
 
 #define WORKER_IDLE_MS			1000	/* idle wake-up: commits set the latch */
 #define WORKER_CARRY_POLL_MS	10	/* look again at carried keys' transactions */
@@ -137,16 +144,6 @@
 										 * often (distributed views) */
 #define WORKER_BUSY_RETRY_MS	50	/* retry of a catalog check that found it
 									 * locked */
-#define WORKER_LOCK_TIMEOUT		"1s"	/* longest wait for one lock */
-#define WORKER_DEADLOCK_TIMEOUT "50ms"	/* find deadlocks before users do */
-#define WORKER_RETRY_MIN_MS		100 /* first backoff of a deferred view */
-#define WORKER_RETRY_MAX_MS		5000	/* longest backoff */
-#define WORKER_TIMEOUT_TRIES	3	/* lookup_timeouts before an error */
-#define WORKER_SLICE_MS			1000	/* most time one view's apply takes
-										 * in a batch while others wait */
-#define WORKER_PIECE_MS			50	/* time a piece of it should take */
-#define WORKER_PIECE_FIRST_KEYS 16	/* keys of a view's first piece */
-#define WORKER_PIECE_MAX_KEYS	(1 << 20)
 
 /* What a look at the catalog found */
 typedef enum CatalogCheck
@@ -158,24 +155,6 @@ typedef enum CatalogCheck
 								 * version here: wait for its update */
 } CatalogCheck;
 
-/*
- * A view whose changes wait for another try: its parts of the batches since
- * the first failure, merged into one, each key once (batch.c)
- */
-typedef struct DeferredView
-{
-	int			view_id;
-	MemoryContext cxt;			/* holds batch and seen */
-	ViewBatch  *batch;			/* the work waiting, or NULL */
-	HTAB	   *seen;			/* the keys in batch */
-	XLogRecPtr	since_lsn;		/* the slot is not confirmed past this */
-	int			tries;
-	int			timeouts;		/* of them, ended by lookup_timeout */
-	TimestampTz first_failure;
-	TimestampTz next_try;
-	char	   *reason;			/* the last error */
-} DeferredView;
-
 /* What the Citus layer does for the worker (worker.h); set at _PG_init */
 WorkerCitus worker_citus = {NULL, NULL};
 
@@ -184,16 +163,7 @@ static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
 static MemoryContext batch_cxt = NULL;	/* the capture's; reset by each batch */
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
-static List *deferred_views = NIL;	/* DeferredView *, in worker_cxt */
 static bool worker_waiting = false; /* for the extension's update */
-
-/* When each full-recompute view last recomputed (in worker_cxt) */
-typedef struct Recompute
-{
-	int			view_id;
-	TimestampTz at;
-} Recompute;
-static List *recomputes = NIL;
 
 /* An earlier worker of the database ended in error (worker_note_failure) */
 static bool failed_before = true;
@@ -212,7 +182,6 @@ static void worker_clear_failure(void);
 static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
-static TimestampTz worker_next_retry(void);
 static void worker_check_citus(List *views);
 static void worker_wait_round(void);
 static XLogRecPtr worker_covered_lsn(void);
@@ -220,42 +189,17 @@ static void worker_progress(void);
 static void worker_batch(bool retry_due);
 static void worker_new_batch(void);
 static void worker_apply_batch(Snapshot snapshot);
-typedef struct ViewWork ViewWork;
 typedef struct AppliedViews AppliedViews;
 static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches,
 								  TimestampTz now);
+static ViewResult worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot,
+									bool sliced, ViewBatch **rest, ErrorData **error);
 static void worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest,
-							 char *message, int sqlerrcode, TimestampTz now,
-							 AppliedViews *applied);
-static ShareRound *worker_share(List *todo, XLogRecPtr end_lsn, bool spilled,
-								bool *shared_chunks);
-static void worker_prepare_view(ViewRecord *view);
-static bool worker_shares_view(int view_id);
-static void worker_note_share_failed(int view_id);
-static void worker_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn);
-static ViewResult worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn);
+							 ErrorData *error, TimestampTz now, AppliedViews *applied);
 static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn,
 								TimestampTz now, AppliedViews *applied);
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
-static void worker_each_chunk(ViewRecord *view,
-							  void (*fn) (ViewRecord *view, ViewBatch *chunk, void *arg),
-							  void *arg);
-static void defer_chunk(ViewRecord *view, ViewBatch *chunk, void *arg);
-static DeferredView *worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now);
-static void worker_defer_add(DeferredView *dv, ViewBatch *batch);
-static DeferredView *worker_defer_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest,
-									   TimestampTz now);
-static void worker_defer_spilled(DeferredView *dv, ViewRecord *view);
-static void worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode);
-static bool worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode,
-							 TimestampTz now, char **message);
-static void worker_forget_deferred(DeferredView *dv);
-static void worker_forget_dropped(List *views);
-static void worker_free_deferred(DeferredView *dv);
-static TimestampTz worker_recomputed_at(int view_id);
-static void worker_note_recompute(int view_id, TimestampTz at);
-static DeferredView *worker_find_deferred(int view_id);
 static ViewProgress *worker_progress_rows(List *views);
 static BatchPolicy worker_batch_policy(List *views);
 
@@ -263,30 +207,6 @@ static BatchPolicy worker_batch_policy(List *views);
  * Apply worker
  * ----------------
  */
-
-/*
- * Apply a view's work (apply_view.c): its keys spilled by the capture first
- * when spilled, under the batch's snapshot when given, stopping after the
- * view's time slice when sliced.
- */
-static ViewResult
-worker_apply_view(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, bool spilled,
-				  Snapshot snapshot, bool sliced, ViewBatch **rest, char **message,
-				  int *sqlerrcode)
-{
-	ApplyRequest req;
-
-	memset(&req, 0, sizeof(req));
-	req.view = view;
-	req.batch = batch;
-	req.read_spilled = spilled ? decoding_batch_next_chunk : NULL;
-	req.chunk_keys = policy.max_keys;
-	req.snapshot = snapshot;
-	req.end_lsn = decoding_position();
-	req.sliced = sliced;
-	return apply_view(&req, counts, rest, message, sqlerrcode);
-}
-
 
 void
 dj_worker_main(Datum main_arg)
@@ -430,7 +350,7 @@ worker_loop(void)
 		{
 			/* a view was created, dropped or refreshed: rebuild plans */
 			if (generation != seen_generation)
-				apply_forget_views();
+				plan_cache_forget_all();
 			check = worker_check_views();
 			seen_generation = generation;
 			next_check = TimestampTzPlusMilliseconds(now,
@@ -477,7 +397,7 @@ worker_loop(void)
 		 */
 		worker_wait_round();
 		now = GetCurrentTimestamp();
-		retry = worker_next_retry();
+		retry = retry_next_due();
 		if (decoding_behind() || (retry != 0 && retry <= now) || decoding_carried_ready())
 		{
 			worker_batch(retry != 0 && retry <= now);
@@ -512,23 +432,6 @@ worker_wait_round(void)
 		CHECK_FOR_INTERRUPTS();
 	}
 	next_round = 0;
-}
-
-/* When the first deferred view is due for another try, or 0 */
-static TimestampTz
-worker_next_retry(void)
-{
-	TimestampTz next = 0;
-	ListCell   *lc;
-
-	foreach(lc, deferred_views)
-	{
-		DeferredView *dv = lfirst(lc);
-
-		if (next == 0 || dv->next_try < next)
-			next = dv->next_try;
-	}
-	return next;
 }
 
 /*
@@ -616,18 +519,15 @@ worker_check_citus(List *views)
 	{
 		ViewRecord *view = lfirst(lc);
 		Oid			relid;
-		char	   *message;
 
 		if (view->in_error || !OidIsValid(relid = citus_source_of(view->sources)))
 			continue;
-		message = psprintf("source \"%s\" is now %s of Citus: its rows and their changes are in shards on the worker nodes",
-						   get_rel_name(relid), citus_table_kind(relid));
-		catalog_set_error(view->view_id, message);
-		view->in_error = true;
-		ereport(WARNING,
-				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-						catalog_view_name(view), message),
-				 errhint("Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view.")));
+		catalog_set_error(view,
+						  &(ErrorData) {.message = psprintf("source \"%s\" is now %s of Citus: its rows and their changes are in shards on the worker nodes",
+															get_rel_name(relid),
+															citus_table_kind(relid)),
+										.hint = "Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view."},
+						  true);
 	}
 }
 
@@ -659,7 +559,7 @@ worker_progress_rows(List *views)
 	{
 		ViewRecord *view = lfirst(lc);
 		ViewProgress *vp = &rows[foreach_current_index(lc)];
-		DeferredView *dv = worker_find_deferred(view->view_id);
+		DeferredView *dv = retry_find(view->view_id);
 
 		vp->view_id = view->view_id;
 		vp->in_error = view->in_error;
@@ -697,7 +597,7 @@ worker_start_decoding(void)
 		proc_exit(0);
 	}
 
-	decoding_start(worker_cxt, apply_reset_system_caches);
+	decoding_start(worker_cxt, plan_cache_reset_system_caches);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;
 	CommitTransactionCommand();
 }
@@ -740,7 +640,7 @@ worker_progress(void)
  * read the WAL insert position after it -- every transaction the snapshot
  * sees has its commit record before that position -- and decode up to
  * there.  The keys of the transactions the snapshot does not see are
- * carried to the next batch (decode.h).  Every key the batch applies is
+ * carried to the next batch (capture.h).  Every key the batch applies is
  * then recomputed under that one snapshot, and every change the snapshot
  * sees is in this batch or an earlier one: when the batch commits, each
  * view it applied holds its query's result over the sources as that
@@ -793,24 +693,6 @@ worker_new_batch(void)
 	decoding_new_batch(batch_cxt);
 }
 
-/* A view's work in a batch (worker_apply_batch) */
-struct ViewWork
-{
-	ViewRecord *view;
-	ViewProgress *vp;
-	DeferredView *dv;			/* its waiting keys, or NULL */
-	ViewBatch  *batch;			/* its part of the captured batch, or NULL */
-	ViewBatch  *work;			/* what is applied: batch, or the keys waiting */
-	int		   *share_by;		/* shareable: what picks a key's share
-								 * (apply_view_shareable) */
-	ViewBatch  *mine;			/* shared with helpers: the worker's share */
-	bool		chunked;		/* its keys spilled: shared a chunk at a time,
-								 * after the batch's transaction */
-	ViewResult	result;			/* of the worker's share, or of the chunks */
-	char	   *message;		/* the chunks' error */
-	int			sqlerrcode;
-};
-
 /* The views applied in a transaction, whose position it stores */
 struct AppliedViews
 {
@@ -819,15 +701,39 @@ struct AppliedViews
 };
 
 /*
+ * Apply a view's work, or a part of it (apply_view.c), in the current
+ * transaction: batch, after the keys the capture spilled for the view when
+ * batch is its whole work; under the batch's snapshot when given; stopping
+ * after the view's time slice when sliced (what is left in *rest).
+ */
+static ViewResult
+worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot, bool sliced,
+				  ViewBatch **rest, ErrorData **error)
+{
+	ApplyRequest req = vw->req;
+	ViewResult	result;
+
+	req.batch = batch;
+	if (batch != vw->work)
+		req.read_spilled = NULL;
+	req.snapshot = snapshot;
+	req.sliced = sliced;
+	pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
+	result = apply_view(&req, &vw->vp->counts, rest, error);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return result;
+}
+
+/*
  * Apply the captured batch, and the deferred views that are due; then
  * confirm what is done to the slot and start a new batch.
  *
  * Alone, the worker applies the batch in one transaction.  Keys the capture
- * spilled to disk (decode.h) are read back a chunk of max_keys at a time as
+ * spilled to disk (capture.h) are read back a chunk of max_keys at a time as
  * each view is applied, in the same transaction, so that memory stays
  * bounded and no half of a batch is ever visible.
  *
- * With helpers (parallel apply, parallel.h), the views of a large batch
+ * With helpers (parallel apply, share.c), the views of a large batch
  * that can be shared are split into shares: the worker applies its own in
  * that transaction and commits it, then waits for the helpers' commits, and
  * in a second transaction applies alone again each such view a share of
@@ -846,7 +752,6 @@ worker_apply_batch(Snapshot snapshot)
 	AppliedViews applied;
 	ShareRound *round;
 	bool		shared_chunks;
-	XLogRecPtr	confirm;
 	ListCell   *lc;
 	int64		spill_at;
 	int64		spilled = decoding_batch_spilled(&spill_at);
@@ -869,7 +774,7 @@ worker_apply_batch(Snapshot snapshot)
 	progress = worker_progress_rows(views);
 	applied.ids = palloc(sizeof(int) * Max(list_length(views), 1));
 	applied.n = 0;
-	worker_forget_dropped(views);
+	retry_forget_dropped(views);
 
 	foreach(lc, views)
 	{
@@ -879,42 +784,41 @@ worker_apply_batch(Snapshot snapshot)
 		if (vw != NULL)
 			todo = lappend(todo, vw);
 	}
-	round = worker_share(todo, end_lsn, spilled > 0, &shared_chunks);
+	round = share_begin(todo, spilled > 0, end_lsn, &shared_chunks);
 
 	foreach(lc, todo)
 	{
 		ViewWork   *vw = lfirst(lc);
-		char	   *message = NULL;
-		int			sqlerrcode = 0;
 		ViewResult	result;
 
 		if (vw->chunked)
 			continue;
-		pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
 		if (vw->mine != NULL)
-			vw->result = worker_apply_view(vw->view, vw->mine, &vw->vp->counts, false,
-										   snapshot, false, NULL, &message, &sqlerrcode);
+			vw->result = worker_apply_view(vw, vw->mine, snapshot, false, NULL, &vw->error);
 		else
 		{
 			ViewBatch  *rest = NULL;
+			ErrorData  *error = NULL;
 
-			result = worker_apply_view(vw->view, vw->work, &vw->vp->counts, true,
-									   snapshot, true, &rest, &message, &sqlerrcode);
-			worker_view_done(vw, result, rest, message, sqlerrcode, now, &applied);
+			result = worker_apply_view(vw, vw->work, snapshot, true, &rest, &error);
+			worker_view_done(vw, result, rest, error, now, &applied);
 		}
-		pgstat_report_activity(STATE_IDLE, NULL);
 	}
 
-	/* views whose changes could not be captured (decode.c) */
+	/* views whose changes could not be captured (plugin.c) */
 	foreach(lc, decoding_batch_broken())
 	{
 		BrokenView *broken = (BrokenView *) lfirst(lc);
+		ListCell   *lc2;
 
-		catalog_set_error(broken->view_id, broken->message);
-		for (int i = 0; i < list_length(views); i++)
+		foreach(lc2, views)
 		{
-			if (progress[i].view_id == broken->view_id)
-				progress[i].in_error = true;
+			ViewRecord *view = lfirst(lc2);
+
+			if (view->view_id != broken->view_id)
+				continue;
+			catalog_set_error(view, &(ErrorData) {.message = broken->message}, true);
+			progress[foreach_current_index(lc2)].in_error = true;
 		}
 	}
 
@@ -932,10 +836,7 @@ worker_apply_batch(Snapshot snapshot)
 	MemoryContextSwitchTo(oldcxt);
 
 	/* the slot never moves past a batch that waits for another try */
-	confirm = end_lsn;
-	foreach(lc, deferred_views)
-		confirm = Min(confirm, ((DeferredView *) lfirst(lc))->since_lsn);
-	worker_confirm(confirm);
+	worker_confirm(retry_confirm_limit(end_lsn));
 
 	batch_start_lsn = end_lsn;
 	worker_new_batch();
@@ -954,7 +855,7 @@ worker_apply_batch(Snapshot snapshot)
 static ViewWork *
 worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz now)
 {
-	DeferredView *dv = worker_find_deferred(view->view_id);
+	DeferredView *dv = retry_find(view->view_id);
 	ViewBatch  *batch = NULL;
 	ViewBatch  *work;
 	ViewWork   *vw;
@@ -975,7 +876,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	if (view->in_error)
 	{
 		if (dv != NULL)
-			worker_forget_deferred(dv);
+			retry_forget(dv);
 		vp->deferred = false;
 		return NULL;
 	}
@@ -984,10 +885,10 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	{
 		/* the new keys join those waiting */
 		if (batch != NULL)
-			worker_defer(view, batch, now);
+			retry_defer(view, batch, batch_start_lsn, now);
 		if (dv->next_try > now)
 		{
-			worker_defer_spilled(dv, view);
+			retry_defer_spilled(dv, view, policy.max_keys);
 			vp->deferred = true;
 			vp->retry_reason = dv->reason;
 			return NULL;
@@ -996,7 +897,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 		if (work == NULL)
 		{
 			/* nothing waits with it any more */
-			worker_forget_deferred(dv);
+			retry_forget(dv);
 			vp->deferred = false;
 			return NULL;
 		}
@@ -1009,16 +910,11 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	/* a full recompute runs at most once per refresh_interval */
 	if (view->path == DJ_PATH_FULL)
 	{
-		TimestampTz due = TimestampTzPlusMilliseconds(worker_recomputed_at(view->view_id),
-													  view->options.refresh_interval_ms);
+		TimestampTz due = retry_recompute_due(view);
 
 		if (due > now)
 		{
-			if (dv == NULL)
-				dv = worker_defer(view, batch, now);
-			dv->next_try = due;
-			if (dv->reason == NULL)
-				dv->reason = MemoryContextStrdup(worker_cxt, "waiting for its refresh_interval");
+			dv = retry_wait_recompute(view, dv, batch, batch_start_lsn, due, now);
 			vp->deferred = true;
 			vp->retry_reason = dv->reason;
 			return NULL;
@@ -1031,6 +927,10 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	vw->dv = dv;
 	vw->batch = batch;
 	vw->work = work;
+	vw->req.view = view;
+	vw->req.read_spilled = decoding_batch_next_chunk;
+	vw->req.chunk_keys = policy.max_keys;
+	vw->req.end_lsn = decoding_position();
 	return vw;
 }
 
@@ -1039,8 +939,8 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
  * for another try, or put it in error.
  */
 static void
-worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message,
-				 int sqlerrcode, TimestampTz now, AppliedViews *applied)
+worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *error,
+				 TimestampTz now, AppliedViews *applied)
 {
 	ViewRecord *view = vw->view;
 	ViewProgress *vp = vw->vp;
@@ -1053,12 +953,7 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message
 	 */
 	if (result == VIEW_PARTIAL || result == VIEW_LATER)
 	{
-		dv = worker_defer_rest(view, dv, rest, now);
-		if (result == VIEW_PARTIAL)
-		{
-			dv->tries = dv->timeouts = 0;
-			dv->first_failure = 0;
-		}
+		dv = retry_rest(view, dv, rest, result == VIEW_PARTIAL, batch_start_lsn, now);
 		vp->deferred = true;
 		vp->retry_reason = dv->reason;
 		vp->applied = (result == VIEW_PARTIAL);	/* its counts */
@@ -1068,10 +963,10 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message
 	if (result == VIEW_DEFERRED)
 	{
 		if (dv == NULL)
-			dv = worker_defer(view, vw->batch, now);
-		worker_defer_spilled(dv, view);
-		worker_defer_failure(dv, message, sqlerrcode);
-		if (!worker_gives_up(dv, view, sqlerrcode, now, &message))
+			dv = retry_defer(view, vw->batch, batch_start_lsn, now);
+		retry_defer_spilled(dv, view, policy.max_keys);
+		retry_failed(dv, error);
+		if (!retry_gives_up(dv, view, error, now))
 		{
 			vp->deferred = true;
 			vp->retry_reason = dv->reason;
@@ -1081,201 +976,27 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, char *message
 	}
 
 	if (dv != NULL)
-		worker_forget_deferred(dv);
+		retry_forget(dv);
 	vp->deferred = false;
 	if (result == VIEW_FAILED)
 	{
-		ViewRecord	current;
-
-		/* dropped since the views were read (its target is gone): no error */
-		if (!catalog_get_view(view->view_id, &current))
-			return;
-		catalog_set_error(view->view_id, message);
-		vp->in_error = true;
-		ereport(WARNING,
-				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-						catalog_view_name(view), message),
-				 errhint("Fix the cause, then rebuild the view with delta_join.refresh().")));
+		/* (a view dropped since the views were read is not put in error) */
+		if (catalog_set_error(view, error, true))
+			vp->in_error = true;
 		return;
 	}
 	vp->applied = true;
 	applied->ids[applied->n++] = view->view_id;
 	if (view->path == DJ_PATH_FULL)
-		worker_note_recompute(view->view_id, now);
-}
-
-/*
- * Share the batch with the helpers when it is large enough and they are
- * there: each view that can be shared (apply_view_shareable) is split, and
- * the helpers start on their shares.  NULL when the worker applies alone.
- * A large batch starts the helpers that do not run (they take later
- * rounds), and builds the plans of views not applied yet, so that they can
- * be judged.
- *
- * When the batch spilled, a round of the whole would need all its keys in
- * memory: the views that can be shared are instead marked chunked, and
- * applied a chunk at a time after the batch's transaction, each chunk a
- * round of its own (worker_apply_chunks); *shared_chunks says whether any
- * is.
- */
-static ShareRound *
-worker_share(List *todo, XLogRecPtr end_lsn, bool spilled, bool *shared_chunks)
-{
-	int64		nkeys = 0;
-	int			nhelpers;
-	ShareRound *round;
-	ListCell   *lc;
-
-	*shared_chunks = false;
-	if (dj_apply_workers <= 1)
-		return NULL;
-	foreach(lc, todo)
-		nkeys += view_batch_nkeys(((ViewWork *) lfirst(lc))->work);
-	if (!spilled && (nkeys == 0 || nkeys < dj_parallel_apply_min_keys))
-		return NULL;
-
-	/* a large batch: helpers are started if they do not run */
-	nhelpers = parallel_helpers(worker_dboid);
-	nkeys = 0;
-	foreach(lc, todo)
-	{
-		ViewWork   *vw = lfirst(lc);
-
-		vw->share_by = palloc(sizeof(int) * Max(list_length(vw->work->sources), 1));
-		if (vw->view->path == DJ_PATH_DELTA)
-			worker_prepare_view(vw->view);
-		if (!worker_shares_view(vw->view->view_id))
-			vw->share_by = NULL;
-		else if (apply_view_shareable(vw->view, vw->work, vw->share_by))
-			nkeys += view_batch_nkeys(vw->work);
-		else
-			vw->share_by = NULL;
-	}
-
-	/* the chunks of each round take the helpers that are ready by then */
-	if (spilled)
-	{
-		foreach(lc, todo)
-		{
-			ViewWork   *vw = lfirst(lc);
-
-			vw->chunked = (vw->share_by != NULL);
-			*shared_chunks |= vw->chunked;
-		}
-		return NULL;
-	}
-	if (nhelpers == 0 || nkeys == 0)
-		return NULL;
-
-	round = parallel_round_begin(nhelpers, end_lsn);
-	foreach(lc, todo)
-	{
-		ViewWork   *vw = lfirst(lc);
-
-		if (vw->share_by != NULL)
-			vw->mine = parallel_round_split(round, vw->work, vw->share_by,
-											vw->view->options.lookup_timeout_ms);
-	}
-	parallel_round_start(round);
-	return round;
-}
-
-/*
- * Views whose shares failed lately (their keys met on target rows, say a
- * star join changed on both sides): each is applied alone for its next
- * SHARE_BACKOFF large batches, so that a workload that conflicts does not
- * pay for two applies every batch.
- */
-typedef struct ShareBackoff
-{
-	int			view_id;
-	int			skip;			/* large batches still applied alone */
-} ShareBackoff;
-
-static List *share_backoffs = NIL;	/* ShareBackoff *, in worker_cxt */
-
-#define SHARE_BACKOFF	8
-
-static ShareBackoff *
-worker_find_backoff(int view_id)
-{
-	ListCell   *lc;
-
-	foreach(lc, share_backoffs)
-	{
-		if (((ShareBackoff *) lfirst(lc))->view_id == view_id)
-			return lfirst(lc);
-	}
-	return NULL;
-}
-
-/* May this large batch share the view?  Counts down its backoff. */
-static bool
-worker_shares_view(int view_id)
-{
-	ShareBackoff *sb = worker_find_backoff(view_id);
-
-	if (sb == NULL || sb->skip == 0)
-		return true;
-	sb->skip--;
-	return false;
-}
-
-static void
-worker_note_share_failed(int view_id)
-{
-	ShareBackoff *sb = worker_find_backoff(view_id);
-
-	if (sb == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
-
-		sb = palloc0(sizeof(ShareBackoff));
-		sb->view_id = view_id;
-		share_backoffs = lappend(share_backoffs, sb);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	sb->skip = SHARE_BACKOFF;
-}
-
-/*
- * Build a view's plan before its first apply, as its target's owner, so
- * that the batch can be shared (apply_view_shareable).  An error is left
- * to the apply, which meets it again and handles it.
- */
-static void
-worker_prepare_view(ViewRecord *view)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		RunAs		runas;
-
-		runas_begin(runas_target_owner(view->target), view->settings, &runas);
-		apply_prepare_view(view);
-		runas_end(&runas);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(oldcxt);
-	CurrentResourceOwner = oldowner;
+		retry_recomputed(view->view_id, now);
 }
 
 /*
  * After the worker committed its shares: wait for the helpers' commits, and
- * apply the chunked views, a chunk at a time.  Then, in a transaction of its
- * own, apply alone again each shared view that a share failed, and store
- * the positions of the shared views applied.
+ * apply the chunked views, a chunk at a time (share_wait).  Then, in a
+ * transaction of its own, settle each shared view -- applied again alone
+ * when a share failed -- and store the positions of the shared views
+ * applied.
  */
 static void
 worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, TimestampTz now,
@@ -1283,15 +1004,7 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 {
 	ListCell   *lc;
 
-	if (round != NULL)
-		parallel_round_finish(round);
-	foreach(lc, todo)
-	{
-		ViewWork   *vw = lfirst(lc);
-
-		if (vw->chunked)
-			worker_apply_chunks(vw, end_lsn);
-	}
+	share_wait(round, todo, end_lsn);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -1301,26 +1014,13 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 	foreach(lc, todo)
 	{
 		ViewWork   *vw = lfirst(lc);
-		ViewResult	result = vw->result;
-		char	   *message = vw->message;
-		int			sqlerrcode = vw->sqlerrcode;
+		ErrorData  *error;
+		ViewResult	result;
 
-		if (vw->mine == NULL && !vw->chunked)
+		if (!share_involves(vw))
 			continue;
-		if (vw->mine != NULL &&
-			(result != VIEW_APPLIED ||
-			 !parallel_round_view_done(round, vw->view->view_id, &vw->vp->counts)))
-		{
-			worker_note_share_failed(vw->view->view_id);
-			elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the view alone",
-				 catalog_view_name(vw->view));
-			memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
-			pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
-			result = worker_apply_view(vw->view, vw->work, &vw->vp->counts, true,
-									   NULL, false, NULL, &message, &sqlerrcode);
-			pgstat_report_activity(STATE_IDLE, NULL);
-		}
-		worker_view_done(vw, result, NULL, message, sqlerrcode, now, applied);
+		result = share_settle(round, vw, &error);
+		worker_view_done(vw, result, NULL, error, now, applied);
 	}
 	catalog_set_applied(applied->n, applied->ids, end_lsn);
 	PopActiveSnapshot();
@@ -1328,121 +1028,6 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 	MemoryContextSwitchTo(batch_cxt);
 	if (round != NULL)
 		parallel_round_end(round);
-}
-
-/*
- * Apply a chunked view: each chunk of keys the capture spilled for it, then
- * what stayed in memory, each shared with the helpers in a round of its
- * own.  It stops at the first chunk that cannot be applied, with
- * vw->result, message and sqlerrcode saying why; the view then waits or
- * goes to error with all its keys, as when applied alone.
- */
-static void
-worker_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn)
-{
-	MemoryContext chunk_cxt = AllocSetContextCreate(batch_cxt, "delta_join shared chunk",
-													ALLOCSET_DEFAULT_SIZES);
-	bool		rewind = true;
-	bool		last = false;
-
-	vw->result = VIEW_APPLIED;
-	memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
-	while (!last && vw->result == VIEW_APPLIED)
-	{
-		ViewBatch  *chunk;
-
-		MemoryContextSwitchTo(chunk_cxt);
-		chunk = decoding_batch_next_chunk(vw->view->view_id, rewind, policy.max_keys);
-		rewind = false;
-		if (chunk == NULL)
-		{
-			chunk = vw->work;
-			last = true;
-		}
-		vw->result = worker_apply_shared(vw, chunk, end_lsn);
-		MemoryContextReset(chunk_cxt);
-	}
-	pgstat_report_activity(STATE_IDLE, NULL);
-	MemoryContextSwitchTo(batch_cxt);
-	MemoryContextDelete(chunk_cxt);
-}
-
-/*
- * One round of a chunked view: the worker applies its share of the chunk
- * in a transaction of its own and commits, then waits for the helpers; if a
- * share failed, it applies the whole chunk alone.  The counts go to the
- * view's; an error to vw->message.
- */
-static ViewResult
-worker_apply_shared(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn)
-{
-	MemoryContext cxt = CurrentMemoryContext;	/* the chunk's */
-	int		   *share_by = palloc(sizeof(int) * Max(list_length(batch->sources), 1));
-	int			nhelpers = 0;
-	ShareRound *round = NULL;
-	ApplyCounts counts;
-	ViewResult	result;
-	char	   *message = NULL;
-	int			sqlerrcode = 0;
-	bool		done = true;
-
-	memset(&counts, 0, sizeof(counts));
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	MemoryContextSwitchTo(cxt);
-	pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
-	if (worker_shares_view(vw->view->view_id) &&
-		apply_view_shareable(vw->view, batch, share_by) &&
-		(nhelpers = parallel_helpers(worker_dboid)) > 0)
-	{
-		ViewBatch  *mine;
-
-		round = parallel_round_begin(nhelpers, end_lsn);
-		mine = parallel_round_split(round, batch, share_by,
-									vw->view->options.lookup_timeout_ms);
-		parallel_round_start(round);
-		result = worker_apply_view(vw->view, mine, &counts, false, NULL, false, NULL,
-								   &message, &sqlerrcode);
-	}
-	else
-		result = worker_apply_view(vw->view, batch, &counts, false, NULL, false, NULL,
-								   &message, &sqlerrcode);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(cxt);
-
-	if (round != NULL)
-	{
-		parallel_round_finish(round);
-		done = parallel_round_view_done(round, vw->view->view_id, &counts);
-		parallel_round_end(round);
-	}
-	if (round != NULL && (result != VIEW_APPLIED || !done))
-	{
-		worker_note_share_failed(vw->view->view_id);
-		memset(&counts, 0, sizeof(counts));
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		MemoryContextSwitchTo(cxt);
-		elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the chunk alone",
-			 catalog_view_name(vw->view));
-		result = worker_apply_view(vw->view, batch, &counts, false, NULL, false, NULL,
-								   &message, &sqlerrcode);
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	MemoryContextSwitchTo(cxt);
-
-	if (result == VIEW_APPLIED)
-		apply_counts_add(&vw->vp->counts, &counts);
-	else
-	{
-		vw->message = MemoryContextStrdup(batch_cxt, message);
-		vw->sqlerrcode = sqlerrcode;
-	}
-	return result;
 }
 
 /*
@@ -1469,270 +1054,4 @@ worker_confirm_flushed(void)
 	LogicalConfirmReceivedLocation(confirm_lsn);
 	ReplicationSlotMarkDirty();
 	confirm_lsn = InvalidXLogRecPtr;
-}
-
-/*
- * Call fn on each chunk of max_keys keys the batch spilled for a view, each
- * in memory that is freed before the next.
- */
-static void
-worker_each_chunk(ViewRecord *view, void (*fn) (ViewRecord *view, ViewBatch *chunk, void *arg),
-				  void *arg)
-{
-	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
-													"delta_join batch chunk",
-													ALLOCSET_DEFAULT_SIZES);
-	MemoryContext oldcxt = MemoryContextSwitchTo(chunk_cxt);
-	ViewBatch  *chunk;
-	bool		rewind = true;
-
-	while ((chunk = decoding_batch_next_chunk(view->view_id, rewind, policy.max_keys)) != NULL)
-	{
-		fn(view, chunk, arg);
-		MemoryContextReset(chunk_cxt);
-		rewind = false;
-	}
-	MemoryContextSwitchTo(oldcxt);
-	MemoryContextDelete(chunk_cxt);
-}
-
-/* When a full-recompute view last recomputed (0: not since the worker started) */
-static TimestampTz
-worker_recomputed_at(int view_id)
-{
-	ListCell   *lc;
-
-	foreach(lc, recomputes)
-	{
-		if (((Recompute *) lfirst(lc))->view_id == view_id)
-			return ((Recompute *) lfirst(lc))->at;
-	}
-	return 0;
-}
-
-static void
-worker_note_recompute(int view_id, TimestampTz at)
-{
-	Recompute  *r = NULL;
-	ListCell   *lc;
-
-	foreach(lc, recomputes)
-	{
-		if (((Recompute *) lfirst(lc))->view_id == view_id)
-			r = lfirst(lc);
-	}
-	if (r == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
-
-		r = palloc0(sizeof(Recompute));
-		r->view_id = view_id;
-		recomputes = lappend(recomputes, r);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	r->at = at;
-}
-
-/* The deferred view of that id, or NULL */
-static DeferredView *
-worker_find_deferred(int view_id)
-{
-	ListCell   *lc;
-
-	foreach(lc, deferred_views)
-	{
-		if (((DeferredView *) lfirst(lc))->view_id == view_id)
-			return lfirst(lc);
-	}
-	return NULL;
-}
-
-/*
- * The deferred view of a view, made if it is not one yet, with batch (NULL:
- * none) added to its waiting work.
- */
-static DeferredView *
-worker_defer(ViewRecord *view, ViewBatch *batch, TimestampTz now)
-{
-	DeferredView *dv = worker_find_deferred(view->view_id);
-
-	if (dv == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
-
-		dv = palloc0(sizeof(DeferredView));
-		dv->view_id = view->view_id;
-		dv->cxt = AllocSetContextCreate(worker_cxt, "delta_join deferred view",
-										ALLOCSET_DEFAULT_SIZES);
-		dv->seen = key_set_create(dv->cxt);
-		dv->since_lsn = batch_start_lsn;
-		dv->first_failure = now;
-		deferred_views = lappend(deferred_views, dv);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	if (batch != NULL)
-		worker_defer_add(dv, batch);
-	return dv;
-}
-
-/*
- * What is left of a view's work (rest: NULL when nothing) becomes its work
- * waiting for the next batch, which tries it at once; the keys it waited
- * with, if any, are replaced (rest holds what is left of them).
- */
-static DeferredView *
-worker_defer_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest, TimestampTz now)
-{
-	MemoryContext old_cxt = NULL;
-	MemoryContext oldcxt;
-
-	if (dv == NULL)
-		dv = worker_defer(view, NULL, now);
-	else
-	{
-		/* rest may share keys with the waiting work: copy, then free */
-		old_cxt = dv->cxt;
-		dv->cxt = AllocSetContextCreate(worker_cxt, "delta_join deferred view",
-										ALLOCSET_DEFAULT_SIZES);
-		dv->seen = key_set_create(dv->cxt);
-		dv->batch = NULL;
-	}
-	if (rest != NULL)
-		worker_defer_add(dv, rest);
-	if (old_cxt != NULL)
-		MemoryContextDelete(old_cxt);
-
-	dv->next_try = now;
-	if (dv->reason)
-		pfree(dv->reason);
-	oldcxt = MemoryContextSwitchTo(worker_cxt);
-	dv->reason = rest == NULL || view_batch_nkeys(dv->batch) == 0 ?
-		pstrdup("applying the rest of a large batch") :
-		psprintf("applying the rest of a large batch: %lld keys left",
-				 (long long) view_batch_nkeys(dv->batch));
-	MemoryContextSwitchTo(oldcxt);
-	return dv;
-}
-
-/* Add a batch of a deferred view's to the work waiting, each key once */
-static void
-worker_defer_add(DeferredView *dv, ViewBatch *batch)
-{
-	if (dv->batch == NULL)
-	{
-		dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
-		dv->batch->view_id = dv->view_id;
-	}
-	view_batch_merge(dv->batch, batch, dv->seen, dv->cxt);
-}
-
-static void
-defer_chunk(ViewRecord *view, ViewBatch *chunk, void *arg)
-{
-	worker_defer_add((DeferredView *) arg, chunk);
-}
-
-/*
- * The keys the batch spilled for a deferred view join those waiting (a
- * full recompute needs none).
- */
-static void
-worker_defer_spilled(DeferredView *dv, ViewRecord *view)
-{
-	if (view->path != DJ_PATH_FULL)
-		worker_each_chunk(view, defer_chunk, dv);
-}
-
-/* Another try of a deferred view failed: when to try next, and why */
-static void
-worker_defer_failure(DeferredView *dv, const char *message, int sqlerrcode)
-{
-	int			backoff = WORKER_RETRY_MIN_MS << Min(dv->tries, 10);
-	MemoryContext oldcxt;
-
-	dv->tries++;
-	if (dv->first_failure == 0)
-		dv->first_failure = GetCurrentTimestamp();
-	if (sqlerrcode == ERRCODE_QUERY_CANCELED)
-		dv->timeouts++;
-	else
-		dv->timeouts = 0;
-	/* from the failure, not the start of the try: a try may wait a while */
-	dv->next_try = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											   Min(backoff, WORKER_RETRY_MAX_MS));
-	if (dv->reason)
-		pfree(dv->reason);
-	oldcxt = MemoryContextSwitchTo(worker_cxt);
-	dv->reason = psprintf("retrying (%d tries): %s", dv->tries, message);
-	MemoryContextSwitchTo(oldcxt);
-}
-
-/*
- * Has a deferred view been tried long enough?  A view that timed out
- * (lookup_timeout) WORKER_TIMEOUT_TRIES times in a row, or that has waited
- * for locks for longer than its lookup_timeout, goes to error: *message
- * then says why.
- */
-static bool
-worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode, TimestampTz now,
-				char **message)
-{
-	if (sqlerrcode == ERRCODE_QUERY_CANCELED)
-	{
-		if (dv->timeouts < WORKER_TIMEOUT_TRIES)
-			return false;
-		*message = psprintf("lookup_timeout expired %d times in a row: %s",
-							dv->timeouts, *message);
-		return true;
-	}
-	if (view->options.lookup_timeout_ms <= 0 ||
-		!TimestampDifferenceExceeds(dv->first_failure, now, view->options.lookup_timeout_ms))
-		return false;
-	*message = psprintf("could not be applied for longer than its lookup_timeout: %s",
-						*message);
-	return true;
-}
-
-/*
- * Forget the deferred views that views (the catalog's) no longer has: their
- * view or its target was dropped, and nothing waits for them any more --
- * least of all the slot.
- */
-static void
-worker_forget_dropped(List *views)
-{
-	ListCell   *lc;
-
-	foreach(lc, deferred_views)
-	{
-		DeferredView *dv = lfirst(lc);
-		bool		found = false;
-		ListCell   *lc2;
-
-		foreach(lc2, views)
-			found |= (((ViewRecord *) lfirst(lc2))->view_id == dv->view_id);
-		if (!found)
-		{
-			deferred_views = foreach_delete_current(deferred_views, lc);
-			worker_free_deferred(dv);
-		}
-	}
-}
-
-/* Drop a deferred view's waiting batches. */
-static void
-worker_forget_deferred(DeferredView *dv)
-{
-	deferred_views = list_delete_ptr(deferred_views, dv);
-	worker_free_deferred(dv);
-}
-
-/* Free a deferred view that is no longer in deferred_views */
-static void
-worker_free_deferred(DeferredView *dv)
-{
-	MemoryContextDelete(dv->cxt);
-	if (dv->reason)
-		pfree(dv->reason);
-	pfree(dv);
 }

@@ -49,9 +49,14 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "registry/catalog.h"
 #include "base/options.h"
 #include "base/runas.h"
+#include "registry/catalog.h"
+
+static char *installed_version(void);
+static bool compare_versions(const char *a, const char *b, int *result);
+static bool catalog_has_error_details(void);
+static char *error_columns(int first);
 
 /*
  * Run one catalog statement with SPI as the bootstrap superuser, with a
@@ -91,6 +96,21 @@ int2_array(int n, const AttrNumber *attnums)
 		elems[i] = Int16GetDatum(attnums[i]);
 	return PointerGetDatum(construct_array(elems, n, INT2OID, sizeof(int16), true,
 										   TYPALIGN_SHORT));
+}
+
+/* The values of an int2[] (source_catalog.key_attnums), and how many */
+static AttrNumber *
+int2_array_values(Datum array, int *n)
+{
+	Datum	   *elems;
+	AttrNumber *attnums;
+
+	deconstruct_array(DatumGetArrayTypeP(array), INT2OID, sizeof(int16), true,
+					  TYPALIGN_SHORT, &elems, NULL, n);
+	attnums = palloc(sizeof(AttrNumber) * Max(*n, 1));
+	for (int k = 0; k < *n; k++)
+		attnums[k] = DatumGetInt16(elems[k]);
+	return attnums;
 }
 
 /*
@@ -224,19 +244,11 @@ read_source_row(uint64 i)
 	HeapTuple	tuple = SPI_tuptable->vals[i];
 	TupleDesc	desc = SPI_tuptable->tupdesc;
 	SourceRecord *src = palloc0(sizeof(SourceRecord));
-	Datum	   *elems;
-	int			nelems;
 	bool		isnull;
 
 	src->ordinal = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
 	src->relid = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
-	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
-					  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
-					  &elems, NULL, &nelems);
-	src->nkeys = nelems;
-	src->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
-	for (int k = 0; k < nelems; k++)
-		src->key_attnums[k] = DatumGetInt16(elems[k]);
+	src->key_attnums = int2_array_values(SPI_getbinval(tuple, desc, 4, &isnull), &src->nkeys);
 	hint_from_jsonb(&src->hint, DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
 	src->hint.rtindex = src->ordinal;
 	src->hint.relid = src->relid;
@@ -312,19 +324,6 @@ catalog_find_view(Oid target, ViewRecord *view)
 	return true;
 }
 
-/* The view with this id, if it exists. */
-bool
-catalog_get_view(int view_id, ViewRecord *view)
-{
-	List	   *views = fetch_views("view_id OPERATOR(pg_catalog.=) $1", INT4OID,
-									Int32GetDatum(view_id));
-
-	if (views == NIL)
-		return false;
-	*view = *(ViewRecord *) linitial(views);
-	return true;
-}
-
 /*
  * Was the view's catalog row written by a transaction that snapshot does
  * not see: a create_view or refresh() that committed after it was taken?
@@ -369,22 +368,20 @@ catalog_relid(const char *relname)
 
 /*
  * Put every active view of this database in error: changes from its
- * applied_lsn on were not applied.  In the caller's transaction.
+ * applied_lsn on were not applied.  In the caller's transaction.  One
+ * warning says how many (catalog_set_error puts one view in error).
  */
 void
 catalog_mark_views_stale(const char *reason)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3] = {CStringGetTextDatum(reason), (Datum) 0, (Datum) 0};
 
-	values[0] = CStringGetTextDatum(reason);
 	SPI_connect();
-	if (catalog_exec("UPDATE delta_join.view_catalog"
-					 "   SET state = 'error', last_error = $1,"
-					 "       last_error_time = pg_catalog.now(),"
-					 "       stale_since_lsn = applied_lsn"
-					 " WHERE state OPERATOR(pg_catalog.=) 'active'",
-					 1, argtypes, values, NULL) != SPI_OK_UPDATE)
+	if (catalog_exec(psprintf("UPDATE delta_join.view_catalog SET %s"
+							  " WHERE state OPERATOR(pg_catalog.=) 'active'",
+							  error_columns(1)),
+					 3, argtypes, values, " nn") != SPI_OK_UPDATE)
 		elog(ERROR, "could not update delta_join.view_catalog");
 	if (SPI_processed > 0)
 		ereport(WARNING,
@@ -439,30 +436,92 @@ catalog_reset_view(int view_id, XLogRecPtr lsn)
 	Datum		values[] = {LSNGetDatum(lsn)};
 
 	update_view(view_id,
-				"UPDATE delta_join.view_catalog "
-				"SET state = 'active', applied_lsn = GREATEST(applied_lsn, $2), "
-				"    last_error = NULL, last_error_time = NULL, stale_since_lsn = NULL "
-				"WHERE view_id OPERATOR(pg_catalog.=) $1",
+				psprintf("UPDATE delta_join.view_catalog "
+						 "SET state = 'active', applied_lsn = GREATEST(applied_lsn, $2), "
+						 "    last_error = NULL, last_error_time = NULL, stale_since_lsn = NULL%s "
+						 "WHERE view_id OPERATOR(pg_catalog.=) $1",
+						 catalog_has_error_details() ?
+						 ", last_error_detail = NULL, last_error_hint = NULL" : ""),
 				1, types, values);
 }
 
 /*
- * Put an active view in error: it is no longer maintained until a refresh
- * rebuilds it; the changes from its applied position on are not applied.
+ * Does view_catalog have last_error_detail and last_error_hint?  From
+ * version 0.2 on.  The library runs a 0.1 catalog until ALTER EXTENSION
+ * delta_join UPDATE (catalog_version_check), writing no detail or hint
+ * there.
  */
-void
-catalog_set_error(int view_id, const char *message)
+static bool
+catalog_has_error_details(void)
 {
-	Oid			types[] = {TEXTOID};
-	Datum		values[] = {CStringGetTextDatum(message)};
+	char	   *version = installed_version();
+	int			cmp;
 
-	update_view(view_id,
-				"UPDATE delta_join.view_catalog "
-				"SET state = 'error', last_error = $2, last_error_time = pg_catalog.now(), "
-				"    stale_since_lsn = applied_lsn "
-				"WHERE view_id OPERATOR(pg_catalog.=) $1 "
-				"  AND state OPERATOR(pg_catalog.=) 'active'",
-				1, types, values);
+	return version != NULL && compare_versions(version, "0.2", &cmp) && cmp >= 0;
+}
+
+/*
+ * The SET list that puts a view in error, its message in parameter $first,
+ * its detail and hint in the next two when the catalog has them.
+ */
+static char *
+error_columns(int first)
+{
+	return psprintf("state = 'error', last_error = $%d, last_error_time = pg_catalog.now(), "
+					"stale_since_lsn = applied_lsn%s",
+					first,
+					catalog_has_error_details() ?
+					psprintf(", last_error_detail = $%d, last_error_hint = $%d",
+							 first + 1, first + 2) : "");
+}
+
+/*
+ * Put an active view in error, the one way every path does: it is no longer
+ * maintained until a refresh rebuilds it; the changes from its applied
+ * position on are not applied.  error says why (its message, detail and
+ * hint are stored, and shown in delta_join.status; its context only goes to
+ * the server log).  With report, a warning says so, with the error's
+ * detail, hint (or, without one, to refresh the view) and context.
+ *
+ * Returns whether the view went to error now: false when it is gone or in
+ * error already, which is then neither written nor reported.  In the
+ * caller's transaction.
+ */
+bool
+catalog_set_error(ViewRecord *view, const ErrorData *error, bool report)
+{
+	const char *message = error->message ? error->message : "unknown error";
+	Oid			types[] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = "    ";
+	bool		done;
+
+	values[0] = Int32GetDatum(view->view_id);
+	values[1] = CStringGetTextDatum(message);
+	values[2] = error->detail ? CStringGetTextDatum(error->detail) : (Datum) 0;
+	nulls[2] = error->detail ? ' ' : 'n';
+	values[3] = error->hint ? CStringGetTextDatum(error->hint) : (Datum) 0;
+	nulls[3] = error->hint ? ' ' : 'n';
+
+	SPI_connect();
+	catalog_exec(psprintf("UPDATE delta_join.view_catalog SET %s "
+						  "WHERE view_id OPERATOR(pg_catalog.=) $1 "
+						  "  AND state OPERATOR(pg_catalog.=) 'active'",
+						  error_columns(2)),
+				 4, types, values, nulls);
+	done = (SPI_processed > 0);
+	SPI_finish();
+
+	view->in_error = true;
+	if (done && report)
+		ereport(WARNING,
+				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
+						catalog_view_name(view), message),
+				 error->detail ? errdetail_internal("%s", error->detail) : 0,
+				 error->hint ? errhint("%s", error->hint) :
+				 errhint("Fix the cause, then rebuild the view with delta_join.refresh()."),
+				 error->context ? errcontext("%s", error->context) : 0));
+	return done;
 }
 
 /* The views listed were applied up to lsn (in the batch's transaction). */
@@ -561,21 +620,14 @@ catalog_decode_sources(Relation catrel, Oid catindex, Oid relid)
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		SourceKeys *keys = palloc(sizeof(SourceKeys));
-		Datum	   *elems;
-		int			nelems;
 		bool		isnull;
 		DeltaHint	hint;
 
 		keys->view_id = DatumGetInt32(heap_getattr(tuple, 1, desc, &isnull));
 		keys->ordinal = DatumGetInt32(heap_getattr(tuple, 2, desc, &isnull));
 		keys->relid = relid;
-		deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple, 4, desc, &isnull)),
-						  INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
-						  &elems, NULL, &nelems);
-		keys->nkeys = nelems;
-		keys->key_attnums = palloc(sizeof(AttrNumber) * Max(nelems, 1));
-		for (int k = 0; k < nelems; k++)
-			keys->key_attnums[k] = DatumGetInt16(elems[k]);
+		keys->key_attnums = int2_array_values(heap_getattr(tuple, 4, desc, &isnull),
+											  &keys->nkeys);
 		hint_from_jsonb(&hint, DatumGetJsonbP(heap_getattr(tuple, 5, desc, &isnull)));
 		keys->lookup_only = hint.lookup_only;
 		result = lappend(result, keys);

@@ -70,14 +70,13 @@ extern int	catalog_insert_view(Oid target, Oid query_view, DeltaKind kind, Delta
 								Jsonb *settings, XLogRecPtr lsn, const char *managed_by);
 extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern char *catalog_managed_by(Oid target);
-extern bool catalog_get_view(int view_id, ViewRecord *view);
 extern List *catalog_list_views(void);
 extern Oid	catalog_relid(const char *relname);
 extern void catalog_mark_views_stale(const char *reason);
 extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
-extern void catalog_set_error(int view_id, const char *message);
+extern bool catalog_set_error(ViewRecord *view, const ErrorData *error, bool report);
 extern void catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn);
 extern void catalog_forget_query_view(int view_id);
 extern void catalog_rewrite_sources(int view_id, List *sources);

@@ -1,24 +1,23 @@
 /*-------------------------------------------------------------------------
  *
- * decode.h
- *	  The output plugin's side of a batch: what decoding captured for the
- *	  apply worker.
+ * capture.h
+ *	  The capture of a batch (capture.c): what the output plugin
+ *	  (plugin.c) found in the decoded changes, for the apply worker.
  *
  * The decoding driver (decoding.c) runs logical decoding in the apply
  * worker's process and sets LogicalDecodingContext.output_writer_private to
- * its DecodeCapture.  The plugin callbacks (decode.c) add to it, for every
- * decoded change of a source, the dirty keys of the views the source feeds,
- * deduplicated per view and source; the worker applies what was captured
- * and then resets it.
- * Everything a capture holds lives in its batch memory context.
+ * its Capture.  The plugin's callbacks add to it, for every decoded change
+ * of a source, the dirty keys of the views the source feeds, deduplicated
+ * per view and source; the worker applies what was captured and then
+ * resets it.  Everything a capture holds lives in its batch memory
+ * context.
  *
  * Memory is bounded: once the capture holds spill_at keys (a transaction
  * larger than the batch is decoded in one go, at its commit), its keys are
  * written to temporary files, one per view, and dropped from memory; the
- * worker reads a view's keys back a chunk at a time
- * (decode_capture_next_chunk) when it applies the view, before what stayed
- * in memory.  A key may then be read more than once: applying a key twice
- * does no harm.
+ * worker reads a view's keys back a chunk at a time (capture_next_chunk)
+ * when it applies the view, before what stayed in memory.  A key may then
+ * be read more than once: applying a key twice does no harm.
  *
  * The snapshot a batch is applied under is taken before the WAL it covers
  * is decoded (worker.c, "consistent snapshots").  A transaction may write
@@ -30,20 +29,21 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef DJ_DECODE_H
-#define DJ_DECODE_H
+#ifndef DJ_CAPTURE_H
+#define DJ_CAPTURE_H
 
+#include "access/htup.h"
 #include "access/xlogdefs.h"
 #include "nodes/pg_list.h"
-#include "storage/buffile.h"
 #include "utils/hsearch.h"
+#include "utils/relcache.h"
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
 #include "base/batch.h"
 
 /* Tells a capture from the private data of other decoding clients */
-#define DECODE_CAPTURE_MAGIC	0x444A4B59
+#define CAPTURE_MAGIC	0x444A4B59
 
 /*
  * A view whose changes cannot be captured (a key column of a source is
@@ -56,8 +56,27 @@ typedef struct BrokenView
 } BrokenView;
 
 /*
+ * One (view, source) that a decoded relation feeds: what the plugin's
+ * relation map holds for the relation, and where its keys go in the
+ * capture of the current generation (found on first use).
+ */
+typedef struct SourceFeed
+{
+	int			view_id;
+	int			ordinal;
+	Oid			source_relid;	/* as registered: the root if partitioned */
+	KeyShape	shape;			/* of its keys */
+	AttrNumber *attnums;		/* key columns in the decoded relation */
+
+	/* its place in the batch of that capture generation */
+	uint64		generation;
+	SourceBatch *source_batch;
+	ViewBatch  *view_batch;
+} SourceFeed;
+
+/*
  * A dirty key (or a TRUNCATE) of a transaction the batch's snapshot did not
- * see, carried to the next batch.  Lives in DecodeCapture.carry_cxt.
+ * see, carried to the next batch.  Lives in Capture.carry_cxt.
  */
 typedef struct CarriedKey
 {
@@ -66,17 +85,15 @@ typedef struct CarriedKey
 	int			view_id;
 	int			ordinal;
 	Oid			relid;			/* the source, as registered */
-	int			nkeys;			/* the shape of its key (SourceBatch) */
-	int16	   *typlen;
-	bool	   *typbyval;
+	KeyShape	shape;			/* of its key */
 	bool		truncated;		/* a TRUNCATE of the source, not a key */
 	uint32		len;			/* the key's image (batch.c) */
 	char	   *image;
 } CarriedKey;
 
-typedef struct DecodeCapture
+typedef struct Capture
 {
-	uint32		magic;			/* DECODE_CAPTURE_MAGIC */
+	uint32		magic;			/* CAPTURE_MAGIC */
 	MemoryContext batch_cxt;	/* holds everything below */
 	uint64		generation;		/* bumped by every reset */
 	MemoryContext keys_cxt;		/* keys and their entries: emptied by a spill */
@@ -86,13 +103,11 @@ typedef struct DecodeCapture
 	int64		nkeys;			/* entries in keys */
 	int64		row_bytes;		/* of the rows the keys in memory keep */
 	int64		spill_at;		/* spill the keys when this many (0: never) */
-	List	   *spills;			/* the views' spill files (decode.c) */
+	List	   *spills;			/* the views' spill files (capture.c) */
 	int64		nspilled;		/* keys written to them */
 	int64		nchanges;		/* changes of sources captured */
 	List	   *broken;			/* BrokenView *, one per view */
 	TimestampTz first_change_time;	/* when the first change was captured */
-	XLogRecPtr	last_commit_lsn;	/* newest commit decoded, source or not */
-	TimestampTz last_commit_time;
 
 	/*
 	 * source_catalog as it is now (set by the worker before each decoding
@@ -114,15 +129,31 @@ typedef struct DecodeCapture
 	HTAB	   *hidden_keys;
 	MemoryContext carry_cxt;
 	List	   *carried;		/* CarriedKey * */
-} DecodeCapture;
+} Capture;
 
-extern void decode_capture_reset(DecodeCapture *cap, MemoryContext batch_cxt);
-extern void decode_capture_set_snapshot(DecodeCapture *cap, Snapshot snapshot);
-extern XLogRecPtr decode_capture_carried_lsn(DecodeCapture *cap);
-extern void decode_capture_release(DecodeCapture *cap);
-extern bool decode_capture_is_empty(DecodeCapture *cap);
-extern List *decode_capture_batches(DecodeCapture *cap);
-extern ViewBatch *decode_capture_next_chunk(DecodeCapture *cap, int view_id, bool rewind,
-											int64 max_keys);
+/* the worker's side (through decoding.c) */
+extern void capture_reset(Capture *cap, MemoryContext batch_cxt);
+extern void capture_set_snapshot(Capture *cap, Snapshot snapshot);
+extern XLogRecPtr capture_carried_lsn(Capture *cap);
+extern bool capture_carried_ready(Capture *cap);
+extern void capture_release(Capture *cap);
+extern bool capture_is_empty(Capture *cap);
+extern List *capture_batches(Capture *cap);
+extern ViewBatch *capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys);
 
-#endif							/* DJ_DECODE_H */
+/* the output plugin's side (plugin.c), while a transaction is replayed */
+extern void capture_begin_txn(Capture *cap, TransactionId xid);
+extern void capture_count_change(Capture *cap, TimestampTz commit_time, SourceFeed *feeds,
+								 int nfeeds);
+extern DirtyKey *capture_key(Capture *cap, SourceFeed *feed, const StringInfo image,
+							 const Datum *values, const bool *isnull);
+extern void capture_keep_row(Capture *cap, SourceFeed *feed, DirtyKey *key,
+							 const StringInfo image, Relation relation, HeapTuple tuple);
+extern void capture_forget_row(Capture *cap, DirtyKey *key);
+extern void capture_carry_key(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn,
+							  SourceFeed *feed, const StringInfo image);
+extern void capture_truncate(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn,
+							 SourceFeed *feed);
+extern void capture_broken(Capture *cap, int view_id, const char *message);
+
+#endif							/* DJ_CAPTURE_H */

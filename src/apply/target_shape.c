@@ -1,0 +1,509 @@
+/*-------------------------------------------------------------------------
+ *
+ * target_shape.c
+ *	  A view's target against its delta plan: whether it can hold the
+ *	  view's result, which of its indexes is the result's key, the output
+ *	  columns and indexes by which the appliers find its rows, and the
+ *	  view's output in its column types.
+ *
+ * The target is an ordinary, permanent table.  Its primary key (or a
+ * unique index on the same columns) is the result's unique key found by the
+ * analyzer: the writer (writer.c) upserts result rows by it.  Its columns
+ * take the query's output columns, in order and by name, by assignment:
+ * what INSERT ... SELECT would store (a DECIMAL(38,2) column takes a
+ * numeric sum).  Key columns must have the query's type and collation, or
+ * a key value coerced on its way in would no longer be found.
+ *
+ * Pure reads of the catalogs: the plan cache checks a target with every
+ * plan it builds, the view operations (ops/target.c) before they fill one,
+ * the DDL guard after a command changed one.  Making and filling a target
+ * is ops/target.c's.
+ *
+ * IDENTIFICATION
+ *	  src/apply/target_shape.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "apply/target_shape.h"
+#include "base/delta_join.h"
+#include "registry/citus_tables.h"
+
+/* ----------------------------------------------------------------
+ *		Key columns
+ * ----------------------------------------------------------------
+ */
+
+/* In how many sources' keys (as output columns) column col is */
+static int
+key_share(DeltaPlan *plan, int col)
+{
+	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
+	int			n = 0;
+	ListCell   *lc;
+
+	/* (a UNION ALL's tag leads: each branch finds its rows by it) */
+	if (col == plan->tag_column)
+		return INT_MAX;
+	foreach(lc, plans)
+	{
+		ListCell   *lc2;
+
+		foreach(lc2, ((DeltaPlan *) lfirst(lc))->sources)
+		{
+			DeltaSource *src = lfirst(lc2);
+
+			for (int k = 0; src->key_output && k < src->key_natts; k++)
+				n += (src->key_output[k] == col);
+		}
+	}
+	return n;
+}
+
+/*
+ * The key's columns, "merchant_id, item_id, order_id": those that more
+ * sources' keys share first (then in output order), so that the target's
+ * key index, by its leading columns, also finds the rows of the sources
+ * whose keys are part of the result's (an item's orders) -- retract mode
+ * and outer joins look rows up that way, and need no other index then.
+ */
+char *
+target_key_column_list(DeltaPlan *plan)
+{
+	StringInfoData buf;
+	int		   *order = palloc(sizeof(int) * Max(plan->key_ncolumns, 1));
+	int		   *share = palloc(sizeof(int) * Max(plan->key_ncolumns, 1));
+
+	for (int i = 0; i < plan->key_ncolumns; i++)
+	{
+		int			j = i;
+
+		share[i] = key_share(plan, plan->key_columns[i]);
+		/* insertion sort, stable: more sharing sources first */
+		while (j > 0 && share[order[j - 1]] < share[i])
+		{
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	initStringInfo(&buf);
+	for (int i = 0; i < plan->key_ncolumns; i++)
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->colnames[plan->key_columns[order[i]]]));
+	return buf.data;
+}
+
+/* A relation's name, schema-qualified and quoted, for messages and SQL */
+char *
+target_qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/*
+ * The unique index of the target whose columns are exactly the key columns
+ * (in any order), or InvalidOid.  Partial, expression and deferrable
+ * indexes do not count.
+ */
+Oid
+target_key_index(Relation rel, DeltaPlan *plan)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Oid			result = InvalidOid;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+		bool		match = form->indisunique && form->indimmediate &&
+			form->indisvalid && form->indnkeyatts == plan->key_ncolumns &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL);
+
+		/* same number of columns, and every key column among them */
+		for (int k = 0; match && k < plan->key_ncolumns; k++)
+		{
+			bool		found = false;
+
+			for (int i = 0; i < form->indnkeyatts; i++)
+				found |= (form->indkey.values[i] == plan->key_columns[k] + 1);
+			match = found;
+		}
+		if (match && (!OidIsValid(result) || form->indisprimary))
+			result = RelationGetRelid(idx);
+		index_close(idx, AccessShareLock);
+	}
+	return result;
+}
+
+/* ----------------------------------------------------------------
+ *		The rows the appliers find
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The output columns by which apply finds the rows of a source's key (its
+ * slice): its key columns, after the tag of a UNION ALL branch.  Returns
+ * how many.
+ */
+int
+target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
+{
+	int			n = 0;
+
+	if (plan->tag_column >= 0)
+		cols[n++] = plan->tag_column;
+	for (int k = 0; k < src->key_natts; k++)
+		cols[n++] = src->key_output[k];
+	return n;
+}
+
+/*
+ * The output columns by which apply finds the rows a row of a source that
+ * outer joins can null-extend was joined in (DeltaSource.partner_output):
+ * those of its key columns that the output holds, after the tag of a UNION
+ * ALL branch.  With only some, the rows found are a superset of those.  0
+ * if the output holds none (apply then looks at every row).
+ */
+int
+target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
+{
+	int			n = 0;
+
+	if (bms_is_empty(src->nulling) || plan->options.retract)
+		return 0;
+	if (plan->tag_column >= 0)
+		cols[n++] = plan->tag_column;
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		if (src->partner_output[k] >= 0)
+			cols[n++] = src->partner_output[k];
+	}
+	return (n > (plan->tag_column >= 0 ? 1 : 0)) ? n : 0;
+}
+
+/* Does some index of the target have these output columns leading? */
+bool
+target_has_index_on(Oid relid, int ncols, const int *cols)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	bool		covered = false;
+	int			col = 0;
+	ListCell   *lc;
+
+	/* output column i -> target attribute */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		for (int k = 0; k < ncols; k++)
+			if (cols[k] == col)
+				attnums[k] = i + 1;
+		col++;
+	}
+
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		match = idx->rd_index->indnkeyatts >= ncols &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+
+		for (int i = 0; match && i < ncols; i++)
+		{
+			bool		found = false;
+
+			for (int k = 0; k < ncols; k++)
+				found |= (idx->rd_index->indkey.values[i] == attnums[k]);
+			match = found;
+		}
+		covered |= match;
+		index_close(idx, AccessShareLock);
+	}
+	table_close(rel, AccessShareLock);
+	return covered;
+}
+
+/* ----------------------------------------------------------------
+ *		Checking
+ * ----------------------------------------------------------------
+ */
+
+/* The guard trigger's function, delta_join._guard_target() */
+Oid
+target_guard_function(void)
+{
+	return LookupFuncName(list_make2(makeString(DJ_SCHEMA), makeString("_guard_target")),
+						  0, NULL, false);
+}
+
+/* Does the guard trigger fire on every write, in every replication role? */
+bool
+target_is_guarded(Relation rel)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+	Oid			guard = target_guard_function();
+
+	for (int i = 0; triggers && i < triggers->numtriggers; i++)
+	{
+		Trigger    *trigger = &triggers->triggers[i];
+
+		if (strcmp(trigger->tgname, TARGET_GUARD_TRIGGER) == 0)
+			return trigger->tgenabled == TRIGGER_FIRES_ALWAYS &&
+				trigger->tgfoid == guard &&
+				trigger->tgtype == (TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_INSERT |
+									TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+									TRIGGER_TYPE_TRUNCATE);
+	}
+	return false;
+}
+
+/*
+ * Nothing but delta_join may change a target's rows, so nothing may write
+ * them without its guard trigger seeing it: no rule rewriting statements
+ * on it, no parent or partitioned table whose statements reach its rows, no
+ * child whose rows its statements show.  Once guarded, the guard must stay
+ * enabled in every replication role.
+ */
+static void
+check_target_is_closed(Relation rel, const char *name, bool guarded)
+{
+	char	   *problem = NULL;
+
+	if (rel->rd_rules != NULL)
+		problem = "has rules";
+	else if (rel->rd_rel->relispartition)
+		problem = "is a partition";
+	else if (has_superclass(RelationGetRelid(rel)))
+		problem = "inherits from another table";
+	else if (rel->rd_rel->relhassubclass &&
+			 find_inheritance_children(RelationGetRelid(rel), NoLock) != NIL)
+		problem = "has inheritance children";
+	for (int i = 0; !problem && rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		/* a BEFORE ROW trigger could change or skip the rows delta_join writes */
+		if (TRIGGER_FOR_ROW(trigger->tgtype) && TRIGGER_FOR_BEFORE(trigger->tgtype) &&
+			trigger->tgenabled != TRIGGER_DISABLED)
+			problem = psprintf("has BEFORE ROW trigger \"%s\"", trigger->tgname);
+	}
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" %s", name, problem),
+				 errdetail("Statements on other tables, rules or row triggers could change its rows without delta_join knowing."),
+				 errhint("Use a plain table that nothing else writes (AFTER triggers are fine).")));
+
+	if (guarded && !target_is_guarded(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target \"%s\" lacks its enabled guard trigger %s", name, TARGET_GUARD_TRIGGER),
+				 errdetail("The trigger keeps anyone but delta_join from writing the target."),
+				 errhint("Leave the trigger enabled (ENABLE ALWAYS); delta_join.refresh() puts it back.")));
+}
+
+/*
+ * A target that Citus distributes would get rows on this node only (its
+ * shards, on the node that holds them, can be targets).
+ */
+static void
+check_target_not_citus(Oid relid, const char *name)
+{
+	const char *kind = citus_table_kind(relid);
+
+	if (kind != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("target \"%s\" is %s of Citus", name, kind),
+				 errdetail("Its rows are in shards on the worker nodes, which only a distributed view, made on the coordinator over co-located distributed tables, writes."),
+				 errhint("Name a new or ordinary local table, or on each node the shard of the target that is co-located with the sources' shards.")));
+}
+
+/*
+ * Check that an existing target can hold the view's result: an ordinary,
+ * permanent table whose columns are the query's output columns, same names
+ * and order, each taking the query's value by assignment; a unique key on
+ * exactly the result's key columns, each of the query's type and collation
+ * (a key that compared otherwise would merge or split rows of the result).
+ */
+void
+target_validate(Oid relid, DeltaPlan *plan, bool guarded)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	char	   *name = target_qualified_name(relid);
+	int			col = 0;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" is not an ordinary table", name),
+				 errhint("Name a new table, which delta_join.create_view creates, or an existing ordinary table.")));
+	check_target_is_closed(rel, name, guarded);
+	check_target_not_citus(relid, name);
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" is not a permanent, WAL-logged table", name),
+				 errdetail("An unlogged target is emptied by a crash, and a temporary one is visible to one session only."),
+				 errhint("Use a permanent table.")));
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (col >= plan->ncolumns)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("target \"%s\" has more columns than the query outputs", name),
+					 errdetail("Column \"%s\" has no counterpart in the select list.", NameStr(att->attname)),
+					 errhint("The target's columns must be the query's output columns, in order.")));
+		if (strcmp(NameStr(att->attname), plan->colnames[col]) != 0 ||
+			!can_coerce_type(1, &plan->coltypes[col], &att->atttypid, COERCION_ASSIGNMENT))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column %d of target \"%s\" does not match the query", col + 1, name),
+					 errdetail("The target has %s %s; the query outputs %s %s.",
+							   quote_identifier(NameStr(att->attname)),
+							   format_type_with_typemod(att->atttypid, att->atttypmod),
+							   quote_identifier(plan->colnames[col]),
+							   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
+					 errhint("The target's columns must be the query's output columns, in order, of types that take their values by assignment.")));
+		for (int k = 0; k < plan->key_ncolumns; k++)
+		{
+			if (plan->key_columns[k] != col)
+				continue;
+
+			/* a key value coerced on its way in would no longer be found */
+			if (att->atttypid != plan->coltypes[col] ||
+				(att->atttypmod != -1 && att->atttypmod != plan->coltypmods[col]))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("key column \"%s\" of target \"%s\" does not have the query's type",
+								NameStr(att->attname), name),
+						 errdetail("The target has %s; the query outputs %s.",
+								   format_type_with_typemod(att->atttypid, att->atttypmod),
+								   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
+						 errhint("Declare the key columns with the query's types, or let delta_join.create_view create the target.")));
+			if (att->attcollation != plan->colcollations[col])
+				ereport(ERROR,
+						(errcode(ERRCODE_COLLATION_MISMATCH),
+						 errmsg("key column \"%s\" of target \"%s\" has another collation than the query's",
+								NameStr(att->attname), name),
+						 errdetail("The target's key compares rows as the query's result does only with the same collation (the query's is %s).",
+								   OidIsValid(plan->colcollations[col]) ?
+								   get_collation_name(plan->colcollations[col]) : "none"),
+						 errhint("Declare the column with the query's collation, or let delta_join.create_view create the target.")));
+		}
+		col++;
+	}
+	if (col < plan->ncolumns)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("target \"%s\" lacks column \"%s\" of the query's output", name,
+						plan->colnames[col]),
+				 errhint("The target's columns must be the query's output columns, in order.")));
+
+	if (plan->key_ncolumns > 0 && !OidIsValid(target_key_index(rel, plan)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("target \"%s\" has no primary key or unique index on the result's unique key (%s)",
+						name, target_key_column_list(plan)),
+				 errdetail("Result rows are upserted by that key."),
+				 errhint("Add it: ALTER TABLE %s ADD PRIMARY KEY (%s);", name, target_key_column_list(plan))));
+
+	table_close(rel, AccessShareLock);
+}
+
+/* ----------------------------------------------------------------
+ *		The output in the target's column types
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * A query's select list (its non-junk entries) in the target's column
+ * types (target_coerce_exprs), for the queries the appliers plan.
+ */
+void
+target_coerce_output(Query *query, DeltaPlan *plan, Oid target)
+{
+	List	   *outputs = NIL;
+	int			col = 0;
+	ListCell   *lc;
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			outputs = lappend(outputs, tle->expr);
+	}
+	outputs = target_coerce_exprs(target, plan, outputs);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			tle->expr = list_nth(outputs, col++);
+	}
+}
+
+/*
+ * The output columns of a view (exprs) in the target's column types: each
+ * expression coerced by assignment, as INSERT ... SELECT would store it
+ * (a numeric sum into a DECIMAL(38,2) column is rounded to 2 places).
+ * Key columns have the query's types already (target_validate).
+ */
+List *
+target_coerce_exprs(Oid target, DeltaPlan *plan, List *exprs)
+{
+	Relation	rel = table_open(target, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *result = NIL;
+	ListCell   *lc = list_head(exprs);
+
+	for (int i = 0; i < desc->natts && lc != NULL; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Node	   *expr;
+		Node	   *coerced;
+
+		if (att->attisdropped)
+			continue;
+		expr = lfirst(lc);
+		coerced = coerce_to_target_type(NULL, expr, exprType(expr),
+										att->atttypid, att->atttypmod,
+										COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+		if (coerced == NULL)
+			elog(ERROR, "column \"%s\" of target \"%s\" cannot take the view's output",
+				 NameStr(att->attname), RelationGetRelationName(rel));
+		result = lappend(result, coerced);
+		lc = lnext(exprs, lc);
+	}
+	table_close(rel, AccessShareLock);
+	return result;
+}

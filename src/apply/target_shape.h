@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * target_shape.h
+ *	  A view's target against its delta plan (target_shape.c): whether it
+ *	  can hold the result, its key, the columns and indexes the appliers
+ *	  find rows by, the output in its column types.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_TARGET_SHAPE_H
+#define DJ_TARGET_SHAPE_H
+
+#include "analysis/analyze.h"
+#include "utils/relcache.h"
+
+/* The statement trigger that keeps others from writing a target */
+#define TARGET_GUARD_TRIGGER	"delta_join_guard"
+
+extern void target_validate(Oid relid, DeltaPlan *plan, bool guarded);
+extern Oid	target_key_index(Relation rel, DeltaPlan *plan);
+extern char *target_key_column_list(DeltaPlan *plan);
+extern int	target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
+extern int	target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
+extern bool target_has_index_on(Oid relid, int ncols, const int *cols);
+extern Oid	target_guard_function(void);
+extern bool target_is_guarded(Relation rel);
+extern char *target_qualified_name(Oid relid);
+extern void target_coerce_output(Query *query, DeltaPlan *plan, Oid target);
+extern List *target_coerce_exprs(Oid target, DeltaPlan *plan, List *exprs);
+
+#endif							/* DJ_TARGET_SHAPE_H */

@@ -1,0 +1,500 @@
+/*-------------------------------------------------------------------------
+ *
+ * writer.c
+ *	  The target writer: result rows into a view's target, by the target's
+ *	  unique key; target rows found by other columns, and regions of the
+ *	  target replaced.
+ *
+ * Result rows reach the target through the executor's replication helpers
+ * (execReplication.c), the way logical replication's apply does: the
+ * existing row is found through the target's unique key index
+ * (find_target_row), then updated (unless nothing changed), inserted or
+ * deleted with ExecSimpleRelation*, keeping indexes, constraints and row
+ * triggers right.  Statement triggers do not fire (the target's guard is
+ * one).  Every applier writes through here, as the target's owner, in the
+ * apply's transaction.
+ *
+ * Memory: a writer and what it finds live in the caller's memory context
+ * (the apply's piece); the executor state is freed by writer_end.
+ *
+ * IDENTIFICATION
+ *	  src/apply/writer.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "apply/lookup.h"
+#include "apply/target_shape.h"
+#include "apply/writer.h"
+#include "base/compat.h"
+
+/*
+ * Begin writing into target the rows of plan, counting them into counts:
+ * the target, its key index and the executor state of its writes, in
+ * CurrentMemoryContext.
+ */
+TargetWriter *
+writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
+{
+	TargetWriter *writer = palloc0(sizeof(TargetWriter));
+	TupleDesc	desc;
+	RangeTblEntry *rte;
+	int			col = 0;
+
+	writer->rel = table_open(target, RowExclusiveLock);
+	writer->counts = counts;
+
+	/* (a full recompute writes rows whole, found by their place) */
+	writer->key_index = (plan->key_ncolumns > 0) ? target_key_index(writer->rel, plan) : InvalidOid;
+	if (!OidIsValid(writer->key_index) && plan->path != DJ_PATH_FULL && !plan->whole)
+		elog(ERROR, "target \"%s\" has no key index", RelationGetRelationName(writer->rel));
+
+	writer->key_rel = OidIsValid(writer->key_index) ?
+		index_open(writer->key_index, RowExclusiveLock) : NULL;
+	if (writer->key_rel != NULL)
+	{
+		int			nkeys = writer->key_rel->rd_index->indnkeyatts;
+
+		writer->equal_keys = lookup_equality_keys(writer->key_rel, nkeys, NULL, NULL);
+		writer->keys = palloc(sizeof(ScanKeyData) * nkeys);
+		memcpy(writer->keys, writer->equal_keys, sizeof(ScanKeyData) * nkeys);
+	}
+
+	/* output column i -> target column (checked by target_validate) */
+	desc = RelationGetDescr(writer->rel);
+	writer->ncolumns = plan->ncolumns;
+	writer->attnums = palloc(sizeof(int) * plan->ncolumns);
+	for (int i = 0; i < desc->natts && col < plan->ncolumns; i++)
+	{
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			writer->attnums[col++] = i + 1;
+	}
+	if (col != plan->ncolumns)
+		elog(ERROR, "target \"%s\" has fewer columns than the view outputs",
+			 RelationGetRelationName(writer->rel));
+
+	writer->estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = target;
+	rte->relkind = writer->rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	compat_init_range_table(writer->estate, rte);
+	writer->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(writer->rri, writer->rel, 1, NULL, 0);
+	/* as logical replication's apply: after-row triggers find it there */
+	writer->estate->es_opened_result_relations =
+		lappend(writer->estate->es_opened_result_relations, writer->rri);
+	ExecOpenIndices(writer->rri, false);
+	EvalPlanQualInit_compat(&writer->epqstate, writer->estate, NULL, NIL, -1);
+	writer->newslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
+	writer->oldslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
+	AfterTriggerBeginQuery();
+	return writer;
+}
+
+/* Put an output row into newslot, in the target's row type. */
+static void
+fill_new_slot(TargetWriter *writer, const Datum *values, const bool *isnull)
+{
+	TupleTableSlot *slot = writer->newslot;
+
+	ExecClearTuple(slot);
+	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)
+	{
+		slot->tts_values[i] = (Datum) 0;
+		slot->tts_isnull[i] = true;
+	}
+	for (int i = 0; i < writer->ncolumns; i++)
+	{
+		slot->tts_values[writer->attnums[i] - 1] = values[i];
+		slot->tts_isnull[writer->attnums[i] - 1] = isnull[i];
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/* Does the stored row equal the new one, column by column? */
+static bool
+rows_equal(TupleTableSlot *oldslot, TupleTableSlot *newslot)
+{
+	TupleDesc	desc = newslot->tts_tupleDescriptor;
+
+	slot_getallattrs(oldslot);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (oldslot->tts_isnull[i] != newslot->tts_isnull[i])
+			return false;
+		if (!oldslot->tts_isnull[i] &&
+			!datum_image_eq(oldslot->tts_values[i], newslot->tts_values[i],
+							att->attbyval, att->attlen))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Find the target row whose key equals newslot's, into oldslot.
+ *
+ * Like RelationFindReplTupleByIndex() in execReplication.c, but a NULL key
+ * column matches NULL (the key of a group whose key is NULL is a unique
+ * constraint with NULLS NOT DISTINCT), which PostgreSQL 15's version does
+ * not do; and the row is not locked: the worker is the only writer of a
+ * target (the guard trigger refuses others; refresh() takes a lock that
+ * excludes the worker), so locking would only cost a WAL record per row.
+ * A row a concurrent transaction is writing is waited for all the same.
+ */
+static bool
+find_target_row(TargetWriter *writer)
+{
+	Relation	idx = writer->key_rel;
+	int			nkeys = idx->rd_index->indnkeyatts;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		AttrNumber	attno = idx->rd_index->indkey.values[i];
+
+		lookup_set_key(&writer->keys[i], &writer->equal_keys[i],
+					   writer->newslot->tts_values[attno - 1],
+					   writer->newslot->tts_isnull[attno - 1]);
+	}
+
+	/*
+	 * A scan per lookup: the writes between two lookups change the index
+	 * under a scan that would be kept open (its pinned page, its killed
+	 * items).
+	 */
+	for (;;)
+	{
+		SnapshotData dirty;
+		IndexScanDesc scan;
+		TransactionId xwait = InvalidTransactionId;
+		bool		found;
+
+		InitDirtySnapshot(dirty);
+		scan = index_beginscan_compat(writer->rel, idx, &dirty, nkeys, 0);
+		index_rescan(scan, writer->keys, nkeys, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, writer->oldslot);
+		if (found)
+			xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		index_endscan(scan);
+		if (!TransactionIdIsValid(xwait))
+			return found;
+		XactLockTableWait(xwait, NULL, NULL, XLTW_None);
+	}
+}
+
+/*
+ * Make our own writes visible to the next lookup of the same key, and let
+ * the next write run under a new command id.
+ */
+static void
+next_command(TargetWriter *writer)
+{
+	CommandCounterIncrement();
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+}
+
+/* Insert or update the result row whose output values are given. */
+void
+writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	fill_new_slot(writer, values, isnull);
+	if (find_target_row(writer))
+	{
+		if (writer->in_region)
+			(void) hash_search(writer->region_kept, &writer->oldslot->tts_tid, HASH_ENTER, NULL);
+		if (rows_equal(writer->oldslot, writer->newslot))
+		{
+			writer->counts->rows_unchanged++;
+			return;
+		}
+		EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
+		ExecSimpleRelationUpdate(writer->rri, writer->estate, &writer->epqstate,
+								 writer->oldslot, writer->newslot);
+	}
+	else
+		ExecSimpleRelationInsert(writer->rri, writer->estate, writer->newslot);
+	writer->counts->rows_upserted++;
+	next_command(writer);
+}
+
+/* Delete the target row in writer->oldslot. */
+static void
+delete_old_row(TargetWriter *writer)
+{
+	EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
+	ExecSimpleRelationDelete(writer->rri, writer->estate, &writer->epqstate,
+							 writer->oldslot);
+	writer->counts->rows_deleted++;
+	next_command(writer);
+}
+
+/* Delete the result row whose key columns are given (others are ignored). */
+void
+writer_delete(TargetWriter *writer, const Datum *values, const bool *isnull)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	fill_new_slot(writer, values, isnull);
+	if (find_target_row(writer))
+		delete_old_row(writer);
+}
+
+/* ----------------------------------------------------------------
+ *		Finding target rows by other columns than the key
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Prepare to find target rows by the output columns cols (ncols of them):
+ * through the smallest valid btree index of the target whose leading
+ * columns are those, in any order.  Without one: NULL if missing_ok, else
+ * an error.
+ */
+TargetLookup *
+writer_lookup_begin(TargetWriter *writer, int ncols, const int *cols, bool missing_ok)
+{
+	TargetLookup *tl = NULL;
+	Oid			best = InvalidOid;
+	int			best_natts = INT_MAX;
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(writer->rel))
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+		bool		match = idx->rd_rel->relam == BTREE_AM_OID && form->indisvalid &&
+			form->indnkeyatts >= ncols &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+
+		for (int i = 0; match && i < ncols; i++)
+		{
+			bool		found = false;
+
+			for (int c = 0; c < ncols; c++)
+				found |= (form->indkey.values[i] == writer->attnums[cols[c]]);
+			match = found;
+		}
+		if (match && form->indnatts < best_natts)
+		{
+			best = RelationGetRelid(idx);
+			best_natts = form->indnatts;
+		}
+		index_close(idx, AccessShareLock);
+	}
+	if (!OidIsValid(best))
+	{
+		if (missing_ok)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("target \"%s\" has no index to find the rows of a source by its key",
+						RelationGetRelationName(writer->rel)),
+				 errhint("Recreate the view with delta_join.drop_view() and create_view(), which creates it.")));
+	}
+
+	tl = palloc0(sizeof(TargetLookup));
+	tl->idx = index_open(best, RowExclusiveLock);
+	tl->ncols = ncols;
+	tl->cols = palloc(sizeof(int) * ncols);
+	for (int i = 0; i < ncols; i++)
+	{
+		for (int c = 0; c < ncols; c++)
+			if (tl->idx->rd_index->indkey.values[i] == writer->attnums[cols[c]])
+				tl->cols[i] = cols[c];
+	}
+	tl->equal_keys = lookup_equality_keys(tl->idx, ncols, NULL, NULL);
+	tl->keys = palloc(sizeof(ScanKeyData) * ncols);
+	memcpy(tl->keys, tl->equal_keys, sizeof(ScanKeyData) * ncols);
+	return tl;
+}
+
+/*
+ * Call fn for each target row whose lookup columns have the values given
+ * (values and isnull are indexed by output column; a NULL finds NULLs, as
+ * in a key whose NULLs are not distinct), as our own writes so far left
+ * the target.  The scan ends before fn may write.
+ */
+void
+writer_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
+				   const bool *isnull, TargetRowFn fn, void *arg)
+{
+	SnapshotData dirty;
+	IndexScanDesc scan;
+	List	   *tids = NIL;
+	ListCell   *lc;
+
+	for (int i = 0; i < tl->ncols; i++)
+		lookup_set_key(&tl->keys[i], &tl->equal_keys[i], values[tl->cols[i]],
+					   isnull[tl->cols[i]]);
+
+	InitDirtySnapshot(dirty);
+	scan = index_beginscan_compat(writer->rel, tl->idx, &dirty, tl->ncols, 0);
+	index_rescan(scan, tl->keys, tl->ncols, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, writer->oldslot))
+	{
+		ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+		*tid = writer->oldslot->tts_tid;
+		tids = lappend(tids, tid);
+	}
+	index_endscan(scan);
+
+	foreach(lc, tids)
+	{
+		if (!table_tuple_fetch_row_version(writer->rel, lfirst(lc), SnapshotAny,
+										   writer->oldslot))
+			continue;
+		fn(writer, writer->oldslot, arg);
+	}
+}
+
+void
+writer_lookup_end(TargetLookup *tl)
+{
+	index_close(tl->idx, NoLock);
+}
+
+/*
+ * Call fn for each row of the target, as the active snapshot sees it; fn
+ * may not write the target.
+ */
+void
+writer_scan_rows(TargetWriter *writer, TargetRowFn fn, void *arg)
+{
+	TupleTableSlot *slot = table_slot_create(writer->rel, NULL);
+	TableScanDesc scan = table_beginscan(writer->rel, GetActiveSnapshot(), 0, NULL);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		fn(writer, slot, arg);
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/* A target row's values, as output columns */
+void
+writer_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values, bool *isnull)
+{
+	slot_getallattrs(row);
+	for (int i = 0; i < writer->ncolumns; i++)
+	{
+		values[i] = row->tts_values[writer->attnums[i] - 1];
+		isnull[i] = row->tts_isnull[writer->attnums[i] - 1];
+	}
+}
+
+/* Insert a row given in the target's row type (a full recompute's). */
+void
+writer_insert_slot(TargetWriter *writer, TupleTableSlot *slot)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	ExecSimpleRelationInsert(writer->rri, writer->estate, slot);
+	writer->counts->rows_upserted++;
+	next_command(writer);
+}
+
+/* Delete the target row at tid. */
+void
+writer_delete_row(TargetWriter *writer, ItemPointer tid)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	if (table_tuple_fetch_row_version(writer->rel, tid, SnapshotAny, writer->oldslot))
+		delete_old_row(writer);
+}
+
+/* ----------------------------------------------------------------
+ *		Regions
+ *
+ * Replacing a region of the target -- the rows some source key names --
+ * by what the query now gives for it: writer_region_begin, then
+ * writer_region_add for each row the region has now, then the upserts of
+ * the new rows, then writer_region_end deletes the rows of the region that
+ * no upsert found.  Rows are told apart by where they are (their TID), so
+ * that the key's own equality decides what an upsert found.
+ * ----------------------------------------------------------------
+ */
+
+void
+writer_region_begin(TargetWriter *writer)
+{
+	HASHCTL		hctl;
+
+	hctl.keysize = sizeof(ItemPointerData);
+	hctl.entrysize = sizeof(ItemPointerData);
+	hctl.hcxt = CurrentMemoryContext;
+	writer->region_kept = hash_create("delta_join region kept", 256, &hctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	writer->region_olds = hash_create("delta_join region rows", 256, &hctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	writer->region_old = NIL;
+	writer->in_region = true;
+}
+
+/* A row the region has now (once, however often it is added) */
+void
+writer_region_add(TargetWriter *writer, ItemPointer tid)
+{
+	bool		found;
+	ItemPointer entry = hash_search(writer->region_olds, tid, HASH_ENTER, &found);
+
+	if (!found)
+		writer->region_old = lappend(writer->region_old, entry);
+}
+
+void
+writer_region_end(TargetWriter *writer)
+{
+	ListCell   *lc;
+
+	writer->in_region = false;
+	foreach(lc, writer->region_old)
+	{
+		if (!hash_search(writer->region_kept, lfirst(lc), HASH_FIND, NULL))
+			writer_delete_row(writer, lfirst(lc));
+	}
+	hash_destroy(writer->region_kept);
+	hash_destroy(writer->region_olds);
+	list_free(writer->region_old);
+	writer->region_kept = NULL;
+	writer->region_olds = NULL;
+	writer->region_old = NIL;
+}
+
+void
+writer_end(TargetWriter *writer)
+{
+	AfterTriggerEndQuery(writer->estate);
+	/* the target's indexes, and the relations the triggers opened */
+	ExecCloseResultRelations(writer->estate);
+	EvalPlanQualEnd(&writer->epqstate);
+	ExecResetTupleTable(writer->estate->es_tupleTable, false);
+	FreeExecutorState(writer->estate);
+	if (writer->key_rel)
+		index_close(writer->key_rel, NoLock);
+	table_close(writer->rel, NoLock);
+}

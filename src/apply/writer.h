@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * writer.h
+ *	  The target writer (writer.c): result rows into a view's target, by
+ *	  the target's unique key, and target rows found by other columns.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DJ_WRITER_H
+#define DJ_WRITER_H
+
+#include "access/genam.h"
+#include "nodes/execnodes.h"
+
+#include "analysis/analyze.h"
+#include "base/batch.h"
+
+/* Writes result rows into a target, by the target's unique key. */
+typedef struct TargetWriter
+{
+	Relation	rel;
+	Oid			key_index;
+	Relation	key_rel;		/* the target's unique key index */
+	ScanKey		keys;			/* its columns; arguments per row */
+	ScanKey		equal_keys;		/* the equality keys, kept while keys search NULLs */
+	EState	   *estate;
+	ResultRelInfo *rri;
+	EPQState	epqstate;
+	TupleTableSlot *newslot;	/* the row to write, target row type */
+	TupleTableSlot *oldslot;	/* the row found by key */
+	int			ncolumns;		/* output columns of the view */
+	int		   *attnums;		/* output column i -> target attnum */
+	ApplyCounts *counts;
+
+	/* a region being replaced (writer_region_begin) */
+	bool		in_region;
+	List	   *region_old;		/* ItemPointer *, rows of the region ... */
+	HTAB	   *region_olds;	/* ... and the same as a set */
+	HTAB	   *region_kept;	/* ItemPointerData: rows an upsert found */
+} TargetWriter;
+
+/*
+ * Finds target rows by the values of some output columns, through an index
+ * of the target whose leading columns they are.
+ */
+typedef struct TargetLookup
+{
+	Relation	idx;
+	int			ncols;
+	int		   *cols;			/* output columns, in index column order */
+	ScanKey		keys;
+	ScanKey		equal_keys;		/* the equality keys, kept while keys search NULLs */
+} TargetLookup;
+
+/* called for each target row found; may not write the target */
+typedef void (*TargetRowFn) (TargetWriter *writer, TupleTableSlot *row, void *arg);
+
+extern TargetWriter *writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts);
+extern void writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern void writer_delete(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern void writer_delete_row(TargetWriter *writer, ItemPointer tid);
+extern void writer_insert_slot(TargetWriter *writer, TupleTableSlot *slot);
+extern TargetLookup *writer_lookup_begin(TargetWriter *writer, int ncols, const int *cols,
+										 bool missing_ok);
+extern void writer_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
+							   const bool *isnull, TargetRowFn fn, void *arg);
+extern void writer_lookup_end(TargetLookup *tl);
+extern void writer_scan_rows(TargetWriter *writer, TargetRowFn fn, void *arg);
+extern void writer_output_values(TargetWriter *writer, TupleTableSlot *row, Datum *values,
+								 bool *isnull);
+extern void writer_region_begin(TargetWriter *writer);
+extern void writer_region_add(TargetWriter *writer, ItemPointer tid);
+extern void writer_region_end(TargetWriter *writer);
+extern void writer_end(TargetWriter *writer);
+
+#endif							/* DJ_WRITER_H */

@@ -1,0 +1,545 @@
+/*-------------------------------------------------------------------------
+ *
+ * target.c
+ *	  Making the target of a view (its table, its key, the indexes the
+ *	  appliers find rows by), filling it from the query (backfill and
+ *	  refresh), and guarding it against writes by anyone else.
+ *
+ * What a target must be to hold a view's result is checked in the apply
+ * layer (apply/target_shape.c), which this file calls down into; the
+ * target's columns take the query's output columns, in order and by name.
+ *
+ * Filling runs the view's bound query (its query view) as one set-based
+ * INSERT ... SELECT, as the target's owner with the view's pinned settings,
+ * after SHARE locks on every source and partition, held until the end of
+ * the transaction: no source change can commit between the fill and the
+ * registration of the view (writers wait, as they do for CREATE INDEX).
+ * A new target gets its key after the fill, as CREATE TABLE AS then ADD
+ * PRIMARY KEY would: one sorted index build instead of row-by-row inserts.
+ *
+ * Lock order of the functions that change views (views.c), the one order
+ * every path takes:
+ *
+ *	1. view_catalog, ShareUpdateExclusiveLock (self-exclusive: one view
+ *	   change at a time per database; see views.c);
+ *	2. the sources and their partitions, ShareLock, all or none
+ *	   (target_lock_sources: a writer that holds one of them while waiting
+ *	   for another can never wait for us);
+ *	3. the target.
+ *
+ * The apply worker locks sources (AccessShareLock) and targets
+ * (RowExclusiveLock) with a lock timeout and backs off when it expires, so
+ * it never holds up these functions for long.
+ *
+ * IDENTIFICATION
+ *	  src/ops/target.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parsetree.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "apply/target_shape.h"
+#include "base/compat.h"
+#include "base/delta_join.h"
+#include "base/runas.h"
+#include "ops/target.h"
+
+/* Writes into targets that the guard trigger lets through (target_fill) */
+static Oid	target_filling_relid = InvalidOid;
+
+/* the fillfactor of the targets create_view makes */
+#define TARGET_FILLFACTOR	85
+
+/* ----------------------------------------------------------------
+ *		Making
+ * ----------------------------------------------------------------
+ */
+
+/* The select-list entry of output column col (0-based). */
+static TargetEntry *
+output_entry(DeltaPlan *plan, int col)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (i++ == col)
+			return tle;
+	}
+	elog(ERROR, "output column %d not found", col);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Is range-table entry rtindex under the nullable side of an outer join of
+ * the join tree under jtnode (as written: a condition that makes the join
+ * an inner join is not looked for)?  -1: it is not under jtnode at all.
+ */
+static int
+under_nullable_side(Node *jtnode, int rtindex)
+{
+	if (IsA(jtnode, RangeTblRef))
+		return ((RangeTblRef *) jtnode)->rtindex == rtindex ? 0 : -1;
+	if (IsA(jtnode, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) jtnode)->fromlist)
+		{
+			int			found = under_nullable_side(lfirst(lc), rtindex);
+
+			if (found >= 0)
+				return found;
+		}
+		return -1;
+	}
+	if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+		int			left = under_nullable_side(j->larg, rtindex);
+		int			right = under_nullable_side(j->rarg, rtindex);
+
+		if (left >= 0)
+			return (left || j->jointype == JOIN_RIGHT || j->jointype == JOIN_FULL) ? 1 : 0;
+		if (right >= 0)
+			return (right || j->jointype == JOIN_LEFT || j->jointype == JOIN_FULL) ? 1 : 0;
+	}
+	return -1;
+}
+
+/*
+ * Can output column col be NULL?  Only plain NOT NULL columns of sources
+ * that are never null-extended cannot.  A delta view's sources know
+ * whether an outer join null-extends them (after the joins a WHERE
+ * condition makes inner); a query of the full path, an aggregate over an
+ * outer join say, is read as written.
+ */
+static bool
+output_nullable(DeltaPlan *plan, int col)
+{
+	TargetEntry *tle = output_entry(plan, col);
+	Var		   *var;
+	RangeTblEntry *rte;
+	HeapTuple	tuple;
+	bool		notnull;
+	ListCell   *lc;
+
+	if (!IsA(tle->expr, Var))
+		return true;
+	var = (Var *) tle->expr;
+	rte = rt_fetch(var->varno, plan->query->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return true;
+	if (plan->path == DJ_PATH_FULL &&
+		under_nullable_side((Node *) plan->query->jointree, var->varno) != 0)
+		return true;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (src->rtindex == (int) var->varno && !bms_is_empty(src->nulling))
+			return true;
+	}
+	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid),
+							Int16GetDatum(var->varattno));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for attribute %d of relation %u",
+			 var->varattno, rte->relid);
+	notnull = ((Form_pg_attribute) GETSTRUCT(tuple))->attnotnull;
+	ReleaseSysCache(tuple);
+	return !notnull;
+}
+
+static int
+spi_run(const char *sql)
+{
+	int			ret = SPI_execute(sql, false, 0);
+
+	if (ret < 0)
+		elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+	return ret;
+}
+
+/* Run one statement with SPI in the caller's identity. */
+static void
+spi_run_once(const char *sql)
+{
+	SPI_connect();
+	spi_run(sql);
+	SPI_finish();
+}
+
+/* " COLLATE pg_catalog.\"C\"", or "" for the type's default collation */
+static char *
+collate_clause(Oid type, Oid collation)
+{
+	HeapTuple	tuple;
+	Form_pg_collation coll;
+	char	   *result;
+
+	if (!OidIsValid(collation) || collation == get_typcollation(type))
+		return "";
+	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for collation %u", collation);
+	coll = (Form_pg_collation) GETSTRUCT(tuple);
+	result = psprintf(" COLLATE %s",
+					  quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+												 NameStr(coll->collname)));
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+/*
+ * Create the target from the plan's output columns, without its key (see
+ * target_add_key).  A temporary target is refused: its rows would be seen by
+ * one session only, and lost with it.
+ */
+Oid
+target_create(RangeVar *rv, DeltaPlan *plan)
+{
+	Oid			nspid = RangeVarGetCreationNamespace(rv);
+	char	   *qualname;
+	StringInfoData sql;
+
+	if (rv->relpersistence == RELPERSISTENCE_TEMP || isAnyTempNamespace(nspid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" cannot be a temporary table", rv->relname),
+				 errdetail("A temporary table is visible to one session only, and the apply worker is another."),
+				 errhint("Name the target in a permanent schema.")));
+
+	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TABLE %s (", qualname);
+	for (int i = 0; i < plan->ncolumns; i++)
+		appendStringInfo(&sql, "%s%s %s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->colnames[i]),
+						 format_type_with_typemod(plan->coltypes[i], plan->coltypmods[i]),
+						 collate_clause(plan->coltypes[i], plan->colcollations[i]));
+	/* room on each page for an updated row: updates of non-key columns stay HOT */
+	appendStringInfoString(&sql, ") WITH (fillfactor = " CppAsString2(TARGET_FILLFACTOR) ")");
+	spi_run_once(sql.data);
+
+	CommandCounterIncrement();
+	return get_relname_relid(rv->relname, nspid);
+}
+
+/*
+ * Give a target made by target_create its key: the result's key as primary
+ * key, or, when a key column can be NULL, as a unique constraint that treats
+ * NULLs as equal (like GROUP BY does).
+ */
+void
+target_add_key(Oid relid, DeltaPlan *plan)
+{
+	bool		nullable_key = false;
+
+	/* a result without a key (full recompute): a multiset */
+	if (plan->key_ncolumns == 0)
+		return;
+	for (int k = 0; k < plan->key_ncolumns; k++)
+		nullable_key |= output_nullable(plan, plan->key_columns[k]);
+	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
+						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" : "PRIMARY KEY",
+						  target_key_column_list(plan)));
+
+	/*
+	 * Without a primary key, a DELETE of the target logs no old row: a view
+	 * that reads this target (a chain) needs its old rows whole.
+	 */
+	if (nullable_key)
+		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
+}
+
+/* Create an index on these output columns unless one (or one in done) is there */
+static List *
+add_index_on(Oid relid, DeltaPlan *plan, int ncols, const int *cols, List *done)
+{
+	StringInfoData names;
+
+	if (target_has_index_on(relid, ncols, cols))
+		return done;
+	initStringInfo(&names);
+	for (int k = 0; k < ncols; k++)
+		appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
+						 quote_identifier(plan->colnames[cols[k]]));
+	if (list_member(done, makeString(names.data)))
+		return done;
+	spi_run_once(psprintf("CREATE INDEX ON %s (%s)", target_qualified_name(relid), names.data));
+	CommandCounterIncrement();
+	return lappend(done, makeString(names.data));
+}
+
+/*
+ * The indexes by which apply finds a target's rows other than by its key
+ * (writer_lookup_begin): in retract mode, by the key of each source that
+ * drives changes; with outer joins, by the key of each anchor.  Those the
+ * target lacks are created.
+ */
+void
+target_add_region_indexes(Oid relid, DeltaPlan *plan)
+{
+	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
+	List	   *done = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plans)
+	{
+		DeltaPlan  *p = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, p->sources)
+		{
+			DeltaSource *src = lfirst(lc2);
+			int			s = foreach_current_index(lc2);
+			int			cols[INDEX_MAX_KEYS];
+			int			ncols;
+
+			if (((p->options.retract && !src->lookup_only) ||
+				 list_member_int(p->anchors, s)) && src->key_in_output)
+			{
+				ncols = target_region_columns(p, src, cols);
+				done = add_index_on(relid, plan, ncols, cols, done);
+			}
+			if (!src->lookup_only && (ncols = target_partner_columns(p, src, cols)) > 0)
+				done = add_index_on(relid, plan, ncols, cols, done);
+		}
+	}
+}
+
+/* ----------------------------------------------------------------
+ *		The guard
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Put the guard trigger on a target: a statement trigger, fired before any
+ * INSERT, UPDATE, DELETE, TRUNCATE or COPY and in every replication role,
+ * that refuses writes by others (dj_guard_target).  The apply worker writes
+ * rows through the executor's replication functions, which fire no
+ * statement trigger, so it costs the worker nothing.
+ */
+void
+target_guard(Oid relid)
+{
+	Relation	rel = table_open(relid, ShareRowExclusiveLock);
+	CreateTrigStmt *stmt;
+	RunAs		runas;
+
+	if (target_is_guarded(rel))
+	{
+		table_close(rel, NoLock);
+		return;
+	}
+
+	/*
+	 * Created directly rather than by a statement: the DDL guard would check
+	 * the view with the trigger not yet there.  As the bootstrap superuser,
+	 * since the DDL guard also puts back the guard of a view whose target
+	 * the caller may not own.
+	 */
+	stmt = makeNode(CreateTrigStmt);
+	stmt->replace = true;
+	stmt->trigname = TARGET_GUARD_TRIGGER;
+	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
+								  pstrdup(RelationGetRelationName(rel)), -1);
+	stmt->funcname = list_make2(makeString(DJ_SCHEMA), makeString("_guard_target"));
+	stmt->row = false;
+	stmt->timing = TRIGGER_TYPE_BEFORE;
+	stmt->events = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+		TRIGGER_TYPE_TRUNCATE;
+	runas_begin(BOOTSTRAP_SUPERUSERID, NULL, &runas);
+	(void) CreateTriggerFiringOn(stmt, "delta_join guard", relid, InvalidOid, InvalidOid,
+								 InvalidOid, target_guard_function(), InvalidOid, NULL,
+								 false, false, TRIGGER_FIRES_ALWAYS);
+	runas_end(&runas);
+	CommandCounterIncrement();
+	table_close(rel, NoLock);
+}
+
+/* Remove the guard of a table that is no longer a target. */
+void
+target_unguard(Oid relid)
+{
+	spi_run_once(psprintf("DROP TRIGGER IF EXISTS " TARGET_GUARD_TRIGGER " ON %s",
+						  target_qualified_name(relid)));
+}
+
+/* Is this backend filling this target (the guard lets that through)? */
+bool
+target_filling(Oid relid)
+{
+	return OidIsValid(relid) && relid == target_filling_relid;
+}
+
+/* ----------------------------------------------------------------
+ *		Filling
+ * ----------------------------------------------------------------
+ */
+
+static int
+compare_oid(const void *a, const void *b)
+{
+	Oid			x = *(const Oid *) a;
+	Oid			y = *(const Oid *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Does this transaction hold a lock on the relation that keeps writers out? */
+static bool
+locked_by_me(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	for (LOCKMODE mode = ShareLock; mode <= AccessExclusiveLock; mode++)
+	{
+		if (LockHeldByMe_compat(&tag, mode))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Take a SHARE lock on every source and every partition of a partitioned
+ * one, all or none: try each without waiting; when one is taken, give back
+ * those we hold, wait until the one that was busy is free, and start over.
+ * A writer that holds a lock on one source and wants another is thus never
+ * waiting for us while we wait for it.
+ */
+void
+target_lock_sources(DeltaPlan *plan)
+{
+	int			n = list_length(plan->sources);
+	Oid		   *roots = palloc(sizeof(Oid) * n);
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+		roots[foreach_current_index(lc)] = ((DeltaSource *) lfirst(lc))->relid;
+	qsort(roots, n, sizeof(Oid), compare_oid);
+
+	for (;;)
+	{
+		List	   *held = NIL;
+		Oid			busy = InvalidOid;
+
+		for (int i = 0; i < n && !OidIsValid(busy); i++)
+		{
+			List	   *rels;
+
+			if (i > 0 && roots[i] == roots[i - 1])
+				continue;
+			if (!ConditionalLockRelationOid(roots[i], ShareLock))
+			{
+				busy = roots[i];
+				break;
+			}
+			held = lappend_oid(held, roots[i]);
+
+			/* partitions cannot be attached or detached while we hold it */
+			if (get_rel_relkind(roots[i]) != RELKIND_PARTITIONED_TABLE)
+				continue;
+			rels = find_all_inheritors(roots[i], NoLock, NULL);
+			foreach(lc, rels)
+			{
+				Oid			part = lfirst_oid(lc);
+
+				if (part == roots[i])
+					continue;
+				if (!ConditionalLockRelationOid(part, ShareLock))
+				{
+					busy = part;
+					break;
+				}
+				held = lappend_oid(held, part);
+			}
+		}
+		if (!OidIsValid(busy))
+			return;
+
+		foreach(lc, held)
+			UnlockRelationOid(lfirst_oid(lc), ShareLock);
+
+		/*
+		 * When this transaction already keeps writers out of the busy one
+		 * (the DDL whose guard refreshes the view: ATTACH PARTITION,
+		 * INHERIT ...), the writers waiting behind it are what makes it
+		 * busy: our blocking request is granted ahead of them, and the next
+		 * try without waiting would fail again, forever.  Keep that one
+		 * (it holds back no writer that our lock did not already).
+		 */
+		if (locked_by_me(busy))
+			LockRelationOid(busy, ShareLock);
+		else
+		{
+			LockRelationOid(busy, ShareLock);
+			UnlockRelationOid(busy, ShareLock);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Fill the target with the view's result, from its query view, after
+ * deleting what it holds when `clear` is set; returns the number of rows
+ * written.  The sources must be locked (target_lock_sources).  Runs as the
+ * target's owner with the view's pinned settings.
+ */
+uint64
+target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
+{
+	char	   *name = target_qualified_name(relid);
+	uint64		rows;
+	RunAs		runas;
+	Oid			outer_filling;
+
+	/* refilling an existing target excludes the worker's writes to it */
+	if (clear)
+		LockRelationOid(relid, ExclusiveLock);
+
+	runas_begin(runas_target_owner(relid), settings, &runas);
+	outer_filling = target_filling_relid;
+	target_filling_relid = relid;
+	PG_TRY();
+	{
+		SPI_connect();
+		if (clear)
+			spi_run(psprintf("DELETE FROM %s", name));
+		spi_run(psprintf("INSERT INTO %s SELECT * FROM %s", name, target_qualified_name(query_view)));
+		rows = SPI_processed;
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		target_filling_relid = outer_filling;
+	}
+	PG_END_TRY();
+	runas_end(&runas);
+	return rows;
+}
+

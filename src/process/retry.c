@@ -1,0 +1,408 @@
+/*-------------------------------------------------------------------------
+ *
+ * retry.c
+ *	  What the apply worker remembers of each view from one batch to the
+ *	  next (ViewRetry): the work of a view that waits for another try
+ *	  (DeferredView), when a full-recompute view last recomputed, and
+ *	  whether its shares conflicted lately (parallel apply).
+ *
+ * A view waits for another try (worker.c decides when) after a passing
+ * error -- a lock it waited for longer than the worker's lock_timeout, a
+ * deadlock, its lookup_timeout --, after its time slice ran out with work
+ * left, when its tables changed after the batch's snapshot, or until its
+ * refresh_interval has passed (a full recompute).  Its part of each batch
+ * meanwhile joins the work waiting, each key once however many batches
+ * brought it, so that a hot key held up for a minute is applied once; the
+ * slot is not confirmed past the first batch it waits with.  It is tried
+ * again with a growing backoff, and given up (put in error) once its
+ * lookup_timeout has passed since its first failure, or after
+ * RETRY_TIMEOUT_TRIES statement timeouts in a row.
+ *
+ * Memory: everything here lives in retry_cxt, for the life of the worker
+ * (what concerns a view until it is dropped); a deferred view's waiting
+ * work in a context of its own, freed when it is applied, given up or
+ * dropped.
+ *
+ * IDENTIFICATION
+ *	  src/process/retry.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+
+#include "capture/decoding.h"
+#include "process/retry.h"
+
+#define RETRY_MIN_MS			100 /* first backoff of a deferred view */
+#define RETRY_MAX_MS			5000	/* longest backoff */
+#define RETRY_TIMEOUT_TRIES		3	/* lookup_timeouts before an error */
+#define SHARE_BACKOFF			8	/* large batches a view whose shares
+									 * conflicted is applied alone */
+
+/* What the worker remembers of one view */
+typedef struct ViewRetry
+{
+	int			view_id;
+	DeferredView *deferred;		/* its work waiting for another try, or NULL */
+	TimestampTz recomputed_at;	/* its last full recompute, or 0 */
+
+	/*
+	 * Large batches in which it is still applied alone: its shares failed
+	 * lately (their keys met on target rows, say a star join changed on
+	 * both sides), and a workload that conflicts should not pay for two
+	 * applies every batch.
+	 */
+	int			share_skip;
+} ViewRetry;
+
+static MemoryContext retry_cxt = NULL;
+static List *retries = NIL;		/* ViewRetry * */
+
+static void retry_add(DeferredView *dv, ViewBatch *batch);
+static void retry_free(DeferredView *dv);
+
+/* What is remembered of a view, made (in retry_cxt) when create, or NULL */
+static ViewRetry *
+view_retry(int view_id, bool create)
+{
+	ViewRetry  *vr;
+	ListCell   *lc;
+	MemoryContext oldcxt;
+
+	foreach(lc, retries)
+	{
+		if (((ViewRetry *) lfirst(lc))->view_id == view_id)
+			return lfirst(lc);
+	}
+	if (!create)
+		return NULL;
+	if (retry_cxt == NULL)
+		retry_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join retry state",
+										  ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(retry_cxt);
+	vr = palloc0(sizeof(ViewRetry));
+	vr->view_id = view_id;
+	retries = lappend(retries, vr);
+	MemoryContextSwitchTo(oldcxt);
+	return vr;
+}
+
+/* ----------------
+ * Deferred views
+ * ----------------
+ */
+
+/* The deferred view of that id, or NULL */
+DeferredView *
+retry_find(int view_id)
+{
+	ViewRetry  *vr = view_retry(view_id, false);
+
+	return vr ? vr->deferred : NULL;
+}
+
+/* When the first deferred view is due for another try, or 0 */
+TimestampTz
+retry_next_due(void)
+{
+	TimestampTz next = 0;
+	ListCell   *lc;
+
+	foreach(lc, retries)
+	{
+		DeferredView *dv = ((ViewRetry *) lfirst(lc))->deferred;
+
+		if (dv != NULL && (next == 0 || dv->next_try < next))
+			next = dv->next_try;
+	}
+	return next;
+}
+
+/* How far the slot may be confirmed: end_lsn, or before a waiting view */
+XLogRecPtr
+retry_confirm_limit(XLogRecPtr end_lsn)
+{
+	ListCell   *lc;
+
+	foreach(lc, retries)
+	{
+		DeferredView *dv = ((ViewRetry *) lfirst(lc))->deferred;
+
+		if (dv != NULL)
+			end_lsn = Min(end_lsn, dv->since_lsn);
+	}
+	return end_lsn;
+}
+
+/*
+ * The deferred view of a view, made if it is not one yet (waiting since
+ * the batch that starts at since_lsn), with batch (NULL: none) added to its
+ * waiting work.
+ */
+DeferredView *
+retry_defer(ViewRecord *view, ViewBatch *batch, XLogRecPtr since_lsn, TimestampTz now)
+{
+	ViewRetry  *vr = view_retry(view->view_id, true);
+	DeferredView *dv = vr->deferred;
+
+	if (dv == NULL)
+	{
+		dv = MemoryContextAllocZero(retry_cxt, sizeof(DeferredView));
+		dv->view_id = view->view_id;
+		dv->cxt = AllocSetContextCreate(retry_cxt, "delta_join deferred view",
+										ALLOCSET_DEFAULT_SIZES);
+		dv->seen = key_set_create(dv->cxt);
+		dv->since_lsn = since_lsn;
+		dv->first_failure = now;
+		vr->deferred = dv;
+	}
+	if (batch != NULL)
+		retry_add(dv, batch);
+	return dv;
+}
+
+/*
+ * What is left of a view's work (rest: NULL when nothing) becomes its work
+ * waiting for the next batch, which tries it at once; the keys it waited
+ * with, if any, are replaced (rest holds what is left of them).  With
+ * progress (part of the work was done: its time slice ran out), the
+ * failures counted so far are forgotten.
+ */
+DeferredView *
+retry_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest, bool progress,
+		   XLogRecPtr since_lsn, TimestampTz now)
+{
+	MemoryContext old_cxt = NULL;
+	MemoryContext oldcxt;
+
+	if (dv == NULL)
+		dv = retry_defer(view, NULL, since_lsn, now);
+	else
+	{
+		/* rest may share keys with the waiting work: copy, then free */
+		old_cxt = dv->cxt;
+		dv->cxt = AllocSetContextCreate(retry_cxt, "delta_join deferred view",
+										ALLOCSET_DEFAULT_SIZES);
+		dv->seen = key_set_create(dv->cxt);
+		dv->batch = NULL;
+	}
+	if (rest != NULL)
+		retry_add(dv, rest);
+	if (old_cxt != NULL)
+		MemoryContextDelete(old_cxt);
+
+	if (progress)
+	{
+		dv->tries = dv->timeouts = 0;
+		dv->first_failure = 0;
+	}
+	dv->next_try = now;
+	if (dv->reason)
+		pfree(dv->reason);
+	oldcxt = MemoryContextSwitchTo(retry_cxt);
+	dv->reason = rest == NULL || view_batch_nkeys(dv->batch) == 0 ?
+		pstrdup("applying the rest of a large batch") :
+		psprintf("applying the rest of a large batch: %lld keys left",
+				 (long long) view_batch_nkeys(dv->batch));
+	MemoryContextSwitchTo(oldcxt);
+	return dv;
+}
+
+/* Add a batch of a deferred view's to the work waiting, each key once */
+static void
+retry_add(DeferredView *dv, ViewBatch *batch)
+{
+	if (dv->batch == NULL)
+	{
+		dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
+		dv->batch->view_id = dv->view_id;
+	}
+	view_batch_merge(dv->batch, batch, dv->seen, dv->cxt);
+}
+
+/*
+ * The keys the batch spilled for a deferred view join those waiting (a
+ * full recompute needs none), read a chunk of max_keys at a time, each in
+ * memory freed before the next.
+ */
+void
+retry_defer_spilled(DeferredView *dv, ViewRecord *view, int max_keys)
+{
+	MemoryContext chunk_cxt;
+	MemoryContext oldcxt;
+	ViewBatch  *chunk;
+	bool		rewind = true;
+
+	if (view->path == DJ_PATH_FULL)
+		return;
+	chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join batch chunk",
+									  ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(chunk_cxt);
+	while ((chunk = decoding_batch_next_chunk(view->view_id, rewind, max_keys)) != NULL)
+	{
+		retry_add(dv, chunk);
+		MemoryContextReset(chunk_cxt);
+		rewind = false;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(chunk_cxt);
+}
+
+/* Another try of a deferred view failed: when to try next, and why */
+void
+retry_failed(DeferredView *dv, const ErrorData *error)
+{
+	int			backoff = RETRY_MIN_MS << Min(dv->tries, 10);
+	MemoryContext oldcxt;
+
+	dv->tries++;
+	if (dv->first_failure == 0)
+		dv->first_failure = GetCurrentTimestamp();
+	if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		dv->timeouts++;
+	else
+		dv->timeouts = 0;
+	/* from the failure, not the start of the try: a try may wait a while */
+	dv->next_try = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   Min(backoff, RETRY_MAX_MS));
+	if (dv->reason)
+		pfree(dv->reason);
+	oldcxt = MemoryContextSwitchTo(retry_cxt);
+	dv->reason = psprintf("retrying (%d tries): %s", dv->tries, error->message);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Has a deferred view been tried long enough?  A view that timed out
+ * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, or that has waited
+ * for locks for longer than its lookup_timeout, goes to error: the last
+ * try's error's message then says why.
+ */
+bool
+retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error, TimestampTz now)
+{
+	if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
+	{
+		if (dv->timeouts < RETRY_TIMEOUT_TRIES)
+			return false;
+		error->message = psprintf("lookup_timeout expired %d times in a row: %s",
+								  dv->timeouts, error->message);
+		return true;
+	}
+	if (view->options.lookup_timeout_ms <= 0 ||
+		!TimestampDifferenceExceeds(dv->first_failure, now, view->options.lookup_timeout_ms))
+		return false;
+	error->message = psprintf("could not be applied for longer than its lookup_timeout: %s",
+							  error->message);
+	return true;
+}
+
+/* Drop a deferred view's waiting work: it was applied, or given up. */
+void
+retry_forget(DeferredView *dv)
+{
+	view_retry(dv->view_id, false)->deferred = NULL;
+	retry_free(dv);
+}
+
+/*
+ * Forget the views that views (the catalog's) no longer has: their view or
+ * its target was dropped, and nothing waits for them any more -- least of
+ * all the slot.
+ */
+void
+retry_forget_dropped(List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, retries)
+	{
+		ViewRetry  *vr = lfirst(lc);
+		bool		found = false;
+		ListCell   *lc2;
+
+		foreach(lc2, views)
+			found |= (((ViewRecord *) lfirst(lc2))->view_id == vr->view_id);
+		if (found)
+			continue;
+		retries = foreach_delete_current(retries, lc);
+		if (vr->deferred != NULL)
+			retry_free(vr->deferred);
+		pfree(vr);
+	}
+}
+
+/* Free a deferred view that is no longer its view's */
+static void
+retry_free(DeferredView *dv)
+{
+	MemoryContextDelete(dv->cxt);
+	if (dv->reason)
+		pfree(dv->reason);
+	pfree(dv);
+}
+
+/* ----------------
+ * Full recomputes: at most once per refresh_interval
+ * ----------------
+ */
+
+/* When a full-recompute view may recompute next (now or before: at once) */
+TimestampTz
+retry_recompute_due(ViewRecord *view)
+{
+	ViewRetry  *vr = view_retry(view->view_id, false);
+
+	/* (0: not since the worker started) */
+	return TimestampTzPlusMilliseconds(vr ? vr->recomputed_at : 0,
+									   view->options.refresh_interval_ms);
+}
+
+/*
+ * A full-recompute view waits until due, its batch (NULL: none) joining its
+ * deferred view's work (dv, or a new one).
+ */
+DeferredView *
+retry_wait_recompute(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
+					 XLogRecPtr since_lsn, TimestampTz due, TimestampTz now)
+{
+	if (dv == NULL)
+		dv = retry_defer(view, batch, since_lsn, now);
+	dv->next_try = due;
+	if (dv->reason == NULL)
+		dv->reason = MemoryContextStrdup(retry_cxt, "waiting for its refresh_interval");
+	return dv;
+}
+
+/* A full-recompute view recomputed at that time */
+void
+retry_recomputed(int view_id, TimestampTz at)
+{
+	view_retry(view_id, true)->recomputed_at = at;
+}
+
+/* ----------------
+ * Views whose shares conflicted (parallel apply)
+ * ----------------
+ */
+
+/* May this large batch share the view?  Counts down its backoff. */
+bool
+retry_shares_view(int view_id)
+{
+	ViewRetry  *vr = view_retry(view_id, false);
+
+	if (vr == NULL || vr->share_skip == 0)
+		return true;
+	vr->share_skip--;
+	return false;
+}
+
+/* A share of the view failed: it is applied alone for a while */
+void
+retry_share_failed(int view_id)
+{
+	view_retry(view_id, true)->share_skip = SHARE_BACKOFF;
+}
