@@ -356,9 +356,9 @@ analysis_partitions_decodable(Analysis *a, Oid relid, const char *label)
 
 /*
  * A Citus distributed or reference table keeps its rows and their changes on
- * the worker nodes (citus_tables.c): refused, but where a coordinator analyzes a
- * distributed view (distributed.c checks its sources).  Returns false after
- * reject.
+ * the worker nodes (registry/citus_tables.c): refused, but where a
+ * coordinator analyzes a distributed view (citus/eligibility.c checks its
+ * sources).  Returns false after reject.
  */
 bool
 analysis_check_citus(Analysis *a, Oid relid, const char *label)

@@ -39,10 +39,9 @@
 #include "base/options.h"
 #include "analysis/dialect.h"
 #include "base/shmem.h"
-#include "citus/distributed.h"
+#include "citus/node.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
-#include "process/worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -84,7 +83,7 @@ _PG_init(void)
 		return;
 
 	dj_preloaded = true;
-	distributed_init();
+	node_init();
 	launcher_init();
 }
 

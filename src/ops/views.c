@@ -53,12 +53,10 @@
 #include "registry/citus_tables.h"
 #include "base/shmem.h"
 #include "process/launcher.h"
-#include "base/options.h"
 #include "base/progress.h"
 #include "analysis/query.h"
 #include "base/runas.h"
 #include "apply/target.h"
-#include "process/worker.h"
 
 /* Refuse to run on a standby, naming the function. */
 void
@@ -105,8 +103,9 @@ qualified_relname(Oid relid)
 									  get_rel_name(relid));
 }
 
-static void
-check_owner(Oid relid)
+/* The caller must own the table (a target), as for its DDL */
+void
+ops_check_owner(Oid relid)
 {
 	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
@@ -117,7 +116,7 @@ static void
 check_owner_before_lock(const RangeVar *relation, Oid relid, Oid oldrelid, void *arg)
 {
 	if (OidIsValid(relid))
-		check_owner(relid);
+		ops_check_owner(relid);
 }
 
 /*
@@ -139,8 +138,9 @@ ops_lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
 	return relid;
 }
 
-static bool
-relation_is_empty(Oid relid)
+/* Is a table empty, read as the caller (through Citus for a distributed one)? */
+bool
+ops_relation_is_empty(Oid relid)
 {
 	bool		empty;
 
@@ -269,7 +269,7 @@ ops_create_view(const char *target, Query *query, List *hints,
 					 errmsg("table \"%s\" is already the target of a delta view", target),
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
 		target_validate(relid, plan, false);
-		if (!replace && !relation_is_empty(relid))
+		if (!replace && !ops_relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("target \"%s\" is not empty", qualified_relname(relid)),
