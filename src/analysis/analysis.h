@@ -106,6 +106,7 @@ extern bool analysis_tree_on_qual(Analysis *a, Node *qual);
 
 /* analyze_join.c */
 extern int	analysis_column_id(Analysis *a, int source, AttrNumber attno);
+extern Bitmapset *analysis_relids_sources(Analysis *a, Bitmapset *relids);
 extern Bitmapset *analysis_node_sources(Analysis *a, Node *node);
 extern int	analysis_class_of(Analysis *a, int id);
 extern bool analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno);

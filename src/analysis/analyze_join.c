@@ -70,18 +70,24 @@ analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno)
 	return true;
 }
 
-/* The sources (indexes into plan->sources) of the Vars of a node */
+/* The sources (indexes into plan->sources) of a set of range-table indexes */
 Bitmapset *
-analysis_node_sources(Analysis *a, Node *node)
+analysis_relids_sources(Analysis *a, Bitmapset *relids)
 {
-	Bitmapset  *varnos = pull_varnos(NULL, node);
 	Bitmapset  *result = NULL;
 	int			rtindex = -1;
 
-	while ((rtindex = bms_next_member(varnos, rtindex)) >= 0)
+	while ((rtindex = bms_next_member(relids, rtindex)) >= 0)
 		if (a->rt_source[rtindex] >= 0)
 			result = bms_add_member(result, a->rt_source[rtindex]);
 	return result;
+}
+
+/* The sources of the Vars of a node */
+Bitmapset *
+analysis_node_sources(Analysis *a, Node *node)
+{
+	return analysis_relids_sources(a, pull_varnos(NULL, node));
 }
 
 /* 'table "public.orders" AS o', or 'tables "public.orders" AS o, "public.items" AS i' */

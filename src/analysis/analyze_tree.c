@@ -71,19 +71,6 @@ tree_relids(Node *jtnode)
 	return result;
 }
 
-/* The sources (indexes into plan->sources) of a set of relations */
-static Bitmapset *
-relids_sources(Analysis *a, Relids relids)
-{
-	Bitmapset  *result = NULL;
-	int			rtindex = -1;
-
-	while ((rtindex = bms_next_member(relids, rtindex)) >= 0)
-		if (a->rt_source[rtindex] >= 0)
-			result = bms_add_member(result, a->rt_source[rtindex]);
-	return result;
-}
-
 /* The type a join has in the query's rows (see TreeWalk) */
 static JoinType
 tree_join_type(TreeWalk *w, JoinExpr *j)
@@ -282,8 +269,8 @@ walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
 
 		oj = palloc(sizeof(OuterJoin));
 		oj->jointype = type;
-		oj->left = relids_sources(a, tree_relids(j->larg));
-		oj->right = relids_sources(a, tree_relids(j->rarg));
+		oj->left = analysis_relids_sources(a, tree_relids(j->larg));
+		oj->right = analysis_relids_sources(a, tree_relids(j->rarg));
 		a->plan->outer_joins = lappend(a->plan->outer_joins, oj);
 		a->plan->has_outer = true;
 

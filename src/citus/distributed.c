@@ -169,14 +169,6 @@ resolved_search_path(void)
 	return buf.len > 0 ? buf.data : pstrdup("pg_catalog");
 }
 
-/* The qualified, quoted name of a relation */
-static char *
-qualified_name(Oid relid)
-{
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-									  get_rel_name(relid));
-}
-
 /*
  * create_view on a coordinator over distributed tables: check that the
  * query runs inside each shard group, make the target (distributed and
@@ -232,14 +224,14 @@ distributed_create_view(const char *target, const char *text, const char *strate
 		target_add_key(relid, sgp.plan);
 		values[0] = ObjectIdGetDatum(relid);
 		values[1] = CStringGetTextDatum(sgp.plan->colnames[sgp.column]);
-		values[2] = CStringGetTextDatum(qualified_name(sgp.anchor));
+		values[2] = CStringGetTextDatum(ops_relation_name(sgp.anchor));
 		SPI_connect();
 		(void) run_statement("SELECT pg_catalog.create_distributed_table($1, $2, colocate_with => $3)",
 							 3, types, values);
 		SPI_finish();
 	}
 
-	def.target = qualified_name(relid);
+	def.target = ops_relation_name(relid);
 	def.query = (char *) text;
 	def.strategy = (char *) strategy;
 	def.options = options_json;

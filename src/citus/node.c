@@ -136,9 +136,8 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 	}
 	shard_query_map(query, relids, shards);
 
-	(void) ops_create_view(quote_qualified_identifier(get_namespace_name(get_rel_namespace(target_shard)),
-													  get_rel_name(target_shard)),
-						   query, hints, &options, def->settings, true, def->target);
+	(void) ops_create_view(ops_relation_name(target_shard), query, hints, &options,
+						   def->settings, true, def->target);
 	AtEOXact_GUC(true, nestlevel);
 }
 

@@ -22,11 +22,11 @@
 #include "access/sysattr.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
-#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 #include "base/compat.h"
 #include "citus/shard_query.h"
+#include "ops/views.h"
 
 /* Relations to collect (to == NIL) or to replace, from[i] by to[i] */
 typedef struct RelationMap
@@ -194,9 +194,7 @@ shard_query_relation_names(List *relids)
 	ListCell   *lc;
 
 	foreach(lc, relids)
-		names = lappend(names,
-						quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
-												   get_rel_name(lfirst_oid(lc))));
+		names = lappend(names, ops_relation_name(lfirst_oid(lc)));
 	list_sort(names, list_cstring_cmp);
 	return names;
 }

@@ -96,8 +96,9 @@ ops_try_lock_views(void)
 	return ConditionalLockRelationOid(catalog_oid, ShareUpdateExclusiveLock);
 }
 
-static char *
-qualified_relname(Oid relid)
+/* The qualified, quoted name of a relation */
+char *
+ops_relation_name(Oid relid)
 {
 	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 									  get_rel_name(relid));
@@ -145,7 +146,7 @@ ops_relation_is_empty(Oid relid)
 	bool		empty;
 
 	SPI_connect();
-	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", qualified_relname(relid)),
+	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", ops_relation_name(relid)),
 					true, 1) < 0)
 		elog(ERROR, "SPI_execute failed");
 	empty = (SPI_processed == 0);
@@ -258,7 +259,7 @@ ops_create_view(const char *target, Query *query, List *hints,
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("table \"%s\" cannot be both the target and a source of a view",
-							qualified_relname(relid)),
+							ops_relation_name(relid)),
 					 errhint("Name a new table as the target.")));
 	}
 	if (OidIsValid(relid))
@@ -272,7 +273,7 @@ ops_create_view(const char *target, Query *query, List *hints,
 		if (!replace && !ops_relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("target \"%s\" is not empty", qualified_relname(relid)),
+					 errmsg("target \"%s\" is not empty", ops_relation_name(relid)),
 					 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
 	}
 	else

@@ -245,19 +245,33 @@ citus_text(uint64 i, int col)
 	return SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col);
 }
 
+/*
+ * The first column of the first row of a read of Citus's catalog, as text
+ * in the caller's memory context; NULL when it has no row, or NULL there
+ */
+static char *
+citus_value(const char *sql, int nargs, Oid *types, Datum *values)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *value = NULL;
+
+	SPI_connect();
+	if (citus_read(sql, nargs, types, values) > 0 && citus_text(0, 1) != NULL)
+		value = MemoryContextStrdup(cxt, citus_text(0, 1));
+	SPI_finish();
+	return value;
+}
+
 /* This node's group in Citus's metadata (0 on the coordinator), or -1 */
 int
 citus_local_group(void)
 {
-	int			group = -1;
+	char	   *group;
 
 	if (!citus_present())
 		return -1;
-	SPI_connect();
-	if (citus_read("SELECT groupid FROM pg_catalog.pg_dist_local_group", 0, NULL, NULL) == 1)
-		group = atoi(citus_text(0, 1));
-	SPI_finish();
-	return group;
+	group = citus_value("SELECT groupid FROM pg_catalog.pg_dist_local_group", 0, NULL, NULL);
+	return group ? atoi(group) : -1;
 }
 
 /*
@@ -295,13 +309,8 @@ citus_distribution(Oid relid, int *colocation, char **column)
 bool
 citus_transaction_started(void)
 {
-	bool		started;
-
-	SPI_connect();
-	started = citus_read("SELECT 1 FROM pg_catalog.get_current_transaction_id()"
-						 " WHERE transaction_number OPERATOR(pg_catalog.<>) 0", 0, NULL, NULL) > 0;
-	SPI_finish();
-	return started;
+	return citus_value("SELECT 1 FROM pg_catalog.get_current_transaction_id()"
+					   " WHERE transaction_number OPERATOR(pg_catalog.<>) 0", 0, NULL, NULL) != NULL;
 }
 
 /*
@@ -311,14 +320,10 @@ citus_transaction_started(void)
 Oid
 citus_extension_owner(void)
 {
-	Oid			owner = InvalidOid;
+	char	   *owner = citus_value("SELECT extowner FROM pg_catalog.pg_extension"
+									" WHERE extname OPERATOR(pg_catalog.=) 'citus'", 0, NULL, NULL);
 
-	SPI_connect();
-	if (citus_read("SELECT extowner FROM pg_catalog.pg_extension"
-				   " WHERE extname OPERATOR(pg_catalog.=) 'citus'", 0, NULL, NULL) == 1)
-		owner = atooid(citus_text(0, 1));
-	SPI_finish();
-	return owner;
+	return owner ? atooid(owner) : InvalidOid;
 }
 
 /* How many shards a distributed table has (its shard groups) */
@@ -327,14 +332,10 @@ citus_shard_count(Oid relid)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	int			count = 0;
+	char	   *count = citus_value("SELECT count(*) FROM pg_catalog.pg_dist_shard"
+									" WHERE logicalrelid OPERATOR(pg_catalog.=) $1", 1, types, values);
 
-	SPI_connect();
-	if (citus_read("SELECT count(*) FROM pg_catalog.pg_dist_shard"
-				   " WHERE logicalrelid OPERATOR(pg_catalog.=) $1", 1, types, values) == 1)
-		count = atoi(citus_text(0, 1));
-	SPI_finish();
-	return count;
+	return count ? atoi(count) : 0;
 }
 
 /*
@@ -344,15 +345,10 @@ citus_shard_count(Oid relid)
 char *
 citus_placements_text(void)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	char	   *result;
+	char	   *placements = citus_value("SELECT pg_catalog.string_agg(shardid || ':' || groupid, ',' ORDER BY shardid, groupid)"
+										 " FROM pg_catalog.pg_dist_placement", 0, NULL, NULL);
 
-	SPI_connect();
-	(void) citus_read("SELECT pg_catalog.string_agg(shardid || ':' || groupid, ',' ORDER BY shardid, groupid)"
-					  " FROM pg_catalog.pg_dist_placement", 0, NULL, NULL);
-	result = MemoryContextStrdup(cxt, citus_text(0, 1) ? citus_text(0, 1) : "");
-	SPI_finish();
-	return result;
+	return placements ? placements : pstrdup("");
 }
 
 /* Does this node hold a placement of shard shardid? */
@@ -361,15 +357,11 @@ citus_placement_is_local(int64 shardid)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(shardid)};
-	bool		local;
 
-	SPI_connect();
-	local = citus_read("SELECT 1 FROM pg_catalog.pg_dist_placement"
+	return citus_value("SELECT 1 FROM pg_catalog.pg_dist_placement"
 					   " WHERE shardid OPERATOR(pg_catalog.=) $1 AND groupid OPERATOR(pg_catalog.=)"
 					   " (SELECT groupid FROM pg_catalog.pg_dist_local_group)",
-					   1, types, values) > 0;
-	SPI_finish();
-	return local;
+					   1, types, values) != NULL;
 }
 
 /*
@@ -422,17 +414,13 @@ citus_group_shard(Oid relid, const char *minvalue)
 {
 	Oid			types[2] = {OIDOID, TEXTOID};
 	Datum		values[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(minvalue)};
-	Oid			shard = InvalidOid;
+	char	   *shard = citus_value("SELECT pg_catalog.shard_name(logicalrelid, shardid)"
+									" FROM pg_catalog.pg_dist_shard"
+									" WHERE logicalrelid OPERATOR(pg_catalog.=) $1"
+									" AND shardminvalue OPERATOR(pg_catalog.=) $2",
+									2, types, values);
 
-	SPI_connect();
-	if (citus_read("SELECT pg_catalog.shard_name(logicalrelid, shardid)"
-				   " FROM pg_catalog.pg_dist_shard"
-				   " WHERE logicalrelid OPERATOR(pg_catalog.=) $1"
-				   " AND shardminvalue OPERATOR(pg_catalog.=) $2",
-				   2, types, values) == 1)
-		shard = shard_relation(citus_text(0, 1), relid);
-	SPI_finish();
-	return shard;
+	return shard ? shard_relation(shard, relid) : InvalidOid;
 }
 
 /*
@@ -483,14 +471,7 @@ citus_local_shards(Oid relid, List **minvalues)
 char *
 citus_worker_nodes_text(void)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	char	   *nodes = NULL;
-
-	SPI_connect();
-	if (citus_read("SELECT pg_catalog.string_agg(nodeid::text, ',' ORDER BY nodeid)"
-				   " FROM pg_catalog.pg_dist_node WHERE isactive AND groupid OPERATOR(pg_catalog.<>) 0",
-				   0, NULL, NULL) == 1 && citus_text(0, 1) != NULL)
-		nodes = MemoryContextStrdup(cxt, citus_text(0, 1));
-	SPI_finish();
-	return nodes;
+	return citus_value("SELECT pg_catalog.string_agg(nodeid::text, ',' ORDER BY nodeid)"
+					   " FROM pg_catalog.pg_dist_node WHERE isactive AND groupid OPERATOR(pg_catalog.<>) 0",
+					   0, NULL, NULL);
 }
