@@ -177,19 +177,25 @@ sync_definition(Definition *def, bool refresh)
 	}
 }
 
-/* The views of this node whose targets are shards of Citus tables */
+/* This node's shard views: (ViewRecord *, shard id as text) of each */
 static List *
-local_shard_views(void)
+local_shard_views(List **shardids)
 {
 	List	   *result = NIL;
 	ListCell   *lc;
 
+	*shardids = NIL;
 	foreach(lc, catalog_list_views())
 	{
 		ViewRecord *view = lfirst(lc);
+		Oid			logical = citus_shard_of(view->target);
+		char	   *name;
 
-		if (OidIsValid(citus_shard_of(view->target)))
-			result = lappend(result, view);
+		if (!OidIsValid(logical))
+			continue;
+		name = get_rel_name(view->target);
+		result = lappend(result, view);
+		*shardids = lappend(*shardids, pstrdup(strrchr(name, '_') + 1));
 	}
 	return result;
 }
@@ -203,14 +209,17 @@ local_shard_views(void)
 static void
 drop_shard_views(const char *def_target, List *live_targets)
 {
-	ListCell   *lc;
+	List	   *shardids;
+	List	   *views = local_shard_views(&shardids);
+	ListCell   *lc1;
+	ListCell   *lc2;
 
-	foreach(lc, local_shard_views())
+	forboth(lc1, views, lc2, shardids)
 	{
-		ViewRecord *view = lfirst(lc);
+		ViewRecord *view = lfirst(lc1);
 		char	   *managed_by = catalog_managed_by(view->target);
 		bool		live = false;
-		ListCell   *lc2;
+		ListCell   *lc3;
 
 		if (managed_by == NULL)
 			continue;			/* a view a user made over shards */
@@ -220,12 +229,9 @@ drop_shard_views(const char *def_target, List *live_targets)
 				ops_drop_view(view, false);
 			continue;
 		}
-		foreach(lc2, live_targets)
-			live |= (strcmp(managed_by, lfirst(lc2)) == 0);
-
-		/* (a shard's table is named "<table>_<shard id>": citus_shard_of) */
-		if (!live ||
-			!citus_placement_is_local(pg_strtoint64(strrchr(get_rel_name(view->target), '_') + 1)))
+		foreach(lc3, live_targets)
+			live |= (strcmp(managed_by, lfirst(lc3)) == 0);
+		if (!live || !citus_placement_is_local(pg_strtoint64(lfirst(lc2))))
 			ops_drop_view(view, false);
 	}
 }
@@ -420,7 +426,8 @@ node_prepare(void)
 bool
 node_wait(const char *target, int64 timeout_ms)
 {
-	List	   *views = local_shard_views();
+	List	   *shardids;
+	List	   *views = local_shard_views(&shardids);
 	List	   *names = NIL;
 	List	   *relids = NIL;
 	bool		done = true;
