@@ -60,7 +60,7 @@ typedef struct Analysis
 	int			ncolumn_ids;	/* size of class_parent */
 	bool		bad_columns;	/* a system column or whole row is read */
 	Bitmapset  *key_sources;	/* sources whose key is in the result's key */
-	struct TreeWalk *tree;		/* the join tree, as analyze_join.c walked it */
+	struct TreeWalk *tree;		/* the join tree, as analyze_tree.c walked it */
 	DeltaPath	path;			/* the path analyzed for (keyed relaxes rules) */
 	char	   *label;			/* "branch 2 of the UNION ALL", added to messages;
 								 * NULL but for a branch */
@@ -85,6 +85,9 @@ extern void analysis_output(Analysis *a);
 extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
 extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
 
+/* analyze_agg.c */
+extern void analysis_aggregate(Analysis *a);
+
 /* analyze_union.c */
 extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);
 
@@ -96,8 +99,15 @@ extern void row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level);
 extern void row_order_check_level(Analysis *a, Query *level);
 extern void row_order_check_array(Analysis *a, SubLink *sublink);
 
+/* analyze_tree.c */
+extern List *analysis_join_tree(Analysis *a, Query *query);
+extern void analysis_tree_anchors(Analysis *a);
+extern bool analysis_tree_on_qual(Analysis *a, Node *qual);
+
 /* analyze_join.c */
 extern int	analysis_column_id(Analysis *a, int source, AttrNumber attno);
+extern Bitmapset *analysis_relids_sources(Analysis *a, Bitmapset *relids);
+extern Bitmapset *analysis_node_sources(Analysis *a, Node *node);
 extern int	analysis_class_of(Analysis *a, int id);
 extern bool analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno);
 extern DeltaLookup *analysis_choose_lookup(Analysis *a, int source, List *bindable);
@@ -105,7 +115,6 @@ extern void analysis_check_partition_key(Analysis *a, int source, List *bindable
 										 const char *what);
 extern void analysis_map_key(Analysis *a, List *key_ids);
 extern void analysis_reject_filter(Analysis *a, const char *column, const char *clause);
-extern List *analysis_join_tree(Analysis *a, Query *query);
 extern void analysis_join(Analysis *a);
 
 /* explain.c */

@@ -8,7 +8,8 @@
  *
  * The apply side's plan cache and the view operations (refresh, the DDL
  * guard) take a view's plan from here; the catalog itself (registry/)
- * keeps rows only.
+ * keeps rows only.  So does the question the DDL guard and wait() ask of
+ * the sources a view registered: does it read this table?
  *
  * IDENTIFICATION
  *	  src/analysis/view_plan.c
@@ -183,3 +184,20 @@ view_plan_load_to_fill(ViewRecord *view)
 	return plan;
 }
 
+
+/*
+ * Does the registered view read relid: is it one of the sources whose
+ * changes are captured for it (its source_catalog rows)?
+ */
+bool
+view_plan_reads(ViewRecord *view, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, view->sources)
+	{
+		if (((SourceRecord *) lfirst(lc))->relid == relid)
+			return true;
+	}
+	return false;
+}

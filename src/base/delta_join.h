@@ -84,7 +84,7 @@ typedef struct DeltaOptions
 
 	/*
 	 * Not an option: set only while a Citus coordinator analyzes a
-	 * distributed view (distributed.c), whose sources are distributed
+	 * distributed view (citus/eligibility.c), whose sources are distributed
 	 * tables; never stored.
 	 */
 	bool		distributed;

@@ -28,6 +28,12 @@
  * values may be written as the engine writes them: 'AUTO', 'true',
  * '10000', durations such as '3min', '10 s' or '1 minute'.
  *
+ * View options and table hints are one file (about 1,060 lines) because
+ * one table-driven reader serves both (OptionSpec, set_option): the
+ * engine's lookup-client parameters are at once view options and table
+ * hints, and a hint that names a view option is told so.  Split, that
+ * reader's internals would become the interface between the halves.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -58,7 +58,7 @@ typedef struct DbWorker
 	Latch	   *latch;			/* its latch, while pid != 0 */
 	uint64		generation;		/* bumped when the catalog changed */
 	bool		distributed;	/* the database has distributed views
-								 * (distributed.c): its slot is kept without
+								 * (citus/): its slot is kept without
 								 * views, and a transaction that changes
 								 * views may be prepared (two-phase commit
 								 * of Citus) */

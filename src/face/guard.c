@@ -87,7 +87,7 @@
 #include "apply/apply.h"
 #include "analysis/view_plan.h"
 #include "registry/catalog.h"
-#include "citus/distributed.h"
+#include "citus/definition.h"
 #include "process/launcher.h"
 #include "analysis/query.h"
 #include "base/runas.h"
@@ -200,19 +200,6 @@ oid_array(List *oids)
 	return construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
-static bool
-view_reads(ViewRecord *view, Oid relid)
-{
-	ListCell   *lc;
-
-	foreach(lc, view->sources)
-	{
-		if (((SourceRecord *) lfirst(lc))->relid == relid)
-			return true;
-	}
-	return false;
-}
-
 /* Does the view read or write relid, or relid belong to a table it reads? */
 static bool
 view_concerns(ViewRecord *view, List *relids)
@@ -223,7 +210,7 @@ view_concerns(ViewRecord *view, List *relids)
 	{
 		Oid			relid = lfirst_oid(lc);
 
-		if (relid == view->target || relid == view->query_view || view_reads(view, relid))
+		if (relid == view->target || relid == view->query_view || view_plan_reads(view, relid))
 			return true;
 	}
 	return false;
@@ -381,7 +368,7 @@ guard_refresh_readers(List *views, Oid relid, const char *command)
 	{
 		ViewRecord *view = lfirst(lc);
 
-		if (view_reads(view, relid))
+		if (view_plan_reads(view, relid))
 			guard_repair(view, command,
 						 psprintf("the %s of \"%s\" changed (%s)",
 								  get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
@@ -559,11 +546,11 @@ dj_on_ddl_start(PG_FUNCTION_ARGS)
 	trigdata = (EventTriggerData *) fcinfo->context;
 	parsetree = trigdata->parsetree;
 
-	/* distributed views keep their tables by name (distributed.c) */
+	/* distributed views keep their tables by name (citus/definition.c) */
 	if (IsA(parsetree, RenameStmt) || IsA(parsetree, AlterObjectSchemaStmt))
-		distributed_check_rename(parsetree);
+		definition_check_rename(parsetree);
 	if (IsA(parsetree, DropStmt))
-		distributed_forget_dropped((DropStmt *) parsetree);
+		definition_forget_dropped((DropStmt *) parsetree);
 
 	if (!IsA(parsetree, AlterTableStmt) && !IsA(parsetree, DropStmt) &&
 		!IsA(parsetree, DropOwnedStmt))
@@ -849,7 +836,7 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 			launcher_notify();
 		}
 		else if (OidIsValid(view->query_view) && list_member_oid(dropped, view->query_view) &&
-				 distributed_managed_by(view->target) != NULL)
+				 catalog_managed_by(view->target) != NULL)
 		{
 			/*
 			 * Citus dropped a source shard of a distributed view's shard

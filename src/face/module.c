@@ -1,21 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * module.c
- *	  Entry point of the delta_join library: its settings, its start-up,
- *	  and the check CREATE EXTENSION makes of the server's configuration.
+ *	  Entry point of the delta_join library: _PG_init's wiring, the check
+ *	  CREATE EXTENSION makes of the server's configuration, and the hint
+ *	  the errors of the streaming engine's statements get.
  *
- * _PG_init runs in every process that loads the library.  It defines the
- * delta_join.* settings there; only while the postmaster loads
- * shared_preload_libraries does it also set up what needs shared memory and
- * background workers (launcher_init, in worker.c).  A library loaded later, by
- * a backend calling one of our functions, has settings but no worker and no
- * shared memory: dj_check_environment refuses to install the extension on
- * such a server, and on a server whose WAL cannot be decoded, rather than
- * letting views be created that nothing would maintain.
+ * _PG_init runs in every process that loads the library.  It has each
+ * layer define its delta_join.* settings, which live beside their readers
+ * (base/options.c the defaults of new views' options, process/parallel.c
+ * parallel apply, base/shmem.c the sizes of shared memory), and installs
+ * the emit_log_hook; only while the postmaster loads
+ * shared_preload_libraries does it also offer the apply workers the Citus
+ * layer's hooks (node_init) and set up shared memory and the launcher
+ * (launcher_init).  A library loaded later, by a backend calling one of our
+ * functions, has settings but no worker and no shared memory:
+ * dj_check_environment refuses to install the extension on such a server,
+ * and on a server whose WAL cannot be decoded, rather than letting views
+ * be created that nothing would maintain.
  *
- * The settings are the defaults a view takes when create_view is not given
- * an explicit strategy or option; a view keeps the values it was created
- * with (see DeltaOptions in delta_join.h).
+ * The hint is the face's own: PostgreSQL refuses the engine's statements
+ * in its parser, before any of our code runs, and the error's report is the
+ * one place left to say what to write instead (analysis/dialect_statement.c
+ * finds the words).
  *
  * IDENTIFICATION
  *	  src/face/module.c
@@ -23,8 +29,6 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <limits.h>
 
 #include "access/xlog.h"
 #include "fmgr.h"
@@ -39,10 +43,9 @@
 #include "base/options.h"
 #include "analysis/dialect.h"
 #include "base/shmem.h"
-#include "citus/distributed.h"
+#include "citus/node.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
-#include "process/worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -84,7 +87,7 @@ _PG_init(void)
 		return;
 
 	dj_preloaded = true;
-	distributed_init();
+	node_init();
 	launcher_init();
 }
 

@@ -33,6 +33,7 @@
 #include "utils/regproc.h"
 #include "utils/timestamp.h"
 
+#include "analysis/view_plan.h"
 #include "ops/views.h"
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
@@ -65,20 +66,6 @@ interval_ms(Interval *interval)
 	return (int64) (usecs / 1000.0);
 }
 
-/* Is `relid` a source of `view`? */
-static bool
-view_reads(ViewRecord *view, Oid relid)
-{
-	ListCell   *lc;
-
-	foreach(lc, view->sources)
-	{
-		if (((SourceRecord *) lfirst(lc))->relid == relid)
-			return true;
-	}
-	return false;
-}
-
 /*
  * The views connected to `start` through targets read as sources, in
  * either direction (start included); and in *rounds the number of views of
@@ -100,7 +87,7 @@ chain_of(List *views, ViewRecord *start, int *rounds)
 			ViewRecord *b = lfirst(lc);
 
 			if (!list_member_ptr(component, b) &&
-				(view_reads(b, a->target) || view_reads(a, b->target)))
+				(view_plan_reads(b, a->target) || view_plan_reads(a, b->target)))
 				component = lappend(component, b);
 		}
 	}
@@ -121,7 +108,7 @@ chain_of(List *views, ViewRecord *start, int *rounds)
 					ViewRecord *a = list_nth(component, i);
 					ViewRecord *b = list_nth(component, j);
 
-					if (view_reads(b, a->target) && d[j] < d[i] + 1 && d[i] < n)
+					if (view_plan_reads(b, a->target) && d[j] < d[i] + 1 && d[i] < n)
 						d[j] = d[i] + 1;
 				}
 		}

@@ -53,7 +53,6 @@
 #include "registry/citus_tables.h"
 #include "base/shmem.h"
 #include "process/launcher.h"
-#include "base/options.h"
 #include "base/progress.h"
 #include "analysis/query.h"
 #include "base/runas.h"
@@ -99,15 +98,17 @@ ops_try_lock_views(void)
 	return ConditionalLockRelationOid(catalog_oid, ShareUpdateExclusiveLock);
 }
 
-static char *
-qualified_relname(Oid relid)
+/* The qualified, quoted name of a relation */
+char *
+ops_relation_name(Oid relid)
 {
 	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 									  get_rel_name(relid));
 }
 
-static void
-check_owner(Oid relid)
+/* The caller must own the table (a target), as for its DDL */
+void
+ops_check_owner(Oid relid)
 {
 	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
@@ -118,7 +119,7 @@ static void
 check_owner_before_lock(const RangeVar *relation, Oid relid, Oid oldrelid, void *arg)
 {
 	if (OidIsValid(relid))
-		check_owner(relid);
+		ops_check_owner(relid);
 }
 
 /*
@@ -140,13 +141,14 @@ ops_lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
 	return relid;
 }
 
-static bool
-relation_is_empty(Oid relid)
+/* Is a table empty, read as the caller (through Citus for a distributed one)? */
+bool
+ops_relation_is_empty(Oid relid)
 {
 	bool		empty;
 
 	SPI_connect();
-	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", qualified_relname(relid)),
+	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", ops_relation_name(relid)),
 					true, 1) < 0)
 		elog(ERROR, "SPI_execute failed");
 	empty = (SPI_processed == 0);
@@ -215,7 +217,7 @@ reserve_progress(int view_id)
 }
 
 /* ----------------------------------------------------------------
- *		SQL functions
+ *		The operations
  * ----------------------------------------------------------------
  */
 
@@ -259,7 +261,7 @@ ops_create_view(const char *target, Query *query, List *hints,
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("table \"%s\" cannot be both the target and a source of a view",
-							qualified_relname(relid)),
+							ops_relation_name(relid)),
 					 errhint("Name a new table as the target.")));
 	}
 	if (OidIsValid(relid))
@@ -270,10 +272,10 @@ ops_create_view(const char *target, Query *query, List *hints,
 					 errmsg("table \"%s\" is already the target of a delta view", target),
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
 		target_validate(relid, plan, false);
-		if (!replace && !relation_is_empty(relid))
+		if (!replace && !ops_relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("target \"%s\" is not empty", qualified_relname(relid)),
+					 errmsg("target \"%s\" is not empty", ops_relation_name(relid)),
 					 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
 	}
 	else

@@ -19,6 +19,9 @@
 extern void ops_check_primary(const char *function);
 extern void ops_lock_views(void);
 extern bool ops_try_lock_views(void);
+extern char *ops_relation_name(Oid relid);
+extern void ops_check_owner(Oid relid);
+extern bool ops_relation_is_empty(Oid relid);
 extern Oid	ops_lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode);
 
 extern Oid	ops_create_view(const char *target, Query *query, List *hints,

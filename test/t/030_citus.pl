@@ -83,6 +83,11 @@ like(
 	qr/0A000: distributed delta view: source public.currencies is not a distributed table of Citus.*DETAIL:  It is a reference table/s,
 	'a reference table is refused');
 like(
+	$node->safe_psql('postgres',
+		q{SELECT e FROM delta_join.explain('SELECT code, rate FROM currencies') e LIMIT 1}),
+	qr/^Distributed: refused: distributed delta view: source public.currencies is not a distributed table of Citus HINT: Distribute it with create_distributed_table/,
+	'explain() on the coordinator says why a query cannot be a distributed view');
+like(
 	error_of(
 		q{SELECT delta_join.create_view('noted', 'SELECT n.merchant_id, n.note, o.order_id FROM local_notes n JOIN orders o ON o.merchant_id = n.merchant_id')}
 	),

@@ -345,6 +345,25 @@ like(
 	qr/55000: target "local_target" is not distributed by column "merchant_id", co-located with orders/,
 	'an existing target must be distributed and co-located');
 
+# An existing distributed target must be empty, its rows read through Citus
+# from the worker nodes; once emptied, it is taken
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE full_target (merchant_id bigint, n bigint, total bigint, last_order bigint,
+	                          PRIMARY KEY (merchant_id));
+	SELECT create_distributed_table('full_target', 'merchant_id', colocate_with => 'orders');
+	INSERT INTO full_target VALUES (3, 1, 1, 1);});
+like(
+	error_of($coord, "SELECT delta_join.create_view('full_target', \$q\$ $agg \$q\$)"),
+	qr/55000: target "full_target" is not empty/,
+	'an existing distributed target must be empty');
+$coord->safe_psql('postgres',
+	"TRUNCATE full_target; SELECT delta_join.create_view('full_target', \$q\$ $agg \$q\$)");
+ok(DeltaJoinWorkload::wait_views($coord, 'full_target', '60s'),
+	'an existing empty distributed target is taken');
+DeltaJoinTest::target_ok($coord, 'full_target', $agg, 'a view into an existing distributed target');
+$coord->safe_psql('postgres', "SELECT delta_join.drop_view('full_target')");
+
 # wait() in the transaction that made a view neither hangs nor fails (its
 # nodes' sync never waits for the view lock that transaction holds)
 like(
