@@ -80,6 +80,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "analyze.h"
@@ -1391,8 +1392,15 @@ sync_definition(Definition *def, bool refresh)
 		{
 			if (refresh)
 				(void) api_refresh_view(&view, false);
+			continue;
 		}
-		else
+
+		/*
+		 * Found by its name, unlocked: lock it as making its view will, and
+		 * make sure it is still there (Citus drops and makes shards again).
+		 */
+		LockRelationOid(shard, ExclusiveLock);
+		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
 			create_shard_view(def, shard, lfirst(lc2));
 	}
 }
@@ -1411,13 +1419,32 @@ local_shard_views(List **shardids)
 		Oid			logical = citus_shard_of(view->target);
 		char	   *name;
 
-		if (!OidIsValid(logical))
+		/* (a target Citus dropped since the views were read has no name) */
+		if (!OidIsValid(logical) || (name = get_rel_name(view->target)) == NULL)
 			continue;
-		name = get_rel_name(view->target);
 		result = lappend(result, view);
 		*shardids = lappend(*shardids, pstrdup(strrchr(name, '_') + 1));
 	}
 	return result;
+}
+
+/*
+ * Drop a shard view, keeping its target.  The view was read without a lock,
+ * and Citus drops the shards of a group that moved or split away whenever
+ * its cleanup runs, taking the view along (guard.c): the target is locked
+ * first, in the mode unguarding it takes (DROP TRIGGER), and the view and
+ * its target looked up again, so that what is dropped is what is there.
+ */
+static void
+drop_shard_view(ViewRecord *view)
+{
+	ViewRecord	current;
+
+	LockRelationOid(view->target, AccessExclusiveLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(view->target)) ||
+		!catalog_get_view(view->view_id, &current))
+		return;
+	api_drop_view(&current, false);
 }
 
 /*
@@ -1446,13 +1473,13 @@ drop_shard_views(const char *def_target, List *live_targets)
 		if (def_target != NULL)
 		{
 			if (strcmp(managed_by, def_target) == 0)
-				api_drop_view(view, false);
+				drop_shard_view(view);
 			continue;
 		}
 		foreach(lc3, live_targets)
 			live |= (strcmp(managed_by, lfirst(lc3)) == 0);
 		if (!live || !placement_is_local(lfirst(lc2)))
-			api_drop_view(view, false);
+			drop_shard_view(view);
 	}
 }
 
