@@ -56,6 +56,7 @@ typedef void (*TargetRowFn) (TargetWriter *writer, TupleTableSlot *row, void *ar
 
 extern void apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts);
 extern void apply_forget_views(void);
+extern void apply_forget_dropped(List *views);
 extern void apply_prepare_view(ViewRecord *view);
 extern bool apply_lock_view(ViewRecord *view, Snapshot snapshot);
 extern bool apply_view_whole(ViewRecord *view);

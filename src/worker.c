@@ -2029,13 +2029,14 @@ worker_gives_up(DeferredView *dv, ViewRecord *view, int sqlerrcode, TimestampTz 
 /*
  * Forget the deferred views that views (the catalog's) no longer has: their
  * view or its target was dropped, and nothing waits for them any more --
- * least of all the slot.
+ * least of all the slot.  Their plans go too.
  */
 static void
 worker_forget_dropped(List *views)
 {
 	ListCell   *lc;
 
+	apply_forget_dropped(views);
 	foreach(lc, deferred_views)
 	{
 		DeferredView *dv = lfirst(lc);

@@ -136,6 +136,21 @@ is( $node->safe_psql('postgres',
 $holder->quit;
 $dropper->quit;
 
+# ---- the plans of dropped views are freed ----
+
+# a dropped view's plan, with the rows its lookup caches hold, was kept for
+# the worker's life (a Citus node makes and drops views as groups move)
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('t2')");
+$node->safe_psql('postgres', 'UPDATE other SET v = v + 1 WHERE k = 3');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('o', '60s')"), 't',
+	'plans: a batch after the drops');
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres', "SELECT pg_log_backend_memory_contexts($worker)");
+$node->wait_for_log(qr/logging memory contexts of PID $worker\b.*?Grand total/s, $offset);
+my $dump = substr(slurp_file($node->logfile), $offset);
+is(scalar(() = $dump =~ /level: \d+; delta_join plan:/g),
+	1, 'plans: the worker keeps the plan of o only');
+
 ok(!$node->log_contains(qr/terminated by signal/), 'no process crashed');
 $node->stop;
 
