@@ -134,6 +134,36 @@ plan_cache_forget_all(void)
 }
 
 /*
+ * Free the plans of the views that views (the catalog's, ViewRecord *) no
+ * longer lists.  A dropped view's plan is never built again, so nothing
+ * else frees it, nor the rows its lookup caches hold: a node of
+ * distributed views makes and drops a view with every shard group that
+ * moves in or out.
+ */
+void
+plan_cache_forget_dropped(List *views)
+{
+	HASH_SEQ_STATUS status;
+	CachedView *entry;
+
+	if (view_cache == NULL)
+		return;
+	hash_seq_init(&status, view_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		bool		listed = false;
+		ListCell   *lc;
+
+		foreach(lc, views)
+			listed |= (((ViewRecord *) lfirst(lc))->view_id == entry->view_id);
+		if (listed)
+			continue;
+		MemoryContextDelete(entry->cxt);
+		(void) hash_search(view_cache, &entry->view_id, HASH_REMOVE, NULL);
+	}
+}
+
+/*
  * The view's cache entry, its delta plan from the cache or built now (as
  * the current user, who must be the target's owner).
  */

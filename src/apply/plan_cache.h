@@ -17,6 +17,7 @@
 
 extern DeltaPlan *plan_cache_get(ViewRecord *view);
 extern void plan_cache_forget_all(void);
+extern void plan_cache_forget_dropped(List *views);
 extern void plan_cache_reset_system_caches(void);
 extern bool plan_cache_lock_view(ViewRecord *view, Snapshot snapshot);
 extern bool plan_cache_shareable(ViewRecord *view, ViewBatch *batch, int *share_by);

@@ -53,11 +53,13 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "analysis/query.h"
@@ -171,8 +173,15 @@ sync_definition(Definition *def, bool refresh)
 		{
 			if (refresh)
 				(void) ops_refresh_view(&view, false);
+			continue;
 		}
-		else
+
+		/*
+		 * Found by its name, unlocked: lock it as making its view will, and
+		 * make sure it is still there (Citus drops and makes shards again).
+		 */
+		LockRelationOid(shard, ExclusiveLock);
+		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shard)))
 			create_shard_view(def, shard, lfirst(lc2));
 	}
 }
@@ -191,13 +200,34 @@ local_shard_views(List **shardids)
 		Oid			logical = citus_shard_of(view->target);
 		char	   *name;
 
-		if (!OidIsValid(logical))
+		/* (a target Citus dropped since the views were read has no name) */
+		if (!OidIsValid(logical) || (name = get_rel_name(view->target)) == NULL)
 			continue;
-		name = get_rel_name(view->target);
 		result = lappend(result, view);
 		*shardids = lappend(*shardids, pstrdup(strrchr(name, '_') + 1));
 	}
 	return result;
+}
+
+/*
+ * Drop a shard view, keeping its target.  The view was read without a lock,
+ * and Citus drops the shards of a group that moved or split away whenever
+ * its cleanup runs, taking the view along (face/guard.c): the target is
+ * locked first, in the mode unguarding it takes (DROP TRIGGER), and the
+ * view and its target looked up again, so that what is dropped is what is
+ * there.
+ */
+static void
+drop_shard_view(ViewRecord *view)
+{
+	ViewRecord	current;
+
+	LockRelationOid(view->target, AccessExclusiveLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(view->target)) ||
+		!catalog_find_view(view->target, &current) ||
+		current.view_id != view->view_id)
+		return;
+	ops_drop_view(&current, false);
 }
 
 /*
@@ -226,13 +256,13 @@ drop_shard_views(const char *def_target, List *live_targets)
 		if (def_target != NULL)
 		{
 			if (strcmp(managed_by, def_target) == 0)
-				ops_drop_view(view, false);
+				drop_shard_view(view);
 			continue;
 		}
 		foreach(lc3, live_targets)
 			live |= (strcmp(managed_by, lfirst(lc3)) == 0);
 		if (!live || !citus_placement_is_local(pg_strtoint64(lfirst(lc2))))
-			ops_drop_view(view, false);
+			drop_shard_view(view);
 	}
 }
 

@@ -775,6 +775,7 @@ worker_apply_batch(Snapshot snapshot)
 	applied.ids = palloc(sizeof(int) * Max(list_length(views), 1));
 	applied.n = 0;
 	retry_forget_dropped(views);
+	plan_cache_forget_dropped(views);
 
 	foreach(lc, views)
 	{

@@ -527,6 +527,85 @@ like(
 	qr/public.totals active.*public.wide active/,
 	'an ordinary role reads status across the nodes');
 
+# -- a group's old shards dropped while the node drops its views
+#
+# After a shard group moved or split away, the node that held it drops the
+# group's views (its sync: the apply worker once a second, or _sync_node()
+# for the coordinator's wait()), while Citus's cleanup drops the group's
+# old shards whenever it runs.  The sync read the views without a lock:
+# a target shard dropped before the sync unguarded it was looked up by name
+# and found none, and the node crashed (signal 11, during the shard split
+# above, now and then).  Made here with locks: the sync, run by
+# _sync_node() in a session, waits for the query view of the group's
+# totals view, held by another session, while a third drops the target
+# shard (with the event triggers off, as if its view had gone before);
+# then the query view is let go.
+my ($moved_shard, $moved_name, $moved_port) = split /\|/,
+  $coord->safe_psql('postgres',
+	q{SELECT shardid, shard_name, nodeport FROM citus_shards
+	  WHERE table_name = 'totals'::regclass ORDER BY shardid LIMIT 1});
+my ($holder_node) = grep { $_->port == $moved_port } (@workers, $new);
+my ($other_node) = grep { $_->port != $moved_port } (@workers, $new);
+$coord->safe_psql('postgres',
+	'ALTER SYSTEM SET citus.defer_shard_delete_interval = -1; SELECT pg_reload_conf()');
+my ($moved_view, $query_view) = split /\|/,
+  $holder_node->safe_psql('postgres',
+	"SELECT view_id, query_view::regclass FROM delta_join.view_catalog WHERE target = 'public.$moved_name'::regclass");
+my $gate = $holder_node->background_psql('postgres');
+my $gate_pid = $gate->query_safe('SELECT pg_backend_pid()');
+$gate->query_safe('SELECT pg_advisory_lock(4711)');
+$gate->query_safe('BEGIN');
+$gate->query_safe("LOCK TABLE $query_view IN ACCESS SHARE MODE");
+# the sync waits for the gate, holding off the node's own sync (the view lock)
+my $syncer = $holder_node->background_psql('postgres');
+my $syncer_pid = $syncer->query_safe('SELECT pg_backend_pid()');
+$syncer->query_until(
+	qr/syncing/, q{\echo syncing
+DO $$
+BEGIN
+	LOCK TABLE delta_join.view_catalog IN SHARE UPDATE EXCLUSIVE MODE;
+	PERFORM pg_advisory_xact_lock(4711);
+	PERFORM delta_join._sync_node();
+END $$;
+});
+ok( $holder_node->poll_query_until(
+		'postgres', "SELECT $gate_pid = ANY (pg_blocking_pids($syncer_pid))"),
+	'old shards: the sync waits, holding the view lock');
+$coord->safe_psql('postgres',
+	    "SELECT citus_move_shard_placement($moved_shard, '127.0.0.1', $moved_port, '127.0.0.1', "
+	  . $other_node->port
+	  . ", shard_transfer_mode => 'force_logical')");
+$gate->query_safe('SELECT pg_advisory_unlock(4711)');
+ok( $holder_node->poll_query_until(
+		'postgres', qq{
+		SELECT l.granted IS FALSE FROM pg_locks l
+		WHERE l.pid = $syncer_pid AND l.relation = '$query_view'::regclass}),
+	'old shards: the sync drops the moved group\'s views, and waits for the query view of one');
+my $dropper = $holder_node->background_psql('postgres');
+my $dropper_pid = $dropper->query_safe('SELECT pg_backend_pid()');
+$dropper->query_safe(
+	'SET citus.enable_manual_changes_to_shards = on; SET session_replication_role = replica');
+$dropper->query_until(qr/dropping/, "\\echo dropping\nDROP TABLE public.$moved_name;\n");
+ok( $holder_node->poll_query_until(
+		'postgres', qq{
+		SELECT to_regclass('public.$moved_name') IS NULL
+		  OR $syncer_pid = ANY (pg_blocking_pids($dropper_pid))}),
+	'old shards: the target shard is dropped, or waits for the sync');
+$gate->query_safe('COMMIT');
+is($syncer->query_safe("SELECT 'synced'"), 'synced', 'old shards: the sync is done');
+is($dropper->query_safe("SELECT 'dropped'"), 'dropped', 'old shards: the target shard is dropped');
+$_->quit foreach ($gate, $syncer, $dropper);
+ok(!$holder_node->log_contains(qr/terminated by signal/), 'old shards: no process crashed');
+is( $holder_node->safe_psql('postgres',
+		"SELECT count(*) FROM delta_join.view_catalog WHERE view_id = $moved_view"),
+	'0', 'old shards: the view of the dropped target shard is gone');
+$coord->safe_psql('postgres',
+	'ALTER SYSTEM RESET citus.defer_shard_delete_interval; SELECT pg_reload_conf()');
+$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+DeltaJoinWorkload::pgbench_ok($coord, $scripts, 'DML after the old shards went',
+	clients => 2, transactions => 100, seed => 17);
+check_views('after a group\'s old shards were dropped while its views were');
+
 # -- drop_view drops the distributed target and every shard view
 $coord->safe_psql('postgres', "SELECT delta_join.drop_view('wide')");
 $coord->safe_psql('postgres', "SELECT delta_join.drop_view('totals', false)");
