@@ -87,7 +87,10 @@ ok( $node->poll_query_until(
 		SELECT to_regclass('s') IS NULL OR $worker = ANY (pg_blocking_pids($dropper_pid))}),
 	'plan: DROP TABLE s CASCADE waits for the worker, or is done');
 $holder->query_safe('COMMIT');
-is($dropper->query_safe("SELECT 'dropped'"), 'dropped', 'plan: the DROP is done');
+# (query, not query_safe: the DROP warns that t is in error)
+is($dropper->query("SELECT 'dropped'"), 'dropped', 'plan: the DROP is done');
+like($dropper->{stderr}, qr/WARNING:  delta view "public.t" is in error/,
+	'plan: the DROP says t is in error');
 
 is( $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'"),
@@ -120,7 +123,9 @@ $node->safe_psql('postgres',
 ok( $node->poll_query_until(
 		'postgres', "SELECT $holder_pid = ANY (pg_blocking_pids($worker))"),
 	'locks: the worker waits for the target of o');
-$dropper->query_safe('DROP TABLE s2 CASCADE');
+$dropper->query('DROP TABLE s2 CASCADE');
+like($dropper->{stderr}, qr/WARNING:  delta view "public.t2" is in error/,
+	'locks: the DROP says t2 is in error');
 $holder->query_safe('COMMIT');
 is($node->safe_psql('postgres', "SELECT delta_join.wait('o', '60s')"), 't',
 	'locks: o is applied');
