@@ -8,9 +8,17 @@
  *		"public.orders", key (merchant_id, order_id) = (1, 7)
  *
  * The place (apply_error.h) is set with plain stores as the apply goes;
- * this callback reads it only when an error is raised, and only then looks
- * up the names and prints the key's values with their types' output
- * functions.  A set of keys applied at once (a region or group query) is
+ * this callback reads it only when a message is raised, and only then
+ * looks up the key's column names and prints its values with their types'
+ * output functions.  Not always: the callback runs for every message
+ * raised during the apply, DEBUG and LOG included, wherever it is raised
+ * -- inside the buffer manager holding an LWLock, say (the checkpointer's
+ * request queue, when it is compacted, logs while it holds its lock; a
+ * catalog lookup here could then need to write out a buffer, and so that
+ * same lock: the process waits for itself).  While an LWLock is held (they
+ * hold interrupts off), in a critical section, or outside a valid
+ * transaction, the line names the view and the source only: their names
+ * were read beforehand.  A set of keys applied at once (a region or group query) is
  * named by its first key and how many others; a result row of such a
  * query being written, by the key in its columns.
  *
@@ -21,7 +29,9 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -115,15 +125,19 @@ apply_error_callback(void *arg)
 	if (place->view == NULL)
 		return;
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "applying delta view \"%s\"", catalog_view_name(place->view));
+	appendStringInfo(&buf, "applying delta view \"%s\"", place->view_name);
 	if (!XLogRecPtrIsInvalid(place->end_lsn))
 		appendStringInfo(&buf, ", changes up to %X/%X", LSN_FORMAT_ARGS(place->end_lsn));
 	if (place->whole)
 		appendStringInfoString(&buf, ", recomputing its whole result");
 	else if (place->source != NULL && place->key != NULL)
 	{
-		appendStringInfo(&buf, ", source \"%s\", ", place->source->relname);
-		append_key(&buf, place);
+		appendStringInfo(&buf, ", source \"%s\"", place->source->relname);
+		if (InterruptHoldoffCount == 0 && CritSectionCount == 0 && IsTransactionState())
+		{
+			appendStringInfoString(&buf, ", ");
+			append_key(&buf, place);
+		}
 	}
 	errcontext("%s", buf.data);
 }
@@ -137,6 +151,7 @@ apply_error_begin(ErrorContextCallback *callback, ViewRecord *view, XLogRecPtr e
 {
 	memset(&apply_error_place, 0, sizeof(apply_error_place));
 	apply_error_place.view = view;
+	strlcpy(apply_error_place.view_name, catalog_view_name(view), APPLY_ERROR_NAME_LEN);
 	apply_error_place.end_lsn = end_lsn;
 	callback->callback = apply_error_callback;
 	callback->arg = NULL;

@@ -7,9 +7,10 @@
  * apply_view.c pushes the error context of a view's apply, naming the view
  * and how far its batch goes; the appliers say, with the inline functions
  * below, which source's key (or keys, or result row) they are applying.
- * Setting the place is a few stores; the names and values are looked up
- * and printed, with their types' output functions, only when an error is
- * raised.  The pointers must stay valid while they are set: the appliers
+ * Setting the place is a few stores; the view's name is looked up when
+ * its apply begins, the key's column names and values (with their types'
+ * output functions) only when an error is raised, and only where that is
+ * safe (apply_error.c).  The pointers must stay valid while they are set: the appliers
  * point at their own keys and rows, and clear what they set before those
  * go.
  *
@@ -25,9 +26,13 @@
 #include "base/batch.h"
 #include "registry/catalog.h"
 
+/* a schema-qualified name, each part quoted (every character doubled) */
+#define APPLY_ERROR_NAME_LEN	(2 * (2 * NAMEDATALEN + 2) + 2)
+
 typedef struct ApplyErrorPlace
 {
 	ViewRecord *view;			/* the view applied, or NULL: none */
+	char		view_name[APPLY_ERROR_NAME_LEN];	/* its target's name */
 	XLogRecPtr	end_lsn;		/* its batch's changes end here, or invalid */
 	TargetWriter *writer;		/* its target's writer, while one is open */
 
