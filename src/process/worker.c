@@ -202,6 +202,7 @@ static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static ViewProgress *worker_progress_rows(List *views);
 static BatchPolicy worker_batch_policy(List *views);
+static List *worker_readers_first(List *todo);
 
 /* ----------------
  * Apply worker
@@ -785,6 +786,7 @@ worker_apply_batch(Snapshot snapshot)
 		if (vw != NULL)
 			todo = lappend(todo, vw);
 	}
+	todo = worker_readers_first(todo);
 	round = share_begin(todo, spilled > 0, end_lsn, &shared_chunks);
 
 	foreach(lc, todo)
@@ -933,6 +935,84 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	vw->req.chunk_keys = policy.max_keys;
 	vw->req.end_lsn = decoding_position();
 	return vw;
+}
+
+/*
+ * The order a batch applies its views in: each view before the views whose
+ * targets it reads (a view over another view's target: a chain), catalog
+ * order otherwise.
+ *
+ * Why readers first: the views of a batch are applied one after another in
+ * its one transaction, each seeing what the earlier ones wrote.  A view B
+ * over the target of a view A recomputes, in batch N+1, the keys A wrote in
+ * batch N (A's writes are decoded with batch N+1's WAL).  Applied after A,
+ * B would read A's target as batch N+1 has rewritten it: a change of batch
+ * N+1 would show in B on one side of a key only, until batch N+2.  Applied
+ * before A, B reads A's target as batch N left it, so at every commit of the
+ * worker B holds its query over A's target at the previous commit: one batch
+ * behind A, but at a state A had.
+ *
+ * A cycle (views reading each other's targets) keeps catalog order for the
+ * views on it: none of its orders is better than another.
+ */
+static List *
+worker_readers_first(List *todo)
+{
+	int			n = list_length(todo);
+	int		   *readers = palloc0(sizeof(int) * Max(n, 1));
+	bool	   *placed = palloc0(sizeof(bool) * Max(n, 1));
+	List	   *ordered = NIL;
+
+	if (n < 2)
+		return todo;
+
+	/* readers[i]: how many reads of view i's target the others make */
+	for (int j = 0; j < n; j++)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((ViewWork *) list_nth(todo, j))->view->sources)
+		{
+			Oid			relid = ((SourceRecord *) lfirst(lc))->relid;
+
+			for (int i = 0; i < n; i++)
+			{
+				if (i != j && ((ViewWork *) list_nth(todo, i))->view->target == relid)
+					readers[i]++;
+			}
+		}
+	}
+
+	/*
+	 * Place, each time, the first view in catalog order that no view left
+	 * reads, or, on a cycle, the first view left; then its reads no longer
+	 * hold back the views it reads.
+	 */
+	while (list_length(ordered) < n)
+	{
+		int			pick = -1;
+		ListCell   *lc;
+
+		for (int i = 0; i < n && (pick < 0 || readers[pick] > 0); i++)
+		{
+			if (!placed[i] && (pick < 0 || readers[i] == 0))
+				pick = i;
+		}
+		placed[pick] = true;
+		ordered = lappend(ordered, list_nth(todo, pick));
+		foreach(lc, ((ViewWork *) list_nth(todo, pick))->view->sources)
+		{
+			Oid			relid = ((SourceRecord *) lfirst(lc))->relid;
+
+			for (int i = 0; i < n; i++)
+			{
+				if (i != pick && !placed[i] &&
+					((ViewWork *) list_nth(todo, i))->view->target == relid)
+					readers[i]--;
+			}
+		}
+	}
+	return ordered;
 }
 
 /*
