@@ -266,11 +266,13 @@ piece_took(PieceSize *ps, int64 keys, long ms)
  *
  * With req->sliced, the view's work is applied a piece at a time and stops
  * after its time slice (APPLY_SLICE_MS, or half its lookup_timeout if
- * that is less), committing what it did with the batch: VIEW_PARTIAL, and
- * what is left in *rest (in CurrentMemoryContext), so that other views do
- * not wait behind one view's large batch and each try makes progress.  A
- * recompute of the whole (full recompute, an aggregate without GROUP BY)
- * is one piece.
+ * that is less), or once it applied its max_batch_size keys, committing
+ * what it did with the batch: VIEW_PARTIAL, and what is left in *rest (in
+ * CurrentMemoryContext), so that other views do not wait behind one view's
+ * large batch and each try makes progress.  (A view's max_batch_size bounds
+ * its own part of each batch only: the batch itself is the worker's, see
+ * batch_policy_for.)  A recompute of the whole (full recompute, an
+ * aggregate without GROUP BY) is one piece.
  *
  * The keys a capture spilled for the view (req->read_spilled) are part of
  * its work, applied first.
@@ -308,6 +310,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		TimestampTz started = GetCurrentTimestamp();
 		int			slice_ms = APPLY_SLICE_MS;
 		bool		whole = (view->path == DJ_PATH_FULL);
+		int64		keys_left = view->options.max_batch_size;
 		ViewBatch  *piece;
 
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
@@ -339,7 +342,9 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 			else
 				PushActiveSnapshot(GetTransactionSnapshot());
 
-			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX : ps->keys)) != NULL)
+			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX :
+										req->sliced ? Min(ps->keys, keys_left) :
+										ps->keys)) != NULL)
 			{
 				TimestampTz piece_started = GetCurrentTimestamp();
 
@@ -351,8 +356,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 				piece_took(ps, view_batch_nkeys(piece),
 								  TimestampDifferenceMilliseconds(piece_started,
 																  GetCurrentTimestamp()));
+				keys_left -= view_batch_nkeys(piece);
 				if (req->sliced && !whole &&
-					TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms))
+					(keys_left <= 0 ||
+					 TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms)))
 				{
 					MemoryContextSwitchTo(oldcxt);
 					*rest = pieces_rest(&pc);

@@ -168,7 +168,7 @@ static bool worker_waiting = false; /* for the extension's update */
 /* An earlier worker of the database ended in error (worker_note_failure) */
 static bool failed_before = true;
 
-/* When a batch is applied (batch.h), for the views last read */
+/* When a batch is applied (batch.h): the settings', read again on SIGHUP */
 static BatchPolicy policy;
 static TimestampTz next_round = 0;	/* no decoding before (worker_wait_round) */
 
@@ -201,7 +201,6 @@ static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_ls
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static ViewProgress *worker_progress_rows(List *views);
-static BatchPolicy worker_batch_policy(List *views);
 static List *worker_readers_first(List *todo);
 
 /* ----------------
@@ -247,7 +246,7 @@ dj_worker_main(Datum main_arg)
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
 	worker_new_batch();
-	policy = batch_policy_for(NIL);
+	policy = batch_policy_for();
 
 	/*
 	 * An error here ends the worker, and the launcher starts another, which
@@ -340,6 +339,7 @@ worker_loop(void)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			parallel_trim();
+			policy = batch_policy_for();
 		}
 		worker_confirm_flushed();
 
@@ -473,7 +473,6 @@ worker_check_views(void)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		views = catalog_list_views();
 		worker_check_citus(views);
-		policy = worker_batch_policy(views);
 		progress_publish(worker_dboid, worker_progress_rows(views),
 						 list_length(views), InvalidXLogRecPtr);
 		MemoryContextSwitchTo(oldcxt);
@@ -530,23 +529,6 @@ worker_check_citus(List *views)
 										.hint = "Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view."},
 						  true);
 	}
-}
-
-/* The batch policy (batch.h) of the views not in error */
-static BatchPolicy
-worker_batch_policy(List *views)
-{
-	List	   *options = NIL;
-	ListCell   *lc;
-
-	foreach(lc, views)
-	{
-		ViewRecord *view = lfirst(lc);
-
-		if (!view->in_error)
-			options = lappend(options, &view->options);
-	}
-	return batch_policy_for(options);
 }
 
 /* Progress rows for views, with nothing applied yet (batch memory) */
@@ -621,7 +603,9 @@ worker_covered_lsn(void)
 /*
  * Nothing captured, but WAL was read: every view is as fresh as the WAL
  * read, deferred views and carried keys aside.  Publish it and let the
- * slot move on.
+ * slot move on, as far as the deferred views let it: their waiting keys
+ * are in memory only, and decoded again after a crash only if the slot
+ * has not passed them.
  */
 static void
 worker_progress(void)
@@ -630,7 +614,7 @@ worker_progress(void)
 
 	if (end_lsn <= batch_start_lsn)
 		return;
-	worker_confirm(end_lsn);
+	worker_confirm(retry_confirm_limit(end_lsn));
 	progress_advance(worker_dboid, end_lsn);
 	batch_start_lsn = end_lsn;
 }
@@ -743,8 +727,7 @@ worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot, bool sliced
 static void
 worker_apply_batch(Snapshot snapshot)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(batch_cxt);
-	List	   *batches = decoding_batch_views();
+	List	   *batches;
 	XLogRecPtr	end_lsn = worker_covered_lsn();
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *views;
@@ -757,6 +740,8 @@ worker_apply_batch(Snapshot snapshot)
 	int64		spill_at;
 	int64		spilled = decoding_batch_spilled(&spill_at);
 
+	MemoryContextSwitchTo(batch_cxt);
+	batches = decoding_batch_views();
 	if (spilled > 0)
 		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
 			 (long long) spill_at, (long long) spilled, policy.max_keys);
@@ -771,7 +756,6 @@ worker_apply_batch(Snapshot snapshot)
 	 */
 	catalog_require_version();
 	views = catalog_list_views();
-	policy = worker_batch_policy(views);
 	progress = worker_progress_rows(views);
 	applied.ids = palloc(sizeof(int) * Max(list_length(views), 1));
 	applied.n = 0;
@@ -836,7 +820,13 @@ worker_apply_batch(Snapshot snapshot)
 	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
 
 	progress_publish(worker_dboid, progress, list_length(views), end_lsn);
-	MemoryContextSwitchTo(oldcxt);
+
+	/*
+	 * Not back to the memory current when the batch began: that was the
+	 * transaction's, gone with its commit (the next context made, say by a
+	 * configuration reload, would be made under freed memory).
+	 */
+	MemoryContextSwitchTo(worker_cxt);
 
 	/* the slot never moves past a batch that waits for another try */
 	worker_confirm(retry_confirm_limit(end_lsn));
@@ -913,11 +903,11 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	/* a full recompute runs at most once per refresh_interval */
 	if (view->path == DJ_PATH_FULL)
 	{
-		TimestampTz due = retry_recompute_due(view);
+		TimestampTz due = retry_recompute_due(view, dv);
 
 		if (due > now)
 		{
-			dv = retry_wait_recompute(view, dv, batch, batch_start_lsn, due, now);
+			dv = retry_wait_recompute(view, dv, batch, batch_start_lsn, now);
 			vp->deferred = true;
 			vp->retry_reason = dv->reason;
 			return NULL;
@@ -1035,10 +1025,14 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *er
 	if (result == VIEW_PARTIAL || result == VIEW_LATER)
 	{
 		dv = retry_rest(view, dv, rest, result == VIEW_PARTIAL, batch_start_lsn, now);
-		vp->deferred = true;
-		vp->retry_reason = dv->reason;
 		vp->applied = (result == VIEW_PARTIAL);	/* its counts */
-		return;
+		if (!retry_held_too_long(dv, now, &error))
+		{
+			vp->deferred = true;
+			vp->retry_reason = dv->reason;
+			return;
+		}
+		result = VIEW_FAILED;
 	}
 
 	if (result == VIEW_DEFERRED)
