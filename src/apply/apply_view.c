@@ -266,7 +266,8 @@ piece_took(PieceSize *ps, int64 keys, long ms)
  *
  * With req->sliced, the view's work is applied a piece at a time and stops
  * after its time slice (APPLY_SLICE_MS, or half its lookup_timeout if
- * that is less), or once it applied its max_batch_size keys, committing
+ * that is less), or once it applied its max_batch_size keys when that is
+ * less than the worker's (req->chunk_keys), committing
  * what it did with the batch: VIEW_PARTIAL, and what is left in *rest (in
  * CurrentMemoryContext), so that other views do not wait behind one view's
  * large batch and each try makes progress.  (A view's max_batch_size bounds
@@ -310,8 +311,17 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		TimestampTz started = GetCurrentTimestamp();
 		int			slice_ms = APPLY_SLICE_MS;
 		bool		whole = (view->path == DJ_PATH_FULL);
-		int64		keys_left = view->options.max_batch_size;
+		int64		keys_left = PG_INT64_MAX;
 		ViewBatch  *piece;
+
+		/*
+		 * A view that asked for batches smaller than the worker's takes at
+		 * most that many of its keys a batch.  Only smaller: a view made
+		 * with the default takes its whole part, however large (a
+		 * transaction's keys then show together, time slices aside).
+		 */
+		if (view->options.max_batch_size < req->chunk_keys)
+			keys_left = view->options.max_batch_size;
 
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
 		if (view->options.lookup_timeout_ms > 0)

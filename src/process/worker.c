@@ -45,11 +45,12 @@
  * with that batch's other work.  The other views never wait behind one
  * view's large batch for much longer than a slice, and a large batch makes
  * progress with every try instead of starting again after a timeout.  A
- * view's own max_batch_size ends its part the same way; the batch itself
- * follows the worker's settings only (batch_policy_for).  The exception is
- * a recompute of the whole (a full recompute, an aggregate without GROUP
- * BY): one piece, never cut, since a part of it would be a state its query
- * never had; while it runs, the other views wait (README, "Time slices").
+ * view's own max_batch_size, when smaller than the worker's, ends its part
+ * the same way; the batch itself follows the worker's settings only
+ * (batch_policy_for).  The exception is a recompute of the whole (a full
+ * recompute, an aggregate without GROUP BY): one piece, never cut, since a
+ * part of it would be a state its query never had; while it runs, the
+ * other views wait (README, "Time slices").
  *
  * After a crash decoding restarts from the last confirmed position and
  * replays; applying is idempotent (DESIGN.md section 2).
