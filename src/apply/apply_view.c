@@ -266,11 +266,14 @@ piece_took(PieceSize *ps, int64 keys, long ms)
  *
  * With req->sliced, the view's work is applied a piece at a time and stops
  * after its time slice (APPLY_SLICE_MS, or half its lookup_timeout if
- * that is less), committing what it did with the batch: VIEW_PARTIAL, and
- * what is left in *rest (in CurrentMemoryContext), so that other views do
- * not wait behind one view's large batch and each try makes progress.  A
- * recompute of the whole (full recompute, an aggregate without GROUP BY)
- * is one piece.
+ * that is less), or once it applied its max_batch_size keys when that is
+ * less than the worker's (req->chunk_keys), committing
+ * what it did with the batch: VIEW_PARTIAL, and what is left in *rest (in
+ * CurrentMemoryContext), so that other views do not wait behind one view's
+ * large batch and each try makes progress.  (A view's max_batch_size bounds
+ * its own part of each batch only: the batch itself is the worker's, see
+ * batch_policy_for.)  A recompute of the whole (full recompute, an
+ * aggregate without GROUP BY) is one piece.
  *
  * The keys a capture spilled for the view (req->read_spilled) are part of
  * its work, applied first.
@@ -308,7 +311,17 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		TimestampTz started = GetCurrentTimestamp();
 		int			slice_ms = APPLY_SLICE_MS;
 		bool		whole = (view->path == DJ_PATH_FULL);
+		int64		keys_left = PG_INT64_MAX;
 		ViewBatch  *piece;
+
+		/*
+		 * A view that asked for batches smaller than the worker's takes at
+		 * most that many of its keys a batch.  Only smaller: a view made
+		 * with the default takes its whole part, however large (a
+		 * transaction's keys then show together, time slices aside).
+		 */
+		if (view->options.max_batch_size < req->chunk_keys)
+			keys_left = view->options.max_batch_size;
 
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
 		if (view->options.lookup_timeout_ms > 0)
@@ -339,7 +352,9 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 			else
 				PushActiveSnapshot(GetTransactionSnapshot());
 
-			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX : ps->keys)) != NULL)
+			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX :
+										req->sliced ? Min(ps->keys, keys_left) :
+										ps->keys)) != NULL)
 			{
 				TimestampTz piece_started = GetCurrentTimestamp();
 
@@ -351,8 +366,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 				piece_took(ps, view_batch_nkeys(piece),
 								  TimestampDifferenceMilliseconds(piece_started,
 																  GetCurrentTimestamp()));
+				keys_left -= view_batch_nkeys(piece);
 				if (req->sliced && !whole &&
-					TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms))
+					(keys_left <= 0 ||
+					 TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms)))
 				{
 					MemoryContextSwitchTo(oldcxt);
 					*rest = pieces_rest(&pc);

@@ -39,7 +39,8 @@ typedef struct ApplyRequest
 	ViewBatch  *batch;			/* its keys in memory */
 	SpillReader read_spilled;	/* its spilled keys, applied first; NULL if
 								 * none */
-	int			chunk_keys;		/* keys of a spilled chunk */
+	int			chunk_keys;		/* keys of a spilled chunk: the worker's
+								 * max_batch_size */
 	Snapshot	snapshot;		/* the batch's, or NULL: one taken once what
 								 * the view reads is locked */
 	XLogRecPtr	end_lsn;		/* the changes it covers end here (for error

@@ -21,8 +21,6 @@
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"			/* 16 moved the varlena macros out of postgres.h */
 #endif
@@ -41,30 +39,21 @@
  */
 
 /*
- * The policy of a batch that serves views with these options (DeltaOptions
- * *: those of the views not in error).  Each view's options took the
- * settings as defaults when it was created, so a view's own larger
- * batch_timeout is honoured, not capped by today's setting.  Without a
- * view, the settings.
+ * The policy of the database's batches: the apply worker's own settings
+ * (delta_join.max_batch_size and batch_timeout as the server's configuration
+ * sets them), never a view's options.  One batch serves every view of the
+ * database, and any role may make a view with the options it likes: a view
+ * that asked for batches of one key would have every view of the database
+ * applied a key a batch.  A view's own max_batch_size bounds only its own
+ * part of a batch (apply_view.c).
  */
 BatchPolicy
-batch_policy_for(List *options)
+batch_policy_for(void)
 {
-	BatchPolicy policy = {INT_MAX, INT_MAX, 0};
-	ListCell   *lc;
+	BatchPolicy policy;
 
-	foreach(lc, options)
-	{
-		const DeltaOptions *opts = lfirst(lc);
-
-		policy.max_keys = Min(policy.max_keys, opts->max_batch_size);
-		policy.timeout_ms = Min(policy.timeout_ms, opts->batch_timeout_ms);
-	}
-	if (options == NIL)
-	{
-		policy.max_keys = dj_max_batch_size;
-		policy.timeout_ms = dj_batch_timeout_ms;
-	}
+	policy.max_keys = dj_max_batch_size;
+	policy.timeout_ms = dj_batch_timeout_ms;
 	policy.round_ms = Min(BATCH_ROUND_MS, policy.timeout_ms);
 	return policy;
 }

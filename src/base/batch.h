@@ -94,13 +94,14 @@ typedef struct ApplyCounts
 } ApplyCounts;
 
 /*
- * When a batch is applied: the batch policy.  One batch serves every view of
- * a database, so it is as small and as quick as the strictest active view
- * asks.  A batch is applied as soon as decoding has caught up with the WAL
- * there is; while WAL keeps coming, once it holds max_keys distinct keys or
- * its first change is timeout_ms old.  A batch that one transaction tips
- * over max_keys stays in memory; its keys spill to disk once it holds twice
- * as many, and the spilled keys are applied in chunks of max_keys.
+ * When a batch is applied: the batch policy, from the apply worker's
+ * settings (one batch serves every view of a database, and no view's
+ * options may shrink it for the others).  A batch is applied as soon as
+ * decoding has caught up with the WAL there is; while WAL keeps coming,
+ * once it holds max_keys distinct keys or its first change is timeout_ms
+ * old.  A batch that one transaction tips over max_keys stays in memory;
+ * its keys spill to disk once it holds twice as many, and the spilled keys
+ * are applied in chunks of max_keys.
  *
  * After a batch that caught up with the WAL, the next round of decoding
  * waits until round_ms after it: on a busy system the commits of those
@@ -118,7 +119,7 @@ typedef struct BatchPolicy
 #define BATCH_ROUND_MS	5		/* shortest time between caught-up batches */
 
 /* batch.c */
-extern BatchPolicy batch_policy_for(List *options);
+extern BatchPolicy batch_policy_for(void);
 extern int64 batch_policy_spill_at(BatchPolicy policy);
 extern bool batch_policy_full(BatchPolicy policy, int64 nkeys, int64 nspilled);
 extern TimestampTz batch_policy_due_at(BatchPolicy policy, TimestampTz first_change);

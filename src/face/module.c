@@ -46,6 +46,7 @@
 #include "citus/node.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
+#include "process/retry.h"
 
 PG_MODULE_MAGIC;
 
@@ -76,6 +77,7 @@ _PG_init(void)
 {
 	options_define_settings();
 	parallel_define_settings();
+	retry_define_settings();
 	shmem_define_settings();
 
 	MarkGUCPrefixReserved("delta_join");

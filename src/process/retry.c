@@ -18,6 +18,13 @@
  * lookup_timeout has passed since its first failure, or after
  * RETRY_TIMEOUT_TRIES statement timeouts in a row.
  *
+ * Whatever its options say, no view holds the slot back for longer than
+ * delta_join.max_retry_time: the slot retains the WAL of the whole instance,
+ * and a view's options (a lookup_timeout of weeks, a max_batch_size of one
+ * key under steady writes) are any role's to choose.  A view that waited
+ * with work that long goes to error, and the slot moves on; a full
+ * recompute waiting for its refresh_interval recomputes early instead.
+ *
  * Memory: everything here lives in retry_cxt, for the life of the worker
  * (what concerns a view until it is dropped); a deferred view's waiting
  * work in a context of its own, freed when it is applied, given up or
@@ -30,6 +37,9 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "capture/decoding.h"
@@ -59,6 +69,25 @@ typedef struct ViewRetry
 
 static MemoryContext retry_cxt = NULL;
 static List *retries = NIL;		/* ViewRetry * */
+
+int			dj_max_retry_time_ms = 60 * 60 * 1000;
+
+/* Define delta_join.max_retry_time (_PG_init) */
+void
+retry_define_settings(void)
+{
+	DefineCustomIntVariable("delta_join.max_retry_time",
+							"Most time a view may hold back its database's replication slot.",
+							"A view retried, or applied a part at a time, for "
+							"longer goes to error, and the slot moves on.  "
+							"Zero: no bound.",
+							&dj_max_retry_time_ms,
+							60 * 60 * 1000,
+							0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
 
 static void retry_add(DeferredView *dv, ViewBatch *batch);
 static void retry_free(DeferredView *dv);
@@ -156,6 +185,7 @@ retry_defer(ViewRecord *view, ViewBatch *batch, XLogRecPtr since_lsn, TimestampT
 		dv->seen = key_set_create(dv->cxt);
 		dv->since_lsn = since_lsn;
 		dv->first_failure = now;
+		dv->held_since = now;
 		vr->deferred = dv;
 	}
 	if (batch != NULL)
@@ -276,13 +306,16 @@ retry_failed(DeferredView *dv, const ErrorData *error)
 
 /*
  * Has a deferred view been tried long enough?  A view that timed out
- * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, or that has waited
- * for locks for longer than its lookup_timeout, goes to error: the last
- * try's error's message then says why.
+ * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, that has waited
+ * for locks for longer than its lookup_timeout, or that has held the slot
+ * back for longer than max_retry_time, goes to error: the last try's
+ * error's message then says why.
  */
 bool
 retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error, TimestampTz now)
 {
+	if (retry_held_too_long(dv, now, &error))
+		return true;
 	if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
 	{
 		if (dv->timeouts < RETRY_TIMEOUT_TRIES)
@@ -296,6 +329,33 @@ retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error, TimestampTz
 		return false;
 	error->message = psprintf("could not be applied for longer than its lookup_timeout: %s",
 							  error->message);
+	return true;
+}
+
+/*
+ * Has a deferred view held the slot back for longer than
+ * delta_join.max_retry_time?  Then it must go to error: *error (made when
+ * NULL, else its message extended) says why, and what to do.
+ */
+bool
+retry_held_too_long(DeferredView *dv, TimestampTz now, ErrorData **error)
+{
+	char	   *message;
+
+	if (dj_max_retry_time_ms <= 0 ||
+		!TimestampDifferenceExceeds(dv->held_since, now, dj_max_retry_time_ms))
+		return false;
+	message = psprintf("held back the replication slot for longer than delta_join.max_retry_time (%d ms)",
+					   dj_max_retry_time_ms);
+	if (*error == NULL)
+	{
+		*error = palloc0(sizeof(ErrorData));
+		(*error)->sqlerrcode = ERRCODE_QUERY_CANCELED;
+		(*error)->message = message;
+	}
+	else
+		(*error)->message = psprintf("%s: %s", message, (*error)->message);
+	(*error)->hint = pstrdup("Remove what keeps the view from being applied (a lock held on its target, a max_batch_size too small for its changes), then rebuild it with delta_join.refresh(); a superuser may raise delta_join.max_retry_time.");
 	return true;
 }
 
@@ -349,28 +409,40 @@ retry_free(DeferredView *dv)
  * ----------------
  */
 
-/* When a full-recompute view may recompute next (now or before: at once) */
+/*
+ * When a full-recompute view may recompute next (now or before: at once),
+ * dv being its deferred view, if any.
+ */
 TimestampTz
-retry_recompute_due(ViewRecord *view)
+retry_recompute_due(ViewRecord *view, DeferredView *dv)
 {
 	ViewRetry  *vr = view_retry(view->view_id, false);
 
 	/* (0: not since the worker started) */
-	return TimestampTzPlusMilliseconds(vr ? vr->recomputed_at : 0,
-									   view->options.refresh_interval_ms);
+	TimestampTz due = TimestampTzPlusMilliseconds(vr ? vr->recomputed_at : 0,
+												  view->options.refresh_interval_ms);
+
+	/*
+	 * The changes it waits with hold the slot back: recompute once half of
+	 * max_retry_time has passed, whatever its refresh_interval, so that a
+	 * try that fails has the other half.
+	 */
+	if (dv != NULL && dj_max_retry_time_ms > 0)
+		due = Min(due, TimestampTzPlusMilliseconds(dv->held_since, dj_max_retry_time_ms / 2));
+	return due;
 }
 
 /*
- * A full-recompute view waits until due, its batch (NULL: none) joining its
- * deferred view's work (dv, or a new one).
+ * A full-recompute view waits until it is due (retry_recompute_due), its
+ * batch (NULL: none) joining its deferred view's work (dv, or a new one).
  */
 DeferredView *
 retry_wait_recompute(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
-					 XLogRecPtr since_lsn, TimestampTz due, TimestampTz now)
+					 XLogRecPtr since_lsn, TimestampTz now)
 {
 	if (dv == NULL)
 		dv = retry_defer(view, batch, since_lsn, now);
-	dv->next_try = due;
+	dv->next_try = retry_recompute_due(view, dv);
 	if (dv->reason == NULL)
 		dv->reason = MemoryContextStrdup(retry_cxt, "waiting for its refresh_interval");
 	return dv;

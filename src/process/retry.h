@@ -34,10 +34,14 @@ typedef struct DeferredView
 	int			tries;
 	int			timeouts;		/* of them, ended by lookup_timeout */
 	TimestampTz first_failure;
+	TimestampTz held_since;		/* since when it holds the slot back */
 	TimestampTz next_try;
 	char	   *reason;			/* why it waits, for delta_join.status */
 } DeferredView;
 
+extern int	dj_max_retry_time_ms;
+
+extern void retry_define_settings(void);
 extern DeferredView *retry_find(int view_id);
 extern TimestampTz retry_next_due(void);
 extern XLogRecPtr retry_confirm_limit(XLogRecPtr end_lsn);
@@ -49,13 +53,13 @@ extern void retry_defer_spilled(DeferredView *dv, ViewRecord *view, int max_keys
 extern void retry_failed(DeferredView *dv, const ErrorData *error);
 extern bool retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error,
 						   TimestampTz now);
+extern bool retry_held_too_long(DeferredView *dv, TimestampTz now, ErrorData **error);
 extern void retry_forget(DeferredView *dv);
 extern void retry_forget_dropped(List *views);
 
-extern TimestampTz retry_recompute_due(ViewRecord *view);
+extern TimestampTz retry_recompute_due(ViewRecord *view, DeferredView *dv);
 extern DeferredView *retry_wait_recompute(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
-										  XLogRecPtr since_lsn, TimestampTz due,
-										  TimestampTz now);
+										  XLogRecPtr since_lsn, TimestampTz now);
 extern void retry_recomputed(int view_id, TimestampTz at);
 
 extern bool retry_shares_view(int view_id);

@@ -44,7 +44,13 @@
  * left waits for the next batch (VIEW_PARTIAL), where it is applied at once
  * with that batch's other work.  The other views never wait behind one
  * view's large batch for much longer than a slice, and a large batch makes
- * progress with every try instead of starting again after a timeout.
+ * progress with every try instead of starting again after a timeout.  A
+ * view's own max_batch_size, when smaller than the worker's, ends its part
+ * the same way; the batch itself follows the worker's settings only
+ * (batch_policy_for).  The exception is a recompute of the whole (a full
+ * recompute, an aggregate without GROUP BY): one piece, never cut, since a
+ * part of it would be a state its query never had; while it runs, the
+ * other views wait (README, "Time slices").
  *
  * After a crash decoding restarts from the last confirmed position and
  * replays; applying is idempotent (DESIGN.md section 2).
@@ -90,7 +96,7 @@
  * the keys it waits for into memory of its own (retry.c), each key once
  * however many batches brought it.
  *
- * Length: a little over 1,000 lines, a tenth of them this comment.  What is
+ * Length: about 1,100 lines, a tenth of them this comment.  What is
  * left is the one job of the worker -- its loop, its batch's transaction
  * and what each view does in it, confirming the slot --, which reads best
  * in one place; the state that outlives a batch is retry.c's, and parallel
@@ -168,7 +174,7 @@ static bool worker_waiting = false; /* for the extension's update */
 /* An earlier worker of the database ended in error (worker_note_failure) */
 static bool failed_before = true;
 
-/* When a batch is applied (batch.h), for the views last read */
+/* When a batch is applied (batch.h): the settings', read again on SIGHUP */
 static BatchPolicy policy;
 static TimestampTz next_round = 0;	/* no decoding before (worker_wait_round) */
 
@@ -201,7 +207,7 @@ static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_ls
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static ViewProgress *worker_progress_rows(List *views);
-static BatchPolicy worker_batch_policy(List *views);
+static List *worker_readers_first(List *todo);
 
 /* ----------------
  * Apply worker
@@ -246,7 +252,7 @@ dj_worker_main(Datum main_arg)
 	worker_cxt = AllocSetContextCreate(TopMemoryContext, "delta_join worker",
 									   ALLOCSET_DEFAULT_SIZES);
 	worker_new_batch();
-	policy = batch_policy_for(NIL);
+	policy = batch_policy_for();
 
 	/*
 	 * An error here ends the worker, and the launcher starts another, which
@@ -339,6 +345,7 @@ worker_loop(void)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			parallel_trim();
+			policy = batch_policy_for();
 		}
 		worker_confirm_flushed();
 
@@ -472,7 +479,6 @@ worker_check_views(void)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		views = catalog_list_views();
 		worker_check_citus(views);
-		policy = worker_batch_policy(views);
 		progress_publish(worker_dboid, worker_progress_rows(views),
 						 list_length(views), InvalidXLogRecPtr);
 		MemoryContextSwitchTo(oldcxt);
@@ -529,23 +535,6 @@ worker_check_citus(List *views)
 										.hint = "Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view."},
 						  true);
 	}
-}
-
-/* The batch policy (batch.h) of the views not in error */
-static BatchPolicy
-worker_batch_policy(List *views)
-{
-	List	   *options = NIL;
-	ListCell   *lc;
-
-	foreach(lc, views)
-	{
-		ViewRecord *view = lfirst(lc);
-
-		if (!view->in_error)
-			options = lappend(options, &view->options);
-	}
-	return batch_policy_for(options);
 }
 
 /* Progress rows for views, with nothing applied yet (batch memory) */
@@ -620,7 +609,9 @@ worker_covered_lsn(void)
 /*
  * Nothing captured, but WAL was read: every view is as fresh as the WAL
  * read, deferred views and carried keys aside.  Publish it and let the
- * slot move on.
+ * slot move on, as far as the deferred views let it: their waiting keys
+ * are in memory only, and decoded again after a crash only if the slot
+ * has not passed them.
  */
 static void
 worker_progress(void)
@@ -629,7 +620,7 @@ worker_progress(void)
 
 	if (end_lsn <= batch_start_lsn)
 		return;
-	worker_confirm(end_lsn);
+	worker_confirm(retry_confirm_limit(end_lsn));
 	progress_advance(worker_dboid, end_lsn);
 	batch_start_lsn = end_lsn;
 }
@@ -742,8 +733,7 @@ worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot, bool sliced
 static void
 worker_apply_batch(Snapshot snapshot)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(batch_cxt);
-	List	   *batches = decoding_batch_views();
+	List	   *batches;
 	XLogRecPtr	end_lsn = worker_covered_lsn();
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *views;
@@ -756,6 +746,8 @@ worker_apply_batch(Snapshot snapshot)
 	int64		spill_at;
 	int64		spilled = decoding_batch_spilled(&spill_at);
 
+	MemoryContextSwitchTo(batch_cxt);
+	batches = decoding_batch_views();
 	if (spilled > 0)
 		elog(DEBUG1, "batch of more than %lld dirty keys: %lld were spilled to disk, applied in chunks of %d",
 			 (long long) spill_at, (long long) spilled, policy.max_keys);
@@ -770,7 +762,6 @@ worker_apply_batch(Snapshot snapshot)
 	 */
 	catalog_require_version();
 	views = catalog_list_views();
-	policy = worker_batch_policy(views);
 	progress = worker_progress_rows(views);
 	applied.ids = palloc(sizeof(int) * Max(list_length(views), 1));
 	applied.n = 0;
@@ -785,6 +776,7 @@ worker_apply_batch(Snapshot snapshot)
 		if (vw != NULL)
 			todo = lappend(todo, vw);
 	}
+	todo = worker_readers_first(todo);
 	round = share_begin(todo, spilled > 0, end_lsn, &shared_chunks);
 
 	foreach(lc, todo)
@@ -834,7 +826,13 @@ worker_apply_batch(Snapshot snapshot)
 	pgstat_report_stat(false);	/* the targets' row counts, in pg_stat_user_tables */
 
 	progress_publish(worker_dboid, progress, list_length(views), end_lsn);
-	MemoryContextSwitchTo(oldcxt);
+
+	/*
+	 * Not back to the memory current when the batch began: that was the
+	 * transaction's, gone with its commit (the next context made, say by a
+	 * configuration reload, would be made under freed memory).
+	 */
+	MemoryContextSwitchTo(worker_cxt);
 
 	/* the slot never moves past a batch that waits for another try */
 	worker_confirm(retry_confirm_limit(end_lsn));
@@ -911,11 +909,11 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	/* a full recompute runs at most once per refresh_interval */
 	if (view->path == DJ_PATH_FULL)
 	{
-		TimestampTz due = retry_recompute_due(view);
+		TimestampTz due = retry_recompute_due(view, dv);
 
 		if (due > now)
 		{
-			dv = retry_wait_recompute(view, dv, batch, batch_start_lsn, due, now);
+			dv = retry_wait_recompute(view, dv, batch, batch_start_lsn, now);
 			vp->deferred = true;
 			vp->retry_reason = dv->reason;
 			return NULL;
@@ -933,6 +931,84 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	vw->req.chunk_keys = policy.max_keys;
 	vw->req.end_lsn = decoding_position();
 	return vw;
+}
+
+/*
+ * The order a batch applies its views in: each view before the views whose
+ * targets it reads (a view over another view's target: a chain), catalog
+ * order otherwise.
+ *
+ * Why readers first: the views of a batch are applied one after another in
+ * its one transaction, each seeing what the earlier ones wrote.  A view B
+ * over the target of a view A recomputes, in batch N+1, the keys A wrote in
+ * batch N (A's writes are decoded with batch N+1's WAL).  Applied after A,
+ * B would read A's target as batch N+1 has rewritten it: a change of batch
+ * N+1 would show in B on one side of a key only, until batch N+2.  Applied
+ * before A, B reads A's target as batch N left it, so at every commit of the
+ * worker B holds its query over A's target at the previous commit: one batch
+ * behind A, but at a state A had.
+ *
+ * A cycle (views reading each other's targets) keeps catalog order for the
+ * views on it: none of its orders is better than another.
+ */
+static List *
+worker_readers_first(List *todo)
+{
+	int			n = list_length(todo);
+	int		   *readers = palloc0(sizeof(int) * Max(n, 1));
+	bool	   *placed = palloc0(sizeof(bool) * Max(n, 1));
+	List	   *ordered = NIL;
+
+	if (n < 2)
+		return todo;
+
+	/* readers[i]: how many reads of view i's target the others make */
+	for (int j = 0; j < n; j++)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((ViewWork *) list_nth(todo, j))->view->sources)
+		{
+			Oid			relid = ((SourceRecord *) lfirst(lc))->relid;
+
+			for (int i = 0; i < n; i++)
+			{
+				if (i != j && ((ViewWork *) list_nth(todo, i))->view->target == relid)
+					readers[i]++;
+			}
+		}
+	}
+
+	/*
+	 * Place, each time, the first view in catalog order that no view left
+	 * reads, or, on a cycle, the first view left; then its reads no longer
+	 * hold back the views it reads.
+	 */
+	while (list_length(ordered) < n)
+	{
+		int			pick = -1;
+		ListCell   *lc;
+
+		for (int i = 0; i < n && (pick < 0 || readers[pick] > 0); i++)
+		{
+			if (!placed[i] && (pick < 0 || readers[i] == 0))
+				pick = i;
+		}
+		placed[pick] = true;
+		ordered = lappend(ordered, list_nth(todo, pick));
+		foreach(lc, ((ViewWork *) list_nth(todo, pick))->view->sources)
+		{
+			Oid			relid = ((SourceRecord *) lfirst(lc))->relid;
+
+			for (int i = 0; i < n; i++)
+			{
+				if (i != pick && !placed[i] &&
+					((ViewWork *) list_nth(todo, i))->view->target == relid)
+					readers[i]--;
+			}
+		}
+	}
+	return ordered;
 }
 
 /*
@@ -955,10 +1031,14 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *er
 	if (result == VIEW_PARTIAL || result == VIEW_LATER)
 	{
 		dv = retry_rest(view, dv, rest, result == VIEW_PARTIAL, batch_start_lsn, now);
-		vp->deferred = true;
-		vp->retry_reason = dv->reason;
 		vp->applied = (result == VIEW_PARTIAL);	/* its counts */
-		return;
+		if (!retry_held_too_long(dv, now, &error))
+		{
+			vp->deferred = true;
+			vp->retry_reason = dv->reason;
+			return;
+		}
+		result = VIEW_FAILED;
 	}
 
 	if (result == VIEW_DEFERRED)

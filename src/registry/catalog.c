@@ -541,8 +541,9 @@ catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn)
 	values[1] = LSNGetDatum(lsn);
 	SPI_connect();
 	catalog_exec("UPDATE delta_join.view_catalog "
-				 "SET applied_lsn = GREATEST(applied_lsn, $2) "
-				 "WHERE view_id OPERATOR(pg_catalog.=) ANY ($1)",
+				 "SET applied_lsn = $2 "
+				 "WHERE view_id OPERATOR(pg_catalog.=) ANY ($1) "
+				 "AND applied_lsn OPERATOR(pg_catalog.<) $2",
 				 2, types, values, NULL);
 	SPI_finish();
 }

@@ -15,7 +15,9 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use DeltaJoinTest;
 
-my $node = DeltaJoinTest::new_node('spill', conf => { log_min_messages => 'debug1' });
+# (the worker's batches, not a view's option, hold max_batch_size keys)
+my $node = DeltaJoinTest::new_node('spill',
+	conf => { log_min_messages => 'debug1', 'delta_join.max_batch_size' => 50 });
 DeltaJoinTest::worked_example($node);
 
 my %query = (
@@ -30,10 +32,10 @@ my %query = (
 	totals => 'SELECT count(*) AS n, sum(amount) AS total FROM orders',
 	names => 'SELECT DISTINCT item_name FROM items');
 my %how = (
-	wide_retract => q{, options => '{"max_batch_size": 50, "retract": true}'},
-	outer_retract => q{, options => '{"max_batch_size": 50, "retract": true}'},
-	totals => q{, strategy => 'auto', options => '{"max_batch_size": 50}'},
-	names => q{, strategy => 'auto', options => '{"max_batch_size": 50, "refresh_interval": "0s"}'});
+	wide_retract => q{, options => '{"retract": true}'},
+	outer_retract => q{, options => '{"retract": true}'},
+	totals => q{, strategy => 'auto'},
+	names => q{, strategy => 'auto', options => '{"refresh_interval": "0s"}'});
 
 $node->safe_psql(
 	'postgres', q{
@@ -42,7 +44,7 @@ $node->safe_psql(
 	CREATE INDEX ON orders (merchant_id, item_id);});
 foreach my $view (sort keys %query)
 {
-	my $how = $how{$view} // q{, options => '{"max_batch_size": 50}'};
+	my $how = $how{$view} // '';
 	$node->safe_psql('postgres',
 		"SELECT delta_join.create_view('$view', \$q\$ $query{$view} \$q\$ $how)");
 }

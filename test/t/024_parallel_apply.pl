@@ -6,7 +6,7 @@
 #  1. a batch of 5,000 keys starts the helpers (apply_workers - 1 of them),
 #     is shared, and every view is exact; the counters of the shares add
 #     up (keys_applied grows by the keys of the batch, once each);
-#     a batch that spilled (a view with max_batch_size 300) is shared a
+#     a batch that spilled (delta_join.max_batch_size 300) is shared a
 #     chunk at a time, each chunk once;
 #  2. a join whose sources' keys share no column (orders by id, items by
 #     id) is split by whole keys, so two shares write the same target rows
@@ -113,11 +113,13 @@ is( $node->safe_psql('postgres',
 
 # --- 1b. a batch that spilled is shared a chunk at a time ---
 
-# a view with small batches: 5,000 keys spill beyond 2 x 300, and are read
-# back in chunks of 300, each a round
+# small batches (the worker's setting: a restart makes sure the worker has
+# it): 5,000 keys spill beyond 2 x 300, and are read back in chunks of 300,
+# each a round
+$node->append_conf('postgresql.conf', "delta_join.max_batch_size = 300\n");
+$node->restart;
 $node->safe_psql('postgres',
-	qq{SELECT delta_join.create_view('wide_small', \$q\$ $wide \$q\$,
-	  options => '{"max_batch_size": 300}')});
+	qq{SELECT delta_join.create_view('wide_small', \$q\$ $wide \$q\$)});
 $node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id <= 5000');
 ok(DeltaJoinWorkload::wait_views($node, 'wide_small'), 'wait() for the view of small batches');
 $before = $node->safe_psql('postgres',
@@ -134,6 +136,8 @@ is( $node->safe_psql('postgres',
 	$node->safe_psql('postgres', 'SELECT count(*) FROM orders WHERE order_id <= 5000'),
 	'each chunk applied once: the counters add up to the batch');
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('wide_small')");
+$node->append_conf('postgresql.conf', "delta_join.max_batch_size = 10000\n");
+$node->restart;
 
 # --- 2. shares that meet on target rows ---
 

@@ -22,7 +22,13 @@
 #          null-extended rows are constant (users are renamed meanwhile);
 #  ud_up   the same join in upsert mode, where null-extended rows are exact
 #          too: never one beside a joined row of the same user, and their
-#          number is constant.
+#          number is constant;
+#  chain   a delta aggregate over agg's target (a view of another view's
+#          target), made after agg so that catalog order applies agg first:
+#          the sum of its totals is constant too, at every commit, as of
+#          the commit before (the worker applies a view before the views
+#          whose targets it reads);
+#  chain_keyed  the same query with strategy none (keyed recompute).
 #
 # A reader (a function looping in the server, a new snapshot per read)
 # checks every invariant while pgbench writes:
@@ -78,6 +84,8 @@ $node->safe_psql(
 # target => [ query, strategy, options (json) ]
 my %views = (
 	agg => [ 'SELECT grp, sum(balance) AS total, count(*) AS n FROM accounts GROUP BY grp' ],
+	chain => [ 'SELECT grp, sum(total) AS total, sum(n) AS n FROM agg GROUP BY grp' ],
+	chain_keyed => [ 'SELECT grp, sum(total) AS total, sum(n) AS n FROM agg GROUP BY grp', 'none' ],
 	keyed => [
 		'SELECT grp, sum(balance) AS total, count(*) AS n FROM accounts GROUP BY grp', 'none'
 	],
@@ -107,12 +115,14 @@ my %views = (
 		  . 'FROM users u LEFT JOIN domains d ON d.user_id = u.id'
 	]);
 my %mode = (
-	agg => 'delta', keyed => 'keyed recompute', whole => 'full recompute',
+	agg => 'delta', chain => 'delta', chain_keyed => 'keyed recompute', keyed => 'keyed recompute', whole => 'full recompute',
 	halves => 'delta (retract)', lines => 'delta (retract)', ud_rt => 'delta (retract)',
 	ud_up => 'delta');
 # the options of target_ok for each view after wait()
 my %check = (ud_up => { mode => 'upsert', sides => [ [ ['user_id'], 'domain_id' ] ] });
 
+# (sorted, agg comes before the views of its target: made first, it is
+# the first in catalog order)
 foreach my $t (sort keys %views)
 {
 	my ($query, $strategy, $options) = @{ $views{$t} };
@@ -128,17 +138,15 @@ foreach my $t (sort keys %views)
 my $total = $accounts * 1000;
 my ($ud_rows, $ud_null) = split /\|/, $node->safe_psql('postgres',
 	"SELECT count(*), count(*) FILTER (WHERE domain_id IS NULL) FROM ($views{ud_rt}[0]) q");
+# (the views of account totals: a constant total over every account)
+my $totals = join "\n	  UNION ALL\n	  ", map {
+	"SELECT '$_', sum(total) = $total AND sum(n) = $accounts, "
+	  . "'total ' || sum(total) || ', accounts ' || sum(n) FROM $_"
+} qw(agg chain chain_keyed keyed whole);
 $node->safe_psql(
 	'postgres', qq{
 	CREATE VIEW invariants (view, holds, seen) AS
-	  SELECT 'agg', sum(total) = $total AND sum(n) = $accounts,
-	         'total ' || sum(total) || ', accounts ' || sum(n) FROM agg
-	  UNION ALL
-	  SELECT 'keyed', sum(total) = $total AND sum(n) = $accounts,
-	         'total ' || sum(total) || ', accounts ' || sum(n) FROM keyed
-	  UNION ALL
-	  SELECT 'whole', sum(total) = $total AND sum(n) = $accounts,
-	         'total ' || sum(total) || ', accounts ' || sum(n) FROM whole
+	  $totals
 	  UNION ALL
 	  SELECT 'halves', count(*) = $orders AND count(DISTINCT order_id) = $orders,
 	         count(*) || ' rows, ' || count(DISTINCT order_id) || ' orders' FROM halves
