@@ -88,6 +88,9 @@ extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *la
 /* analyze_agg.c */
 extern void analysis_aggregate(Analysis *a);
 
+/* access.c */
+extern bool analysis_rights_granted(Analysis *a);
+
 /* analyze_union.c */
 extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);
 

@@ -82,6 +82,45 @@ compat_check_permissions(Query *query, bool ereport_on_violation)
 }
 
 /*
+ * The first relation of the query's own range table whose rights (on the
+ * table, or on the columns it reads) the entry's checking role lacks, or
+ * InvalidOid: what compat_check_permissions would raise about.
+ */
+Oid
+compat_relation_denied(Query *query)
+{
+	ListCell   *lc;
+
+#if PG_VERSION_NUM >= 160000
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		RangeTblEntry alone;
+		RTEPermissionInfo *perminfo;
+
+		if (rte->perminfoindex == 0)
+			continue;
+		perminfo = getRTEPermissionInfo(query->rteperminfos, rte);
+
+		/* (a range table of the entry alone, consistent with its one info) */
+		alone = *rte;
+		alone.perminfoindex = 1;
+		if (!ExecCheckPermissions(list_make1(&alone), list_make1(perminfo), false))
+			return perminfo->relid;
+	}
+#else
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && !ExecCheckRTPerms(list_make1(rte), false))
+			return rte->relid;
+	}
+#endif
+	return InvalidOid;
+}
+
+/*
  * Give estate a range table of rte alone, for a result relation written
  * through the executor (as logical replication's apply does).  From 16 the
  * entry needs a permission info, which later executor calls look up (the
