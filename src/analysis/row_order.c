@@ -126,14 +126,14 @@ order_keys(List *clauses, List *tlist)
 }
 
 /*
- * Are two values equal under the key's equality the same value?  Only if
- * that equality is the type's default one, and its operator class's
- * equalimage function says so for the key's collation.
+ * Are two values of a type equal under its default btree equality the same
+ * value, under the collation?  Only if its operator class's equalimage
+ * function says so: not for numeric (1.0 = 1.00), float (-0 = 0), or text
+ * under a nondeterministic collation.
  */
-static bool
-key_ties_are_identical(OrderKey *key)
+bool
+row_order_equal_is_identical(Oid type, Oid collation)
 {
-	Oid			type = exprType(key->expr);
 	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
 	Oid			opfamily;
 	Oid			opcintype;
@@ -142,14 +142,26 @@ key_ties_are_identical(OrderKey *key)
 	if (!OidIsValid(opclass))
 		return false;
 	opfamily = get_opclass_family(opclass);
-	if (!OidIsValid(key->eqop) || !op_in_opfamily(key->eqop, opfamily))
-		return false;
 	opcintype = get_opclass_input_type(opclass);
 	proc = get_opfamily_proc(opfamily, opcintype, opcintype, BTEQUALIMAGE_PROC);
 	if (!OidIsValid(proc))
 		return false;
-	return DatumGetBool(OidFunctionCall1Coll(proc, exprCollation(key->expr),
-											 ObjectIdGetDatum(opcintype)));
+	return DatumGetBool(OidFunctionCall1Coll(proc, collation, ObjectIdGetDatum(opcintype)));
+}
+
+/*
+ * Are two values equal under the key's equality the same value?  Only if
+ * that equality is the type's default one, and equal values of the type
+ * are the same value under the key's collation.
+ */
+static bool
+key_ties_are_identical(OrderKey *key)
+{
+	Oid			type = exprType(key->expr);
+
+	if (!OidIsValid(key->eqop) || !op_in_opfamily(key->eqop, default_opfamily(type)))
+		return false;
+	return row_order_equal_is_identical(type, exprCollation(key->expr));
 }
 
 /* The keys whose equal values are the same value */
