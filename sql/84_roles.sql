@@ -63,8 +63,18 @@ SELECT * FROM delta_join.explain('SELECT o.merchant_id, o.order_id, o.item_id FR
 SELECT * FROM delta_join.explain('SELECT DISTINCT o.merchant_id FROM orders o WHERE o.item_id IN (SELECT item_id FROM items WHERE item_name <> ''pear'')', strategy => 'auto');
 SELECT delta_join.create_view('roles.bob_some', 'SELECT DISTINCT o.merchant_id FROM orders o WHERE o.item_id IN (SELECT item_id FROM items WHERE item_name <> ''pear'')', strategy => 'auto');
 SELECT * FROM delta_join.explain('WITH n AS (SELECT merchant_id, item_id, item_name FROM items) SELECT merchant_id, count(*) AS n FROM n GROUP BY merchant_id', strategy => 'auto');
+RESET ROLE;
+-- a view the role may read whose owner may not read its table: the owner
+-- is the role named
+CREATE VIEW roles.mallorys_items AS SELECT merchant_id, item_id, item_name FROM roles.items;
+ALTER VIEW roles.mallorys_items OWNER TO dj_mallory;
+GRANT SELECT ON roles.mallorys_items TO dj_bob;
+SET ROLE dj_bob;
+SELECT * FROM delta_join.explain('SELECT merchant_id, item_id, item_name FROM mallorys_items');
+SELECT delta_join.create_view('roles.bob_items', 'SELECT merchant_id, item_id, item_name FROM mallorys_items');
 RESET search_path;
 RESET ROLE;
+DROP VIEW roles.mallorys_items;
 REVOKE ALL ON roles.orders, roles.items FROM dj_bob;
 SELECT target, runs_as FROM delta_join.views WHERE target = 'roles.alice_wide';
 SELECT relowner::regrole FROM pg_class WHERE oid = 'delta_join."roles.alice_wide"'::regclass;

@@ -37,7 +37,8 @@ reject_denied_reads(Node *node, Analysis *a)
 	if (IsA(node, Query))
 	{
 		Query	   *query = (Query *) node;
-		Oid			relid = compat_relation_denied(query);
+		Oid			role;
+		Oid			relid = compat_relation_denied(query, &role);
 
 		if (OidIsValid(relid))
 		{
@@ -49,9 +50,9 @@ reject_denied_reads(Node *node, Analysis *a)
 							relkind == RELKIND_MATVIEW ? "materialized view" :
 							relkind == RELKIND_FOREIGN_TABLE ? "foreign table" : "table",
 							get_rel_name(relid)),
-				   pstrdup("The view's query runs as the owner of its target, who needs the right to read every table and column it reads."),
+				   pstrdup("The view's query runs as the owner of its target, who needs the right to read every table and column it reads (and the owner of a view it reads, that view's tables)."),
 				   psprintf("Grant SELECT on the table, or on the columns the query reads, to role \"%s\".",
-							GetUserNameFromId(GetUserId(), false)));
+							GetUserNameFromId(role, false)));
 			return true;
 		}
 		return query_tree_walker(query, reject_denied_reads, a, 0);

@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
@@ -84,10 +85,12 @@ compat_check_permissions(Query *query, bool ereport_on_violation)
 /*
  * The first relation of the query's own range table whose rights (on the
  * table, or on the columns it reads) the entry's checking role lacks, or
- * InvalidOid: what compat_check_permissions would raise about.
+ * InvalidOid: what compat_check_permissions would raise about.  *role is
+ * set to that role: the current user, or a view's owner for the tables of
+ * the view.
  */
 Oid
-compat_relation_denied(Query *query)
+compat_relation_denied(Query *query, Oid *role)
 {
 	ListCell   *lc;
 
@@ -106,7 +109,10 @@ compat_relation_denied(Query *query)
 		alone = *rte;
 		alone.perminfoindex = 1;
 		if (!ExecCheckPermissions(list_make1(&alone), list_make1(perminfo), false))
+		{
+			*role = OidIsValid(perminfo->checkAsUser) ? perminfo->checkAsUser : GetUserId();
 			return perminfo->relid;
+		}
 	}
 #else
 	foreach(lc, query->rtable)
@@ -114,7 +120,10 @@ compat_relation_denied(Query *query)
 		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
 
 		if (rte->rtekind == RTE_RELATION && !ExecCheckRTPerms(list_make1(rte), false))
+		{
+			*role = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 			return rte->relid;
+		}
 	}
 #endif
 	return InvalidOid;
