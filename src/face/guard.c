@@ -30,6 +30,10 @@
  *					inheritance child created, attached, detached or
  *					dropped), which registers them as its sources.  A target renamed or
  *					given to another owner takes its query view along.
+ *					What a query is made of, changed -- a view, function,
+ *					operator, type ... it uses, or a type whose values its
+ *					sources store (relations_using_objects) -- has the view
+ *					refreshed too.
  *	ddl_command_start
  *					DETACH PARTITION CONCURRENTLY of a source, and DROP INDEX
  *					CONCURRENTLY on a source or a target, are refused (they
