@@ -31,15 +31,51 @@ CREATE FUNCTION roles.shout(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SE
 --    target locks the sources in SHARE mode, which keeps their writers
 --    waiting: that takes the right LOCK TABLE ... IN SHARE MODE takes.
 --
+--    explain() checks the same rights of its caller (who would own a new
+--    target), and reports what is missing as create_view words it: a query
+--    is not eligible for a role create_view would refuse.
+--
 SET ROLE dj_alice;
 SET search_path = public, roles;
+SELECT * FROM delta_join.explain(:'alice_query');
 SELECT delta_join.create_view('roles.alice_wide', :'alice_query');
 RESET ROLE;
 GRANT UPDATE ON roles.orders, roles.items TO dj_alice;
 SET ROLE dj_alice;
+SELECT * FROM delta_join.explain(:'alice_query');
 SELECT delta_join.create_view('roles.alice_wide', :'alice_query');
 RESET search_path;
 RESET ROLE;
+-- a role that may not read a source, or a column the query reads, at any
+-- level of the query and on every path
+GRANT UPDATE ON roles.orders, roles.items TO dj_bob;
+GRANT SELECT (merchant_id, item_id) ON roles.items TO dj_bob;
+SET ROLE dj_bob;
+SET search_path = public, roles;
+SELECT * FROM delta_join.explain(:'alice_query');
+SELECT delta_join.create_view('roles.bob_wide', :'alice_query');
+RESET ROLE;
+GRANT SELECT ON roles.orders TO dj_bob;
+SET ROLE dj_bob;
+SELECT * FROM delta_join.explain(:'alice_query', strategy => 'auto');
+SELECT delta_join.create_view('roles.bob_wide', :'alice_query', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT o.merchant_id, o.order_id, o.item_id FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id');
+SELECT * FROM delta_join.explain('SELECT DISTINCT o.merchant_id FROM orders o WHERE o.item_id IN (SELECT item_id FROM items WHERE item_name <> ''pear'')', strategy => 'auto');
+SELECT delta_join.create_view('roles.bob_some', 'SELECT DISTINCT o.merchant_id FROM orders o WHERE o.item_id IN (SELECT item_id FROM items WHERE item_name <> ''pear'')', strategy => 'auto');
+SELECT * FROM delta_join.explain('WITH n AS (SELECT merchant_id, item_id, item_name FROM items) SELECT merchant_id, count(*) AS n FROM n GROUP BY merchant_id', strategy => 'auto');
+RESET ROLE;
+-- a view the role may read whose owner may not read its table: the owner
+-- is the role named
+CREATE VIEW roles.mallorys_items AS SELECT merchant_id, item_id, item_name FROM roles.items;
+ALTER VIEW roles.mallorys_items OWNER TO dj_mallory;
+GRANT SELECT ON roles.mallorys_items TO dj_bob;
+SET ROLE dj_bob;
+SELECT * FROM delta_join.explain('SELECT merchant_id, item_id, item_name FROM mallorys_items');
+SELECT delta_join.create_view('roles.bob_items', 'SELECT merchant_id, item_id, item_name FROM mallorys_items');
+RESET search_path;
+RESET ROLE;
+DROP VIEW roles.mallorys_items;
+REVOKE ALL ON roles.orders, roles.items FROM dj_bob;
 SELECT target, runs_as FROM delta_join.views WHERE target = 'roles.alice_wide';
 SELECT relowner::regrole FROM pg_class WHERE oid = 'delta_join."roles.alice_wide"'::regclass;
 -- nobody else may read the query view (it would read the sources as alice)

@@ -50,6 +50,8 @@ typedef struct Analysis
 	DeltaPlan  *plan;
 	bool		collect;		/* explain: collect failures, don't raise */
 	List	   *failures;		/* Failure * */
+	List	   *notes;			/* explain: what the result owes to the plan
+								 * that rule 4 leaves alone (determinism.c) */
 	int		   *rt_source;		/* rtindex -> source index, or -1 */
 	List	   *source_indexes; /* List of IndexDesc * per source */
 	List	   *filters;		/* quals that are not join conditions */
@@ -88,6 +90,9 @@ extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *la
 /* analyze_agg.c */
 extern void analysis_aggregate(Analysis *a);
 
+/* access.c */
+extern bool analysis_rights_granted(Analysis *a);
+
 /* analyze_union.c */
 extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);
 
@@ -98,6 +103,7 @@ extern void analysis_check_determinism(Analysis *a, Query *query);
 extern void row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level);
 extern void row_order_check_level(Analysis *a, Query *level);
 extern void row_order_check_array(Analysis *a, SubLink *sublink);
+extern bool row_order_equal_is_identical(Oid type, Oid collation);
 
 /* analyze_tree.c */
 extern List *analysis_join_tree(Analysis *a, Query *query);

@@ -867,8 +867,9 @@ analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaP
  * create_view and explain() take this one way: each path the strategy
  * allows is analyzed in turn, the rules it fails collected, until one
  * takes the query.  With lines, explain()'s text of every path tried is
- * appended to *lines, and NULL returned if none takes it; without, a
- * query no path takes raises the first rule the last path failed.
+ * appended to *lines, and NULL returned if none takes it or the caller
+ * lacks the rights create_view would check (access.c); without, a query
+ * no path takes raises the first rule the last path failed.
  */
 static DeltaPlan *
 choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines)
@@ -885,6 +886,16 @@ choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines
 		a.collect = true;
 		a.path = (DeltaPath) path;
 		plan = analysis_query(&a, query, hints, options);
+
+		/*
+		 * explain(): a path that takes the query needs rights the caller
+		 * may lack, and so would every later one.
+		 */
+		if (lines != NULL && a.failures == NIL && !analysis_rights_granted(&a))
+		{
+			*lines = list_concat(*lines, explain_lines(&a, options));
+			return NULL;
+		}
 		if (lines != NULL)
 			*lines = list_concat(*lines, explain_lines(&a, options));
 		if (a.failures == NIL)

@@ -179,5 +179,6 @@ extern DeltaPlan *analyze_plan_path(Query *query, List *hints, const DeltaOption
 									DeltaPath path);
 extern DeltaPlan *analyze_choose_path(Query *query, List *hints, const DeltaOptions *options);
 extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options);
+extern void analyze_check_lock_rights(DeltaPlan *plan);
 
 #endif							/* DJ_ANALYZE_H */

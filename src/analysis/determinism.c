@@ -12,7 +12,9 @@
  * TABLESAMPLE; and what depends on the order in which rows that tie come
  * (row_order.c).  The whole query is walked, subqueries, CTEs and the
  * views the full-recompute path reads included, so every path applies the
- * same rule.
+ * same rule.  What it leaves to the plan -- the rounding of float sums,
+ * which of equal values that differ a min(), max() or grouping keeps -- is
+ * noted for explain().
  *
  *-------------------------------------------------------------------------
  */
@@ -27,7 +29,9 @@
 #include "catalog/pg_am.h"
 #include "commands/defrem.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
@@ -282,6 +286,145 @@ value_function_name(SQLValueFunction *svf)
 	return "a value function";
 }
 
+/* ----------------------------------------------------------------
+ *		What rule 4 leaves to the plan
+ *
+ * Refusing these would refuse most aggregates and groupings, so they are
+ * accepted, and the README (rule 4) and explain() say what they mean: the
+ * target holds the answer of the plans delta_join runs (never parallel),
+ * which another plan of the query may not give to the last digit or the
+ * last trailing blank.
+ * ----------------------------------------------------------------
+ */
+
+/* Add a note to explain()'s lines, once */
+static void
+note(Analysis *a, char *text)
+{
+	ListCell   *lc;
+
+	foreach(lc, a->notes)
+	{
+		if (strcmp(lfirst(lc), text) == 0)
+			return;
+	}
+	a->notes = lappend(a->notes, text);
+}
+
+/* What the note about equal values that differ says after its subject */
+#define EQUAL_BUT_DIFFERENT \
+	" keeps one of values that are equal but differ in their text (1.0 and 1.00, -0 and 0, " \
+	"trailing blanks, strings a nondeterministic collation finds equal): which one may " \
+	"depend on the plan"
+
+/*
+ * Are equal values of a type the same value?  A numeric or char with a
+ * type modifier has one scale or one length, so yes; otherwise as its type
+ * and collation say (row_order.c).
+ */
+static bool
+equal_values_identical(Oid type, int32 typmod, Oid collation)
+{
+	if ((type == NUMERICOID || type == BPCHAROID) && typmod >= 0)
+		return true;
+	return row_order_equal_is_identical(type, collation);
+}
+
+static bool
+equal_results_identical(Node *expr)
+{
+	return equal_values_identical(exprType(expr), exprTypmod(expr), exprCollation(expr));
+}
+
+/*
+ * Built-in aggregates that add float values (whose rounding depends on the
+ * order of the additions, which a parallel plan changes), and those that
+ * return one of their input values (which one, of values that are equal).
+ */
+static void
+note_aggregate(Analysis *a, Aggref *agg)
+{
+	static const char *const adding[] = {
+		"sum", "avg", "stddev", "stddev_pop", "stddev_samp", "variance",
+		"var_pop", "var_samp", "corr", "covar_pop", "covar_samp",
+	};
+	char	   *name;
+	TargetEntry *arg;
+	Oid			type;
+
+	if (agg->aggfnoid >= FirstNormalObjectId || agg->args == NIL ||
+		get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE)
+		return;
+	name = get_func_name(agg->aggfnoid);
+	arg = linitial(agg->args);
+	type = exprType((Node *) arg->expr);
+	if (type == FLOAT4OID || type == FLOAT8OID)
+	{
+		bool		adds = strncmp(name, "regr_", 5) == 0;
+
+		for (size_t i = 0; i < lengthof(adding) && !adds; i++)
+			adds = strcmp(name, adding[i]) == 0;
+		if (adds)
+			note(a, psprintf("%s() over %s rounds in the order the plan adds the rows: another plan of the query (a parallel one) may give a value that differs in its last digits; numeric adds exactly",
+							 name, format_type_be(type)));
+	}
+	if ((strcmp(name, "min") == 0 || strcmp(name, "max") == 0) &&
+		!equal_results_identical((Node *) arg->expr))
+		note(a, psprintf("%s() over %s" EQUAL_BUT_DIFFERENT, name, format_type_be(type)));
+}
+
+/* The output columns of a GROUP BY or DISTINCT whose equal values can differ */
+static void
+note_grouping(Analysis *a, Query *level, List *clauses, const char *what)
+{
+	ListCell   *lc;
+
+	foreach(lc, clauses)
+	{
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), level->targetList);
+		Oid			type = exprType((Node *) tle->expr);
+
+		if (!tle->resjunk && !equal_results_identical((Node *) tle->expr))
+			note(a, psprintf("%s on %s (%s)" EQUAL_BUT_DIFFERENT, what,
+							 tle->resname ? quote_identifier(tle->resname) : "a column",
+							 format_type_be(type)));
+	}
+}
+
+/* Is there a UNION, INTERSECT or EXCEPT without ALL in the tree? */
+static bool
+set_operation_merges(Node *node)
+{
+	SetOperationStmt *op;
+
+	if (node == NULL || !IsA(node, SetOperationStmt))
+		return false;
+	op = (SetOperationStmt *) node;
+	return !op->all || set_operation_merges(op->larg) || set_operation_merges(op->rarg);
+}
+
+/* A query level's GROUP BY, DISTINCT and set operations */
+static void
+note_level(Analysis *a, Query *level)
+{
+	note_grouping(a, level, level->groupClause, "GROUP BY");
+	note_grouping(a, level, level->distinctClause, "DISTINCT");
+	if (set_operation_merges(level->setOperations))
+	{
+		SetOperationStmt *op = (SetOperationStmt *) level->setOperations;
+		ListCell   *type;
+		ListCell   *typmod;
+		ListCell   *collation;
+
+		forthree(type, op->colTypes, typmod, op->colTypmods, collation, op->colCollations)
+		{
+			if (!equal_values_identical(lfirst_oid(type), lfirst_int(typmod), lfirst_oid(collation)))
+				note(a, psprintf("a UNION, INTERSECT or EXCEPT over %s" EQUAL_BUT_DIFFERENT,
+								 format_type_be(lfirst_oid(type))));
+		}
+	}
+}
+
 typedef struct DeterminismWalk
 {
 	Analysis   *a;
@@ -356,6 +499,7 @@ determinism_walker(Node *node, DeterminismWalk *walk)
 
 		check_aggregate_support(walk->a, agg->aggfnoid);
 		row_order_check_aggregate(walk->a, agg, list_nth(walk->levels, agg->agglevelsup));
+		note_aggregate(walk->a, agg);
 	}
 	if (IsA(node, WindowFunc) && ((WindowFunc *) node)->winagg)
 		check_aggregate_support(walk->a, ((WindowFunc *) node)->winfnoid);
@@ -372,8 +516,10 @@ determinism_walker(Node *node, DeterminismWalk *walk)
 
 		walk->levels = lcons(node, walk->levels);
 		row_order_check_level(walk->a, (Query *) node);
+		note_level(walk->a, (Query *) node);
 		result = query_tree_walker((Query *) node, determinism_walker, walk,
-								   QTW_EXAMINE_RTES_BEFORE);		walk->levels = list_delete_first(walk->levels);
+								   QTW_EXAMINE_RTES_BEFORE);
+		walk->levels = list_delete_first(walk->levels);
 		return result;
 	}
 	if (check_functions_in_node(node, unfit_function_checker, walk))
@@ -390,5 +536,6 @@ analysis_check_determinism(Analysis *a, Query *query)
 	walk.a = a;
 	walk.levels = list_make1(query);
 	row_order_check_level(a, query);
+	note_level(a, query);
 	(void) query_tree_walker(query, determinism_walker, &walk, QTW_EXAMINE_RTES_BEFORE);
 }

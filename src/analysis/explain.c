@@ -352,6 +352,8 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 	}
 	if (plan->has_filter && plan->path == DJ_PATH_DELTA && !options->retract)
 		lines = lappend(lines, pstrdup("  filter: rows that stop passing it leave residual rows (ignore_non_unique_key_filter)"));
+	foreach(lc, a->notes)
+		lines = lappend(lines, psprintf("  note: %s", (char *) lfirst(lc)));
 	lines = list_concat(lines, seed_parameter_lines(plan, options));
 	lines = list_concat(lines, engine_kind_lines(options));
 	lines = lappend(lines, psprintf("  strategy: %s, mode: %s",

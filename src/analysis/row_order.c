@@ -63,6 +63,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -126,14 +127,14 @@ order_keys(List *clauses, List *tlist)
 }
 
 /*
- * Are two values equal under the key's equality the same value?  Only if
- * that equality is the type's default one, and its operator class's
- * equalimage function says so for the key's collation.
+ * Are two values of a type equal under its default btree equality the same
+ * value, under the collation?  Only if its operator class's equalimage
+ * function says so: not for numeric (1.0 = 1.00), float (-0 = 0), or text
+ * under a nondeterministic collation.
  */
-static bool
-key_ties_are_identical(OrderKey *key)
+bool
+row_order_equal_is_identical(Oid type, Oid collation)
 {
-	Oid			type = exprType(key->expr);
 	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
 	Oid			opfamily;
 	Oid			opcintype;
@@ -142,14 +143,80 @@ key_ties_are_identical(OrderKey *key)
 	if (!OidIsValid(opclass))
 		return false;
 	opfamily = get_opclass_family(opclass);
-	if (!OidIsValid(key->eqop) || !op_in_opfamily(key->eqop, opfamily))
-		return false;
 	opcintype = get_opclass_input_type(opclass);
 	proc = get_opfamily_proc(opfamily, opcintype, opcintype, BTEQUALIMAGE_PROC);
 	if (!OidIsValid(proc))
 		return false;
-	return DatumGetBool(OidFunctionCall1Coll(proc, exprCollation(key->expr),
-											 ObjectIdGetDatum(opcintype)));
+	return DatumGetBool(OidFunctionCall1Coll(proc, collation, ObjectIdGetDatum(opcintype)));
+}
+
+/*
+ * Is the expression an integer cast to float or numeric?  Its values are
+ * never -0 and always of scale 0: equal ones are the same value, although
+ * those of its type in general are not (percentile_cont(...) WITHIN GROUP
+ * (ORDER BY an integer) sorts on such a cast).
+ */
+static bool
+is_integer_widened(Node *expr)
+{
+	FuncExpr   *cast;
+	Oid			from;
+
+	if (!IsA(expr, FuncExpr))
+		return false;
+	cast = (FuncExpr *) expr;
+	if (cast->funcid >= FirstNormalObjectId || list_length(cast->args) != 1 ||
+		(cast->funcformat != COERCE_IMPLICIT_CAST && cast->funcformat != COERCE_EXPLICIT_CAST))
+		return false;
+	from = exprType(linitial(cast->args));
+	return (from == INT2OID || from == INT4OID || from == INT8OID) &&
+		(cast->funcresulttype == FLOAT4OID || cast->funcresulttype == FLOAT8OID ||
+		 cast->funcresulttype == NUMERICOID);
+}
+
+/*
+ * Are two values equal under the key's equality the same value?  Only if
+ * that equality is the type's default one, and equal values of the type
+ * (or of the expression: is_integer_widened) are the same value under the
+ * key's collation.
+ */
+static bool
+key_ties_are_identical(OrderKey *key)
+{
+	Oid			type = exprType(key->expr);
+
+	if (!OidIsValid(key->eqop) || !op_in_opfamily(key->eqop, default_opfamily(type)))
+		return false;
+	return is_integer_widened(key->expr) ||
+		row_order_equal_is_identical(type, exprCollation(key->expr));
+}
+
+/*
+ * Does the expression give rows that tie on one of the keys the same
+ * value, although the key's equal values can differ?  A char key cast to
+ * text does: under a deterministic collation, equal char values differ in
+ * their trailing blanks only, which the cast drops.
+ */
+static bool
+drops_what_ties_differ_in(Node *node, List *keys)
+{
+	FuncExpr   *cast;
+	ListCell   *lc;
+
+	if (!IsA(node, FuncExpr) || ((FuncExpr *) node)->funcid != F_TEXT_BPCHAR)
+		return false;
+	cast = (FuncExpr *) node;
+	foreach(lc, keys)
+	{
+		OrderKey   *key = lfirst(lc);
+		Oid			collation = exprCollation(key->expr);
+
+		if (exprType(key->expr) == BPCHAROID && equal(linitial(cast->args), key->expr) &&
+			OidIsValid(key->eqop) && op_in_opfamily(key->eqop, default_opfamily(BPCHAROID)) &&
+			OidIsValid(collation) && get_collation_isdeterministic(collation))
+			return true;
+	}
+	return false;
 }
 
 /* The keys whose equal values are the same value */
@@ -525,6 +592,7 @@ rows_never_tie(Query *level, List *keys, LevelRows which)
 typedef struct VariesWalk
 {
 	List	   *keys;			/* keys whose ties are the same value */
+	List	   *tied;			/* all the keys */
 	Index		levelsup;		/* Vars of this level differ between rows */
 	Query	   *level;			/* the level of the window functions */
 	Index		winref;			/* the window whose rows may be told apart */
@@ -545,6 +613,8 @@ varies_walker(Node *node, VariesWalk *walk)
 		if (equal(node, ((OrderKey *) lfirst(lc))->expr))
 			return false;
 	}
+	if (drops_what_ties_differ_in(node, walk->tied))
+		return false;
 	if (IsA(node, Var))
 		return ((Var *) node)->varlevelsup == walk->levelsup;
 	if (IsA(node, Aggref))
@@ -583,6 +653,7 @@ alike_when_tied(List *exprs, List *keys, Index levelsup, Query *level, Index win
 	ListCell   *lc;
 
 	walk.keys = identical_ties(keys);
+	walk.tied = keys;
 	walk.levelsup = levelsup;
 	walk.level = level;
 	walk.winref = winref;

@@ -33,6 +33,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -123,6 +124,18 @@ apply_error_callback(void *arg)
 	StringInfoData buf;
 
 	if (place->view == NULL)
+		return;
+
+	/*
+	 * The callback runs for every message raised during the apply, DEBUG
+	 * and LOG ones included, some of them with an LWLock held (the
+	 * checkpointer's request queue compacted under CheckpointerCommLock,
+	 * when a buffer is written out) or in a critical section: looking up
+	 * names and calling output functions there could wait for that very
+	 * lock, or fail where no error may be raised.  Interrupts are held off
+	 * while any LWLock is held; such a message goes without the line.
+	 */
+	if (InterruptHoldoffCount > 0 || CritSectionCount > 0)
 		return;
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "applying delta view \"%s\"", place->view_name);

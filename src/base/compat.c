@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
@@ -79,6 +80,53 @@ compat_check_permissions(Query *query, bool ereport_on_violation)
 #else
 	return ExecCheckRTPerms(query->rtable, ereport_on_violation);
 #endif
+}
+
+/*
+ * The first relation of the query's own range table whose rights (on the
+ * table, or on the columns it reads) the entry's checking role lacks, or
+ * InvalidOid: what compat_check_permissions would raise about.  *role is
+ * set to that role: the current user, or a view's owner for the tables of
+ * the view.
+ */
+Oid
+compat_relation_denied(Query *query, Oid *role)
+{
+	ListCell   *lc;
+
+#if PG_VERSION_NUM >= 160000
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		RangeTblEntry alone;
+		RTEPermissionInfo *perminfo;
+
+		if (rte->perminfoindex == 0)
+			continue;
+		perminfo = getRTEPermissionInfo(query->rteperminfos, rte);
+
+		/* (a range table of the entry alone, consistent with its one info) */
+		alone = *rte;
+		alone.perminfoindex = 1;
+		if (!ExecCheckPermissions(list_make1(&alone), list_make1(perminfo), false))
+		{
+			*role = OidIsValid(perminfo->checkAsUser) ? perminfo->checkAsUser : GetUserId();
+			return perminfo->relid;
+		}
+	}
+#else
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && !ExecCheckRTPerms(list_make1(rte), false))
+		{
+			*role = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+			return rte->relid;
+		}
+	}
+#endif
+	return InvalidOid;
 }
 
 /*

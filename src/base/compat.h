@@ -90,6 +90,9 @@ extern struct Node *flatten_join_alias_vars_compat(struct Query *query, struct N
 /* ExecCheckPermissions / ExecCheckRTPerms on a query's own range table */
 extern bool compat_check_permissions(struct Query *query, bool ereport_on_violation);
 
+/* The first relation of a query's own range table it may not read, or InvalidOid */
+extern Oid	compat_relation_denied(struct Query *query, Oid *role);
+
 /* An executor state whose range table is rte alone (permissions not checked) */
 extern void compat_init_range_table(struct EState *estate, struct RangeTblEntry *rte);
 

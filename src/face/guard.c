@@ -30,6 +30,10 @@
  *					inheritance child created, attached, detached or
  *					dropped), which registers them as its sources.  A target renamed or
  *					given to another owner takes its query view along.
+ *					What a query is made of, changed -- a view, function,
+ *					operator, type ... it uses, or a type whose values its
+ *					sources store (relations_using_objects) -- has the view
+ *					refreshed too.
  *	ddl_command_start
  *					DETACH PARTITION CONCURRENTLY of a source, and DROP INDEX
  *					CONCURRENTLY on a source or a target, are refused (they
@@ -291,9 +295,19 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
  * views that use one of the objects (classids[i], objids[i]) -- a view, a
  * function, an operator, a type, a text search configuration, a collation
  * -- directly or through the views they read (flatten.c), and the tables
- * with a column of one of the types (an enum whose labels changed).  A
- * table changed itself does not count: its columns and their types are
- * bound, and the DDL guard checks the views over it.
+ * with a column whose values show one of the types changed.
+ *
+ * A type's change reaches every type made of it: its array, a domain over
+ * it, a range (and so a multirange) of it, a composite type -- or a
+ * table's row type -- with an attribute of it.  An enum's label renamed, a
+ * composite type's attribute added, dropped, renamed or retyped (ALTER
+ * TYPE ... ATTRIBUTE), a column added to a table whose row type is stored
+ * elsewhere: the text and JSON image of every stored value of each of those
+ * types changes without a row change.  A relation the command changed
+ * counts by its row type, and a view also by its rule.  A table changed
+ * itself does not count otherwise: its columns and their types are bound
+ * (a query cannot read its whole row, rule 4), and the DDL guard checks the
+ * views over it.
  */
 static List *
 relations_using_objects(List *classids, List *objids)
@@ -304,11 +318,32 @@ relations_using_objects(List *classids, List *objids)
 	if (objids == NIL)
 		return NIL;
 	SPI_connect();
-	catalog_exec("WITH RECURSIVE touched(classid, objid) AS ("
-				 "  SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) t(classid, objid) "
-				 "  WHERE t.classid OPERATOR(pg_catalog.<>) 'pg_catalog.pg_class'::pg_catalog.regclass "
-				 "     OR (SELECT relkind FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) t.objid) "
-				 "        OPERATOR(pg_catalog.=) 'v'), "
+	catalog_exec("WITH RECURSIVE given(classid, objid) AS ("
+				 "  SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) t(classid, objid)), "
+				 "made_of(part, whole) AS ("
+				 "  SELECT oid, typarray FROM pg_catalog.pg_type "
+				 "  WHERE typarray OPERATOR(pg_catalog.<>) 0 "
+				 "  UNION ALL SELECT typbasetype, oid FROM pg_catalog.pg_type "
+				 "  WHERE typtype OPERATOR(pg_catalog.=) 'd' "
+				 "  UNION ALL SELECT rngsubtype, rngtypid FROM pg_catalog.pg_range "
+				 "  UNION ALL SELECT rngtypid, rngmultitypid FROM pg_catalog.pg_range "
+				 "  UNION ALL SELECT a.atttypid, c.reltype "
+				 "  FROM pg_catalog.pg_attribute a, pg_catalog.pg_class c "
+				 "  WHERE c.oid OPERATOR(pg_catalog.=) a.attrelid AND a.attnum OPERATOR(pg_catalog.>) 0 "
+				 "    AND NOT a.attisdropped AND c.reltype OPERATOR(pg_catalog.<>) 0), "
+				 "types(t) AS ("
+				 "  SELECT g.objid FROM given g "
+				 "  WHERE g.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass "
+				 "  UNION SELECT c.reltype FROM given g, pg_catalog.pg_class c "
+				 "  WHERE g.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+				 "    AND c.oid OPERATOR(pg_catalog.=) g.objid AND c.reltype OPERATOR(pg_catalog.<>) 0 "
+				 "  UNION SELECT m.whole FROM types, made_of m WHERE m.part OPERATOR(pg_catalog.=) types.t), "
+				 "touched(classid, objid) AS ("
+				 "  SELECT * FROM given g "
+				 "  WHERE g.classid OPERATOR(pg_catalog.<>) 'pg_catalog.pg_class'::pg_catalog.regclass "
+				 "     OR (SELECT relkind FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) g.objid) "
+				 "        OPERATOR(pg_catalog.=) 'v' "
+				 "  UNION SELECT 'pg_catalog.pg_type'::pg_catalog.regclass, t FROM types), "
 				 "readers(v) AS ("
 				 "  SELECT r.ev_class FROM pg_catalog.pg_depend d, pg_catalog.pg_rewrite r, touched t "
 				 "  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
@@ -322,9 +357,9 @@ relations_using_objects(List *classids, List *objids)
 				 "    AND d.refobjid OPERATOR(pg_catalog.=) readers.v "
 				 "    AND r.ev_class OPERATOR(pg_catalog.<>) readers.v) "
 				 "SELECT v FROM readers "
-				 "UNION SELECT a.attrelid FROM pg_catalog.pg_attribute a, touched t "
-				 "WHERE t.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass "
-				 "  AND a.atttypid OPERATOR(pg_catalog.=) t.objid AND NOT a.attisdropped",
+				 "UNION SELECT a.attrelid FROM pg_catalog.pg_attribute a, types "
+				 "WHERE a.atttypid OPERATOR(pg_catalog.=) types.t AND a.attnum OPERATOR(pg_catalog.>) 0 "
+				 "  AND NOT a.attisdropped",
 				 2, (Oid[]) {OIDARRAYOID, OIDARRAYOID},
 				 (Datum[]) {PointerGetDatum(oid_array(classids)), PointerGetDatum(oid_array(objids))},
 				 NULL);

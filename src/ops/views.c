@@ -172,32 +172,6 @@ check_owner_access(Oid target, DeltaPlan *plan, Jsonb *settings)
 }
 
 /*
- * Filling a target holds a SHARE lock on its sources, which keeps writers
- * waiting: a right LOCK TABLE ... IN SHARE MODE asks for too (UPDATE,
- * DELETE or TRUNCATE on each source), so that a role that may only read a
- * table cannot block its writers.
- */
-static void
-check_lock_rights(DeltaPlan *plan)
-{
-	ListCell   *lc;
-
-	foreach(lc, plan->sources)
-	{
-		DeltaSource *src = lfirst(lc);
-
-		if (pg_class_aclmask(src->relid, GetUserId(),
-							 ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE, ACLMASK_ANY) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied to lock source %s", src->relname),
-					 errdetail("Filling a view's target locks its sources in SHARE mode, which keeps their writers waiting."),
-					 errhint("The role needs UPDATE, DELETE or TRUNCATE on the table, as LOCK TABLE %s IN SHARE MODE would.",
-							 src->relname)));
-	}
-}
-
-/*
  * Take the new view's place in shared memory, where its progress is kept;
  * refuse the view when there is none.
  */
@@ -287,7 +261,7 @@ ops_create_view(const char *target, Query *query, List *hints,
 	if (settings == NULL)
 		settings = runas_capture_settings();
 	check_owner_access(relid, plan, settings);
-	check_lock_rights(plan);
+	analyze_check_lock_rights(plan);
 	target_lock_sources(plan);
 	query_view = query_bind(query, relid);
 	(void) target_fill(relid, query_view, settings, replace);
@@ -343,7 +317,7 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 
 	plan = view_plan_load_to_fill(view);
 	if (by_caller)
-		check_lock_rights(plan);
+		analyze_check_lock_rights(plan);
 	target_guard(view->target);
 	target_validate(view->target, plan, true);
 	check_owner_access(view->target, plan, view->settings);
