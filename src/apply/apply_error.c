@@ -18,9 +18,9 @@
  * same lock: the process waits for itself).  While an LWLock is held (they
  * hold interrupts off), in a critical section, or outside a valid
  * transaction, the line names the view and the source only: their names
- * were read beforehand.  A set of keys applied at once (a region or group query) is
- * named by its first key and how many others; a result row of such a
- * query being written, by the key in its columns.
+ * were read beforehand.  A set of keys applied at once (a region or group
+ * query) is named by its first key and how many others; a result row of
+ * such a query being written, by the key in its columns.
  *
  * IDENTIFICATION
  *	  src/apply/apply_error.c
@@ -126,17 +126,6 @@ apply_error_callback(void *arg)
 	if (place->view == NULL)
 		return;
 
-	/*
-	 * The callback runs for every message raised during the apply, DEBUG
-	 * and LOG ones included, some of them with an LWLock held (the
-	 * checkpointer's request queue compacted under CheckpointerCommLock,
-	 * when a buffer is written out) or in a critical section: looking up
-	 * names and calling output functions there could wait for that very
-	 * lock, or fail where no error may be raised.  Interrupts are held off
-	 * while any LWLock is held; such a message goes without the line.
-	 */
-	if (InterruptHoldoffCount > 0 || CritSectionCount > 0)
-		return;
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "applying delta view \"%s\"", place->view_name);
 	if (!XLogRecPtrIsInvalid(place->end_lsn))
