@@ -493,7 +493,7 @@ catalog_set_error(ViewRecord *view, const ErrorData *error, bool report)
 	const char *message = error->message ? error->message : "unknown error";
 	Oid			types[] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[4];
-	char		nulls[4] = "    ";
+	char		nulls[] = "    ";
 	bool		done;
 
 	values[0] = Int32GetDatum(view->view_id);
