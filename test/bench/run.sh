@@ -51,6 +51,14 @@
 #   STEPS=writes   load, then step 3 only, as ROUNDS (default 3) rounds of
 #                  no view / delta view / trigger copy, each ratio taken
 #                  against the no-view run of its own round
+#   STEPS=trees    load, then step 4's backlog (the join view, the worker
+#                  held) with each checkout of TREES (space-separated
+#                  folders, each built here) installed in turn: ROUNDS
+#                  (default 2) rounds of the trees in order, the server
+#                  restarted and the extension made again at each switch;
+#                  each tree's rates, and its mean against the first
+#                  tree's.  test/bench/compare_trees.sh runs it for two
+#                  commits.
 #   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
 #   RATE=n         writes/s of the lag runs (default 2000)
 #   SEED=n         pgbench --random-seed (default 42)
@@ -112,7 +120,19 @@ STEPS=${STEPS:-all}
 AGG_QUERY='SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount
   FROM orders GROUP BY merchant_id'
 
-if ! dj_ensure_packages || ! dj_build_install; then
+if [ "$STEPS" = trees ]; then
+	# the trees compared, not this one: each built before anything is
+	# measured, the first installed
+	[ -n "${TREES:-}" ] || { dj_warn "STEPS=trees needs TREES, the checkouts to compare"; exit 1; }
+	dj_ensure_packages || { dj_warn "set-up failed"; exit 1; }
+	for t in $TREES; do
+		dj_say "building $t"
+		"$MAKE" --no-print-directory -C "$t" "PG_CONFIG=$PG_CONFIG" all >/dev/null ||
+			{ dj_warn "building $t failed"; exit 1; }
+	done
+	"$MAKE" --no-print-directory -C "${TREES%% *}" "PG_CONFIG=$PG_CONFIG" install >/dev/null ||
+		{ dj_warn "installing ${TREES%% *} failed"; exit 1; }
+elif ! dj_ensure_packages || ! dj_build_install; then
 	dj_warn "set-up failed"
 	exit 1
 fi
@@ -717,6 +737,52 @@ modes_report() {
 		"inner retract $MR_CHECK; LEFT retract $MLR_CHECK (retract: 0 and 0; upsert: 0 missing)"
 }
 
+# STEPS=trees: the join's backlog with each tree installed in turn, ROUNDS
+# rounds of TREES in order.  A switch installs the tree's library and
+# scripts, restarts the server (the library is preloaded) and makes the
+# extension again (the trees' scripts may differ); the view is made anew in
+# every round, and dropped once its slot is gone.
+declare -A T_RATES T_SUM
+trees_step() {
+	local r t i ok
+	for r in $(seq 1 "${ROUNDS:-2}"); do
+		for t in $TREES; do
+			dj_say "round $r: $t"
+			"$MAKE" --no-print-directory -C "$t" "PG_CONFIG=$PG_CONFIG" install >/dev/null ||
+				die "installing $t failed"
+			dj_as_pg "$bindir/pg_ctl" -D "$base/data" -l "$base/server.log" -w restart >/dev/null ||
+				die "the server did not restart"
+			q -c "DROP EXTENSION delta_join CASCADE" -c "CREATE EXTENSION delta_join" >/dev/null ||
+				die "making the extension again failed"
+			q -c "SELECT delta_join.create_view('order_item_wide', \$q\$ $JOIN_QUERY \$q\$)" >/dev/null ||
+				die "create_view(order_item_wide) failed"
+			burst backlog "tree_${r}_$(basename "$t")" order_item_wide update_uniform.pgbench
+			T_RATES[$t]="${T_RATES[$t]:-}$(fmt "$B_RATE") "
+			T_SUM[$t]=$(calc "${T_SUM[$t]:-0} + $B_RATE")
+			q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
+			# the worker drops the slot once the last view is gone
+			for i in $(seq 1 300); do
+				ok=$(q -c "SELECT count(*) = 0 FROM pg_replication_slots WHERE plugin = 'delta_join'")
+				[ "$ok" = t ] && break
+				sleep 0.1
+			done
+			[ "$ok" = t ] || die "the slot was not dropped after drop_view"
+		done
+	done
+}
+trees_report() {
+	local t first="" mean first_mean=""
+	for t in $TREES; do
+		mean=$(calc "${T_SUM[$t]} / ${ROUNDS:-2}")
+		[ -z "$first" ] && first=$t first_mean=$mean
+		row "4. join backlog, $(basename "$t")" "$(fmt "$mean") /s" "$(basename "$first")" \
+			"$(ratio "$mean" "$first_mean")" "" ""
+	done
+	for t in $TREES; do
+		echo "rounds of $(basename "$t"): ${T_RATES[$t]% } per s"
+	done
+}
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- 1. load ----
@@ -790,6 +856,17 @@ if [ "$STEPS" = fallback ]; then
 	row "figure" "value" "baseline" "ratio" "target" "verdict"
 	line
 	fallback_report
+	exit 0
+fi
+if [ "$STEPS" = trees ]; then
+	trees_step
+	echo
+	echo "delta_join benchmark, step 4 by tree  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "orders $NORDERS, items $NITEMS; bursts $BURST updates x $BURST_CLIENTS clients, worker held, then released; ${ROUNDS:-2} rounds of: $TREES"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	trees_report
 	exit 0
 fi
 if [ "$STEPS" = modes ]; then
