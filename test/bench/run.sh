@@ -53,10 +53,11 @@
 #                  against the no-view run of its own round
 #   STEPS=trees    load, then step 4's backlog (the join view, the worker
 #                  held) with each checkout of TREES (space-separated
-#                  folders, each built here) installed in turn: ROUNDS
-#                  (default 2) rounds of the trees in order, the server
-#                  restarted and the extension made again at each switch;
-#                  each tree's rates, and its mean against the first
+#                  folders, each built here) installed in turn, ROUNDS
+#                  (default 2) rounds of them, even rounds in reverse order;
+#                  the server restarted and the extension made again at
+#                  each switch.  Each tree's rates and the worker's CPU
+#                  time per change, and their means against the first
 #                  tree's.  test/bench/compare_trees.sh runs it for two
 #                  commits.
 #   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
@@ -292,6 +293,12 @@ release_target() {	# tag
 	held_pid=""
 }
 
+# CPU seconds (user + system) a process has used, from /proc; empty if gone
+worker_cpu() {
+	[ -r "/proc/$1/stat" ] || return 0
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
 # Burst of BURST single-row updates: many small transactions, as fast as
 # BURST_CLIENTS clients go, synchronous_commit off in those sessions so that
 # the writers outrun the worker.
@@ -299,7 +306,8 @@ release_target() {	# tag
 # burst_backlog: the worker is held (hold_target) during the burst, then
 # released; sets B_RATE = changes applied / (time from release until
 # delta_join.wait() returns): the apply throughput of a backlog, what the
-# worker can do alone.
+# worker can do alone; and B_CPU, the worker's CPU time per change (µs)
+# meanwhile, which other work on the machine moves less than B_RATE.
 # burst_concurrent: the worker runs during the burst; sets B_RATE = BURST /
 # (time from burst start until wait() returns), which cannot exceed the
 # writers' own rate B_WRITE.
@@ -307,7 +315,7 @@ release_target() {	# tag
 # Δchanges_seen/Δt over 1 s windows) and B_SEEN (changes seen by the view).
 burst() {
 	local mode=$1 tag=$2 view=$3 script=$4 log="$base/pgbench_$2.log"
-	local t0 t1 t2 c0 per
+	local t0 t1 t2 c0 per cpu_pid cpu0="" cpu1=""
 	settle
 	wait_view "$view"
 	per=$((BURST / BURST_CLIENTS))
@@ -321,15 +329,21 @@ burst() {
 	B_WRITE=$(calc "$per * $BURST_CLIENTS / ($t1 - $t0)")
 	if [ "$mode" = backlog ]; then
 		sleep 1		# async commits flushed: the whole burst is in the WAL
+		cpu_pid=$held_pid
+		cpu0=$(worker_cpu "$cpu_pid")
 		t1=$(now)
 		release_target "$tag"
 	fi
 	wait_view "$view"
 	t2=$(now)
+	[ "$mode" = backlog ] && cpu1=$(worker_cpu "$cpu_pid")
 	stop_sampler "$tag"
 	B_SEEN=$(q -c "SELECT changes_seen - $c0 FROM delta_join.status WHERE target::regclass = '$view'::regclass")
 	if [ "$mode" = backlog ]; then
 		B_RATE=$(calc "$B_SEEN / ($t2 - $t1)")
+		B_CPU=""
+		[ -n "$cpu0" ] && [ -n "$cpu1" ] && [ "$B_SEEN" -gt 0 ] 2>/dev/null &&
+			B_CPU=$(calc "($cpu1 - $cpu0) * 1000000 / $B_SEEN")
 	else
 		B_RATE=$(calc "$per * $BURST_CLIENTS / ($t2 - $t0)")
 	fi
@@ -742,11 +756,15 @@ modes_report() {
 # scripts, restarts the server (the library is preloaded) and makes the
 # extension again (the trees' scripts may differ); the view is made anew in
 # every round, and dropped once its slot is gone.
-declare -A T_RATES T_SUM
+declare -A T_RATES T_SUM T_CPUS T_CPU_SUM
 trees_step() {
-	local r t i ok
+	local r t i ok order
 	for r in $(seq 1 "${ROUNDS:-2}"); do
-		for t in $TREES; do
+		# odd rounds in the order given, even rounds reversed: a load that
+		# grows or falls during the run weighs on every tree alike
+		order=$TREES
+		[ $((r % 2)) -eq 0 ] && order=$(echo "$TREES" | tr ' ' '\n' | tac | tr '\n' ' ')
+		for t in $order; do
 			dj_say "round $r: $t"
 			"$MAKE" --no-print-directory -C "$t" "PG_CONFIG=$PG_CONFIG" install >/dev/null ||
 				die "installing $t failed"
@@ -759,6 +777,8 @@ trees_step() {
 			burst backlog "tree_${r}_$(basename "$t")" order_item_wide update_uniform.pgbench
 			T_RATES[$t]="${T_RATES[$t]:-}$(fmt "$B_RATE") "
 			T_SUM[$t]=$(calc "${T_SUM[$t]:-0} + $B_RATE")
+			T_CPUS[$t]="${T_CPUS[$t]:-}$(fmt "$B_CPU" 1) "
+			T_CPU_SUM[$t]=$(calc "${T_CPU_SUM[$t]:-0} + ${B_CPU:-0}")
 			q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
 			# the worker drops the slot once the last view is gone
 			for i in $(seq 1 300); do
@@ -771,15 +791,18 @@ trees_step() {
 	done
 }
 trees_report() {
-	local t first="" mean first_mean=""
+	local t first="" mean first_mean="" cpu first_cpu=""
 	for t in $TREES; do
 		mean=$(calc "${T_SUM[$t]} / ${ROUNDS:-2}")
-		[ -z "$first" ] && first=$t first_mean=$mean
+		cpu=$(calc "${T_CPU_SUM[$t]} / ${ROUNDS:-2}")
+		[ -z "$first" ] && first=$t first_mean=$mean first_cpu=$cpu
 		row "4. join backlog, $(basename "$t")" "$(fmt "$mean") /s" "$(basename "$first")" \
 			"$(ratio "$mean" "$first_mean")" "" ""
+		row "   worker CPU per change" "$(fmt "$cpu" 1) us" "$(basename "$first")" \
+			"$(ratio "$cpu" "$first_cpu")" "" ""
 	done
 	for t in $TREES; do
-		echo "rounds of $(basename "$t"): ${T_RATES[$t]% } per s"
+		echo "rounds of $(basename "$t"): ${T_RATES[$t]% } per s; ${T_CPUS[$t]% } us of worker CPU per change"
 	done
 }
 
