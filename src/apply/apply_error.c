@@ -10,8 +10,7 @@
  * The place (apply_error.h) is set with plain stores as the apply goes;
  * this callback reads it only when an error is raised, and only then looks
  * up the names and prints the key's values with their types' output
- * functions (messages of lower levels get no line: apply_error_callback
- * says why).  A set of keys applied at once (a region or group query) is
+ * functions.  A set of keys applied at once (a region or group query) is
  * named by its first key and how many others; a result row of such a
  * query being written, by the key in its columns.
  *
@@ -107,23 +106,13 @@ append_key(StringInfo buf, const ApplyErrorPlace *place)
 		appendStringInfo(buf, " and %d others", place->nkeys - 1);
 }
 
-/*
- * The context line, for an error only.  A message of a lower level -- the
- * buffer manager's DEBUG1 that the checkpointer's request queue is full,
- * say -- may be raised while its caller holds an LWLock, and looking up
- * names here could then wait for that very lock, forever.  Such messages
- * carry a code of class 00 (or 01, a warning) unless they name another;
- * elog.h has no way to ask their level.
- */
 static void
 apply_error_callback(void *arg)
 {
 	const ApplyErrorPlace *place = &apply_error_place;
-	int			category = ERRCODE_TO_CATEGORY(geterrcode());
 	StringInfoData buf;
 
-	if (place->view == NULL ||
-		category == ERRCODE_SUCCESSFUL_COMPLETION || category == ERRCODE_WARNING)
+	if (place->view == NULL)
 		return;
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "applying delta view \"%s\"", catalog_view_name(place->view));
