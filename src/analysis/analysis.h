@@ -114,13 +114,11 @@ extern bool analysis_tree_on_qual(Analysis *a, Node *qual);
 extern int	analysis_column_id(Analysis *a, int source, AttrNumber attno);
 extern Bitmapset *analysis_relids_sources(Analysis *a, Bitmapset *relids);
 extern Bitmapset *analysis_node_sources(Analysis *a, Node *node);
-extern int	analysis_class_of(Analysis *a, int id);
 extern bool analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno);
 extern DeltaLookup *analysis_choose_lookup(Analysis *a, int source, List *bindable);
 extern void analysis_check_partition_key(Analysis *a, int source, List *bindable,
 										 const char *what);
 extern void analysis_map_key(Analysis *a, List *key_ids);
-extern void analysis_reject_filter(Analysis *a, const char *column, const char *clause);
 extern void analysis_join(Analysis *a);
 
 /* explain.c */

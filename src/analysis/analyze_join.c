@@ -40,8 +40,9 @@ analysis_column_id(Analysis *a, int source, AttrNumber attno)
 	return a->col_offset[source] + attno - 1;
 }
 
-int
-analysis_class_of(Analysis *a, int id)
+/* The class of a column id: the root of its union-find tree */
+static int
+class_of(Analysis *a, int id)
 {
 	while (a->class_parent[id] != id)
 		id = a->class_parent[id] = a->class_parent[a->class_parent[id]];
@@ -51,7 +52,7 @@ analysis_class_of(Analysis *a, int id)
 static void
 class_merge(Analysis *a, int id1, int id2)
 {
-	a->class_parent[analysis_class_of(a, id1)] = analysis_class_of(a, id2);
+	a->class_parent[class_of(a, id1)] = class_of(a, id2);
 }
 
 /* The source and column of a plain Var of this query level, or false. */
@@ -541,7 +542,7 @@ output_of_class(Analysis *a, int cls, int source)
 		if (tle->resjunk)
 			continue;
 		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
-			analysis_class_of(a, analysis_column_id(a, s, att)) == cls &&
+			class_of(a, analysis_column_id(a, s, att)) == cls &&
 			(source < 0 || bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling)))
 			return i;
 		i++;
@@ -586,7 +587,7 @@ analysis_map_key(Analysis *a, List *key_ids)
 	{
 		int			id = lfirst_int(lc);
 		int			s = source_of_id(a, id);
-		int			col = output_of_class(a, analysis_class_of(a, id), s);
+		int			col = output_of_class(a, class_of(a, id), s);
 		bool		dup = false;
 
 		if (col < 0)
@@ -640,7 +641,7 @@ derive_join_key(Analysis *a)
 
 		for (int k = 0; k < src->pk_natts && covered; k++)
 		{
-			int			cls = analysis_class_of(a, analysis_column_id(a, s, src->pk_attnums[k]));
+			int			cls = class_of(a, analysis_column_id(a, s, src->pk_attnums[k]));
 			bool		found = false;
 
 			for (int t = 0; t < nsources && !found; t++)
@@ -651,7 +652,7 @@ derive_join_key(Analysis *a)
 				if (t == s || !in_key[t] || !bms_is_subset(other->nulling, src->nulling))
 					continue;
 				for (AttrNumber att = 1; att <= natts && !found; att++)
-					found = (analysis_class_of(a, analysis_column_id(a, t, att)) == cls);
+					found = (class_of(a, analysis_column_id(a, t, att)) == cls);
 			}
 			covered = found;
 		}
@@ -704,9 +705,9 @@ map_source_keys(Analysis *a)
 		{
 			int			id = analysis_column_id(a, s, src->key_attnums[k]);
 
-			src->key_output[k] = output_of_class(a, analysis_class_of(a, id), s);
+			src->key_output[k] = output_of_class(a, class_of(a, id), s);
 			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
-				output_of_class(a, analysis_class_of(a, id), -1);
+				output_of_class(a, class_of(a, id), -1);
 			any_partner |= (src->partner_output[k] >= 0);
 			if (src->key_output[k] < 0)
 			{
@@ -746,8 +747,9 @@ map_source_keys(Analysis *a)
 	}
 }
 
-void
-analysis_reject_filter(Analysis *a, const char *column, const char *clause)
+/* Refuse a filter on a column outside the result's key (rule 6) */
+static void
+reject_filter(Analysis *a, const char *column, const char *clause)
 {
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 		   psprintf("delta view rule 6: %s condition on %s, which is not part of the result's unique key, could leave an earlier result row behind",
@@ -778,7 +780,7 @@ check_join_filters(Analysis *a)
 		{
 			Var		   *var = lfirst(lc2);
 			int			s = a->rt_source[var->varno];
-			int			col = output_of_class(a, analysis_class_of(a, analysis_column_id(a, s, var->varattno)), s);
+			int			col = output_of_class(a, class_of(a, analysis_column_id(a, s, var->varattno)), s);
 			bool		in_key = false;
 
 			for (int k = 0; k < a->plan->key_ncolumns; k++)
@@ -787,7 +789,7 @@ check_join_filters(Analysis *a)
 			{
 				a->plan->has_filter = true;
 				if (!a->plan->options.ignore_non_unique_key_filter)
-					analysis_reject_filter(a, analysis_column_label(SOURCE(a, s), var->varattno), clause);
+					reject_filter(a, analysis_column_label(SOURCE(a, s), var->varattno), clause);
 				return;
 			}
 		}

@@ -15,6 +15,10 @@
  * DJ_BRANCH_ORDINAL(b, rtindex), so that a table read by two branches
  * gives each of them its own dirty keys.
  *
+ * Each branch is analysed by analysis_query (analyze.c), the function that
+ * handed the UNION ALL here: the one recursion of src/ (test/check_layers.pl
+ * says how its check sees it).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -8,8 +8,9 @@
  * _PG_init runs in every process that loads the library.  It has each
  * layer define its delta_join.* settings, which live beside their readers
  * (base/options.c the defaults of new views' options, process/parallel.c
- * parallel apply, base/shmem.c the sizes of shared memory), and installs
- * the emit_log_hook; only while the postmaster loads
+ * how many processes apply, process/share.c which batches they share,
+ * base/shmem.c the sizes of shared memory), and installs the
+ * emit_log_hook; only while the postmaster loads
  * shared_preload_libraries does it also offer the apply workers the Citus
  * layer's hooks (node_init) and set up shared memory and the launcher
  * (launcher_init).  A library loaded later, by a backend calling one of our
@@ -47,6 +48,7 @@
 #include "process/launcher.h"
 #include "process/parallel.h"
 #include "process/retry.h"
+#include "process/share.h"
 
 PG_MODULE_MAGIC;
 
@@ -78,6 +80,7 @@ _PG_init(void)
 	options_define_settings();
 	parallel_define_settings();
 	retry_define_settings();
+	share_define_settings();
 	shmem_define_settings();
 
 	MarkGUCPrefixReserved("delta_join");

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * launcher.c
- *	  Shared memory, the launcher of the apply workers, and what backends
- *	  call to set workers in motion.
+ *	  The launcher of the apply workers, the slot of each database, and
+ *	  what backends call to set workers in motion.
  *
  * Nouns:
  *
@@ -22,8 +22,9 @@
  *				which databases need a worker, so after a restart the
  *				launcher finds them again.
  *
- * Shared memory is laid out in launcher.h, with its locking rules.
- * Backends announce catalog changes (launcher_notify) at commit, from a
+ * The launcher and the workers meet in shared memory (base/shmem.c;
+ * shmem.h has its layout and its locking rules), which launcher_init asks
+ * for.  Backends announce catalog changes (launcher_notify) at commit, from a
  * transaction callback, by bumping their database's generation and setting
  * the worker's and the launcher's latches.
  *

@@ -63,9 +63,8 @@
 #define SHARE_MESSAGE_LEN		256
 
 int			dj_apply_workers = 1;
-int			dj_parallel_apply_min_keys = 1000;
 
-/* Define delta_join.apply_workers and parallel_apply_min_keys (_PG_init) */
+/* Define delta_join.apply_workers (_PG_init) */
 void
 parallel_define_settings(void)
 {
@@ -78,16 +77,6 @@ parallel_define_settings(void)
 							&dj_apply_workers,
 							1,
 							1, PARALLEL_MAX_HELPERS + 1,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("delta_join.parallel_apply_min_keys",
-							"Fewest dirty keys of a batch that its apply shares with helpers.",
-							"A smaller batch is applied by the apply worker alone.",
-							&dj_parallel_apply_min_keys,
-							1000,
-							1, INT_MAX,
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);

@@ -46,7 +46,6 @@
 
 /* settings (module.c) */
 extern int	dj_apply_workers;
-extern int	dj_parallel_apply_min_keys;
 
 extern void parallel_define_settings(void);
 extern bool am_helper;

@@ -45,6 +45,7 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -53,10 +54,28 @@
 #include "base/runas.h"
 #include "process/share.h"
 
+/* delta_join.parallel_apply_min_keys */
+static int	dj_parallel_apply_min_keys = 1000;
+
 static void share_prepare_view(ViewRecord *view);
 static void share_apply_chunks(ViewWork *vw, XLogRecPtr end_lsn);
 static ViewResult share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn,
 									MemoryContext keep);
+
+/* Define delta_join.parallel_apply_min_keys (_PG_init) */
+void
+share_define_settings(void)
+{
+	DefineCustomIntVariable("delta_join.parallel_apply_min_keys",
+							"Fewest dirty keys of a batch that its apply shares with helpers.",
+							"A smaller batch is applied by the apply worker alone.",
+							&dj_parallel_apply_min_keys,
+							1000,
+							1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+}
 
 /*
  * Share the batch with the helpers when it is large enough and they are

@@ -42,6 +42,7 @@ typedef struct ViewWork
 	ErrorData  *error;			/* why it was not applied */
 } ViewWork;
 
+extern void share_define_settings(void);
 extern ShareRound *share_begin(List *todo, bool spilled, XLogRecPtr end_lsn,
 							   bool *shared_chunks);
 extern void share_wait(ShareRound *round, List *todo, XLogRecPtr end_lsn);

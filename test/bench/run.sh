@@ -51,6 +51,15 @@
 #   STEPS=writes   load, then step 3 only, as ROUNDS (default 3) rounds of
 #                  no view / delta view / trigger copy, each ratio taken
 #                  against the no-view run of its own round
+#   STEPS=trees    load, then step 4's backlog (the join view, the worker
+#                  held) with each checkout of TREES (space-separated
+#                  folders, each built here) installed in turn, ROUNDS
+#                  (default 2) rounds of them, even rounds in reverse order;
+#                  the server restarted and the extension made again at
+#                  each switch.  Each tree's rates and the worker's CPU
+#                  time per change, and their means against the first
+#                  tree's.  test/bench/compare_trees.sh runs it for two
+#                  commits.
 #   DURATION=s     length of each fixed-time pgbench run (default 20, small 5)
 #   RATE=n         writes/s of the lag runs (default 2000)
 #   SEED=n         pgbench --random-seed (default 42)
@@ -112,7 +121,19 @@ STEPS=${STEPS:-all}
 AGG_QUERY='SELECT merchant_id, count(*) AS order_count, sum(amount) AS total_amount
   FROM orders GROUP BY merchant_id'
 
-if ! dj_ensure_packages || ! dj_build_install; then
+if [ "$STEPS" = trees ]; then
+	# the trees compared, not this one: each built before anything is
+	# measured, the first installed
+	[ -n "${TREES:-}" ] || { dj_warn "STEPS=trees needs TREES, the checkouts to compare"; exit 1; }
+	dj_ensure_packages || { dj_warn "set-up failed"; exit 1; }
+	for t in $TREES; do
+		dj_say "building $t"
+		"$MAKE" --no-print-directory -C "$t" "PG_CONFIG=$PG_CONFIG" all >/dev/null ||
+			{ dj_warn "building $t failed"; exit 1; }
+	done
+	"$MAKE" --no-print-directory -C "${TREES%% *}" "PG_CONFIG=$PG_CONFIG" install >/dev/null ||
+		{ dj_warn "installing ${TREES%% *} failed"; exit 1; }
+elif ! dj_ensure_packages || ! dj_build_install; then
 	dj_warn "set-up failed"
 	exit 1
 fi
@@ -272,6 +293,12 @@ release_target() {	# tag
 	held_pid=""
 }
 
+# CPU seconds (user + system) a process has used, from /proc; empty if gone
+worker_cpu() {
+	[ -r "/proc/$1/stat" ] || return 0
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
 # Burst of BURST single-row updates: many small transactions, as fast as
 # BURST_CLIENTS clients go, synchronous_commit off in those sessions so that
 # the writers outrun the worker.
@@ -279,7 +306,8 @@ release_target() {	# tag
 # burst_backlog: the worker is held (hold_target) during the burst, then
 # released; sets B_RATE = changes applied / (time from release until
 # delta_join.wait() returns): the apply throughput of a backlog, what the
-# worker can do alone.
+# worker can do alone; and B_CPU, the worker's CPU time per change (µs)
+# meanwhile, which other work on the machine moves less than B_RATE.
 # burst_concurrent: the worker runs during the burst; sets B_RATE = BURST /
 # (time from burst start until wait() returns), which cannot exceed the
 # writers' own rate B_WRITE.
@@ -287,7 +315,7 @@ release_target() {	# tag
 # Δchanges_seen/Δt over 1 s windows) and B_SEEN (changes seen by the view).
 burst() {
 	local mode=$1 tag=$2 view=$3 script=$4 log="$base/pgbench_$2.log"
-	local t0 t1 t2 c0 per
+	local t0 t1 t2 c0 per cpu_pid cpu0="" cpu1=""
 	settle
 	wait_view "$view"
 	per=$((BURST / BURST_CLIENTS))
@@ -301,15 +329,21 @@ burst() {
 	B_WRITE=$(calc "$per * $BURST_CLIENTS / ($t1 - $t0)")
 	if [ "$mode" = backlog ]; then
 		sleep 1		# async commits flushed: the whole burst is in the WAL
+		cpu_pid=$held_pid
+		cpu0=$(worker_cpu "$cpu_pid")
 		t1=$(now)
 		release_target "$tag"
 	fi
 	wait_view "$view"
 	t2=$(now)
+	[ "$mode" = backlog ] && cpu1=$(worker_cpu "$cpu_pid")
 	stop_sampler "$tag"
 	B_SEEN=$(q -c "SELECT changes_seen - $c0 FROM delta_join.status WHERE target::regclass = '$view'::regclass")
 	if [ "$mode" = backlog ]; then
 		B_RATE=$(calc "$B_SEEN / ($t2 - $t1)")
+		B_CPU=""
+		[ -n "$cpu0" ] && [ -n "$cpu1" ] && [ "$B_SEEN" -gt 0 ] 2>/dev/null &&
+			B_CPU=$(calc "($cpu1 - $cpu0) * 1000000 / $B_SEEN")
 	else
 		B_RATE=$(calc "$per * $BURST_CLIENTS / ($t2 - $t0)")
 	fi
@@ -717,6 +751,61 @@ modes_report() {
 		"inner retract $MR_CHECK; LEFT retract $MLR_CHECK (retract: 0 and 0; upsert: 0 missing)"
 }
 
+# STEPS=trees: the join's backlog with each tree installed in turn, ROUNDS
+# rounds of TREES in order.  A switch installs the tree's library and
+# scripts, restarts the server (the library is preloaded) and makes the
+# extension again (the trees' scripts may differ); the view is made anew in
+# every round, and dropped once its slot is gone.
+declare -A T_RATES T_SUM T_CPUS T_CPU_SUM
+trees_step() {
+	local r t i ok order
+	for r in $(seq 1 "${ROUNDS:-2}"); do
+		# odd rounds in the order given, even rounds reversed: a load that
+		# grows or falls during the run weighs on every tree alike
+		order=$TREES
+		[ $((r % 2)) -eq 0 ] && order=$(echo "$TREES" | tr ' ' '\n' | tac | tr '\n' ' ')
+		for t in $order; do
+			dj_say "round $r: $t"
+			"$MAKE" --no-print-directory -C "$t" "PG_CONFIG=$PG_CONFIG" install >/dev/null ||
+				die "installing $t failed"
+			dj_as_pg "$bindir/pg_ctl" -D "$base/data" -l "$base/server.log" -w restart >/dev/null ||
+				die "the server did not restart"
+			q -c "DROP EXTENSION delta_join CASCADE" -c "CREATE EXTENSION delta_join" >/dev/null ||
+				die "making the extension again failed"
+			q -c "SELECT delta_join.create_view('order_item_wide', \$q\$ $JOIN_QUERY \$q\$)" >/dev/null ||
+				die "create_view(order_item_wide) failed"
+			burst backlog "tree_${r}_$(basename "$t")" order_item_wide update_uniform.pgbench
+			T_RATES[$t]="${T_RATES[$t]:-}$(fmt "$B_RATE") "
+			T_SUM[$t]=$(calc "${T_SUM[$t]:-0} + $B_RATE")
+			T_CPUS[$t]="${T_CPUS[$t]:-}$(fmt "$B_CPU" 1) "
+			T_CPU_SUM[$t]=$(calc "${T_CPU_SUM[$t]:-0} + ${B_CPU:-0}")
+			q -c "SELECT delta_join.drop_view('order_item_wide')" >/dev/null || die "drop_view failed"
+			# the worker drops the slot once the last view is gone
+			for i in $(seq 1 300); do
+				ok=$(q -c "SELECT count(*) = 0 FROM pg_replication_slots WHERE plugin = 'delta_join'")
+				[ "$ok" = t ] && break
+				sleep 0.1
+			done
+			[ "$ok" = t ] || die "the slot was not dropped after drop_view"
+		done
+	done
+}
+trees_report() {
+	local t first="" mean first_mean="" cpu first_cpu=""
+	for t in $TREES; do
+		mean=$(calc "${T_SUM[$t]} / ${ROUNDS:-2}")
+		cpu=$(calc "${T_CPU_SUM[$t]} / ${ROUNDS:-2}")
+		[ -z "$first" ] && first=$t first_mean=$mean first_cpu=$cpu
+		row "4. join backlog, $(basename "$t")" "$(fmt "$mean") /s" "$(basename "$first")" \
+			"$(ratio "$mean" "$first_mean")" "" ""
+		row "   worker CPU per change" "$(fmt "$cpu" 1) us" "$(basename "$first")" \
+			"$(ratio "$cpu" "$first_cpu")" "" ""
+	done
+	for t in $TREES; do
+		echo "rounds of $(basename "$t"): ${T_RATES[$t]% } per s; ${T_CPUS[$t]% } us of worker CPU per change"
+	done
+}
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- 1. load ----
@@ -790,6 +879,17 @@ if [ "$STEPS" = fallback ]; then
 	row "figure" "value" "baseline" "ratio" "target" "verdict"
 	line
 	fallback_report
+	exit 0
+fi
+if [ "$STEPS" = trees ]; then
+	trees_step
+	echo
+	echo "delta_join benchmark, step 4 by tree  SCALE=$SCALE  $(nproc) cores  seed $SEED  load $LOAD_BEFORE, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "orders $NORDERS, items $NITEMS; bursts $BURST updates x $BURST_CLIENTS clients, worker held, then released; ${ROUNDS:-2} rounds of: $TREES"
+	line
+	row "figure" "value" "baseline" "ratio" "target" "verdict"
+	line
+	trees_report
 	exit 0
 fi
 if [ "$STEPS" = modes ]; then

@@ -266,16 +266,18 @@ sub poll_until
 
 =pod
 
-=item worker_pid($node, $seconds)
+=item worker_pid($node, $seconds, $killed)
 
 The pid of the database's apply worker (backend_type C<delta_join worker>),
-waiting up to C<$seconds> (default 20) for one to run; undef if none.
+waiting up to C<$seconds> (default 20) for one to run; undef if none.  With
+C<$killed> (a reference to a list of pids), a worker that is none of them:
+a worker just killed may still be listed for a moment.
 
 =cut
 
 sub worker_pid
 {
-	my ($node, $seconds) = @_;
+	my ($node, $seconds, $killed) = @_;
 	my $deadline = time() + ($seconds // 20);
 	while (time() < $deadline)
 	{
@@ -283,7 +285,9 @@ sub worker_pid
 			$node->psql('postgres',
 				"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'");
 		};
-		return $out if defined $ret && $ret == 0 && $out =~ /^\d+$/;
+		return $out
+		  if defined $ret && $ret == 0 && $out =~ /^\d+$/
+		  && !grep { $_ == $out } @{ $killed // [] };
 		usleep(100_000);
 	}
 	return undef;

@@ -105,20 +105,6 @@ sub check_views
 	DeltaJoinWorkload::status_ok($node, $_, $name) foreach sort keys %views;
 }
 
-# The pid of a running worker that is none of @$killed (a worker just
-# killed may still be listed for a moment), waiting up to 20 s; or undef.
-sub new_worker_pid
-{
-	my ($killed) = @_;
-	for (1 .. 100)
-	{
-		my $pid = DeltaJoinWorkload::worker_pid($node);
-		return $pid if defined $pid && !grep { $_ == $pid } @$killed;
-		usleep(200_000);
-	}
-	return undef;
-}
-
 # ---- 1. SIGTERM of the worker while the stream goes on ----
 
 my $stream = DeltaJoinWorkload::pgbench_start(
@@ -130,7 +116,7 @@ my @killed;
 for my $round (1 .. 3)
 {
 	usleep(1_200_000);
-	my $pid = new_worker_pid(\@killed);
+	my $pid = DeltaJoinWorkload::worker_pid($node, 20, \@killed);
 	next unless defined $pid;
 	$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 	push @killed, $pid;
@@ -140,7 +126,7 @@ is(scalar(@killed), 3, 'SIGTERM: the worker was found and terminated 3 times');
 ok($res->{rc} == 0 && $res->{failed} == 0 && $res->{processed} > 0,
 	"SIGTERM: the stream ran on ($res->{processed} transactions)")
   or diag("pgbench exit status $res->{rc}\n$res->{stdout}\n$res->{stderr}");
-my $pid = new_worker_pid(\@killed);
+my $pid = DeltaJoinWorkload::worker_pid($node, 20, \@killed);
 ok(defined $pid, 'SIGTERM: the launcher starts a new worker');
 check_views('after SIGTERM of the worker');
 

@@ -217,20 +217,6 @@ sub check_views
 	  or diag(DeltaJoinTest::status_text($node));
 }
 
-# The pid of a running worker that is none of @$killed (a worker just
-# killed may still be listed for a moment), waiting up to 20 s; or undef.
-sub new_worker_pid
-{
-	my ($killed) = @_;
-	for (1 .. 100)
-	{
-		my $pid = DeltaJoinWorkload::worker_pid($node);
-		return $pid if defined $pid && !grep { $_ == $pid } @$killed;
-		usleep(200_000);
-	}
-	return undef;
-}
-
 # Waits up to $seconds for the worker to be applying a view of $mode;
 # returns its pid and whether it was caught applying one
 sub worker_applying
@@ -274,7 +260,7 @@ check_views('after backfill');
 			push @torn, $torn if !defined $torn || $torn ne '0';
 		}
 		my ($pid) = worker_applying($round % 2 ? $FULL : $KEYED, 1);
-		$pid = new_worker_pid(\@killed)
+		$pid = DeltaJoinWorkload::worker_pid($node, 20, \@killed)
 		  if !defined $pid || grep { $_ == $pid } @killed;
 		next unless defined $pid;
 		$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
@@ -287,7 +273,8 @@ check_views('after backfill');
 	  or diag("pgbench exit status $res->{rc}\n$res->{stdout}\n$res->{stderr}");
 	is(join(',', map { $_ // 'query failed' } @torn), '',
 		"SIGTERM: the window target held a whole result each of the $samples times it was read during the stream");
-	ok(defined new_worker_pid(\@killed), 'SIGTERM: the launcher starts a new worker');
+	ok(defined DeltaJoinWorkload::worker_pid($node, 20, \@killed),
+		'SIGTERM: the launcher starts a new worker');
 	check_views('after SIGTERM of the worker');
 }
 
