@@ -87,6 +87,7 @@ extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *la
 
 /* analyze_agg.c */
 extern void analysis_aggregate(Analysis *a);
+extern bool analysis_aggregate_over_join(Analysis *a);
 
 /* analyze_union.c */
 extern void analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *options);
