@@ -108,7 +108,7 @@ sub scripts
 		recreate_merchant => [
 			1, $pick . qq{BEGIN;
 DELETE FROM $s.merchants WHERE id = :m;
-INSERT INTO $s.merchants VALUES (:m, $region, :n % 2);
+INSERT INTO $s.merchants VALUES (:m, $region, :n % 2) ON CONFLICT DO NOTHING;
 COMMIT;
 }
 		],
@@ -194,7 +194,8 @@ foreach my $seed (@seeds)
 		$node, scripts($s), "seed $seed: random writes",
 		seed => $seed,
 		clients => 4,
-		transactions => 600);
+		transactions => 600,
+		rate => 1500);
 	ok(DeltaJoinWorkload::wait_views($node, undef, '120s'), "seed $seed: wait() returns true");
 	foreach my $t (sort keys %views)
 	{
