@@ -39,7 +39,7 @@ sql() { as_pg "$BIN/psql" -h "$DIR" -p "$PORT" -d postgres -X -q -At -v ON_ERROR
 stop() { as_pg "$BIN/pg_ctl" -D "$DIR/data" -m fast stop >/dev/null 2>&1 || true; rm -rf "$DIR"; }
 trap stop EXIT
 
-as_pg "$BIN/initdb" -D "$DIR/data" >/dev/null
+as_pg "$BIN/initdb" -D "$DIR/data" >/dev/null 2>&1
 sh "$HERE/server_conf.sh" "$BIN/postgres" >> "$DIR/data/postgresql.conf"
 cat >> "$DIR/data/postgresql.conf" <<CONF
 port = $PORT
@@ -78,7 +78,7 @@ round=0
 measure() {
 	local name=$1 query=$2 refresh_ms="" ms out fresh_ms exact mode
 	round=$((round + 1))
-	sql <<SQL
+	sql >/dev/null <<SQL
 SELECT delta_join.create_view('$name', \$q\$ $query \$q\$, strategy => 'auto');
 CREATE MATERIALIZED VIEW ${name}_mv AS $query;
 SQL
