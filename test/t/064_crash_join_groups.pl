@@ -107,12 +107,12 @@ my $scripts = DeltaJoinWorkload::write_scripts(
 
 sub check_views
 {
-	my ($name) = @_;
+	my ($name, $changed) = @_;
 	ok(DeltaJoinWorkload::wait_views($node, undef, '120s'), "$name: wait() returns true");
 	foreach my $t (sort keys %queries)
 	{
 		DeltaJoinTest::target_ok($node, $t, $queries{$t}, $name);
-		DeltaJoinWorkload::status_ok($node, $t, $name);
+		DeltaJoinWorkload::status_ok($node, $t, $name) if $changed;
 	}
 }
 
@@ -172,12 +172,12 @@ $node->log_check(
 	]);
 ok(defined DeltaJoinWorkload::worker_pid($node, 30),
 	'SIGKILL: a worker runs again after the restart');
-check_views('after SIGKILL of the worker');
+check_views('after SIGKILL of the worker', 1);
 
 # and the stream once more, uninterrupted, after the crashes
 DeltaJoinWorkload::pgbench_ok($node, $scripts, 'a last stream',
 	seed => $seed, clients => 3, transactions => 300);
-check_views('after a last stream');
+check_views('after a last stream', 1);
 
 $node->stop;
 done_testing();
