@@ -249,3 +249,23 @@ SELECT target, state, reason, NULL::pg_lsn, lag_bytes, lag, changes_seen, keys_a
 	   mode || ' (distributed, ' || shard_groups || ' shard groups)',
 	   NULL::text, NULL::text
 FROM delta_join.distributed_status;
+
+--
+-- 4. Aggregates over joins maintained per dirty group (issue 22, item 1):
+--    a view's path may be 'join groups', keyed recompute of the groups a
+--    batch's changed rows leave and enter, found through the join; views
+--    and status name it in their mode.
+--
+ALTER TABLE delta_join.view_catalog
+	DROP CONSTRAINT view_catalog_path_check,
+	ADD CONSTRAINT view_catalog_path_check
+		CHECK (path IN ('delta', 'keyed', 'full', 'join groups'));
+
+CREATE OR REPLACE FUNCTION delta_join._mode(path text, options jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT CASE WHEN path = 'keyed' THEN 'keyed recompute'
+				  WHEN path = 'join groups' THEN 'keyed recompute (groups through joins)'
+				  WHEN path = 'full' THEN 'full recompute'
+				  WHEN (options ->> 'retract')::boolean THEN 'delta (retract)'
+				  ELSE 'delta' END $$;

@@ -368,7 +368,9 @@ SELECT merchant_id, LISTAGG(amount, ';') WITHIN GROUP (ORDER BY order_id DESC) A
 FROM orders GROUP BY merchant_id$q$);
 SELECT query FROM delta_join.views WHERE target = 'ref_agg.merchant_listed';
 SELECT * FROM merchant_listed ORDER BY merchant_id;
--- over a join (a full recompute), the key of each table in FROM order
+-- over a join (keyed recompute of groups through joins: the join columns
+-- are the primary keys, which the old rows carry), the key of each table in
+-- FROM order
 SELECT * FROM delta_join.explain($q$
 SELECT o.merchant_id, FIRST_VALUE(i.item_name) AS first_item, LISTAGG(i.item_name) AS items
 FROM ref.orders o JOIN ref.items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id

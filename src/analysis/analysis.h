@@ -89,6 +89,7 @@ extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *la
 
 /* analyze_agg.c */
 extern void analysis_aggregate(Analysis *a);
+extern bool analysis_aggregate_over_join(Analysis *a);
 
 /* access.c */
 extern bool analysis_rights_granted(Analysis *a);

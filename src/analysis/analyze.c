@@ -719,7 +719,7 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	 * Keyed recompute is exact: the rows of a key are replaced, as in
 	 * retract mode, so no filter leaves a row behind.
 	 */
-	if (a->path == DJ_PATH_KEYED)
+	if (a->path == DJ_PATH_KEYED || a->path == DJ_PATH_JOIN_GROUPS)
 	{
 		plan->options.retract = true;
 		plan->options.ignore_non_unique_key_filter = true;
@@ -860,32 +860,43 @@ analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaP
 /*
  * The path of a view under its strategy (DESIGN.md §2): eventual, the
  * delta rewrite or an error; auto, the delta rewrite if the query is
- * eligible, else keyed recompute if it has a delta view's shape, else full
- * recompute; none, keyed recompute or full recompute.  Rule 4 applies on
- * every path.
+ * eligible, else keyed recompute if it has a delta view's shape, else
+ * keyed recompute of groups through joins if it is an aggregate over
+ * joins, else full recompute; none, keyed recompute or full recompute.
+ * Rule 4 applies on every path.
  *
  * create_view and explain() take this one way: each path the strategy
  * allows is analyzed in turn, the rules it fails collected, until one
  * takes the query.  With lines, explain()'s text of every path tried is
  * appended to *lines, and NULL returned if none takes it or the caller
  * lacks the rights create_view would check (access.c); without, a query
- * no path takes raises the first rule the last path failed.
+ * no path takes raises the first rule the last path failed.  The groups
+ * through joins are tried for aggregates over joins only: another query
+ * says nothing of them.
  */
 static DeltaPlan *
 choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines)
 {
-	DeltaPath	first = (options->strategy == DJ_STRATEGY_NONE) ? DJ_PATH_KEYED : DJ_PATH_DELTA;
-	DeltaPath	last = (options->strategy == DJ_STRATEGY_EVENTUAL) ? DJ_PATH_DELTA : DJ_PATH_FULL;
+	static const DeltaPath order[] = {DJ_PATH_DELTA, DJ_PATH_KEYED, DJ_PATH_JOIN_GROUPS,
+	DJ_PATH_FULL};
 	Failure    *failure = NULL;
 
-	for (int path = first; path <= (int) last; path++)
+	for (int i = 0; i < (int) lengthof(order); i++)
 	{
+		DeltaPath	path = order[i];
 		Analysis	a = {0};
 		DeltaPlan  *plan;
 
+		if ((options->strategy == DJ_STRATEGY_NONE && path == DJ_PATH_DELTA) ||
+			(options->strategy == DJ_STRATEGY_EVENTUAL && path != DJ_PATH_DELTA) ||
+			(options->strategy != DJ_STRATEGY_AUTO && path == DJ_PATH_JOIN_GROUPS))
+			continue;
 		a.collect = true;
-		a.path = (DeltaPath) path;
+		a.path = path;
 		plan = analysis_query(&a, query, hints, options);
+		if (path == DJ_PATH_JOIN_GROUPS && a.failures != NIL &&
+			!analysis_aggregate_over_join(&a))
+			continue;
 
 		/*
 		 * explain(): a path that takes the query needs rights the caller

@@ -226,6 +226,7 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 		lines = lappend(lines, psprintf("Not eligible for %s (strategy %s):",
 										a->path == DJ_PATH_DELTA ? "a delta view" :
 										a->path == DJ_PATH_KEYED ? "keyed recompute" :
+										a->path == DJ_PATH_JOIN_GROUPS ? "keyed recompute of groups through joins" :
 										"full recompute",
 										dj_strategy_name(options->strategy)));
 		foreach(lc, a->failures)
@@ -269,6 +270,24 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 												plan->kind == DJ_KIND_AGGREGATE ?
 												"its groups recomputed, with plans the planner chooses" :
 												"the rows of its key recomputed and replaced, with plans the planner chooses"));
+		}
+	}
+	else if (plan->path == DJ_PATH_JOIN_GROUPS)
+	{
+		lines = lappend(lines, psprintf("Keyed Recompute of Groups through Joins (%s) -> key %s",
+										join_types(plan), key_list(plan)));
+		foreach(lc, plan->sources)
+		{
+			DeltaSource *src = lfirst(lc);
+
+			if (src->lookup_only)
+				lines = lappend(lines, psprintf("  %s: read as the others change%s",
+												source_title(src), lookup_only_note(src)));
+			else
+				lines = lappend(lines, psprintf("  on change of %s: the groups of its old and new rows by %s, found through the joins, recomputed",
+												source_title(src),
+												analysis_column_list(src->relid, src->key_natts,
+																	 src->key_attnums)));
 		}
 	}
 	else if (plan->branches != NIL)
@@ -361,6 +380,7 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 									plan->path == DJ_PATH_DELTA ?
 									(options->retract ? "retract" : "upsert") :
 									plan->path == DJ_PATH_KEYED ? "keyed recompute" :
+									plan->path == DJ_PATH_JOIN_GROUPS ? "keyed recompute (groups through joins)" :
 									"full recompute"));
 	return lines;
 }

@@ -18,6 +18,12 @@
  * apart from a group that is gone: the first keeps its earlier row, the
  * second is deleted.
  *
+ * An aggregate over inner joins (keyed recompute of groups through joins)
+ * has no group key among its dirty keys: its dirty keys are images of the
+ * changed rows of its sources, and finder queries (recompute.c) find the
+ * groups they leave and enter before those are recomputed the same way
+ * (apply_aggregate_join).
+ *
  * Memory: the plan lives in the caller's context; each group's execution
  * uses the executor's own per-query context.
  *
@@ -42,6 +48,9 @@
 #include "apply/apply.h"
 #include "apply/apply_error.h"
 #include "apply/recompute.h"
+
+static void apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+								 ApplyCounts *counts);
 
 /* Receives the (at most one) row of a recomputed group. */
 typedef struct GroupReceiver
@@ -351,23 +360,23 @@ recompute_group_set(DeltaPlan *plan, GroupSet *set, DirtyKey **keys, int nkeys,
 	pfree(elems);
 }
 
-void
-apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
-				ApplyCounts *counts)
+/*
+ * Where each group key column (group-clause order) is in the output: a
+ * column of the result's key that shows the same column of the same source.
+ */
+static int *
+group_key_output(DeltaPlan *plan)
 {
-	DeltaSource *src = linitial(plan->sources);
-	int			nkeys = src->key_natts;
-	int		   *key_output = palloc(sizeof(int) * nkeys);
-	GroupReceiver receiver;
-	List	   *plans = NIL;
-	GroupSet   *set;
-	DirtyKey  **chunk;
-	int			nchunk = 0;
+	int			nkeys = list_length(plan->query->groupClause);
+	int		   *key_output = palloc(sizeof(int) * Max(nkeys, 1));
 	ListCell   *lc;
 
-	/* where each group key column (group-clause order) is in the output */
-	for (int k = 0; k < nkeys; k++)
+	foreach(lc, plan->query->groupClause)
 	{
+		int			k = foreach_current_index(lc);
+		Var		   *group = (Var *) get_sortgroupclause_tle(lfirst(lc),
+															plan->query->targetList)->expr;
+
 		key_output[k] = -1;
 		for (int c = 0; c < plan->key_ncolumns; c++)
 		{
@@ -381,25 +390,110 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 
 				if (tle->resjunk)
 					continue;
-				if (i++ == col && IsA(tle->expr, Var) &&
-					((Var *) tle->expr)->varattno == src->key_attnums[k])
+				if (i++ == col && IsA(tle->expr, Var) && IsA(group, Var) &&
+					((Var *) tle->expr)->varno == group->varno &&
+					((Var *) tle->expr)->varattno == group->varattno)
 					key_output[k] = col;
 			}
 		}
 		if (key_output[k] < 0)
 			elog(ERROR, "group key column %d is not in the output", k + 1);
 	}
+	return key_output;
+}
 
-	memset(&receiver, 0, sizeof(receiver));
-	recompute_receiver_init(&receiver.pub, group_receive);
-	receiver.writer = writer;
-	receiver.ncolumns = plan->ncolumns;
-	receiver.has_having = (plan->query->havingQual != NULL);
-	receiver.retract = plan->options.retract;
+/* Recomputes dirty groups: the group queries of one batch and their state */
+typedef struct GroupRecompute
+{
+	DeltaPlan  *plan;
+	const DeltaSource *src;		/* whose keys are the groups (errors), or
+								 * NULL: groups through joins */
+	int			nkeys;
+	int		   *key_output;
+	GroupReceiver receiver;
+	List	   *plans;			/* GroupPlan * */
+	GroupSet   *set;
+	DirtyKey  **chunk;
+	int			nchunk;
+} GroupRecompute;
 
-	set = group_set_begin(plan, RelationGetRelid(writer->rel));
-	chunk = palloc(sizeof(DirtyKey *) * GROUP_SET_SIZE);
+static void
+group_recompute_begin(GroupRecompute *gr, DeltaPlan *plan, TargetWriter *writer,
+					  const DeltaSource *src)
+{
+	memset(gr, 0, sizeof(GroupRecompute));
+	gr->plan = plan;
+	gr->src = src;
+	gr->nkeys = list_length(plan->query->groupClause);
+	gr->key_output = group_key_output(plan);
+	recompute_receiver_init(&gr->receiver.pub, group_receive);
+	gr->receiver.writer = writer;
+	gr->receiver.ncolumns = plan->ncolumns;
+	gr->receiver.has_having = (plan->query->havingQual != NULL);
+	gr->receiver.retract = plan->options.retract;
+	gr->set = group_set_begin(plan, RelationGetRelid(writer->rel));
+	gr->chunk = palloc(sizeof(DirtyKey *) * GROUP_SET_SIZE);
+}
 
+/* Say which groups are recomputed, for an error's context */
+static void
+group_recompute_place(GroupRecompute *gr, DirtyKey *key, int n)
+{
+	if (gr->src != NULL)
+		apply_error_keys(gr->src, key, n);
+	else
+		apply_error_clear();
+}
+
+static void
+group_recompute_flush(GroupRecompute *gr, ApplyCounts *counts)
+{
+	if (gr->nchunk == 0)
+		return;
+	counts->lookups++;
+	group_recompute_place(gr, gr->chunk[0], gr->nchunk);
+	recompute_group_set(gr->plan, gr->set, gr->chunk, gr->nchunk, gr->key_output[0],
+						&gr->receiver);
+	gr->nchunk = 0;
+}
+
+/* Recompute one dirty group (its key values in group-clause order) */
+static void
+group_recompute_one(GroupRecompute *gr, DirtyKey *key, ApplyCounts *counts)
+{
+	TargetWriter *writer = gr->receiver.writer;
+
+	counts->keys_applied++;
+	if (gr->set != NULL && !key->isnull[0])
+	{
+		/* a NULL key needs IS NULL: it takes the one-group path */
+		gr->chunk[gr->nchunk++] = key;
+		if (gr->nchunk == GROUP_SET_SIZE)
+			group_recompute_flush(gr, counts);
+		return;
+	}
+	counts->lookups++;
+	group_recompute_place(gr, key, 1);
+	recompute_group(gr->plan, group_plan_for(gr->plan, RelationGetRelid(writer->rel), &gr->plans,
+											 key, gr->nkeys),
+					gr->nkeys, gr->key_output, key, &gr->receiver);
+}
+
+void
+apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+				ApplyCounts *counts)
+{
+	DeltaSource *src = linitial(plan->sources);
+	GroupRecompute gr;
+	ListCell   *lc;
+
+	if (plan->path == DJ_PATH_JOIN_GROUPS)
+	{
+		apply_aggregate_join(plan, batch, writer, counts);
+		return;
+	}
+
+	group_recompute_begin(&gr, plan, writer, src);
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = lfirst(lc);
@@ -407,36 +501,149 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 		ListCell   *lc2;
 
 		if (sb->truncated)
-			keys = list_concat(target_groups(writer, nkeys, key_output), keys);
+			keys = list_concat(target_groups(writer, gr.nkeys, gr.key_output), keys);
 		foreach(lc2, keys)
-		{
-			DirtyKey   *key = lfirst(lc2);
+			group_recompute_one(&gr, lfirst(lc2), counts);
+	}
+	group_recompute_flush(&gr, counts);
+	apply_error_clear();
+}
 
-			counts->keys_applied++;
-			if (set != NULL && !key->isnull[0])
-			{
-				/* a NULL key needs IS NULL: it takes the one-group path */
-				chunk[nchunk++] = key;
-				if (nchunk == GROUP_SET_SIZE)
-				{
-					counts->lookups++;
-					apply_error_keys(src, chunk[0], nchunk);
-					recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
-					nchunk = 0;
-				}
+/* ----------------------------------------------------------------
+ *		Groups through joins
+ * ----------------------------------------------------------------
+ */
+
+/* Receives the groups a finder query finds, each once */
+typedef struct FinderReceiver
+{
+	DestReceiver pub;
+	KeyShape	shape;			/* of a group key */
+	HTAB	   *seen;			/* the groups found so far, by image */
+	StringInfoData image;
+	MemoryContext cxt;			/* where the groups are kept */
+	List	   *groups;			/* DirtyKey * */
+} FinderReceiver;
+
+static bool
+finder_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	FinderReceiver *receiver = (FinderReceiver *) self;
+	MemoryContext old = MemoryContextSwitchTo(receiver->cxt);
+	DirtyKey  **entry;
+
+	slot_getallattrs(slot);
+	resetStringInfo(&receiver->image);
+	dirty_key_image(&receiver->image, &receiver->shape, slot->tts_values, slot->tts_isnull);
+	entry = key_set_enter(receiver->seen, 0, 0, &receiver->image, receiver->cxt);
+	if (*entry == NULL)
+	{
+		*entry = dirty_key_make(&receiver->shape, slot->tts_values, slot->tts_isnull);
+		receiver->groups = lappend(receiver->groups, *entry);
+	}
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * Keyed recompute of groups through joins (DJ_PATH_JOIN_GROUPS): the dirty
+ * keys of a source are the images of its changed rows, old and new (the
+ * columns its key_attnums name: what the group key and the conditions
+ * between sources read); the groups they leave and enter are found through
+ * the joins, then recomputed as any aggregate's.
+ *
+ * Why this finds every dirty group.  A group changed only if some
+ * combination of joined rows that passed the query's conditions before the
+ * batch, or passes them after it, holds a row that changed in the batch.
+ * Let R be the sources of its changed rows: their images in the batch hold
+ * those rows' versions before the batch and after each change, and the
+ * combination's other rows did not change, so they are the current rows.
+ * The finder query with the sources of R replaced by their images (and the
+ * others read as they are) therefore yields the combination's group.  One
+ * finder query runs for each non-empty set R of the sources that changed:
+ * replacing one source only would miss, say, an order that moved from
+ * merchant 1 to merchant 2 in the batch in which merchant 1 changed its
+ * region, when no order of merchant 1 is left to lead from its old row to
+ * its old region.  A finder query leaves out the conditions that read
+ * columns outside an image, so it may find more groups, never fewer: a
+ * clean group recomputed is written as it was.
+ *
+ * This needs every image of the batch at once: the view's apply takes its
+ * keys as one piece (apply_view.c).  A TRUNCATE leaves no images: every
+ * group of the target is recomputed instead.
+ */
+static void
+apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+					 ApplyCounts *counts)
+{
+	int			nsources = list_length(plan->sources);
+	List	  **keys = palloc0(sizeof(List *) * nsources);
+	Bitmapset  *changed = NULL;
+	bool		truncated = false;
+	FinderReceiver finder;
+	GroupRecompute gr;
+	List	   *groups;
+	ListCell   *lc;
+	int			nchanged;
+
+	group_recompute_begin(&gr, plan, writer, NULL);
+
+	/* the images of each source that changed */
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+		ListCell   *lc2;
+
+		truncated |= sb->truncated;
+		foreach(lc2, plan->sources)
+		{
+			if (((DeltaSource *) lfirst(lc2))->ordinal != sb->ordinal || sb->keys == NIL)
 				continue;
-			}
-			counts->lookups++;
-			apply_error_key(src, key);
-			recompute_group(plan, group_plan_for(plan, RelationGetRelid(writer->rel), &plans, key, nkeys), nkeys,
-							key_output, key, &receiver);
+			keys[foreach_current_index(lc2)] = sb->keys;
+			changed = bms_add_member(changed, foreach_current_index(lc2));
 		}
 	}
-	if (nchunk > 0)
+
+	memset(&finder, 0, sizeof(finder));
+	recompute_receiver_init(&finder.pub, finder_receive);
+	finder.cxt = CurrentMemoryContext;
+	finder.seen = key_set_create(CurrentMemoryContext);
+	initStringInfo(&finder.image);
+	finder.shape.nkeys = gr.nkeys;
+	finder.shape.typlen = palloc(sizeof(int16) * Max(gr.nkeys, 1));
+	finder.shape.typbyval = palloc(sizeof(bool) * Max(gr.nkeys, 1));
+	foreach(lc, plan->query->groupClause)
 	{
-		counts->lookups++;
-		apply_error_keys(src, chunk[0], nchunk);
-		recompute_group_set(plan, set, chunk, nchunk, key_output[0], &receiver);
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), plan->query->targetList);
+
+		get_typlenbyval(exprType((Node *) tle->expr),
+						&finder.shape.typlen[foreach_current_index(lc)],
+						&finder.shape.typbyval[foreach_current_index(lc)]);
 	}
+
+	/* every non-empty set of the sources that changed, as a bit mask */
+	nchanged = bms_num_members(changed);
+	for (uint32 mask = 1; mask < ((uint32) 1 << nchanged); mask++)
+	{
+		Bitmapset  *replaced = NULL;
+		int			s = -1;
+		int			bit = 0;
+
+		while ((s = bms_next_member(changed, s)) >= 0)
+			if (mask & ((uint32) 1 << bit++))
+				replaced = bms_add_member(replaced, s);
+		s = bms_next_member(replaced, -1);
+		counts->lookups++;
+		apply_error_keys(list_nth(plan->sources, s), linitial(keys[s]), list_length(keys[s]));
+		recompute_run_finder(recompute_prepare_finder(plan, replaced), keys,
+							 (DestReceiver *) &finder);
+	}
+
+	groups = finder.groups;
+	if (truncated)
+		groups = list_concat(target_groups(writer, gr.nkeys, gr.key_output), groups);
+	foreach(lc, groups)
+		group_recompute_one(&gr, lfirst(lc), counts);
+	group_recompute_flush(&gr, counts);
 	apply_error_clear();
 }

@@ -204,6 +204,39 @@ pieces_rest(Pieces *pc)
 }
 
 /*
+ * Every key of the view's work as one piece, the first time; NULL after.
+ * For a view whose dirty groups are found from the images of all its
+ * sources' changes together (keyed recompute of groups through joins,
+ * apply_agg.c).
+ */
+static ViewBatch *
+pieces_together(Pieces *pc)
+{
+	MemoryContext gather_cxt;
+	MemoryContext oldcxt;
+	ViewBatch  *all;
+
+	if (pc->from == NULL && pc->batch == NULL && !pc->spilled)
+		return NULL;
+
+	/*
+	 * pieces_rest reads the spilled chunks through the chunk memory, which
+	 * it resets: gather them elsewhere, in memory that then goes with the
+	 * chunk memory.
+	 */
+	gather_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join pieces together",
+									   ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(gather_cxt);
+	pc->from = NULL;
+	all = pieces_rest(pc);
+	pc->batch = NULL;
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(pc->chunk_cxt);
+	MemoryContextSetParent(gather_cxt, pc->chunk_cxt);
+	return all;
+}
+
+/*
  * How many keys a view's next piece takes, learned from its last pieces: a
  * piece should take about APPLY_PIECE_MS, so that the view's time slice is
  * checked often enough, and not much less, so that a piece's fixed cost
@@ -312,6 +345,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		int			slice_ms = APPLY_SLICE_MS;
 		bool		whole = (view->path == DJ_PATH_FULL);
 		int64		keys_left = PG_INT64_MAX;
+		bool		together = (view->path == DJ_PATH_JOIN_GROUPS);
 		ViewBatch  *piece;
 
 		/*
@@ -339,7 +373,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		if (!plan_cache_lock_view(view, snapshot) ||
 			(snapshot != NULL && catalog_view_written_after(view, snapshot)))
 			result = VIEW_LATER;
-		whole |= apply_view_whole(view);
+		whole |= apply_view_whole(view) || together;
 		PopActiveSnapshot();
 
 		if (result == VIEW_APPLIED)
@@ -352,9 +386,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 			else
 				PushActiveSnapshot(GetTransactionSnapshot());
 
-			while ((piece = pieces_next(&pc, whole ? PG_INT64_MAX :
-										req->sliced ? Min(ps->keys, keys_left) :
-										ps->keys)) != NULL)
+			while ((piece = together ? pieces_together(&pc) :
+					pieces_next(&pc, whole ? PG_INT64_MAX :
+								req->sliced ? Min(ps->keys, keys_left) :
+								ps->keys)) != NULL)
 			{
 				TimestampTz piece_started = GetCurrentTimestamp();
 

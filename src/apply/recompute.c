@@ -24,6 +24,19 @@
  *					columns that are NULL (one group an execution), and
  *					HAVING moved into a last output column.
  *
+ * A third form finds the groups of an aggregate over joins that a batch
+ * dirtied (keyed recompute of groups through joins):
+ *
+ *	finder query	(recompute_prepare_finder, recompute_run_finder) the
+ *					query's joins and conditions, some of its sources
+ *					replaced by the images of their changed rows --
+ *						unnest($1::c1[], $2::c2[], ...) AS img_s(c1, c2, ...)
+ *					the columns the group key and the conditions between
+ *					sources read (DeltaSource.key_attnums) -- projecting the
+ *					group key, grouped by it: each dirty group once.
+ *					Conditions reading other columns of a replaced source
+ *					are left out, which can only find more groups.
+ *
  * Why two: a join with the keys yields a row once for each key it equals,
  * and dirty keys are told apart by their bytes (batch.c), so that numeric
  * 1.0 and 1.00 are two keys one row equals.  A join view's region written
@@ -76,6 +89,7 @@
 #define REGION_QUERY_NAME	"delta_join: recompute a region"
 #define GROUP_QUERY_NAME	"delta_join: recompute groups"
 #define VIEW_QUERY_NAME		"delta_join: recompute a view"
+#define FINDER_QUERY_NAME	"delta_join: find dirty groups"
 
 /* ----------------------------------------------------------------
  *		What the forms share
@@ -224,18 +238,18 @@ ordinary_equality_operator(Oid type)
 }
 
 /*
- * Add "unnest($1, $2, ...) AS keys" to the query's FROM list, one column
- * per key column of src, and return "src.key = keys.key ...", the
- * conditions for its WHERE clause.
+ * A range-table entry "unnest($p, $p+1, ...) AS alias(c1, c2, ...)", a
+ * column per key column of src, each from an array parameter (the first
+ * first_param); the types of the key columns and of their arrays are set
+ * in the arrays given, from index 0.
  */
-static List *
-add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
+static RangeTblEntry *
+unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *alias,
+				  const char *colprefix, Oid *elemtypes, Oid *arraytypes, int16 *typlen,
+				  bool *typbyval, char *typalign)
 {
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	RangeTblRef *rtr = makeNode(RangeTblRef);
 	List	   *colnames = NIL;
-	List	   *conds = NIL;
-	int			rtindex;
 
 	rte->rtekind = RTE_FUNCTION;
 	rte->inFromCl = true;
@@ -243,29 +257,46 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 	{
 		RangeTblFunction *rtf = makeNode(RangeTblFunction);
 		Var		   *var = column_var(query, src->rtindex, src->key_attnums[k]);
-		char	   *name = psprintf("k%d", k + 1);
 
-		rq->elemtypes[k] = var->vartype;
-		rq->arraytypes[k] = get_array_type(var->vartype);
-		if (!OidIsValid(rq->arraytypes[k]))
+		elemtypes[k] = var->vartype;
+		arraytypes[k] = get_array_type(var->vartype);
+		if (!OidIsValid(arraytypes[k]))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("the key of source \"%s\" has a column of type %s, which has no array type",
 							src->relname, format_type_be(var->vartype))));
-		get_typlenbyvalalign(var->vartype, &rq->typlen[k], &rq->typbyval[k], &rq->typalign[k]);
+		get_typlenbyvalalign(var->vartype, &typlen[k], &typbyval[k], &typalign[k]);
 
 		rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, var->vartype,
-											  list_make1(key_param(k + 1, rq->arraytypes[k],
+											  list_make1(key_param(first_param + k, arraytypes[k],
 																   var->varcollid)),
 											  var->varcollid, var->varcollid,
 											  COERCE_EXPLICIT_CALL);
 		((FuncExpr *) rtf->funcexpr)->funcretset = true;
 		rtf->funccolcount = 1;
 		rte->functions = lappend(rte->functions, rtf);
-		colnames = lappend(colnames, makeString(name));
+		colnames = lappend(colnames, makeString(psprintf("%s%d", colprefix, k + 1)));
 	}
-	rte->eref = makeAlias("keys", colnames);
+	rte->eref = makeAlias(alias, colnames);
 	rte->alias = rte->eref;
+	return rte;
+}
+
+/*
+ * Add "unnest($1, $2, ...) AS keys" to the query's FROM list, one column
+ * per key column of src, and return "src.key = keys.key ...", the
+ * conditions for its WHERE clause.
+ */
+static List *
+add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
+{
+	RangeTblEntry *rte = unnest_keys_entry(query, src, 1, "keys", "k", rq->elemtypes,
+										   rq->arraytypes, rq->typlen, rq->typbyval,
+										   rq->typalign);
+	RangeTblRef *rtr = makeNode(RangeTblRef);
+	List	   *conds = NIL;
+	int			rtindex;
+
 	query->rtable = lappend(query->rtable, rte);
 	rtindex = list_length(query->rtable);
 	rtr->rtindex = rtindex;
@@ -462,6 +493,203 @@ recompute_run_groups(GroupQuery *gq, const Datum *values, const bool *isnull,
 
 	run_plan(gq->pstmt, GROUP_QUERY_NAME, params, dest);
 	pfree(params);
+}
+
+/* ----------------------------------------------------------------
+ *		Finder queries
+ * ----------------------------------------------------------------
+ */
+
+typedef struct ImageMap
+{
+	DeltaPlan  *plan;
+	Bitmapset  *replaced;		/* sources replaced by their images */
+	int		   *image_rtindex;	/* per source: its images' entry, or 0 */
+	bool		unmapped;		/* a column outside a replaced source's image
+								 * was read */
+} ImageMap;
+
+/*
+ * A Var of a replaced source becomes the column of its images' entry that
+ * holds it; one of a column the images lack sets map->unmapped.
+ */
+static Node *
+image_map_mutator(Node *node, ImageMap *map)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
+	{
+		Var		   *var = (Var *) node;
+		int			s = -1;
+
+		while ((s = bms_next_member(map->replaced, s)) >= 0)
+		{
+			DeltaSource *src = list_nth(map->plan->sources, s);
+
+			if (var->varno != src->rtindex)
+				continue;
+			for (int k = 0; k < src->key_natts; k++)
+				if (src->key_attnums[k] == var->varattno)
+					return (Node *) makeVar(map->image_rtindex[s], k + 1, var->vartype,
+											var->vartypmod, var->varcollid, 0);
+			map->unmapped = true;
+			return node;
+		}
+		return (Node *) copyObject(var);
+	}
+	return expression_tree_mutator(node, image_map_mutator, (void *) map);
+}
+
+/*
+ * Add to query's range table "unnest($n, $n+1, ...) AS img_s", a column per
+ * key column of src (source s), its parameters noted in fq; return its
+ * index.
+ */
+static int
+add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source)
+{
+	int			p = fq->nparams;
+
+	query->rtable = lappend(query->rtable,
+							unnest_keys_entry(query, src, p + 1, psprintf("img_%d", source + 1),
+											  "c", fq->elemtypes + p, fq->arraytypes + p,
+											  fq->typlen + p, fq->typbyval + p,
+											  fq->typalign + p));
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		fq->param_source[p + k] = source;
+		fq->param_column[p + k] = k;
+	}
+	fq->nparams += src->key_natts;
+	return list_length(query->rtable);
+}
+
+/*
+ * Plan the finder query of an aggregate view over joins for the sources in
+ * replaced (indexes into plan->sources, each with key columns): its
+ * parameters are, per replaced source in order, an array per key column.
+ * Its rows are the group keys, in group-clause order and in the types of
+ * the group key columns.
+ */
+FinderQuery *
+recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
+{
+	FinderQuery *fq = palloc0(sizeof(FinderQuery));
+	Query	   *query = copyObject(plan->query);
+	ImageMap	map;
+	List	   *fromlist = NIL;
+	List	   *quals = NIL;
+	List	   *tlist = NIL;
+	List	   *groups = NIL;
+	int			nparams = 0;
+	int			s = -1;
+	ListCell   *lc;
+
+	while ((s = bms_next_member(replaced, s)) >= 0)
+		nparams += ((DeltaSource *) list_nth(plan->sources, s))->key_natts;
+	fq->param_source = palloc(sizeof(int) * Max(nparams, 1));
+	fq->param_column = palloc(sizeof(int) * Max(nparams, 1));
+	fq->elemtypes = palloc(sizeof(Oid) * Max(nparams, 1));
+	fq->arraytypes = palloc(sizeof(Oid) * Max(nparams, 1));
+	fq->typlen = palloc(sizeof(int16) * Max(nparams, 1));
+	fq->typbyval = palloc(sizeof(bool) * Max(nparams, 1));
+	fq->typalign = palloc(sizeof(char) * Max(nparams, 1));
+
+	map.plan = plan;
+	map.replaced = replaced;
+	map.image_rtindex = palloc0(sizeof(int) * list_length(plan->sources));
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+		int			source = foreach_current_index(lc);
+		int			rtindex = src->rtindex;
+
+		if (bms_is_member(source, replaced))
+			rtindex = map.image_rtindex[source] = add_image_entry(fq, query, src, source);
+		fromlist = lappend(fromlist, makeNode(RangeTblRef));
+		((RangeTblRef *) llast(fromlist))->rtindex = rtindex;
+	}
+
+	/* the conditions (inner joins: ON and WHERE alike) the images can take */
+	foreach(lc, plan->quals)
+	{
+		Node	   *qual;
+
+		map.unmapped = false;
+		qual = image_map_mutator(lfirst(lc), &map);
+		if (!map.unmapped)
+			quals = lappend(quals, qual);
+	}
+
+	/* the group key, grouped by: each group once */
+	foreach(lc, plan->query->groupClause)
+	{
+		SortGroupClause *sgc = copyObject(lfirst(lc));
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
+		TargetEntry *out;
+		int			k = foreach_current_index(lc) + 1;
+
+		map.unmapped = false;
+		out = makeTargetEntry((Expr *) image_map_mutator((Node *) tle->expr, &map), k,
+							  psprintf("g%d", k), false);
+		if (map.unmapped)
+			elog(ERROR, "group key column %d is not in the image of its source", k);
+		out->ressortgroupref = sgc->tleSortGroupRef = k;
+		tlist = lappend(tlist, out);
+		groups = lappend(groups, sgc);
+	}
+	fq->ngroup = list_length(tlist);
+
+	query->jointree = makeFromExpr(fromlist, quals != NIL ? (Node *) make_ands_explicit(quals) : NULL);
+	query->targetList = tlist;
+	query->groupClause = groups;
+	query->groupingSets = NIL;
+	query->havingQual = NULL;
+	query->hasAggs = false;
+	query->distinctClause = NIL;
+	query->hasDistinctOn = false;
+	query->sortClause = NIL;
+	query->limitCount = NULL;
+	query->limitOffset = NULL;
+	compat_set_nullingrels(query);
+	fq->pstmt = pg_plan_query(query, FINDER_QUERY_NAME, CURSOR_OPT_GENERIC_PLAN, NULL);
+	return fq;
+}
+
+/*
+ * Run a finder query with the images of its replaced sources: keys[s], the
+ * dirty keys (DirtyKey *) of source s, for each of them, all in one
+ * execution.  Its rows go to dest.
+ */
+void
+recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
+{
+	Datum	   *arrays = palloc(sizeof(Datum) * Max(fq->nparams, 1));
+	bool	   *no_nulls = palloc0(sizeof(bool) * Max(fq->nparams, 1));
+
+	for (int p = 0; p < fq->nparams; p++)
+	{
+		List	   *list = keys[fq->param_source[p]];
+		int			n = list_length(list);
+		Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+		bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+		int			lbound = 1;
+		ListCell   *lc;
+
+		foreach(lc, list)
+		{
+			DirtyKey   *key = lfirst(lc);
+
+			elems[foreach_current_index(lc)] = key->values[fq->param_column[p]];
+			nulls[foreach_current_index(lc)] = key->isnull[fq->param_column[p]];
+		}
+		arrays[p] = PointerGetDatum(construct_md_array(elems, nulls, 1, &n, &lbound,
+													   fq->elemtypes[p], fq->typlen[p],
+													   fq->typbyval[p], fq->typalign[p]));
+	}
+	run_plan(fq->pstmt, FINDER_QUERY_NAME,
+			 run_params(fq->nparams, arrays, no_nulls, fq->arraytypes), dest);
 }
 
 /* ----------------------------------------------------------------

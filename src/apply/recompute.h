@@ -39,6 +39,24 @@ typedef struct GroupQuery
 	Oid		   *paramtypes;		/* of $1 ... $n: the key's, or its array type */
 } GroupQuery;
 
+/*
+ * The finder query of an aggregate view over joins, some of its sources
+ * replaced by images of their changed rows (recompute_prepare_finder)
+ */
+typedef struct FinderQuery
+{
+	PlannedStmt *pstmt;			/* a generic plan */
+	int			ngroup;			/* its output: the group key's columns */
+	int			nparams;		/* an array per key column of each image */
+	int		   *param_source;	/* per parameter: its source (index) ... */
+	int		   *param_column;	/* ... and key column */
+	Oid		   *elemtypes;
+	Oid		   *arraytypes;
+	int16	   *typlen;
+	bool	   *typbyval;
+	char	   *typalign;
+} FinderQuery;
+
 extern RegionQuery *recompute_prepare(DeltaPlan *plan, Oid target, int source,
 									  Bitmapset *null_sources);
 extern void recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest);
@@ -46,6 +64,8 @@ extern GroupQuery *recompute_prepare_groups(DeltaPlan *plan, Oid target, Bitmaps
 											bool set_mode);
 extern void recompute_run_groups(GroupQuery *gq, const Datum *values, const bool *isnull,
 								 DestReceiver *dest);
+extern FinderQuery *recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced);
+extern void recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest);
 extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
 extern void recompute_receiver_init(DestReceiver *dest,
 									bool (*receive) (TupleTableSlot *slot, DestReceiver *self));

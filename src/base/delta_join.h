@@ -153,13 +153,18 @@ typedef enum DeltaKind
  * recompute (a delta view's shape, but an index, partition or filter rule
  * failed: the rows of each dirty key recomputed by plans the planner
  * chooses, exactly); full recompute (any other deterministic query:
- * recomputed at most once per refresh_interval, the difference written).
+ * recomputed at most once per refresh_interval, the difference written);
+ * keyed recompute of groups through joins (an aggregate over inner joins,
+ * strategy auto: the groups a batch's changed rows leave and enter found
+ * through the join, then recomputed as keyed recompute does; last, so
+ * that the values before it keep their numbers).
  */
 typedef enum DeltaPath
 {
 	DJ_PATH_DELTA,
 	DJ_PATH_KEYED,
-	DJ_PATH_FULL
+	DJ_PATH_FULL,
+	DJ_PATH_JOIN_GROUPS
 } DeltaPath;
 
 /* GUC variables: the defaults of new views' options (options.c) */

@@ -222,6 +222,8 @@ dj_path_name(DeltaPath path)
 			return "keyed";
 		case DJ_PATH_FULL:
 			return "full";
+		case DJ_PATH_JOIN_GROUPS:
+			return "join groups";
 	}
 	return "delta";
 }
@@ -230,7 +232,7 @@ dj_path_name(DeltaPath path)
 bool
 dj_parse_path(const char *name, DeltaPath *path)
 {
-	for (int p = DJ_PATH_DELTA; p <= DJ_PATH_FULL; p++)
+	for (int p = DJ_PATH_DELTA; p <= DJ_PATH_JOIN_GROUPS; p++)
 	{
 		if (strcmp(name, dj_path_name((DeltaPath) p)) == 0)
 		{

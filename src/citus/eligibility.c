@@ -96,6 +96,10 @@ check_shard_local(DeltaPlan *plan, Oid *anchor)
 	if (plan->branches != NIL)
 		refuse("UNION ALL is not supported", NULL,
 			   "Make one distributed view per branch.");
+	if (plan->path == DJ_PATH_JOIN_GROUPS)
+		refuse("aggregates over joins cannot be distributed",
+			   "Their dirty groups are found through the joins across the whole tables, not within one shard group.",
+			   "Distribute a join of the co-located tables, or an aggregate of one table grouped by its distribution column.");
 	if (plan->path == DJ_PATH_FULL)
 		refuse("only joins and aggregates of co-located tables can be distributed",
 			   "The query has no delta view's shape, so nothing shows that it runs inside one shard group.",
