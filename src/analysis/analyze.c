@@ -889,7 +889,8 @@ choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines
 
 		if ((options->strategy == DJ_STRATEGY_NONE && path == DJ_PATH_DELTA) ||
 			(options->strategy == DJ_STRATEGY_EVENTUAL && path != DJ_PATH_DELTA) ||
-			(options->strategy != DJ_STRATEGY_AUTO && path == DJ_PATH_JOIN_GROUPS))
+			((options->strategy != DJ_STRATEGY_AUTO || options->catalog_01) &&
+			 path == DJ_PATH_JOIN_GROUPS))
 			continue;
 		a.collect = true;
 		a.path = path;

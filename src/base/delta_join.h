@@ -90,6 +90,14 @@ typedef struct DeltaOptions
 	bool		distributed;
 
 	/*
+	 * Not an option either: set while the database's SQL objects are version
+	 * 0.1 (not yet ALTER EXTENSION ... UPDATE'd), whose catalog has no
+	 * room for the groups-through-joins path, which is then not offered;
+	 * never stored.
+	 */
+	bool		catalog_01;
+
+	/*
 	 * The seeds' client parameters of asynchronous lookups, accepted under
 	 * their names so that the seeds' SQL runs unchanged; -1 when not given.
 	 * They have no meaning for a synchronous in-database lookup (explain

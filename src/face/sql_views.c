@@ -28,6 +28,7 @@
 #include "base/options.h"
 #include "citus/distributed.h"
 #include "ops/views.h"
+#include "registry/catalog.h"
 
 PG_FUNCTION_INFO_V1(dj_create_view);
 PG_FUNCTION_INFO_V1(dj_explain);
@@ -59,6 +60,7 @@ options_from_args(FunctionCallInfo fcinfo, int strategy_arg, DeltaOptions *optio
 		PG_GETARG_JSONB_P(strategy_arg + 1);
 
 	options_resolve(options, strategy, json);
+	options->catalog_01 = !catalog_installed_at_least("0.2");
 }
 
 /*

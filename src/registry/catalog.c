@@ -446,18 +446,24 @@ catalog_reset_view(int view_id, XLogRecPtr lsn)
 }
 
 /*
- * Does view_catalog have last_error_detail and last_error_hint?  From
- * version 0.2 on.  The library runs a 0.1 catalog until ALTER EXTENSION
- * delta_join UPDATE (catalog_version_check), writing no detail or hint
- * there.
+ * Are the SQL objects installed in this database of that version or later?
+ * The library runs a 0.1 catalog until ALTER EXTENSION delta_join UPDATE
+ * (catalog_version_check), using none of what 0.2 added.
  */
+bool
+catalog_installed_at_least(const char *version)
+{
+	char	   *installed = installed_version();
+	int			cmp;
+
+	return installed != NULL && compare_versions(installed, version, &cmp) && cmp >= 0;
+}
+
+/* Does view_catalog have last_error_detail and last_error_hint?  From 0.2. */
 static bool
 catalog_has_error_details(void)
 {
-	char	   *version = installed_version();
-	int			cmp;
-
-	return version != NULL && compare_versions(version, "0.2", &cmp) && cmp >= 0;
+	return catalog_installed_at_least("0.2");
 }
 
 /*

@@ -61,6 +61,7 @@ typedef enum CatalogVersion
 } CatalogVersion;
 
 extern CatalogVersion catalog_version_check(char **installed);
+extern bool catalog_installed_at_least(const char *version);
 extern char *catalog_version_problem(void);
 extern void catalog_require_version(void);
 extern int	catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
