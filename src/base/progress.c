@@ -200,6 +200,109 @@ progress_advance(Oid dboid, XLogRecPtr end_lsn)
 }
 
 /* ----------------------------------------------------------------
+ *		Concurrent create and refresh (delta_join.progress)
+ * ----------------------------------------------------------------
+ */
+
+/* This process's entry of the view; lock held */
+static ViewStat *
+backfill_entry(int view_id)
+{
+	ViewStat   *stat = progress_find(MyDatabaseId, view_id, false);
+
+	if (stat == NULL)
+		elog(ERROR, "delta view %d has no entry in shared memory", view_id);
+	return stat;
+}
+
+/*
+ * This process starts a concurrent operation on the view, which has its
+ * entry (progress_reserve).  Set in the transaction that makes the view
+ * 'backfilling', before it commits: the worker never sees the view in that
+ * state without the process that runs it.
+ */
+void
+progress_backfill_begin(int view_id, BackfillCommand command)
+{
+	ViewStat   *stat;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	stat = backfill_entry(view_id);
+	stat->backfill_pid = MyProcPid;
+	stat->backfill_command = command;
+	stat->backfill_phase = BACKFILL_REGISTERING;
+	stat->backfill_rows_done = 0;
+	stat->backfill_rows_expected = -1;
+	stat->backfill_started = GetCurrentTimestamp();
+	LWLockRelease(worker_shared->lock);
+}
+
+/* The operation moved on to phase; rows_expected -1: not known (yet) */
+void
+progress_backfill_phase(int view_id, BackfillPhase phase, int64 rows_expected)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		ViewStat   *stat = backfill_entry(view_id);
+
+		stat->backfill_phase = phase;
+		if (rows_expected >= 0)
+			stat->backfill_rows_expected = rows_expected;
+	}
+	LWLockRelease(worker_shared->lock);
+}
+
+/* rows of the view's result are written so far */
+void
+progress_backfill_rows(int view_id, int64 rows)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		ViewStat   *stat = progress_find(MyDatabaseId, view_id, false);
+
+		if (stat != NULL)
+			stat->backfill_rows_done = rows;
+	}
+	LWLockRelease(worker_shared->lock);
+}
+
+/* The operation ended, one way or another (its entry may be gone) */
+void
+progress_backfill_end(int view_id)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		ViewStat   *stat = progress_find(MyDatabaseId, view_id, false);
+
+		if (stat != NULL && stat->backfill_pid == MyProcPid)
+			stat->backfill_pid = 0;
+	}
+	LWLockRelease(worker_shared->lock);
+}
+
+/*
+ * Does a process still run the concurrent operation of a view in state
+ * 'backfilling'?  Not when its entry says none (a server restart cleared
+ * shared memory) or names a process that is gone (terminated, or it
+ * failed and could not clean up).
+ */
+bool
+progress_backfill_running(Oid dboid, int view_id)
+{
+	int			pid = 0;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	{
+		ViewStat   *stat = progress_find(dboid, view_id, false);
+
+		if (stat != NULL)
+			pid = stat->backfill_pid;
+	}
+	LWLockRelease(worker_shared->lock);
+	return pid != 0 && BackendPidGetProc(pid) != NULL;
+}
+
+/* ----------------------------------------------------------------
  *		wait()
  * ----------------------------------------------------------------
  */

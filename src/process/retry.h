@@ -36,6 +36,7 @@ typedef struct DeferredView
 	TimestampTz first_failure;
 	TimestampTz next_try;
 	char	   *reason;			/* why it waits, for delta_join.status */
+	bool		held;			/* held back while the view is backfilling */
 } DeferredView;
 
 extern DeferredView *retry_find(int view_id);
@@ -51,6 +52,9 @@ extern bool retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error,
 						   TimestampTz now);
 extern void retry_forget(DeferredView *dv);
 extern void retry_forget_dropped(List *views);
+extern DeferredView *retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
+								XLogRecPtr since_lsn, TimestampTz now);
+extern void retry_release(int view_id, TimestampTz now);
 
 extern TimestampTz retry_recompute_due(ViewRecord *view);
 extern DeferredView *retry_wait_recompute(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
