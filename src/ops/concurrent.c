@@ -463,6 +463,14 @@ next_steps(ConcurrentTask *task, ViewRecord *view)
 	begin_step();
 	find_own_view(view);
 	LockRelationOid(view->target, ExclusiveLock);
+
+	/*
+	 * A snapshot taken after the lock: it sees the last batch the worker
+	 * applied to the target before the view was held back (refresh), which
+	 * the lock waited for.
+	 */
+	PopActiveSnapshot();
+	PushActiveSnapshot(GetTransactionSnapshot());
 	progress_backfill_phase(view->view_id, BACKFILL_FILLING,
 							target_estimate_rows(view->query_view,
 												 runas_target_owner(view->target),
