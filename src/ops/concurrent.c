@@ -334,6 +334,14 @@ take_caller_settings(ConcurrentTask *task)
 	}
 	SetConfigOption("search_path", task->data + task->search_path_off,
 					PGC_USERSET, PGC_S_SESSION);
+
+	/*
+	 * This process is a member of the caller's lock group
+	 * (dj_concurrent_main): it cannot lead a group of parallel workers of
+	 * its own, which a parallel plan or index build would make.
+	 */
+	SetConfigOption("max_parallel_workers_per_gather", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("max_parallel_maintenance_workers", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	CommitTransactionCommand();
 }
 
