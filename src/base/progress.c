@@ -27,6 +27,8 @@
 #include "base/progress.h"
 #include "base/shmem.h"
 
+static bool backfill_alive(ViewStat *stat);
+
 /* ----------------------------------------------------------------
  *		Publishing (apply worker; the find functions expect the lock held)
  * ----------------------------------------------------------------
@@ -134,8 +136,9 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 			found = (views[v].view_id == stat->view_id);
 		if (found)
 			stat->reserving_xid = InvalidTransactionId;
-		else if (!TransactionIdIsValid(stat->reserving_xid) ||
-				 !TransactionIdIsInProgress(stat->reserving_xid))
+		else if ((!TransactionIdIsValid(stat->reserving_xid) ||
+				  !TransactionIdIsInProgress(stat->reserving_xid)) &&
+				 !backfill_alive(stat))
 			stat->dboid = InvalidOid;
 	}
 
@@ -204,14 +207,28 @@ progress_advance(Oid dboid, XLogRecPtr end_lsn)
  * ----------------------------------------------------------------
  */
 
-/* This process's entry of the view; lock held */
+/*
+ * Does a process run the concurrent operation of the entry's view?  Its
+ * entry is kept while it does, even before the worker has seen the view
+ * (the worker forgets the entries of views it does not know).  Lock held.
+ */
+static bool
+backfill_alive(ViewStat *stat)
+{
+	return stat->backfill_pid != 0 && BackendPidGetProc(stat->backfill_pid) != NULL;
+}
+
+/* This process's entry of the view, made if it is gone; lock held */
 static ViewStat *
 backfill_entry(int view_id)
 {
-	ViewStat   *stat = progress_find(MyDatabaseId, view_id, false);
+	ViewStat   *stat = progress_find(MyDatabaseId, view_id, true);
 
 	if (stat == NULL)
-		elog(ERROR, "delta view %d has no entry in shared memory", view_id);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many delta views: shared memory has room for %d", dj_max_views),
+				 errhint("Raise delta_join.max_views and restart the server.")));
 	return stat;
 }
 
@@ -289,17 +306,17 @@ progress_backfill_end(int view_id)
 bool
 progress_backfill_running(Oid dboid, int view_id)
 {
-	int			pid = 0;
+	bool		alive = false;
 
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
 	{
 		ViewStat   *stat = progress_find(dboid, view_id, false);
 
 		if (stat != NULL)
-			pid = stat->backfill_pid;
+			alive = backfill_alive(stat);
 	}
 	LWLockRelease(worker_shared->lock);
-	return pid != 0 && BackendPidGetProc(pid) != NULL;
+	return alive;
 }
 
 /* ----------------------------------------------------------------

@@ -108,7 +108,8 @@ typedef struct ConcurrentTask
 	/* the request */
 	BackfillCommand command;
 	Oid			dboid;
-	Oid			roleid;
+	Oid			login_roleid;	/* the role the caller's session logged in as */
+	Oid			roleid;			/* the role it acts as */
 	int			caller_pgprocno;
 	int			caller_pid;
 	VirtualTransactionId caller_vxid;
@@ -243,7 +244,7 @@ run_task(ConcurrentTask *request, StringInfo data, ConcurrentTask *answer)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("the process of a concurrent %s ended without finishing",
 						request->command == BACKFILL_CREATE ? "create_view" : "refresh"),
-				 errdetail("It was terminated, or the server is restarting."),
+				 errdetail("It was terminated, failed with a FATAL error (the server log has it), or the server is restarting."),
 				 errhint("delta_join.views shows whether the view exists; the apply worker puts a view left backfilling in error, and delta_join.drop_view removes it.")));
 	if (answer->sqlerrcode != 0)
 		ereport(ERROR,
@@ -261,6 +262,7 @@ task_init(ConcurrentTask *task, BackfillCommand command, StringInfo data,
 	memset(task, 0, sizeof(ConcurrentTask));
 	task->command = command;
 	task->dboid = MyDatabaseId;
+	task->login_roleid = GetAuthenticatedUserId();
 	task->roleid = GetUserId();
 	task->caller_pgprocno = MyProc->pgprocno;
 	task->caller_pid = MyProcPid;
@@ -621,7 +623,16 @@ dj_concurrent_main(Datum main_arg)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the caller of a concurrent create or refresh is gone")));
-	BackgroundWorkerInitializeConnectionByOid(task->dboid, task->roleid, 0);
+
+	/*
+	 * Connect as the role the caller's session logged in as (the role it
+	 * acts as may not log in: a SET ROLE to a group, a SECURITY DEFINER
+	 * function's owner), then act as that role, as SET ROLE would.
+	 */
+	BackgroundWorkerInitializeConnectionByOid(task->dboid, task->login_roleid, 0);
+	StartTransactionCommand();
+	SetCurrentRoleId(task->roleid, superuser_arg(task->roleid));
+	CommitTransactionCommand();
 	take_caller_settings(task);
 
 	memset(&task_state, 0, sizeof(task_state));

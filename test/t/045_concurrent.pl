@@ -164,6 +164,23 @@ is( $node->safe_psql('postgres',
 		"SELECT runs_as FROM delta_join.views WHERE target = 'public.reader_wide'"),
 	'reader', 'it runs as the reading role');
 
+# a role acting through SET ROLE as a group that may not log in
+$node->safe_psql(
+	'postgres', q{
+	CREATE ROLE readers NOLOGIN;
+	GRANT SELECT ON orders, items TO readers;
+	GRANT CREATE ON SCHEMA public TO readers;
+	GRANT readers TO reader;});
+$node->safe_psql('postgres',
+	"SET ROLE readers;\n"
+	  . "SELECT delta_join.create_view('group_wide', '$DeltaJoinTest::wide_query', concurrently => true);",
+	extra_params => [ '-U', 'reader' ]);
+is( $node->safe_psql('postgres',
+		"SELECT runs_as FROM delta_join.views WHERE target = 'public.group_wide'"),
+	'readers', 'a role that may not log in, set by SET ROLE, creates concurrently');
+DeltaJoinTest::target_ok($node, 'group_wide', $DeltaJoinTest::wide_query,
+	'the view of a role set by SET ROLE', mode => 'upsert');
+
 # ---- a cancel during the fill ----
 
 my $held_query = q{SELECT o.merchant_id, o.order_id, o.item_id, held(o.amount) AS amount
@@ -199,7 +216,7 @@ sub nothing_left
 			  || '|' || (SELECT count(*) FROM pg_class
 				   WHERE relnamespace = 'delta_join'::regnamespace AND relkind = 'v'
 				     AND relname LIKE '%.%')}),
-		'0|true|6|6', "$what: nothing is left of the view");
+		'0|true|7|7', "$what: nothing is left of the view");
 }
 
 # the slot confirms positions past a write made now
