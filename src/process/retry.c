@@ -10,10 +10,12 @@
  * error -- a lock it waited for longer than the worker's lock_timeout, a
  * deadlock, its lookup_timeout --, after its time slice ran out with work
  * left, when its tables changed after the batch's snapshot, or until its
- * refresh_interval has passed (a full recompute).  Its part of each batch
- * meanwhile joins the work waiting, each key once however many batches
- * brought it, so that a hot key held up for a minute is applied once; the
- * slot is not confirmed past the first batch it waits with.  It is tried
+ * refresh_interval has passed (a full recompute), or while it is
+ * backfilling (held back until its concurrent create or refresh ends).
+ * Its part of each batch meanwhile joins the work waiting, each key once
+ * however many batches brought it, so that a hot key held up for a minute
+ * is applied once; the slot is not confirmed past the first batch it
+ * waits with.  It is tried
  * again with a growing backoff, and given up (put in error) once its
  * lookup_timeout has passed since its first failure, or after
  * RETRY_TIMEOUT_TRIES statement timeouts in a row.

@@ -63,6 +63,11 @@
  * is short, so that in a deadlock with a user's transaction the worker is
  * the one that gives way.
  *
+ * A view in state 'backfilling' (a concurrent create or refresh runs,
+ * ops/concurrent.c) has its keys captured as any view's, but held back
+ * (retry_hold) until it is active again, and the slot is not confirmed past
+ * them; one whose backfill's process is gone goes to error.
+ *
  * Which views exist, and their state, is read from the catalog in every
  * apply transaction, so a refresh or drop committed before a change was
  * decoded is always seen.  When the catalog shows no view left, the worker
