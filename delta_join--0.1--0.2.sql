@@ -269,3 +269,62 @@ AS $$ SELECT CASE WHEN path = 'keyed' THEN 'keyed recompute'
 				  WHEN path = 'full' THEN 'full recompute'
 				  WHEN (options ->> 'retract')::boolean THEN 'delta (retract)'
 				  ELSE 'delta' END $$;
+
+--
+-- 5. Concurrent create and refresh (issue 21, items 1 to 3).
+--
+-- create_view(..., concurrently => true) and refresh(target, concurrently
+-- => true) fill the target without locking writers of the sources out
+-- (src/ops/concurrent.c): the view is registered in state 'backfilling',
+-- whose changes the apply worker captures but holds back, then filled
+-- under a newer snapshot, then made 'active'.  A view left 'backfilling' by
+-- a process that ended is put in error by the worker.  The functions get
+-- the new argument last, with a default, so every call of 0.1 means what
+-- it meant; they are dropped and made again (a second signature would make
+-- the calls of 0.1 ambiguous).  The library reads a missing argument as
+-- false, so it runs the functions of 0.1 as before.
+--
+-- delta_join.progress shows each concurrent create or refresh running, as
+-- pg_stat_progress_create_index does for CREATE INDEX CONCURRENTLY.
+--
+ALTER TABLE delta_join.view_catalog
+	DROP CONSTRAINT view_catalog_state_check,
+	ADD CONSTRAINT view_catalog_state_check
+		CHECK (state IN ('active', 'error', 'backfilling'));
+
+DROP FUNCTION delta_join.create_view(text, text, text, jsonb);
+CREATE FUNCTION delta_join.create_view(target text, query text,
+									   strategy text DEFAULT NULL,
+									   options jsonb DEFAULT NULL,
+									   concurrently boolean DEFAULT false)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'dj_create_view'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
+DROP FUNCTION delta_join.refresh(text);
+CREATE FUNCTION delta_join.refresh(target text, concurrently boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dj_refresh'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
+-- the concurrent creates and refreshes running, from shared memory
+CREATE FUNCTION delta_join._progress(OUT view_id int, OUT pid int, OUT command text,
+									 OUT phase text, OUT rows_done bigint,
+									 OUT rows_expected bigint,
+									 OUT started timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dj_progress'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW delta_join.progress AS
+SELECT delta_join._name(v.target) AS target,
+	   p.pid,
+	   p.command,
+	   p.phase,
+	   p.rows_done,
+	   p.rows_expected,
+	   p.started
+FROM delta_join._progress() p
+JOIN delta_join.view_catalog v USING (view_id);
+
+GRANT SELECT ON delta_join.progress TO PUBLIC;

@@ -80,7 +80,7 @@ reject_unlockable_sources(Analysis *a)
 			analysis_reject(a, ERRCODE_INSUFFICIENT_PRIVILEGE,
 				   psprintf("permission denied to lock source %s", src->relname),
 				   pstrdup("Filling a view's target locks its sources in SHARE mode, which keeps their writers waiting."),
-				   psprintf("The role needs UPDATE, DELETE or TRUNCATE on the table, as LOCK TABLE %s IN SHARE MODE would.",
+				   psprintf("The role needs UPDATE, DELETE or TRUNCATE on the table, as LOCK TABLE %s IN SHARE MODE would; or pass concurrently => true, which needs SELECT only.",
 							src->relname));
 	}
 }

@@ -202,6 +202,25 @@ apply_view_whole(ViewRecord *view)
 }
 
 /*
+ * Write into a view's target only the difference between what it holds
+ * and its query's result now (refresh concurrently: readers see the old
+ * rows until the caller commits).  Runs as the caller, who runs as the
+ * target's owner with the view's pinned settings; counts the rows written.
+ */
+void
+apply_view_difference(ViewRecord *view, DeltaPlan *plan, ApplyCounts *counts)
+{
+	TargetWriter *writer;
+
+	apply_check_access(plan);
+	writer = writer_begin(view->target, plan, counts);
+	apply_error_place.writer = writer;
+	apply_full(plan, writer);
+	apply_error_place.writer = NULL;
+	writer_end(writer);
+}
+
+/*
  * Apply one view's batch.  Runs as the target's owner, with the view's
  * pinned settings; raises an error (the worker rolls back the view's
  * subtransaction) if the view cannot be applied.

@@ -17,6 +17,7 @@
 /* apply.c */
 extern void apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts);
 extern bool apply_view_whole(ViewRecord *view);
+extern void apply_view_difference(ViewRecord *view, DeltaPlan *plan, ApplyCounts *counts);
 extern void apply_check_access(DeltaPlan *plan);
 
 /* the appliers */

@@ -27,6 +27,8 @@
 #include "base/progress.h"
 #include "base/shmem.h"
 
+static bool backfill_alive(ViewStat *stat);
+
 /* ----------------------------------------------------------------
  *		Publishing (apply worker; the find functions expect the lock held)
  * ----------------------------------------------------------------
@@ -134,8 +136,9 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 			found = (views[v].view_id == stat->view_id);
 		if (found)
 			stat->reserving_xid = InvalidTransactionId;
-		else if (!TransactionIdIsValid(stat->reserving_xid) ||
-				 !TransactionIdIsInProgress(stat->reserving_xid))
+		else if ((!TransactionIdIsValid(stat->reserving_xid) ||
+				  !TransactionIdIsInProgress(stat->reserving_xid)) &&
+				 !backfill_alive(stat))
 			stat->dboid = InvalidOid;
 	}
 
@@ -197,6 +200,123 @@ progress_advance(Oid dboid, XLogRecPtr end_lsn)
 	}
 	LWLockRelease(worker_shared->lock);
 	ConditionVariableBroadcast(&worker_shared->progress_cv);
+}
+
+/* ----------------------------------------------------------------
+ *		Concurrent create and refresh (delta_join.progress)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Does a process run the concurrent operation of the entry's view?  Its
+ * entry is kept while it does, even before the worker has seen the view
+ * (the worker forgets the entries of views it does not know).  Lock held.
+ */
+static bool
+backfill_alive(ViewStat *stat)
+{
+	return stat->backfill_pid != 0 && BackendPidGetProc(stat->backfill_pid) != NULL;
+}
+
+/* This process's entry of the view, made if it is gone; lock held */
+static ViewStat *
+backfill_entry(int view_id)
+{
+	ViewStat   *stat = progress_find(MyDatabaseId, view_id, true);
+
+	if (stat == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many delta views: shared memory has room for %d", dj_max_views),
+				 errhint("Raise delta_join.max_views and restart the server.")));
+	return stat;
+}
+
+/*
+ * This process starts a concurrent operation on the view, which has its
+ * entry (progress_reserve).  Set in the transaction that makes the view
+ * 'backfilling', before it commits: the worker never sees the view in that
+ * state without the process that runs it.
+ */
+void
+progress_backfill_begin(int view_id, BackfillCommand command)
+{
+	ViewStat   *stat;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	stat = backfill_entry(view_id);
+	stat->backfill_pid = MyProcPid;
+	stat->backfill_command = command;
+	stat->backfill_phase = BACKFILL_REGISTERING;
+	stat->backfill_rows_done = 0;
+	stat->backfill_rows_expected = -1;
+	stat->backfill_started = GetCurrentTimestamp();
+	LWLockRelease(worker_shared->lock);
+}
+
+/* The operation moved on to phase; rows_expected -1: not known (yet) */
+void
+progress_backfill_phase(int view_id, BackfillPhase phase, int64 rows_expected)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		ViewStat   *stat = backfill_entry(view_id);
+
+		stat->backfill_phase = phase;
+		if (rows_expected >= 0)
+			stat->backfill_rows_expected = rows_expected;
+	}
+	LWLockRelease(worker_shared->lock);
+}
+
+/* rows of the view's result are written so far */
+void
+progress_backfill_rows(int view_id, int64 rows)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		ViewStat   *stat = progress_find(MyDatabaseId, view_id, false);
+
+		if (stat != NULL)
+			stat->backfill_rows_done = rows;
+	}
+	LWLockRelease(worker_shared->lock);
+}
+
+/* The operation ended, one way or another (its entry may be gone) */
+void
+progress_backfill_end(int view_id)
+{
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		ViewStat   *stat = progress_find(MyDatabaseId, view_id, false);
+
+		if (stat != NULL && stat->backfill_pid == MyProcPid)
+			stat->backfill_pid = 0;
+	}
+	LWLockRelease(worker_shared->lock);
+}
+
+/*
+ * Does a process still run the concurrent operation of a view in state
+ * 'backfilling'?  Not when its entry says none (a server restart cleared
+ * shared memory) or names a process that is gone (terminated, or it
+ * failed and could not clean up).
+ */
+bool
+progress_backfill_running(Oid dboid, int view_id)
+{
+	bool		alive = false;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	{
+		ViewStat   *stat = progress_find(dboid, view_id, false);
+
+		if (stat != NULL)
+			alive = backfill_alive(stat);
+	}
+	LWLockRelease(worker_shared->lock);
+	return alive;
 }
 
 /* ----------------------------------------------------------------

@@ -40,4 +40,10 @@ extern bool progress_room(void);
 extern bool progress_reserve(int view_id, List *live_view_ids);
 extern XLogRecPtr progress_wal_position_now(void);
 
+extern void progress_backfill_begin(int view_id, BackfillCommand command);
+extern void progress_backfill_phase(int view_id, BackfillPhase phase, int64 rows_expected);
+extern void progress_backfill_rows(int view_id, int64 rows);
+extern void progress_backfill_end(int view_id);
+extern bool progress_backfill_running(Oid dboid, int view_id);
+
 #endif							/* DJ_PROGRESS_H */

@@ -27,6 +27,23 @@
 
 #define PROGRESS_REASON_LEN		160
 
+/* What a concurrent operation on a view is (delta_join.progress.command) */
+typedef enum BackfillCommand
+{
+	BACKFILL_CREATE,			/* create_view(..., concurrently => true) */
+	BACKFILL_REFRESH			/* refresh(target, concurrently => true) */
+} BackfillCommand;
+
+/* Where it is (delta_join.progress.phase) */
+typedef enum BackfillPhase
+{
+	BACKFILL_REGISTERING,		/* the view is made 'backfilling' */
+	BACKFILL_WAITING,			/* for the writers that began before it */
+	BACKFILL_FILLING,			/* the query run under a new snapshot */
+	BACKFILL_CATCHING_UP		/* 'active': the worker applies the changes
+								 * held back meanwhile */
+} BackfillPhase;
+
 /*
  * One view's progress (an entry of WorkerShared.views).
  * applied_lsn: every change committed before it is applied to the view
@@ -46,6 +63,19 @@ typedef struct ViewStat
 	int64		changes_seen;
 	ApplyCounts counts;
 	char		retry_reason[PROGRESS_REASON_LEN];	/* "" unless deferred */
+
+	/*
+	 * A concurrent create or refresh of the view (ops/concurrent.c), written
+	 * by the process running it, read by delta_join.progress and by the
+	 * worker, which puts a view left 'backfilling' by a process that no
+	 * longer runs in error.
+	 */
+	int			backfill_pid;	/* 0: none runs */
+	BackfillCommand backfill_command;
+	BackfillPhase backfill_phase;
+	int64		backfill_rows_done;
+	int64		backfill_rows_expected; /* the planner's estimate; -1 unknown */
+	TimestampTz backfill_started;
 } ViewStat;
 
 #define WORKER_MAX_DATABASES	64	/* databases with a worker at once */

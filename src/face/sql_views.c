@@ -27,6 +27,7 @@
 #include "analysis/query.h"
 #include "base/options.h"
 #include "citus/distributed.h"
+#include "ops/concurrent.h"
 #include "ops/views.h"
 #include "registry/catalog.h"
 
@@ -50,6 +51,16 @@ required_text_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
+/*
+ * The concurrently argument, argno: false when NULL, or when the function
+ * is that of version 0.1, which lacks it.
+ */
+static bool
+concurrently_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_NARGS() > argno && !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
+}
+
 /* Resolve the options of create_view/explain from their arguments. */
 static void
 options_from_args(FunctionCallInfo fcinfo, int strategy_arg, DeltaOptions *options)
@@ -64,8 +75,8 @@ options_from_args(FunctionCallInfo fcinfo, int strategy_arg, DeltaOptions *optio
 }
 
 /*
- * create_view(target text, query text, strategy text, options jsonb)
- *		RETURNS regclass
+ * create_view(target text, query text, strategy text, options jsonb,
+ *			   concurrently boolean) RETURNS regclass
  */
 Datum
 dj_create_view(PG_FUNCTION_ARGS)
@@ -79,10 +90,19 @@ dj_create_view(PG_FUNCTION_ARGS)
 
 	/* over Citus distributed tables, on a coordinator: one view per shard group */
 	if (distributed_wanted(query_text))
+	{
+		if (concurrently_arg(fcinfo, 4))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a distributed view cannot be created concurrently"),
+					 errhint("Call delta_join.create_view without concurrently.")));
 		PG_RETURN_OID(distributed_create_view(target, query_text,
 											  PG_ARGISNULL(2) ? NULL : TextDatumGetCString(PG_GETARG_DATUM(2)),
 											  PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3),
 											  &options));
+	}
+	if (concurrently_arg(fcinfo, 4))
+		PG_RETURN_OID(ops_create_view_concurrently(target, query_text, &options));
 	PG_RETURN_OID(ops_create_view_text(target, query_text, &options));
 }
 
@@ -137,7 +157,7 @@ dj_drop_view(PG_FUNCTION_ARGS)
 }
 
 /*
- * refresh(target text) RETURNS bigint
+ * refresh(target text, concurrently boolean) RETURNS bigint
  */
 Datum
 dj_refresh(PG_FUNCTION_ARGS)
@@ -146,6 +166,8 @@ dj_refresh(PG_FUNCTION_ARGS)
 	int64		distributed_rows;
 
 	ops_check_primary("refresh");
+	if (concurrently_arg(fcinfo, 1))
+		PG_RETURN_INT64((int64) ops_refresh_view_concurrently(target));
 	if ((distributed_rows = distributed_refresh(target)) >= 0)
 		PG_RETURN_INT64(distributed_rows);
 	PG_RETURN_INT64((int64) ops_refresh_view_named(target));

@@ -47,6 +47,7 @@ PG_FUNCTION_INFO_V1(dj_wait);
 PG_FUNCTION_INFO_V1(dj_stat);
 PG_FUNCTION_INFO_V1(dj_database_state);
 PG_FUNCTION_INFO_V1(dj_database_wait);
+PG_FUNCTION_INFO_V1(dj_progress);
 
 /* A timeout longer than this is no timeout (and cannot overflow) */
 #define WAIT_FOREVER_MS		INT64CONST(1000000000000)
@@ -459,4 +460,43 @@ dj_database_wait(PG_FUNCTION_ARGS)
 	if (reason == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(reason));
+}
+
+/*
+ * _progress() RETURNS SETOF (view_id, pid, command, phase, rows_done,
+ * rows_expected, started): the concurrent creates and refreshes of this
+ * database's views that run now (ops/concurrent.c), read from shared
+ * memory; delta_join.progress names their targets.
+ */
+Datum
+dj_progress(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	static const char *const commands[] = {"create_view concurrently", "refresh concurrently"};
+	static const char *const phases[] = {"registering", "waiting for writers",
+	"backfilling", "catching up"};
+
+	shmem_check();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+		Datum		values[7];
+		bool		nulls[7] = {false};
+
+		if (stat->dboid != MyDatabaseId || stat->backfill_pid == 0)
+			continue;
+		values[0] = Int32GetDatum(stat->view_id);
+		values[1] = Int32GetDatum(stat->backfill_pid);
+		values[2] = CStringGetTextDatum(commands[stat->backfill_command]);
+		values[3] = CStringGetTextDatum(phases[stat->backfill_phase]);
+		values[4] = Int64GetDatum(stat->backfill_rows_done);
+		values[5] = Int64GetDatum(stat->backfill_rows_expected);
+		nulls[5] = (stat->backfill_rows_expected < 0);
+		values[6] = TimestampTzGetDatum(stat->backfill_started);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(worker_shared->lock);
+	return (Datum) 0;
 }

@@ -52,6 +52,7 @@
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/plancache.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -60,6 +61,7 @@
 #include "base/compat.h"
 #include "base/delta_join.h"
 #include "base/runas.h"
+#include "base/progress.h"
 #include "ops/target.h"
 
 /* Writes into targets that the guard trigger lets through (target_fill) */
@@ -397,7 +399,7 @@ target_filling(Oid relid)
 }
 
 /* ----------------------------------------------------------------
- *		Filling
+ *		Locking the sources of a fill
  * ----------------------------------------------------------------
  */
 
@@ -504,16 +506,89 @@ target_lock_sources(DeltaPlan *plan)
 	}
 }
 
+/* ----------------------------------------------------------------
+ *		Filling (create_view, refresh; concurrently: concurrent.c)
+ * ----------------------------------------------------------------
+ */
+
+#define FILL_REPORT_ROWS	4096	/* rows between reports of progress */
+
+/* Counts the rows an INSERT ... RETURNING writes, reporting progress */
+typedef struct FillCounter
+{
+	DestReceiver pub;
+	int			view_id;
+	int64		rows;
+} FillCounter;
+
+static bool
+fill_counter_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	FillCounter *counter = (FillCounter *) self;
+
+	if (++counter->rows % FILL_REPORT_ROWS == 0)
+		progress_backfill_rows(counter->view_id, counter->rows);
+	return true;
+}
+
+static void
+fill_counter_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+fill_counter_shutdown(DestReceiver *self)
+{
+	FillCounter *counter = (FillCounter *) self;
+
+	progress_backfill_rows(counter->view_id, counter->rows);
+}
+
+static void
+fill_counter_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * The planner's estimate of the rows of a query view, for progress; -1
+ * when there is none.
+ */
+int64
+target_estimate_rows(Oid query_view, Oid owner, Jsonb *settings)
+{
+	SPIPlanPtr	plan;
+	CachedPlan *cplan;
+	int64		rows = -1;
+	RunAs		runas;
+
+	runas_begin(owner, settings, &runas);
+	SPI_connect();
+	plan = SPI_prepare(psprintf("SELECT * FROM %s", target_qualified_name(query_view)),
+					   0, NULL);
+	if (plan != NULL && (cplan = SPI_plan_get_cached_plan(plan)) != NULL)
+	{
+		PlannedStmt *stmt = linitial_node(PlannedStmt, cplan->stmt_list);
+
+		rows = (int64) stmt->planTree->plan_rows;
+		ReleaseCachedPlan(cplan, NULL);
+	}
+	SPI_finish();
+	runas_end(&runas);
+	return rows;
+}
+
 /*
  * Fill the target with the view's result, from its query view, after
  * deleting what it holds when `clear` is set; returns the number of rows
- * written.  The sources must be locked (target_lock_sources).  Runs as the
- * target's owner with the view's pinned settings.
+ * written.  With a counter, the rows are counted as they are written and
+ * reported to delta_join.progress.  Runs as the target's owner with the
+ * view's pinned settings.
  */
-uint64
-target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
+static uint64
+fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counter)
 {
 	char	   *name = target_qualified_name(relid);
+	char	   *select = target_qualified_name(query_view);
 	uint64		rows;
 	RunAs		runas;
 	Oid			outer_filling;
@@ -530,8 +605,24 @@ target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
 		SPI_connect();
 		if (clear)
 			spi_run(psprintf("DELETE FROM %s", name));
-		spi_run(psprintf("INSERT INTO %s SELECT * FROM %s", name, target_qualified_name(query_view)));
-		rows = SPI_processed;
+		if (counter == NULL)
+		{
+			spi_run(psprintf("INSERT INTO %s SELECT * FROM %s", name, select));
+			rows = SPI_processed;
+		}
+		else
+		{
+			SPIExecuteOptions options;
+
+			/* RETURNING only to count the rows as they are written */
+			memset(&options, 0, sizeof(options));
+			options.dest = &counter->pub;
+			if (SPI_execute_extended(psprintf("INSERT INTO %s SELECT * FROM %s RETURNING 1",
+											  name, select),
+									 &options) < 0)
+				elog(ERROR, "SPI_execute_extended failed");
+			rows = (uint64) counter->rows;
+		}
 		SPI_finish();
 	}
 	PG_FINALLY();
@@ -543,3 +634,33 @@ target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
 	return rows;
 }
 
+/*
+ * Fill the target with the view's result (fill).  The sources must be
+ * locked (target_lock_sources).
+ */
+uint64
+target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
+{
+	return fill(relid, query_view, settings, clear, NULL);
+}
+
+/*
+ * Fill an empty target with the view's result, as target_fill does, but
+ * with no lock on the sources beyond the query's ACCESS SHARE (the view is
+ * 'backfilling': the worker holds back the changes that commit meanwhile),
+ * reporting the rows written to delta_join.progress as it goes.
+ */
+uint64
+target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id)
+{
+	FillCounter counter;
+
+	memset(&counter, 0, sizeof(counter));
+	counter.pub.receiveSlot = fill_counter_receive;
+	counter.pub.rStartup = fill_counter_startup;
+	counter.pub.rShutdown = fill_counter_shutdown;
+	counter.pub.rDestroy = fill_counter_destroy;
+	counter.pub.mydest = DestNone;
+	counter.view_id = view_id;
+	return fill(relid, query_view, settings, false, &counter);
+}

@@ -201,12 +201,14 @@ reserve_progress(int view_id)
  * settings the view pins, or NULL for the caller's; managed_by the
  * distributed view it is a shard group of, or NULL.  The caller has made
  * sure the slot exists and holds the view lock (launcher_ensure_slot,
- * lock_views).  Returns the target.
+ * lock_views).  Returns the target.  Concurrently: only registered, in
+ * state 'backfilling' (ops_register_view).
  */
-Oid
-ops_create_view(const char *target, Query *query, List *hints,
-					 DeltaOptions *options, Jsonb *settings, bool replace,
-					 const char *managed_by)
+static Oid
+create_view(const char *target, Query *query, List *hints,
+			DeltaOptions *options, Jsonb *settings, bool replace,
+			const char *managed_by, bool concurrently, int *view_id_out,
+			bool *created_out)
 {
 	DeltaPlan  *plan;
 	RangeVar   *rv;
@@ -261,20 +263,58 @@ ops_create_view(const char *target, Query *query, List *hints,
 	if (settings == NULL)
 		settings = runas_capture_settings();
 	check_owner_access(relid, plan, settings);
-	analyze_check_lock_rights(plan);
-	target_lock_sources(plan);
+	if (!concurrently)
+	{
+		analyze_check_lock_rights(plan);
+		target_lock_sources(plan);
+	}
 	query_view = query_bind(query, relid);
-	(void) target_fill(relid, query_view, settings, replace);
-	if (created)
-		target_add_key(relid, plan);
-	target_add_region_indexes(relid, plan);
+	if (!concurrently)
+	{
+		(void) target_fill(relid, query_view, settings, replace);
+		if (created)
+			target_add_key(relid, plan);
+		target_add_region_indexes(relid, plan);
+	}
 	target_guard(relid);
 	view_id = catalog_insert_view(relid, query_view, plan->kind, plan->path, &plan->options,
 								  view_plan_source_records(plan), settings,
 								  GetXLogInsertRecPtr(), managed_by);
 	reserve_progress(view_id);
+	if (concurrently)
+	{
+		catalog_set_backfilling(view_id);
+		progress_backfill_begin(view_id, BACKFILL_CREATE);
+		*view_id_out = view_id;
+		*created_out = created;
+	}
 	launcher_notify();
 	return relid;
+}
+
+Oid
+ops_create_view(const char *target, Query *query, List *hints,
+					 DeltaOptions *options, Jsonb *settings, bool replace,
+					 const char *managed_by)
+{
+	return create_view(target, query, hints, options, settings, replace, managed_by,
+					   false, NULL, NULL);
+}
+
+/*
+ * Step 1 of a concurrent create (concurrent.c): the view of an analyzed
+ * query into target, registered in state 'backfilling' with its target
+ * made (empty, its key and indexes still to come if it is new: *created)
+ * or checked, but not filled.  No lock on the sources beyond what the
+ * analysis takes (ACCESS SHARE), so the creator needs no right to lock
+ * them.  Returns the target; *view_id is the view's.
+ */
+Oid
+ops_register_view(const char *target, Query *query, List *hints,
+				  DeltaOptions *options, Jsonb *settings, int *view_id, bool *created)
+{
+	return create_view(target, query, hints, options, settings, false, NULL,
+					   true, view_id, created);
 }
 
 /*

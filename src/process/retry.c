@@ -10,10 +10,12 @@
  * error -- a lock it waited for longer than the worker's lock_timeout, a
  * deadlock, its lookup_timeout --, after its time slice ran out with work
  * left, when its tables changed after the batch's snapshot, or until its
- * refresh_interval has passed (a full recompute).  Its part of each batch
- * meanwhile joins the work waiting, each key once however many batches
- * brought it, so that a hot key held up for a minute is applied once; the
- * slot is not confirmed past the first batch it waits with.  It is tried
+ * refresh_interval has passed (a full recompute), or while it is
+ * backfilling (held back until its concurrent create or refresh ends).
+ * Its part of each batch meanwhile joins the work waiting, each key once
+ * however many batches brought it, so that a hot key held up for a minute
+ * is applied once; the slot is not confirmed past the first batch it
+ * waits with.  It is tried
  * again with a growing backoff, and given up (put in error) once its
  * lookup_timeout has passed since its first failure, or after
  * RETRY_TIMEOUT_TRIES statement timeouts in a row.
@@ -48,6 +50,7 @@
 #define RETRY_MIN_MS			100 /* first backoff of a deferred view */
 #define RETRY_MAX_MS			5000	/* longest backoff */
 #define RETRY_TIMEOUT_TRIES		3	/* lookup_timeouts before an error */
+#define RETRY_HELD_REASON		"backfilling: its changes are applied once the backfill ends"
 #define SHARE_BACKOFF			8	/* large batches a view whose shares
 									 * conflicted is applied alone */
 
@@ -402,6 +405,53 @@ retry_free(DeferredView *dv)
 	if (dv->reason)
 		pfree(dv->reason);
 	pfree(dv);
+}
+
+/* ----------------
+ * Views backfilling: a concurrent create or refresh runs (ops/concurrent.c)
+ * ----------------
+ */
+
+/*
+ * Hold a backfilling view's batch (NULL: none) back, with its deferred
+ * view's work (dv, or a new one), until retry_release: its keys must be
+ * applied after the backfill, never before it, and never lost -- the slot
+ * is not confirmed past the first batch it holds, so a worker that starts
+ * again decodes them again.
+ */
+DeferredView *
+retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch, XLogRecPtr since_lsn,
+		   TimestampTz now)
+{
+	if (dv == NULL)
+		dv = retry_defer(view, NULL, since_lsn, now);
+	if (batch != NULL)
+		retry_add(dv, batch);
+	dv->held = true;
+	dv->next_try = DT_NOEND;
+	if (dv->reason == NULL || strcmp(dv->reason, RETRY_HELD_REASON) != 0)
+	{
+		if (dv->reason)
+			pfree(dv->reason);
+		dv->reason = MemoryContextStrdup(retry_cxt, RETRY_HELD_REASON);
+	}
+	return dv;
+}
+
+/*
+ * The view is no longer backfilling: what it held is applied at once, and
+ * its failures are counted from its first try (not from when it was held).
+ */
+void
+retry_release(int view_id, TimestampTz now)
+{
+	DeferredView *dv = retry_find(view_id);
+
+	if (dv == NULL || !dv->held)
+		return;
+	dv->held = false;
+	dv->next_try = now;
+	dv->first_failure = 0;
 }
 
 /* ----------------

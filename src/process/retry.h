@@ -37,6 +37,7 @@ typedef struct DeferredView
 	TimestampTz held_since;		/* since when it holds the slot back */
 	TimestampTz next_try;
 	char	   *reason;			/* why it waits, for delta_join.status */
+	bool		held;			/* held back while the view is backfilling */
 } DeferredView;
 
 extern int	dj_max_retry_time_ms;
@@ -56,6 +57,9 @@ extern bool retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error,
 extern bool retry_held_too_long(DeferredView *dv, TimestampTz now, ErrorData **error);
 extern void retry_forget(DeferredView *dv);
 extern void retry_forget_dropped(List *views);
+extern DeferredView *retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
+								XLogRecPtr since_lsn, TimestampTz now);
+extern void retry_release(int view_id, TimestampTz now);
 
 extern TimestampTz retry_recompute_due(ViewRecord *view, DeferredView *dv);
 extern DeferredView *retry_wait_recompute(ViewRecord *view, DeferredView *dv, ViewBatch *batch,

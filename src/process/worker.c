@@ -69,6 +69,11 @@
  * is short, so that in a deadlock with a user's transaction the worker is
  * the one that gives way.
  *
+ * A view in state 'backfilling' (a concurrent create or refresh runs,
+ * ops/concurrent.c) has its keys captured as any view's, but held back
+ * (retry_hold) until it is active again, and the slot is not confirmed past
+ * them; one whose backfill's process is gone goes to error.
+ *
  * Which views exist, and their state, is read from the catalog in every
  * apply transaction, so a refresh or drop committed before a change was
  * decoded is always seen.  When the catalog shows no view left, the worker
@@ -189,6 +194,8 @@ static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
 static void worker_check_citus(List *views);
+static bool worker_backfill_orphaned(ViewRecord *view);
+static void worker_check_backfills(List *views);
 static void worker_wait_round(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
@@ -479,6 +486,7 @@ worker_check_views(void)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		views = catalog_list_views();
 		worker_check_citus(views);
+		worker_check_backfills(views);
 		progress_publish(worker_dboid, worker_progress_rows(views),
 						 list_length(views), InvalidXLogRecPtr);
 		MemoryContextSwitchTo(oldcxt);
@@ -534,6 +542,52 @@ worker_check_citus(List *views)
 															citus_table_kind(relid)),
 										.hint = "Drop the view; on the Citus coordinator, a view of co-located distributed tables is made a distributed view."},
 						  true);
+	}
+}
+
+/*
+ * A view left 'backfilling' by a concurrent create or refresh whose process
+ * is gone (the server restarted, or it was terminated before it could clean
+ * up) would hold its changes back, and the slot's WAL, forever: it goes to
+ * error, which drop_view removes and refresh rebuilds.  True if it did.
+ */
+static bool
+worker_backfill_orphaned(ViewRecord *view)
+{
+	if (progress_backfill_running(worker_dboid, view->view_id))
+		return false;
+	(void) catalog_set_error(view,
+							 &(ErrorData) {.message = "its concurrent create or refresh ended before the view was filled",
+										   .detail = "The process that filled it is gone: the server restarted, or the process was terminated.",
+										   .hint = "Drop the view with delta_join.drop_view(), or rebuild it with delta_join.refresh()."},
+							 true);
+	return true;
+}
+
+/*
+ * Views no longer backfilling: what the worker held back for them is
+ * applied now.  Views left backfilling by a process that is gone go to
+ * error (worker_backfill_orphaned).
+ */
+static void
+worker_check_backfills(List *views)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		if (!view->backfilling)
+			retry_release(view->view_id, now);
+		else if (worker_backfill_orphaned(view))
+		{
+			DeferredView *dv = retry_find(view->view_id);
+
+			if (dv != NULL)
+				retry_forget(dv);
+		}
 	}
 }
 
@@ -620,6 +674,7 @@ worker_progress(void)
 
 	if (end_lsn <= batch_start_lsn)
 		return;
+	/* never past the keys a view waits with, held back or to be tried again */
 	worker_confirm(retry_confirm_limit(end_lsn));
 	progress_advance(worker_dboid, end_lsn);
 	batch_start_lsn = end_lsn;
@@ -879,6 +934,26 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 		vp->deferred = false;
 		return NULL;
 	}
+
+	/* a concurrent create or refresh runs: its keys wait for its end */
+	if (view->backfilling)
+	{
+		if (worker_backfill_orphaned(view))
+		{
+			if (dv != NULL)
+				retry_forget(dv);
+			vp->deferred = false;
+			vp->in_error = true;
+			return NULL;
+		}
+		dv = retry_hold(view, dv, batch, batch_start_lsn, now);
+		retry_defer_spilled(dv, view, policy.max_keys);
+		vp->deferred = true;
+		vp->retry_reason = dv->reason;
+		return NULL;
+	}
+	if (dv != NULL && dv->held)
+		retry_release(view->view_id, now);
 
 	if (dv != NULL)
 	{

@@ -232,6 +232,7 @@ read_view_row(uint64 i, ViewRecord *view)
 					DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 5, &isnull)));
 	view->settings = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 6, &isnull));
 	view->in_error = strcmp(SPI_getvalue(tuple, desc, 7), "error") == 0;
+	view->backfilling = strcmp(SPI_getvalue(tuple, desc, 7), "backfilling") == 0;
 	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
 	if (!dj_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
 		elog(ERROR, "delta view %d has an unknown path", view->view_id);
@@ -379,7 +380,7 @@ catalog_mark_views_stale(const char *reason)
 
 	SPI_connect();
 	if (catalog_exec(psprintf("UPDATE delta_join.view_catalog SET %s"
-							  " WHERE state OPERATOR(pg_catalog.=) 'active'",
+							  " WHERE state OPERATOR(pg_catalog.<>) 'error'",
 							  error_columns(1)),
 					 3, argtypes, values, " nn") != SPI_OK_UPDATE)
 		elog(ERROR, "could not update delta_join.view_catalog");
@@ -446,6 +447,21 @@ catalog_reset_view(int view_id, XLogRecPtr lsn)
 }
 
 /*
+ * A concurrent create or refresh (ops/concurrent.c) holds the view's
+ * changes back until catalog_reset_view makes it active again.  Only in a
+ * catalog of version 0.2 or later, which has the state (the functions of
+ * 0.1 have no concurrently argument).
+ */
+void
+catalog_set_backfilling(int view_id)
+{
+	update_view(view_id,
+				"UPDATE delta_join.view_catalog SET state = 'backfilling' "
+				"WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
+}
+
+/*
  * Are the SQL objects installed in this database of that version or later?
  * The library runs a 0.1 catalog until ALTER EXTENSION delta_join UPDATE
  * (catalog_version_check), using none of what 0.2 added.
@@ -482,7 +498,7 @@ error_columns(int first)
 }
 
 /*
- * Put an active view in error, the one way every path does: it is no longer
+ * Put a view in error (active, or backfilling), the one way every path does: it is no longer
  * maintained until a refresh rebuilds it; the changes from its applied
  * position on are not applied.  error says why (its message, detail and
  * hint are stored, and shown in delta_join.status; its context only goes to
@@ -512,7 +528,7 @@ catalog_set_error(ViewRecord *view, const ErrorData *error, bool report)
 	SPI_connect();
 	catalog_exec(psprintf("UPDATE delta_join.view_catalog SET %s "
 						  "WHERE view_id OPERATOR(pg_catalog.=) $1 "
-						  "  AND state OPERATOR(pg_catalog.=) 'active'",
+						  "  AND state OPERATOR(pg_catalog.<>) 'error'",
 						  error_columns(2)),
 				 4, types, values, nulls);
 	done = (SPI_processed > 0);

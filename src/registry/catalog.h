@@ -37,6 +37,8 @@ typedef struct ViewRecord
 	DeltaOptions options;
 	Jsonb	   *settings;		/* pinned at creation (runas.c) */
 	bool		in_error;
+	bool		backfilling;	/* a concurrent create or refresh runs:
+								 * its changes are held back */
 	XLogRecPtr	applied_lsn;
 	List	   *sources;		/* SourceRecord *, in ordinal order */
 } ViewRecord;
@@ -77,6 +79,7 @@ extern void catalog_mark_views_stale(const char *reason);
 extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
+extern void catalog_set_backfilling(int view_id);
 extern bool catalog_set_error(ViewRecord *view, const ErrorData *error, bool report);
 extern void catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn);
 extern void catalog_forget_query_view(int view_id);

@@ -1,0 +1,287 @@
+# Concurrent create and refresh (issue 21; DESIGN.md section 5,
+# "Concurrent backfill"; src/ops/concurrent.c).
+#
+#  - Views of every kind -- an inner join, an aggregate, an outer join and a
+#    full recompute -- are created with concurrently => true, then refreshed
+#    the same way, while pgbench writes random upserts and deletes to every
+#    source; after wait() every target equals its query (the join views in
+#    upsert mode: every row of the query present, every extra one residual).
+#    Every write of the stream succeeds.
+#  - A role with only SELECT on the sources cannot create the view blocking
+#    (it may not lock them), and can concurrently.
+#  - A cancel of the creator during the fill leaves nothing: no view, no
+#    target, and the slot moves on past later writes.
+#  - A failure in the fill (a division by zero in the query) is the
+#    caller's error, with its SQLSTATE, and leaves nothing either.
+#  - An immediate shutdown of the server during the fill leaves the view
+#    'backfilling' without its process: the worker puts it in error, the
+#    slot moves on, drop_view removes it, and it can be created again.
+#  - Not in a transaction block.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+use DeltaJoinWorkload;
+
+my $seed = 4545;
+my $node = DeltaJoinTest::new_node('main');
+
+DeltaJoinTest::worked_example($node, merchants => 10, items => 40, orders => 500);
+$node->safe_psql(
+	'postgres', q{
+	CREATE INDEX ON orders (merchant_id, item_id);
+	-- declared immutable so that a view may use it; waits while lock 7 is held
+	CREATE FUNCTION held(numeric) RETURNS numeric LANGUAGE plpgsql IMMUTABLE AS
+	  $$ BEGIN PERFORM pg_advisory_lock_shared(7); PERFORM pg_advisory_unlock_shared(7);
+	     RETURN $1; END $$;
+	-- the first view makes the slot
+	CREATE TABLE anchor (id int PRIMARY KEY);
+	SELECT delta_join.create_view('anchor_view', 'SELECT id FROM anchor');});
+my $slot = 'delta_join_'
+  . $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+
+# name => [ query, strategy, target_ok options ]
+my %views = (
+	wide => [ $DeltaJoinTest::wide_query, undef, mode => 'upsert' ],
+	summary => [ $DeltaJoinTest::summary_query, undef ],
+	items_orders => [
+		q{SELECT i.merchant_id, i.item_id, i.item_name, o.merchant_id AS o_merchant,
+    o.item_id AS o_item, o.order_id, o.amount
+  FROM items i LEFT JOIN orders o ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id},
+		undef,
+		mode => 'upsert',
+		sides => [ [ [ 'merchant_id', 'item_id' ], 'order_id' ] ]
+	],
+	names_sold => [
+		q{SELECT DISTINCT o.merchant_id, i.item_name
+  FROM orders o JOIN items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id},
+		'auto'
+	]);
+
+my $pick = q{\set m random(1, 10)
+\set i random(1, 40)
+\set o random(1, 600)
+\set a random(1, 1000000)
+};
+my $scripts = DeltaJoinWorkload::write_scripts(
+	upsert_order => [
+		4, $pick . q{INSERT INTO orders VALUES (:m, :i, :o, :a / 100.0)
+  ON CONFLICT (merchant_id, item_id, order_id) DO UPDATE SET amount = excluded.amount;
+}
+	],
+	delete_order => [
+		2, $pick . q{DELETE FROM orders WHERE merchant_id = :m AND item_id = :i AND order_id = :o;
+}
+	],
+	rename_item => [
+		1, $pick . q{UPDATE items SET item_name = 'item ' || :i || ' v' || :a
+  WHERE merchant_id = :m AND item_id = :i;
+}
+	]);
+
+sub create_sql
+{
+	my ($name, $concurrently) = @_;
+	my ($query, $strategy) = @{ $views{$name} };
+	return "SELECT delta_join.create_view('$name', \$q\$ $query \$q\$"
+	  . (defined $strategy ? ", strategy => '$strategy'" : '')
+	  . ($concurrently ? ', concurrently => true' : '') . ')';
+}
+
+sub check_all
+{
+	my ($what) = @_;
+	is($node->safe_psql('postgres', 'SELECT delta_join.wait()'), 't', "$what: wait()");
+	foreach my $name (sort keys %views)
+	{
+		my ($query, $strategy, %opts) = @{ $views{$name} };
+		DeltaJoinTest::target_ok($node, $name, $query, "$what: $name", %opts);
+	}
+}
+
+# ---- create and refresh concurrently under a stream of writes ----
+
+# (at a modest rate: the outer join's apply is slow, and each create and
+# refresh waits until the worker has caught up with the view)
+my $stream = DeltaJoinWorkload::pgbench_start($node, $scripts,
+	seed => $seed, clients => 2, seconds => 10, rate => 50);
+foreach my $name (sort keys %views)
+{
+	$node->safe_psql('postgres', create_sql($name, 1));
+}
+foreach my $name (sort keys %views)
+{
+	is($node->safe_psql('postgres',
+			"SELECT delta_join.refresh('$name', concurrently => true) >= 0"),
+		't', "refresh of $name concurrently");
+}
+my $res = DeltaJoinWorkload::pgbench_finish($stream);
+ok($res->{rc} == 0 && $res->{failed} == 0 && $res->{processed} > 0,
+	"the writers went on ($res->{processed} transactions, none failed)")
+  or diag($res->{stderr});
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(mode, ',' ORDER BY target) FROM delta_join.views WHERE target <> 'public.anchor_view'"),
+	'delta,full recompute,delta,delta',
+	'one view of each path');
+check_all('created and refreshed concurrently under writes');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM delta_join.status WHERE state <> 'active' OR last_error IS NOT NULL"),
+	'0', 'every view is active, with no error');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM delta_join.progress'),
+	'0', 'no concurrent operation is left in delta_join.progress');
+
+# ---- not in a transaction block ----
+
+my ($ret, $out, $err) = $node->psql('postgres',
+	"BEGIN; SELECT delta_join.refresh('wide', concurrently => true); COMMIT;");
+like($err, qr/cannot run inside a transaction block/,
+	'refresh concurrently is refused in a transaction block');
+
+# ---- a role with only SELECT on the sources ----
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE ROLE reader LOGIN;
+	GRANT SELECT ON orders, items TO reader;
+	GRANT CREATE ON SCHEMA public TO reader;});
+($ret, $out, $err) = $node->psql('postgres',
+	"SELECT delta_join.create_view('reader_wide', '$DeltaJoinTest::wide_query')",
+	extra_params => [ '-U', 'reader' ]);
+like($err, qr/permission denied to lock source/,
+	'a reading role may not create a view blocking its writers');
+($ret, $out, $err) = $node->psql('postgres',
+	"SELECT delta_join.create_view('reader_wide', '$DeltaJoinTest::wide_query', concurrently => true)",
+	extra_params => [ '-U', 'reader' ]);
+is($ret, 0, 'a reading role creates the view concurrently') or diag($err);
+$node->safe_psql('postgres', q{UPDATE items SET item_name = item_name || '+' WHERE item_id = 3});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('reader_wide')"), 't', 'reader_wide: wait()');
+DeltaJoinTest::target_ok($node, 'reader_wide', $DeltaJoinTest::wide_query,
+	'a reading role\'s view', mode => 'upsert');
+is( $node->safe_psql('postgres',
+		"SELECT runs_as FROM delta_join.views WHERE target = 'public.reader_wide'"),
+	'reader', 'it runs as the reading role');
+
+# a role acting through SET ROLE as a group that may not log in
+$node->safe_psql(
+	'postgres', q{
+	CREATE ROLE readers NOLOGIN;
+	GRANT SELECT ON orders, items TO readers;
+	GRANT CREATE ON SCHEMA public TO readers;
+	GRANT readers TO reader;});
+$node->safe_psql('postgres',
+	"SET ROLE readers;\n"
+	  . "SELECT delta_join.create_view('group_wide', '$DeltaJoinTest::wide_query', concurrently => true);",
+	extra_params => [ '-U', 'reader' ]);
+is( $node->safe_psql('postgres',
+		"SELECT runs_as FROM delta_join.views WHERE target = 'public.group_wide'"),
+	'readers', 'a role that may not log in, set by SET ROLE, creates concurrently');
+DeltaJoinTest::target_ok($node, 'group_wide', $DeltaJoinTest::wide_query,
+	'the view of a role set by SET ROLE', mode => 'upsert');
+
+# ---- a cancel during the fill ----
+
+my $held_query = q{SELECT o.merchant_id, o.order_id, o.item_id, held(o.amount) AS amount
+  FROM orders o};
+
+# Start a concurrent create whose fill waits for lock 7; returns the
+# creator's harness once the fill is under way.
+sub start_held_create
+{
+	my ($holder, $out, $err) = @_;
+	$holder->query_safe('SELECT pg_advisory_lock(7)');
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+			"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)" ],
+		'<', \undef, '>', $out, '2>', $err);
+	ok( $node->poll_query_until(
+			'postgres', q{
+			SELECT phase = 'backfilling' AND rows_expected > 0
+			FROM delta_join.progress WHERE target = 'public.held'}),
+		'delta_join.progress shows the fill, with the rows it expects');
+	return $h;
+}
+
+# nothing of a view named held: no catalog row, no target, no query view
+sub nothing_left
+{
+	my ($what) = @_;
+	is( $node->safe_psql(
+			'postgres', q{
+			SELECT (SELECT count(*) FROM delta_join.views WHERE target = 'public.held')
+			  || '|' || (to_regclass('public.held') IS NULL)
+			  || '|' || (SELECT count(*) FROM delta_join.view_catalog)
+			  || '|' || (SELECT count(*) FROM pg_class
+				   WHERE relnamespace = 'delta_join'::regnamespace AND relkind = 'v'
+				     AND relname LIKE '%.%')}),
+		'0|true|7|7', "$what: nothing is left of the view");
+}
+
+# the slot confirms positions past a write made now
+sub slot_moves
+{
+	my ($what) = @_;
+	my $lsn = $node->safe_psql('postgres',
+		"INSERT INTO anchor SELECT coalesce(max(id), 0) + 1 FROM anchor; SELECT pg_current_wal_lsn()");
+	ok( DeltaJoinWorkload::poll_until(
+			$node,
+			"SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '$slot'",
+			30),
+		"$what: the slot moves past later writes");
+}
+
+my $holder = $node->background_psql('postgres');
+my ($cout, $cerr) = ('', '');
+my $creator = start_held_create($holder, \$cout, \$cerr);
+$node->safe_psql('postgres',
+	q{UPDATE orders SET amount = amount + 1 WHERE order_id < 50});
+$node->safe_psql(
+	'postgres', q{
+	SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+	WHERE backend_type = 'client backend' AND query LIKE '%create_view(''held''%'
+	  AND pid <> pg_backend_pid()});
+$creator->finish;
+like($cerr, qr/canceling statement due to user request/, 'the creator is cancelled');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+nothing_left('after a cancel');
+slot_moves('after a cancel');
+
+# ---- an error during the fill ----
+
+($ret, $out, $err) = $node->psql(
+	'postgres', q{
+	SELECT delta_join.create_view('held', 'SELECT o.merchant_id, o.order_id, o.item_id,
+	  o.amount / (o.order_id - 7) AS q FROM orders o', concurrently => true)},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/ERROR:  22012: division by zero/,
+	'an error of the fill is the caller\'s, with its SQLSTATE');
+nothing_left('after an error');
+
+# ---- an immediate shutdown during the fill ----
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+$node->stop('immediate');
+$creator->finish;
+$holder->quit;
+$node->start;
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error' AND last_error ~ 'ended before the view was filled'
+		FROM delta_join.status WHERE target = 'public.held'}),
+	'after a crash, the worker puts the view left backfilling in error');
+slot_moves('after a crash');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
+nothing_left('after a crash and drop_view');
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)");
+$node->safe_psql('postgres', q{DELETE FROM orders WHERE order_id = 3});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"), 't', 'held: wait()');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'created again after the crash',
+	mode => 'upsert');
+check_all('after the crash');
+
+$node->stop;
+done_testing();
