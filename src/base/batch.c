@@ -21,16 +21,13 @@
  */
 #include "postgres.h"
 
-#if PG_VERSION_NUM >= 160000
-#include "varatt.h"			/* 16 moved the varlena macros out of postgres.h */
-#endif
-
 #include "common/hashfn.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "base/batch.h"
+#include "base/compat.h"
 #include "base/delta_join.h"
 
 /* ----------------

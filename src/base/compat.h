@@ -18,7 +18,9 @@
  *
  * The differences, by the major that introduced them:
  *
- *	16	Permission checks moved from RangeTblEntry (requiredPerms,
+ *	16	The varlena macros moved from postgres.h to varatt.h (included
+ *		here).
+ *		Permission checks moved from RangeTblEntry (requiredPerms,
  *		checkAsUser, selectedCols) to RTEPermissionInfo in
  *		Query.rteperminfos: ExecCheckRTPerms became ExecCheckPermissions,
  *		ExecInitRangeTable takes the permission infos, a subquery pulled up
@@ -34,6 +36,8 @@
  *		A Var names the outer joins that can null it (varnullingrels): the
  *		quals delta_join adds to a query get them (compat_set_nullingrels).
  *	17	PGPROC.lxid became PGPROC.vxid.lxid (MyProc_lxid_compat).
+ *		PGPROC.pgprocno is gone: a process's number is MyProcNumber
+ *		(MyProcNumber_compat).
  *		IsBackgroundWorker became AmBackgroundWorkerProcess().
  *		ReplicationSlotCreate() takes failover and synced (false: neither).
  *		ReorderBufferChange tuples became plain HeapTuples (DJ_CHANGE_TUPLE).
@@ -71,6 +75,7 @@ struct RangeTblEntry;
 /* ---- 16 ---- */
 
 #if PG_VERSION_NUM >= 160000
+#include "varatt.h"
 #define stringToQualifiedNameList_compat(string) \
 	stringToQualifiedNameList((string), NULL)
 #define EvalPlanQualInit_compat(epqstate, parentestate, subplan, auxrowmarks, epqParam) \
@@ -121,6 +126,7 @@ extern void compat_set_nullingrels(struct Query *query);
 
 #if PG_VERSION_NUM >= 170000
 #define MyProc_lxid_compat	(MyProc->vxid.lxid)
+#define MyProcNumber_compat	(MyProcNumber)
 #define ReplicationSlotCreate_compat(name, db_specific, persistency, two_phase) \
 	ReplicationSlotCreate((name), (db_specific), (persistency), (two_phase), false, false)
 #define LockHeldByMe_compat(locktag, lockmode) \
@@ -129,6 +135,7 @@ extern void compat_set_nullingrels(struct Query *query);
 #define DJ_CHANGE_TUPLE(t)	(t)
 #else
 #define MyProc_lxid_compat	(MyProc->lxid)
+#define MyProcNumber_compat	(MyProc->pgprocno)
 #define ReplicationSlotCreate_compat(name, db_specific, persistency, two_phase) \
 	ReplicationSlotCreate((name), (db_specific), (persistency), (two_phase))
 #define LockHeldByMe_compat(locktag, lockmode) \

@@ -88,6 +88,7 @@
 #include "analysis/view_plan.h"
 #include "apply/apply.h"
 #include "apply/target_shape.h"
+#include "base/compat.h"
 #include "base/progress.h"
 #include "base/runas.h"
 #include "base/shmem.h"
@@ -264,7 +265,7 @@ task_init(ConcurrentTask *task, BackfillCommand command, StringInfo data,
 	task->dboid = MyDatabaseId;
 	task->login_roleid = GetAuthenticatedUserId();
 	task->roleid = GetUserId();
-	task->caller_pgprocno = MyProc->pgprocno;
+	task->caller_pgprocno = MyProcNumber_compat;
 	task->caller_pid = MyProcPid;
 	GET_VXID_FROM_PGPROC(task->caller_vxid, *MyProc);
 	initStringInfo(data);
@@ -593,6 +594,26 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 	end_step();
 }
 
+/*
+ * clean_up, whose own failure is logged and left to the apply worker: it
+ * puts the view in error once this process has ended.
+ */
+static void
+try_clean_up(ConcurrentTask *task, ErrorData *error)
+{
+	PG_TRY();
+	{
+		clean_up(task, error);
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+	}
+	PG_END_TRY();
+}
+
 /* The background worker's entry point: run one task, answer, end */
 void
 dj_concurrent_main(Datum main_arg)
@@ -655,18 +676,7 @@ dj_concurrent_main(Datum main_arg)
 		/* the cleanup is not to be cancelled in turn */
 		QueryCancelPending = false;
 		HOLD_CANCEL_INTERRUPTS();
-		PG_TRY();
-		{
-			clean_up(task, error);
-		}
-		PG_CATCH();
-		{
-			/* the apply worker puts the view in error once this process ends */
-			EmitErrorReport();
-			FlushErrorState();
-			AbortOutOfAnyTransaction();
-		}
-		PG_END_TRY();
+		try_clean_up(task, error);
 		RESUME_CANCEL_INTERRUPTS();
 
 		task->sqlerrcode = error->sqlerrcode;
