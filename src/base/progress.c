@@ -158,9 +158,10 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 				stat->applied_lsn < end_lsn)
 				stat->applied_lsn = end_lsn;
 		}
+		/* a reason is a deferred view's: none once it no longer waits */
 		if (vp->deferred)
 			strlcpy(stat->retry_reason, vp->retry_reason, PROGRESS_REASON_LEN);
-		else if (vp->applied || vp->in_error)
+		else
 			stat->retry_reason[0] = '\0';
 		stat->changes_seen += vp->changes;
 		if (vp->applied)

@@ -51,6 +51,7 @@
 #define RETRY_MAX_MS			5000	/* longest backoff */
 #define RETRY_TIMEOUT_TRIES		3	/* lookup_timeouts before an error */
 #define RETRY_HELD_REASON		"backfilling: its changes are applied once the backfill ends"
+#define RETRY_HELD_POLL_MS		100 /* a held view's catalog row looked at */
 #define SHARE_BACKOFF			8	/* large batches a view whose shares
 									 * conflicted is applied alone */
 
@@ -417,7 +418,11 @@ retry_free(DeferredView *dv)
  * view's work (dv, or a new one), until retry_release: its keys must be
  * applied after the backfill, never before it, and never lost -- the slot
  * is not confirmed past the first batch it holds, so a worker that starts
- * again decodes them again.
+ * again decodes them again.  The view is due again every
+ * RETRY_HELD_POLL_MS: the backfill's end is a write to delta_join's
+ * catalog, which wakes no batch by itself (no source changed), and until a
+ * batch sees the view active its keys stay held, the slot with them, and
+ * wait() waits.
  */
 DeferredView *
 retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch, XLogRecPtr since_lsn,
@@ -428,7 +433,7 @@ retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch, XLogRecPtr sinc
 	if (batch != NULL)
 		retry_add(dv, batch);
 	dv->held = true;
-	dv->next_try = DT_NOEND;
+	dv->next_try = TimestampTzPlusMilliseconds(now, RETRY_HELD_POLL_MS);
 	if (dv->reason == NULL || strcmp(dv->reason, RETRY_HELD_REASON) != 0)
 	{
 		if (dv->reason)
@@ -440,7 +445,8 @@ retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch, XLogRecPtr sinc
 
 /*
  * The view is no longer backfilling: what it held is applied at once, and
- * its failures are counted from its first try (not from when it was held).
+ * its failures and the time it holds the slot are counted from its first
+ * try (not from when it was held).
  */
 void
 retry_release(int view_id, TimestampTz now)
@@ -452,6 +458,7 @@ retry_release(int view_id, TimestampTz now)
 	dv->held = false;
 	dv->next_try = now;
 	dv->first_failure = 0;
+	dv->held_since = now;
 }
 
 /* ----------------

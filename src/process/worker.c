@@ -932,6 +932,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 		if (dv != NULL)
 			retry_forget(dv);
 		vp->deferred = false;
+		vp->retry_reason = NULL;
 		return NULL;
 	}
 
@@ -943,6 +944,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 			if (dv != NULL)
 				retry_forget(dv);
 			vp->deferred = false;
+			vp->retry_reason = NULL;
 			vp->in_error = true;
 			return NULL;
 		}
@@ -973,6 +975,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 			/* nothing waits with it any more */
 			retry_forget(dv);
 			vp->deferred = false;
+			vp->retry_reason = NULL;
 			return NULL;
 		}
 	}
@@ -1134,6 +1137,7 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *er
 	if (dv != NULL)
 		retry_forget(dv);
 	vp->deferred = false;
+	vp->retry_reason = NULL;
 	if (result == VIEW_FAILED)
 	{
 		/* (a view dropped since the views were read is not put in error) */

@@ -283,5 +283,51 @@ DeltaJoinTest::target_ok($node, 'held', $held_query, 'created again after the cr
 	mode => 'upsert');
 check_all('after the crash');
 
+# ---- a create that waited for a writer, and no write after it ----
+#
+# The writer's transaction wrote a source before the view was registered,
+# so the fill waits for it.  Nothing writes a source afterwards: the end
+# of the backfill is a write to delta_join's catalog only, which must
+# still release what the worker held for the view -- wait() true, status
+# with no reason left.  In a database of its own, where no other view
+# (a full recompute's refresh_interval, say) makes the worker look again;
+# its first view, a delta aggregate, makes the database's slot before the
+# writer begins (making a slot waits for every transaction that has
+# written).
+
+$node->safe_psql('postgres', 'CREATE DATABASE lonely');
+$node->safe_psql('lonely', 'CREATE EXTENSION delta_join');
+DeltaJoinTest::worked_example($node, dbname => 'lonely');
+$node->safe_psql('lonely',
+	"SELECT delta_join.create_view('summary', '$DeltaJoinTest::summary_query')");
+my $writer = $node->background_psql('lonely');
+$writer->query_safe(
+	q{BEGIN; UPDATE items SET item_name = item_name || '!' WHERE item_id = 4});
+my ($wout, $werr) = ('', '');
+my $waiting = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $node->connstr('lonely'), '-c',
+		"SELECT delta_join.create_view('after_writer', '$DeltaJoinTest::wide_query', concurrently => true)" ],
+	'<', \undef, '>', \$wout, '2>', \$werr);
+ok( $node->poll_query_until(
+		'lonely', q{
+		SELECT phase = 'waiting for writers'
+		FROM delta_join.progress WHERE target = 'public.after_writer'}),
+	'after_writer: the create waits for the writer');
+$writer->query_safe('COMMIT');
+$writer->quit;
+$waiting->finish;
+is($werr, '', 'after_writer: the create ends without an error');
+is($node->safe_psql('lonely', "SELECT delta_join.wait('after_writer', '20s')"),
+	't', 'after_writer: wait() is true with no write after the create');
+is( $node->safe_psql(
+		'lonely',
+		"SELECT state || '|' || coalesce(reason, '') FROM delta_join.status WHERE target = 'public.after_writer'"),
+	'active|', 'after_writer: active, and status gives no reason');
+my $refreshed = $node->safe_psql('lonely',
+	"SET statement_timeout = '60s'; SELECT delta_join.refresh('after_writer', concurrently => true) >= 0");
+is($refreshed, 't', 'after_writer: a concurrent refresh right after it catches up');
+DeltaJoinTest::target_ok($node, 'after_writer', $DeltaJoinTest::wide_query,
+	'the view made after a writer', mode => 'upsert', dbname => 'lonely');
+
 $node->stop;
 done_testing();
