@@ -320,6 +320,9 @@ SELECT * FROM kept_cast ORDER BY id;
 ALTER TYPE tag RENAME ATTRIBUTE label TO name;
 SELECT * FROM diff('kept_cast', :'q_cast');
 SELECT * FROM kept_cast ORDER BY id;
+-- a type change PostgreSQL refuses for the view's rule that reads the type
+-- (18 lets it through; the refresh then fails on the query's stored cast:
+-- expected/83_ddl_guard_1.out), and one for a column that stores it
 ALTER TYPE tag ALTER ATTRIBUTE name TYPE varchar(1);
 ALTER TYPE pair ALTER ATTRIBUTE a TYPE bigint;
 -- a table's row type stored in another table's column
