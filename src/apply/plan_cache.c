@@ -151,12 +151,7 @@ plan_cache_forget_dropped(List *views)
 	hash_seq_init(&status, view_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		bool		listed = false;
-		ListCell   *lc;
-
-		foreach(lc, views)
-			listed |= (((ViewRecord *) lfirst(lc))->view_id == entry->view_id);
-		if (listed)
+		if (catalog_view_in(views, entry->view_id) != NULL)
 			continue;
 		MemoryContextDelete(entry->cxt);
 		(void) hash_search(view_cache, &entry->view_id, HASH_REMOVE, NULL);

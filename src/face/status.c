@@ -129,13 +129,9 @@ any_in_error(List *views)
 	foreach(lc, catalog_list_views())
 	{
 		ViewRecord *view = lfirst(lc);
-		ListCell   *lc2;
 
-		foreach(lc2, views)
-		{
-			if (((ViewRecord *) lfirst(lc2))->view_id == view->view_id && view->in_error)
-				return true;
-		}
+		if (view->in_error && catalog_view_in(views, view->view_id) != NULL)
+			return true;
 	}
 	return false;
 }

@@ -821,16 +821,10 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	for (int v = 0; v < hdr->nviews; v++)
 	{
 		ViewBatch  *batch = share_read(&p);
-		ViewRecord *view = NULL;
+		ViewRecord *view = catalog_view_in(views, batch->view_id);
 		ErrorData  *error = NULL;
-		ListCell   *lc;
 
 		results[v].view_id = batch->view_id;
-		foreach(lc, views)
-		{
-			if (((ViewRecord *) lfirst(lc))->view_id == batch->view_id)
-				view = lfirst(lc);
-		}
 		if (view == NULL || view->in_error)
 		{
 			results[v].applied = true;

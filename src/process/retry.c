@@ -384,12 +384,8 @@ retry_forget_dropped(List *views)
 	foreach(lc, retries)
 	{
 		ViewRetry  *vr = lfirst(lc);
-		bool		found = false;
-		ListCell   *lc2;
 
-		foreach(lc2, views)
-			found |= (((ViewRecord *) lfirst(lc2))->view_id == vr->view_id);
-		if (found)
+		if (catalog_view_in(views, vr->view_id) != NULL)
 			continue;
 		retries = foreach_delete_current(retries, lc);
 		if (vr->deferred != NULL)

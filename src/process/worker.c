@@ -933,7 +933,6 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 		if (dv != NULL)
 			retry_forget(dv);
 		vp->deferred = false;
-		vp->retry_reason = NULL;
 		return NULL;
 	}
 
@@ -945,7 +944,6 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 			if (dv != NULL)
 				retry_forget(dv);
 			vp->deferred = false;
-			vp->retry_reason = NULL;
 			vp->in_error = true;
 			return NULL;
 		}
@@ -976,7 +974,6 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 			/* nothing waits with it any more */
 			retry_forget(dv);
 			vp->deferred = false;
-			vp->retry_reason = NULL;
 			return NULL;
 		}
 	}
@@ -1138,7 +1135,6 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *er
 	if (dv != NULL)
 		retry_forget(dv);
 	vp->deferred = false;
-	vp->retry_reason = NULL;
 	if (result == VIEW_FAILED)
 	{
 		/* (a view dropped since the views were read is not put in error) */

@@ -400,6 +400,22 @@ catalog_list_views(void)
 	return fetch_views(NULL, InvalidOid, (Datum) 0);
 }
 
+/* The view view_id of views (ViewRecord *, catalog_list_views), or NULL */
+ViewRecord *
+catalog_view_in(List *views, int view_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		if (view->view_id == view_id)
+			return view;
+	}
+	return NULL;
+}
+
 /* Run one statement on the view's catalog row, $1 being its view_id. */
 static void
 update_view(int view_id, const char *sql, int nargs, Oid *argtypes, Datum *args)
