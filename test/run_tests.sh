@@ -84,6 +84,12 @@ fi
 
 mk=("$MAKE" --no-print-directory -C "$work" "PG_CONFIG=$PG_CONFIG")
 
+# A suite that hangs is stopped, and counts as failed, rather than holding
+# up the whole run (CI has a time limit): each suite gets DJ_SUITE_TIMEOUT
+# seconds (20 minutes; it takes 1 to 8 here).  A TAP test file that hangs
+# fails on its own first (DeltaJoinTest's alarm, 10 minutes).
+suite_timeout=(timeout --kill-after=30 "${DJ_SUITE_TIMEOUT:-1200}")
+
 # ---- layers ----
 
 dj_say "the layers of src/ (test/check_layers.pl)"
@@ -101,7 +107,7 @@ fi
 
 dj_say "pg_regress tests"
 rm -f "$work/regression.diffs"		# so that only this run's diffs are shown
-dj_as_pg "${mk[@]}" regress_installcheck 2>&1 | tee "$scratch/regress.log"
+dj_as_pg "${suite_timeout[@]}" "${mk[@]}" regress_installcheck 2>&1 | tee "$scratch/regress.log"
 regress_rc=$?
 
 # PostgreSQL 15 prints "test name ... ok"; later versions print TAP lines.
@@ -121,7 +127,7 @@ fi
 
 dj_say "isolation tests"
 rm -f "$work/output_iso/regression.diffs"
-dj_as_pg "${mk[@]}" isolation_installcheck 2>&1 | tee "$scratch/iso.log"
+dj_as_pg "${suite_timeout[@]}" "${mk[@]}" isolation_installcheck 2>&1 | tee "$scratch/iso.log"
 iso_rc=$?
 
 iso_passed=$(grep -cE '\.\.\. ok( |$)|^ok [0-9]+ ' "$scratch/iso.log")
@@ -139,7 +145,7 @@ fi
 # ---- TAP ----
 
 dj_say "TAP tests"
-dj_as_pg "${mk[@]}" prove_installcheck 2>&1 | tee "$scratch/tap.log"
+dj_as_pg "${suite_timeout[@]}" "${mk[@]}" prove_installcheck 2>&1 | tee "$scratch/tap.log"
 tap_rc=$?
 
 # From prove's summary: "Files=N, Tests=N, ..." and, for each failed file,

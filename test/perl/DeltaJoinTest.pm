@@ -60,6 +60,18 @@ my $server_conf = dirname(__FILE__) . '/../server_conf.sh';
 # Cached output of test/server_conf.sh
 my %server_conf;
 
+# A test that hangs fails instead of holding up the whole run: after
+# DELTA_JOIN_TEST_TIMEOUT seconds (600; the longest test takes 80 here) it
+# records a failure and exits, and PostgreSQL::Test::Cluster's END block
+# stops its servers.  It exits rather than dies, which an eval of the test
+# (a retry loop) would catch.
+my $test_timeout = $ENV{DELTA_JOIN_TEST_TIMEOUT} // 600;
+$SIG{ALRM} = sub {
+	fail("the test ran for more than $test_timeout s: stopped");
+	exit 1;
+};
+alarm($test_timeout);
+
 =pod
 
 =head1 SERVERS

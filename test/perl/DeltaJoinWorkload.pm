@@ -295,6 +295,43 @@ sub worker_pid
 
 =pod
 
+=item stop_worker_idle($node, $pid)
+
+Stops the apply worker C<$pid> (SIGSTOP) while it waits for work, never in
+a batch: stopped while it held a buffer's content lock (reading a source)
+or any other LWLock, it would make writers wait for it for ever.  The
+worker is stopped, then looked at: if it is not waiting on its latch
+(wait event C<Extension>) outside a statement, it is let go and tried again
+a moment later, for at most 60 s.  True when it was stopped idle; continue
+it with C<kill 'CONT', $pid>.
+
+The look has a statement timeout: C<pg_stat_activity> waits for a backend
+that is in the middle of updating its status, which one stopped there
+would never finish.
+
+=cut
+
+sub stop_worker_idle
+{
+	my ($node, $pid) = @_;
+	my $deadline = time() + 60;
+	while (time() < $deadline)
+	{
+		kill 'STOP', $pid or return 0;
+		my ($ret, $out) = $node->psql(
+			'postgres', qq{
+			SET statement_timeout = '2s';
+			SELECT state IS DISTINCT FROM 'active' AND wait_event = 'Extension'
+			  FROM pg_stat_activity WHERE pid = $pid});
+		return 1 if $ret == 0 && $out eq 't';
+		kill 'CONT', $pid;
+		usleep(20_000);
+	}
+	return 0;
+}
+
+=pod
+
 =back
 
 =cut

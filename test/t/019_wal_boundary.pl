@@ -150,7 +150,8 @@ DeltaJoinWorkload::check_views($node, \%views, 'after');
 # by the next round: the worker crashed, and again after every restart.
 for my $round (1 .. 3)
 {
-	kill 'STOP', $pid;
+	ok(DeltaJoinWorkload::stop_worker_idle($node, $pid),
+		"big records, round $round: the worker is stopped while idle");
 	$node->safe_psql('postgres',
 		"UPDATE orders SET amount = amount + 1 WHERE order_id % 10 = $round");
 	$node->safe_psql('postgres',
