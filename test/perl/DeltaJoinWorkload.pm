@@ -297,9 +297,10 @@ sub worker_pid
 
 =item stop_worker_idle($node, $pid)
 
-Stops the apply worker C<$pid> (SIGSTOP) while it waits for work, never in
-a batch: stopped while it held a buffer's content lock (reading a source)
-or any other LWLock, it would make writers wait for it for ever.  The
+Stops the apply worker (or a helper) C<$pid> (SIGSTOP) while it waits for
+work, never in a batch: stopped while it held a buffer's content lock
+(reading a source) or any other LWLock, it would make writers wait for it
+for ever.  The
 worker is stopped, then looked at: if it is not waiting on its latch
 (wait event C<Extension>) outside a statement, it is let go and tried again
 a moment later, for at most 60 s.  True when it was stopped idle; continue

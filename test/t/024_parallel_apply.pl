@@ -300,7 +300,7 @@ for my $try (1 .. 40)
 }
 my $stuck = $node->safe_psql('postgres',
 	q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join helper'});
-kill 'STOP', $stuck;
+ok(DeltaJoinWorkload::stop_worker_idle($node, $stuck), 'a helper is stopped while idle');
 $log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'UPDATE o3 SET amount = amount + 1');
 ok(DeltaJoinWorkload::wait_views($node, 'wide3', '60s'),
