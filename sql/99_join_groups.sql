@@ -144,9 +144,8 @@ SELECT * FROM city_product ORDER BY city NULLS FIRST, product NULLS FIRST;
 UPDATE sales SET store_id = 1 WHERE id = 6;
 UPDATE sales SET product = 'milk' WHERE id = 5;
 SELECT delta_join.wait();
-SELECT * FROM diff('city_product', :'city_product');
-SELECT * FROM diff('towns', :'towns');
-SELECT * FROM diff('kinds', :'kinds');
+SELECT v.target, d.* FROM (VALUES ('city_product', :'city_product'), ('towns', :'towns'),
+  ('kinds', :'kinds')) v(target, query), diff(v.target::regclass, v.query) d ORDER BY 1;
 SELECT * FROM city_product ORDER BY city NULLS FIRST, product NULLS FIRST;
 SELECT * FROM kinds ORDER BY city NULLS FIRST, kind NULLS FIRST;
 
@@ -160,18 +159,16 @@ INSERT INTO sales VALUES (7, 4, 'bun');
 COMMIT;
 UPDATE products SET kind = 'toy' WHERE name = 'tea';
 SELECT delta_join.wait();
-SELECT * FROM diff('city_product', :'city_product');
-SELECT * FROM diff('towns', :'towns');
-SELECT * FROM diff('kinds', :'kinds');
+SELECT v.target, d.* FROM (VALUES ('city_product', :'city_product'), ('towns', :'towns'),
+  ('kinds', :'kinds')) v(target, query), diff(v.target::regclass, v.query) d ORDER BY 1;
 SELECT * FROM city_product ORDER BY city NULLS FIRST, product NULLS FIRST;
 SELECT * FROM towns ORDER BY city NULLS FIRST, store_id;
 SELECT * FROM kinds ORDER BY city NULLS FIRST, kind NULLS FIRST;
 UPDATE stores SET id = 5 WHERE id = 4;
 UPDATE products SET name = 'mjolk' WHERE name = 'milk';
 SELECT delta_join.wait();
-SELECT * FROM diff('city_product', :'city_product');
-SELECT * FROM diff('towns', :'towns');
-SELECT * FROM diff('kinds', :'kinds');
+SELECT v.target, d.* FROM (VALUES ('city_product', :'city_product'), ('towns', :'towns'),
+  ('kinds', :'kinds')) v(target, query), diff(v.target::regclass, v.query) d ORDER BY 1;
 SELECT * FROM city_product ORDER BY city NULLS FIRST, product NULLS FIRST;
 SELECT * FROM kinds ORDER BY city NULLS FIRST, kind NULLS FIRST;
 
