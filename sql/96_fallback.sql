@@ -50,6 +50,7 @@ SELECT delta_join.create_view('keyed_outer', :'kouter', strategy => 'auto');
 -- 2. Full recompute: DISTINCT, a subquery, a window function, UNION, an
 --    aggregate over a join, ORDER BY ... LIMIT.
 --
+-- (not groups through joins: customers does not log region in its old rows)
 \set distinct_q 'SELECT DISTINCT c.region FROM orders o JOIN customers c ON c.id = o.customer_id'
 SELECT * FROM delta_join.explain(:'distinct_q', strategy => 'auto');
 SELECT delta_join.create_view('regions', :'distinct_q', strategy => 'auto', options => '{"refresh_interval": "50ms"}');

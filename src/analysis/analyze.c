@@ -215,6 +215,23 @@ reject_shape(Analysis *a, const char *what)
 		   pstrdup("Remove it from the query; compute it when reading the target instead."));
 }
 
+/*
+ * SELECT DISTINCT over joins, on the path of groups through joins: its rows
+ * are the groups of all its output columns, with no aggregate -- a GROUP BY
+ * of the select list, which PostgreSQL computes alike (NULLs equal, one
+ * group).  Not DISTINCT ON (one row of each group, chosen by ORDER BY), nor
+ * a DISTINCT applied after what comes before it: groups, aggregates,
+ * window functions, set-returning functions in the select list.
+ */
+static bool
+distinct_as_groups(Analysis *a, Query *query)
+{
+	return a->path == DJ_PATH_JOIN_GROUPS && query->distinctClause != NIL &&
+		!query->hasDistinctOn && query->groupClause == NIL &&
+		query->groupingSets == NIL && !query->hasAggs && query->havingQual == NULL &&
+		!query->hasWindowFuncs && !query->hasTargetSRFs;
+}
+
 static void
 check_query_shape(Analysis *a, Query *query)
 {
@@ -224,7 +241,7 @@ check_query_shape(Analysis *a, Query *query)
 		reject_shape(a, "WITH (common table expressions) is");
 	if (query->hasSubLinks)
 		reject_shape(a, "subqueries are");
-	if (query->distinctClause)
+	if (query->distinctClause && !distinct_as_groups(a, query))
 		reject_shape(a, "DISTINCT is");
 	if (query->hasWindowFuncs)
 		reject_shape(a, "window functions are");
@@ -832,6 +849,12 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 
 	analysis_output(a);
 
+	if (distinct_as_groups(a, query))
+	{
+		query->groupClause = query->distinctClause;
+		query->distinctClause = NIL;
+		plan->distinct = true;
+	}
 	if (query->hasAggs || query->groupClause != NIL)
 	{
 		plan->kind = DJ_KIND_AGGREGATE;
@@ -861,8 +884,9 @@ analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaP
  * The path of a view under its strategy (DESIGN.md §2): eventual, the
  * delta rewrite or an error; auto, the delta rewrite if the query is
  * eligible, else keyed recompute if it has a delta view's shape, else
- * keyed recompute of groups through joins if it is an aggregate over
- * joins, else full recompute; none, keyed recompute or full recompute.
+ * keyed recompute of groups through joins if it is an aggregate (or a
+ * SELECT DISTINCT) over joins, else full recompute; none, keyed recompute
+ * or full recompute.
  * Rule 4 applies on every path.
  *
  * create_view and explain() take this one way: each path the strategy
@@ -871,8 +895,8 @@ analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaP
  * appended to *lines, and NULL returned if none takes it or the caller
  * lacks the rights create_view would check (access.c); without, a query
  * no path takes raises the first rule the last path failed.  The groups
- * through joins are tried for aggregates over joins only: another query
- * says nothing of them.
+ * through joins are tried for aggregates (and DISTINCT) over joins only:
+ * another query says nothing of them.
  */
 static DeltaPlan *
 choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines)

@@ -116,6 +116,8 @@ typedef struct DeltaPlan
 	DeltaKind	kind;
 	DeltaPath	path;
 	bool		whole;			/* an aggregate without GROUP BY: one group */
+	bool		distinct;		/* SELECT DISTINCT taken as GROUP BY (groups
+								 * through joins): query has the GROUP BY */
 	Query	   *query;			/* analyzed query; join alias vars flattened */
 	DeltaOptions options;
 	List	   *sources;		/* DeltaSource * */

@@ -10,8 +10,9 @@
  *
  * On the keyed-recompute path the planner finds a group's rows its own
  * way: no index is needed, and a query without GROUP BY is one group,
- * recomputed whole.  An aggregate over inner joins takes keyed recompute
- * of groups through joins under strategy auto (analysis_aggregate_join).
+ * recomputed whole.  An aggregate over inner joins, or a SELECT DISTINCT
+ * over them, takes keyed recompute of groups through joins under strategy
+ * auto (analysis_aggregate_join).
  * Shares the analysis state of analyze.c (analysis.h).
  *
  * IDENTIFICATION
@@ -54,8 +55,8 @@ condition_on_group_key(Node *having, DeltaSource *src)
 }
 
 /*
- * Is the analysis one of an aggregate over a join (whether or not it is
- * eligible)?
+ * Is the analysis one of an aggregate over a join, a SELECT DISTINCT over
+ * a join taken as its groups included (whether or not it is eligible)?
  */
 bool
 analysis_aggregate_over_join(Analysis *a)
@@ -89,7 +90,9 @@ add_column(AttrNumber *cols, int *n, AttrNumber att)
 
 /*
  * Keyed recompute of groups through joins (DJ_PATH_JOIN_GROUPS): an
- * aggregate over inner joins, grouped by plain columns of any source.
+ * aggregate over inner joins, grouped by plain columns of any source; or a
+ * SELECT DISTINCT over inner joins, which the analysis has made a GROUP BY
+ * of its select list (DeltaPlan.distinct): the same groups, no aggregate.
  *
  * A batch's dirty groups are found by the query's joins and conditions run
  * with the changed rows of sources in place of those sources

@@ -274,8 +274,10 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 	}
 	else if (plan->path == DJ_PATH_JOIN_GROUPS)
 	{
-		lines = lappend(lines, psprintf("Keyed Recompute of Groups through Joins (%s) -> key %s",
-										join_types(plan), key_list(plan)));
+		lines = lappend(lines, psprintf("Keyed Recompute of Groups through Joins (%s%s) -> key %s",
+										join_types(plan),
+										plan->distinct ? "; DISTINCT: a group of each row" : "",
+										key_list(plan)));
 		foreach(lc, plan->sources)
 		{
 			DeltaSource *src = lfirst(lc);

@@ -162,10 +162,10 @@ typedef enum DeltaKind
  * failed: the rows of each dirty key recomputed by plans the planner
  * chooses, exactly); full recompute (any other deterministic query:
  * recomputed at most once per refresh_interval, the difference written);
- * keyed recompute of groups through joins (an aggregate over inner joins,
- * strategy auto: the groups a batch's changed rows leave and enter found
- * through the join, then recomputed as keyed recompute does; last, so
- * that the values before it keep their numbers).
+ * keyed recompute of groups through joins (an aggregate, or a SELECT
+ * DISTINCT, over inner joins, strategy auto: the groups a batch's changed
+ * rows leave and enter found through the join, then recomputed as keyed
+ * recompute does; last, so that the values before it keep their numbers).
  */
 typedef enum DeltaPath
 {

@@ -13,9 +13,12 @@
 #                FROM orders o JOIN merchants m ON m.id = o.merchant_id
 #                GROUP BY m.id                       (ORDERS / 100 groups)
 #   by_region    the same grouped by m.region        (100 groups)
+#   distinct_merchant
+#                SELECT DISTINCT m.id, m.region over the same join
+#                (ORDERS / 100 rows; issue 22, item 2: no aggregate)
 #
 # and a materialized view of the same query, changes 0.1 % (by_merchant) or
-# 1 % (both) of the orders in one statement -- their amount, and for one in
+# 1 % (each) of the orders in one statement -- their amount, and for one in
 # ten of them their merchant; the orders are drawn by a hash of their id, so
 # their merchants are spread as the orders are -- and prints the time from
 # that statement's commit until the view is fresh (delta_join.wait()), the
@@ -57,6 +60,8 @@ FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.id"
 BY_REGION="SELECT m.region, count(*) AS n, sum(o.amount) AS total, avg(o.amount) AS mean,
   min(o.amount) AS lo, max(o.amount) AS hi
 FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region"
+DISTINCT_MERCHANT="SELECT DISTINCT m.id AS merchant_id, m.region
+FROM orders o JOIN merchants m ON m.id = o.merchant_id"
 
 echo "loading $ORDERS orders, $MERCHANTS merchants"
 sql <<SQL
@@ -118,4 +123,5 @@ printf 'orders %s, merchants %s; the orders changed are drawn by a hash of their
 	"$ORDERS" "$MERCHANTS"
 measure by_merchant "$BY_MERCHANT" 1000
 measure by_merchant "$BY_MERCHANT" 100
+measure distinct_merchant "$DISTINCT_MERCHANT" 100
 measure by_region "$BY_REGION" 100

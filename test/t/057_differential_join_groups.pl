@@ -8,8 +8,9 @@
 #   orders    (id PK, merchant_id, item_id, amount, status)
 #   items     (id PK, category)
 #
-# and four aggregate views over inner joins, created with strategy auto,
-# each of which must take the new path (views.mode):
+# and four aggregate views and two SELECT DISTINCT views over inner joins
+# (issue 22, item 2), created with strategy auto, each of which must take
+# the new path (views.mode):
 #
 #  - by_region: orders JOIN merchants grouped by a merchant column (NULL
 #    for some merchants), with count, sum, avg, min and max;
@@ -18,7 +19,13 @@
 #  - by_region_category: orders JOIN merchants JOIN items grouped by a
 #    column of each of the two looked-up tables;
 #  - by_tier_small: by_region's join grouped by two columns of two sources,
-#    with a small max_batch_size so that the workload spans many batches.
+#    with a small max_batch_size so that the workload spans many batches;
+#  - distinct_region_status: DISTINCT of a column of each side of
+#    by_region's join, both NULL at times;
+#  - distinct_merchant_item_small: DISTINCT over the three tables of
+#    columns that give most rows one or two orders, so that the workload
+#    often takes a row's last order away (and brings a first one), with a
+#    small max_batch_size.
 #
 # Several concurrent pgbench clients then write on every source: inserts,
 # updates of amounts, moves of orders between merchants and items (join
@@ -30,7 +37,7 @@
 # A deterministic tail then moves a merchant's only orders away in the
 # batch in which the merchant changes region: its old region must lose
 # them although no order leads from the merchant to its old region any
-# more.
+# more (nor a DISTINCT row).
 
 use strict;
 use warnings;
@@ -64,7 +71,13 @@ sub queries
     JOIN $s.items i ON i.id = o.item_id
   GROUP BY m.region, i.category},
 		"$s.by_tier_small" => qq{SELECT m.tier, o.status, count(*) AS n, sum(o.amount) AS total
-  FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id GROUP BY m.tier, o.status});
+  FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id GROUP BY m.tier, o.status},
+		"$s.distinct_region_status" => qq{SELECT DISTINCT m.region, o.status
+  FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id},
+		"$s.distinct_merchant_item_small" => qq{SELECT DISTINCT m.id AS merchant, m.region,
+    o.item_id, i.category
+  FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id
+    JOIN $s.items i ON i.id = o.item_id});
 }
 
 sub scripts
@@ -225,6 +238,9 @@ foreach my $seed (@seeds)
 	is($node->safe_psql('postgres',
 			"SELECT count(*) FROM $s.by_region WHERE region IN ('lonely', 'moved')"),
 		'0', "seed $seed: the old region of the moved orders is deleted");
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM $s.distinct_region_status WHERE region IN ('lonely', 'moved')"),
+		'0', "seed $seed: the DISTINCT row of the moved orders' old region is deleted");
 }
 
 # ---- the comparison can fail ----
