@@ -19,8 +19,9 @@
  *	   without the view, so its changes must be in the backfill's snapshot.
  *	   New writers are not waited for, and wait for nothing.
  *	3. fill, under a snapshot taken after step 2: create runs the query into
- *	   the empty target (INSERT ... SELECT, then the key and indexes of a new
- *	   target); refresh writes only the difference between the target and
+ *	   the empty target (INSERT ... SELECT; step 1 made its key and indexes,
+ *	   so that a target left by a fill that never ended is one refresh()
+ *	   can fill); refresh writes only the difference between the target and
  *	   the query's result (the full recompute's writer, apply_full.c), so
  *	   readers see the old rows until it commits.  Only ACCESS SHARE locks on
  *	   the sources, from the query itself: the caller needs SELECT on them,
@@ -495,7 +496,6 @@ run_create(ConcurrentTask *task)
 	Query	   *query;
 	List	   *hints;
 	ViewRecord	view;
-	DeltaPlan  *plan;
 
 	/* 1. register */
 	begin_step();
@@ -510,10 +510,6 @@ run_create(ConcurrentTask *task)
 	/* 3. fill */
 	task->result_rows = target_fill_counted(view.target, view.query_view, view.settings,
 											view.view_id);
-	plan = view_plan_load_to_fill(&view);
-	if (task_state.created)
-		target_add_key(view.target, plan);
-	target_add_region_indexes(view.target, plan);
 	end_step();
 
 	/* 4. active */

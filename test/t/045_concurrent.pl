@@ -15,7 +15,11 @@
 #    caller's error, with its SQLSTATE, and leaves nothing either.
 #  - An immediate shutdown of the server during the fill leaves the view
 #    'backfilling' without its process: the worker puts it in error, the
-#    slot moves on, drop_view removes it, and it can be created again.
+#    slot moves on, refresh() rebuilds it (the create made the target's
+#    key before its fill), drop_view removes it, and it can be created
+#    again.
+#  - While a create waits for a writer, a column can be added to a source
+#    (the DDL guard checks the view against a target with its key).
 #  - Not in a transaction block.
 
 use strict;
@@ -273,8 +277,12 @@ ok( $node->poll_query_until(
 		FROM delta_join.status WHERE target = 'public.held'}),
 	'after a crash, the worker puts the view left backfilling in error');
 slot_moves('after a crash');
+is($node->safe_psql('postgres', "SELECT delta_join.refresh('held') > 0"),
+	't', 'after a crash, refresh() rebuilds the view an interrupted create left');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'refreshed after the crash',
+	mode => 'upsert');
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
-nothing_left('after a crash and drop_view');
+nothing_left('after a crash, a refresh and drop_view');
 $node->safe_psql('postgres',
 	"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)");
 $node->safe_psql('postgres', q{DELETE FROM orders WHERE order_id = 3});
@@ -313,6 +321,10 @@ ok( $node->poll_query_until(
 		SELECT phase = 'waiting for writers'
 		FROM delta_join.progress WHERE target = 'public.after_writer'}),
 	'after_writer: the create waits for the writer');
+# the target has its key already: the DDL guard finds the view correct
+($ret, $out, $err) =
+  $node->psql('lonely', 'ALTER TABLE orders ADD COLUMN note text');
+is($err, '', 'after_writer: a column added to a source while the create waits');
 $writer->query_safe('COMMIT');
 $writer->quit;
 $waiting->finish;
