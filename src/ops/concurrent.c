@@ -136,6 +136,7 @@ typedef struct ConcurrentTask
 /* What the background worker has done so far, for its cleanup */
 typedef struct TaskState
 {
+	const char *name;			/* the target, as the caller named it */
 	bool		registered;		/* step 1 committed */
 	bool		activated;		/* step 4 committed: nothing to undo */
 	int			view_id;
@@ -373,7 +374,7 @@ find_own_view(ViewRecord *view)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("delta view \"%s\" was dropped or changed during its concurrent backfill",
-						get_rel_name(task_state.target) ? get_rel_name(task_state.target) : "?")));
+						task_state.name)));
 }
 
 /*
@@ -653,6 +654,7 @@ dj_concurrent_main(Datum main_arg)
 	take_caller_settings(task);
 
 	memset(&task_state, 0, sizeof(task_state));
+	task_state.name = task->data + task->target_off;
 	PG_TRY();
 	{
 		if (task->command == BACKFILL_CREATE)

@@ -341,5 +341,65 @@ is($refreshed, 't', 'after_writer: a concurrent refresh right after it catches u
 DeltaJoinTest::target_ok($node, 'after_writer', $DeltaJoinTest::wide_query,
 	'the view made after a writer', mode => 'upsert', dbname => 'lonely');
 
+# ---- the view dropped while a create waits for a writer ----
+#
+# A writer of one source holds the create in "waiting for writers" while
+# another session drops the view: the create fails, naming the view as the
+# caller did, and leaves nothing.
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE s1 (id int PRIMARY KEY, k int);
+	CREATE TABLE s2 (id int PRIMARY KEY, k int);
+	CREATE INDEX ON s1 (k);
+	CREATE INDEX ON s2 (k);
+	INSERT INTO s1 SELECT g, g % 10 FROM generate_series(1, 100) g;
+	INSERT INTO s2 SELECT g, g FROM generate_series(0, 9) g;});
+my $s_query = 'SELECT s1.id AS i1, s2.id AS i2 FROM s1 JOIN s2 ON s1.k = s2.k';
+my $s_writer = $node->background_psql('postgres');
+
+# Start a concurrent create of $s_query into $name that waits for a writer
+# of s2; returns the creator's harness once it waits.
+sub start_waiting_create
+{
+	my ($name, $out, $err) = @_;
+	$s_writer->query_safe('BEGIN; UPDATE s2 SET k = k WHERE id = 9');
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+			"SELECT delta_join.create_view('$name', '$s_query', concurrently => true)" ],
+		'<', \undef, '>', $out, '2>', $err);
+	ok( $node->poll_query_until(
+			'postgres', qq{
+			SELECT phase = 'waiting for writers'
+			FROM delta_join.progress WHERE target = 'public.$name'}),
+		"$name: the create waits for the writer");
+	return $h;
+}
+
+# nothing of a view into public.$name
+sub no_view
+{
+	my ($name, $what) = @_;
+	is( $node->safe_psql(
+			'postgres', qq{
+			SELECT (SELECT count(*) FROM delta_join.views WHERE target = 'public.$name')
+			  || '|' || (to_regclass('public.$name') IS NULL)
+			  || '|' || (SELECT count(*) FROM delta_join.progress)}),
+		'0|true|0', "$what: nothing is left of the view");
+}
+
+($cout, $cerr) = ('', '');
+$creator = start_waiting_create('s_gone', \$cout, \$cerr);
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('s_gone')");
+$s_writer->query_safe('COMMIT');
+$creator->finish;
+like(
+	$cerr,
+	qr/delta view "s_gone" was dropped or changed during its concurrent backfill/,
+	'a view dropped while its create waits: the create fails, naming the view');
+no_view('s_gone', 'the view dropped while its create waits');
+
+$s_writer->quit;
+
 $node->stop;
 done_testing();
