@@ -566,7 +566,10 @@ run_refresh(ConcurrentTask *task)
 /*
  * After a failure before step 4, in a new transaction: drop the view
  * registered (and the target made), or put the view refreshed back as it
- * was.
+ * was.  A view the create registered is dropped also when it is in error:
+ * DDL on a source put it there meanwhile (a source dropped with CASCADE,
+ * which drops its query too), and it was never active.  A view refreshed
+ * that DDL put in error stays so, with the reason the DDL gave.
  */
 static void
 clean_up(ConcurrentTask *task, ErrorData *error)
@@ -578,13 +581,13 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 	begin_step();
 	ops_lock_views();
 	if (catalog_find_view(task_state.target, &view) &&
-		view.view_id == task_state.view_id && view.backfilling)
+		view.view_id == task_state.view_id)
 	{
-		if (task->command == BACKFILL_CREATE)
+		if (task->command == BACKFILL_CREATE && (view.backfilling || view.in_error))
 			ops_drop_view(&view, task_state.created);
-		else if (task_state.was_error)
+		else if (view.backfilling && task_state.was_error)
 			(void) catalog_set_error(&view, error, false);
-		else
+		else if (view.backfilling)
 			catalog_reset_view(view.view_id, InvalidXLogRecPtr);
 		launcher_notify();
 	}

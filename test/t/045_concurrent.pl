@@ -20,6 +20,9 @@
 #    again.
 #  - While a create waits for a writer, a column can be added to a source
 #    (the DDL guard checks the view against a target with its key).
+#  - The view dropped, or a source dropped with CASCADE, while a create
+#    waits for a writer: the create fails, naming the view, and leaves
+#    nothing.
 #  - Not in a transaction block.
 
 use strict;
@@ -341,11 +344,12 @@ is($refreshed, 't', 'after_writer: a concurrent refresh right after it catches u
 DeltaJoinTest::target_ok($node, 'after_writer', $DeltaJoinTest::wide_query,
 	'the view made after a writer', mode => 'upsert', dbname => 'lonely');
 
-# ---- the view dropped while a create waits for a writer ----
+# ---- the view, or a source, dropped while a create waits for a writer ----
 #
 # A writer of one source holds the create in "waiting for writers" while
-# another session drops the view: the create fails, naming the view as the
-# caller did, and leaves nothing.
+# another session drops the view, or drops the other source with CASCADE
+# (the DDL guard puts the view in error, and its query goes): the create
+# fails, naming the view as the caller did, and leaves nothing.
 
 $node->safe_psql(
 	'postgres', q{
@@ -388,17 +392,22 @@ sub no_view
 		'0|true|0', "$what: nothing is left of the view");
 }
 
-($cout, $cerr) = ('', '');
-$creator = start_waiting_create('s_gone', \$cout, \$cerr);
-$node->safe_psql('postgres', "SELECT delta_join.drop_view('s_gone')");
-$s_writer->query_safe('COMMIT');
-$creator->finish;
-like(
-	$cerr,
-	qr/delta view "s_gone" was dropped or changed during its concurrent backfill/,
-	'a view dropped while its create waits: the create fails, naming the view');
-no_view('s_gone', 'the view dropped while its create waits');
-
+foreach my $case (
+	[ 's_gone', "SELECT delta_join.drop_view('s_gone')", 'the view dropped while its create waits' ],
+	[ 's_dropped', 'DROP TABLE s1 CASCADE', 'a source dropped with CASCADE while the create waits' ])
+{
+	my ($name, $ddl, $what) = @$case;
+	($cout, $cerr) = ('', '');
+	$creator = start_waiting_create($name, \$cout, \$cerr);
+	$node->safe_psql('postgres', $ddl);
+	$s_writer->query_safe('COMMIT');
+	$creator->finish;
+	like(
+		$cerr,
+		qr/delta view "$name" was dropped or changed during its concurrent backfill/,
+		"$what: the create fails, naming the view");
+	no_view($name, $what);
+}
 $s_writer->quit;
 
 $node->stop;
