@@ -56,7 +56,8 @@
  *
  * Progress: the view's entry in shared memory (progress.c) holds the
  * process, the phase, the rows written and the planner's estimate of the
- * rows to come; delta_join.progress shows them.
+ * rows to come; delta_join.progress shows them until the process exits,
+ * however it ends (end_progress).
  *
  * IDENTIFICATION
  *	  src/ops/concurrent.c
@@ -614,6 +615,23 @@ try_clean_up(ConcurrentTask *task, ErrorData *error)
 	PG_END_TRY();
 }
 
+/*
+ * At this process's exit, however it ends (finished, failed, terminated):
+ * its operation no longer runs, and delta_join.progress no longer shows
+ * it.  Before the exit callbacks of PostgreSQL's own (this one is
+ * registered after them), so that the row is gone before the process
+ * leaves pg_stat_activity, and its caller's wait, ends.  A FATAL error may
+ * have come with the lock that guards the row held: it is released first,
+ * as the abort of the transaction would.
+ */
+static void
+end_progress(int code, Datum arg)
+{
+	LWLockReleaseAll();
+	if (task_state.view_id != 0)
+		progress_backfill_end(task_state.view_id);
+}
+
 /* The background worker's entry point: run one task, answer, end */
 void
 dj_concurrent_main(Datum main_arg)
@@ -658,6 +676,7 @@ dj_concurrent_main(Datum main_arg)
 
 	memset(&task_state, 0, sizeof(task_state));
 	task_state.name = task->data + task->target_off;
+	before_shmem_exit(end_progress, (Datum) 0);
 	PG_TRY();
 	{
 		if (task->command == BACKFILL_CREATE)
@@ -687,8 +706,6 @@ dj_concurrent_main(Datum main_arg)
 		strlcpy(task->hint, error->hint ? error->hint : "", TASK_TEXT_LEN);
 	}
 	PG_END_TRY();
-	if (task_state.registered)
-		progress_backfill_end(task_state.view_id);
 	task->finished = true;
 	dsm_detach(seg);
 	proc_exit(0);

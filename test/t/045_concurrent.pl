@@ -13,6 +13,9 @@
 #    target, and the slot moves on past later writes.
 #  - A failure in the fill (a division by zero in the query) is the
 #    caller's error, with its SQLSTATE, and leaves nothing either.
+#  - A terminated background worker of a create: its row leaves
+#    delta_join.progress with it, the worker puts the view in error, and
+#    refresh(concurrently) rebuilds it.
 #  - An immediate shutdown of the server during the fill leaves the view
 #    'backfilling' without its process: the worker puts it in error, the
 #    slot moves on, refresh() rebuilds it (the create made the target's
@@ -265,6 +268,34 @@ slot_moves('after a cancel');
 like($err, qr/ERROR:  22012: division by zero/,
 	'an error of the fill is the caller\'s, with its SQLSTATE');
 nothing_left('after an error');
+
+# ---- the backfill worker terminated during the fill ----
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+my $filler = $node->safe_psql('postgres',
+	"SELECT pid FROM delta_join.progress WHERE target = 'public.held'");
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($filler)");
+$creator->finish;
+like($cerr, qr/the process of a concurrent create_view ended without finishing/,
+	'the creator says its process ended without finishing');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM delta_join.progress'),
+	'0', 'delta_join.progress shows no row for the terminated process');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error' AND last_error ~ 'ended before the view was filled'
+		FROM delta_join.status WHERE target = 'public.held'}),
+	'the worker puts the view whose process was terminated in error');
+is( $node->safe_psql('postgres',
+		"SELECT delta_join.refresh('held', concurrently => true) > 0"),
+	't', 'refresh(concurrently) rebuilds the view an interrupted create left');
+$node->safe_psql('postgres', q{DELETE FROM orders WHERE order_id = 4});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"), 't', 'held: wait() after its refresh');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'refreshed concurrently after a terminated create',
+	mode => 'upsert');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
+nothing_left('after a terminated create, a refresh and drop_view');
 
 # ---- an immediate shutdown during the fill ----
 
