@@ -121,6 +121,7 @@ typedef struct ConcurrentTask
 	Size		query_off;		/* create */
 	Size		settings_off;	/* the caller's pinned settings, as jsonb text */
 	Size		search_path_off;
+	int			lock_timeout;	/* the caller's, in milliseconds */
 
 	/* the answer */
 	bool		finished;
@@ -276,6 +277,7 @@ task_init(ConcurrentTask *task, BackfillCommand command, StringInfo data,
 	task->settings_off = task_add(data,
 								  JsonbToCString(NULL, &runas_capture_settings()->root, 0));
 	task->search_path_off = task_add(data, GetConfigOption("search_path", false, false));
+	task->lock_timeout = LockTimeout;
 }
 
 /*
@@ -339,6 +341,14 @@ take_caller_settings(ConcurrentTask *task)
 							PGC_USERSET, PGC_S_SESSION);
 	}
 	SetConfigOption("search_path", task->data + task->search_path_off,
+					PGC_USERSET, PGC_S_SESSION);
+
+	/*
+	 * The caller's lock_timeout bounds every lock wait of the steps, the
+	 * wait for writers (step 2) included, as it bounds those of CREATE
+	 * INDEX CONCURRENTLY.
+	 */
+	SetConfigOption("lock_timeout", psprintf("%d", task->lock_timeout),
 					PGC_USERSET, PGC_S_SESSION);
 
 	/*
@@ -693,8 +703,9 @@ dj_concurrent_main(Datum main_arg)
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 
-		/* the cleanup is not to be cancelled in turn */
+		/* the cleanup is not to be cancelled in turn, nor to time out */
 		QueryCancelPending = false;
+		SetConfigOption("lock_timeout", "0", PGC_USERSET, PGC_S_SESSION);
 		HOLD_CANCEL_INTERRUPTS();
 		try_clean_up(task, error);
 		RESUME_CANCEL_INTERRUPTS();

@@ -23,6 +23,8 @@
 #    again.
 #  - While a create waits for a writer, a column can be added to a source
 #    (the DDL guard checks the view against a target with its key).
+#  - The caller's lock_timeout ends a create's wait for writers (SQLSTATE
+#    55P03), which leaves nothing.
 #  - The view dropped, or a source dropped with CASCADE, while a create
 #    waits for a writer: the create fails, naming the view, and leaves
 #    nothing.
@@ -422,6 +424,22 @@ sub no_view
 			  || '|' || (SELECT count(*) FROM delta_join.progress)}),
 		'0|true|0', "$what: nothing is left of the view");
 }
+
+# the caller's lock_timeout bounds the wait for writers, as it bounds
+# CREATE INDEX CONCURRENTLY's (statement_timeout, far longer, only keeps the
+# test from hanging without it)
+$s_writer->query_safe('BEGIN; UPDATE s2 SET k = k WHERE id = 9');
+($ret, $out, $err) = $node->psql(
+	'postgres',
+	"SET lock_timeout = '200ms'; SET statement_timeout = '60s';\n"
+	  . "SELECT delta_join.create_view('s_timeout', '$s_query', concurrently => true)",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+$s_writer->query_safe('COMMIT');
+like(
+	$err,
+	qr/ERROR:  55P03: canceling statement due to lock timeout/,
+	'the caller\'s lock_timeout ends the wait for writers, with its SQLSTATE');
+no_view('s_timeout', 'a create whose wait for writers timed out');
 
 foreach my $case (
 	[ 's_gone', "SELECT delta_join.drop_view('s_gone')", 'the view dropped while its create waits' ],
