@@ -42,7 +42,9 @@
  * it.  The caller's transaction holds no lock on the sources meanwhile (it
  * does not parse the query).  Its error, with its SQLSTATE, detail and
  * hint, is raised again in the caller; a cancel of the caller cancels the
- * worker, which cleans up before it ends.
+ * worker, which cleans up before it ends.  A caller that is terminated
+ * (FATAL: no cleanup of its own) leaves the worker to end alone, its error
+ * logged.
  *
  * A failure or a cancel before step 4 leaves nothing behind: the process
  * drops the view it registered (and the target, if it made it), or puts
@@ -78,6 +80,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -700,6 +703,10 @@ dj_concurrent_main(Datum main_arg)
 
 		MemoryContextSwitchTo(TopMemoryContext);
 		error = CopyErrorData();
+
+		/* a caller that was terminated takes no error: the server log does */
+		if (BackendPidGetProc(task->caller_pid) == NULL)
+			EmitErrorReport();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 

@@ -16,6 +16,8 @@
 #  - A terminated background worker of a create: its row leaves
 #    delta_join.progress with it, the worker puts the view in error, and
 #    refresh(concurrently) rebuilds it.
+#  - A terminated creator leaves its worker to finish alone; a cancel of
+#    the worker then leaves nothing, and its error is logged.
 #  - An immediate shutdown of the server during the fill leaves the view
 #    'backfilling' without its process: the worker puts it in error, the
 #    slot moves on, refresh() rebuilds it (the create made the target's
@@ -298,6 +300,52 @@ DeltaJoinTest::target_ok($node, 'held', $held_query, 'refreshed concurrently aft
 	mode => 'upsert');
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
 nothing_left('after a terminated create, a refresh and drop_view');
+
+# ---- the creator terminated during the fill ----
+#
+# Its background worker goes on alone: the view ends active.  Cancelled
+# then, the worker leaves nothing, and its error is in the server log.
+
+sub terminate_creator
+{
+	$node->safe_psql(
+		'postgres', q{
+		SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE backend_type = 'client backend' AND query LIKE '%create_view(''held''%'
+		  AND pid <> pg_backend_pid()});
+}
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+terminate_creator();
+$creator->finish;
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT (SELECT state FROM delta_join.status WHERE target = 'public.held') = 'active'
+		  AND NOT EXISTS (SELECT FROM delta_join.progress)}),
+	'the creator terminated, its worker finishes alone: the view is active');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"), 't', 'held: wait() after its creator was terminated');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'made by the worker of a terminated creator',
+	mode => 'upsert');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+terminate_creator();
+$creator->finish;
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres',
+	"SELECT pg_cancel_backend(pid) FROM delta_join.progress WHERE target = 'public.held'");
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT NOT EXISTS (SELECT FROM delta_join.views WHERE target = 'public.held')
+		  AND NOT EXISTS (SELECT FROM delta_join.progress)}),
+	'the creator terminated, a cancel of its worker ends the create');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+nothing_left('after a cancel of the worker of a terminated creator');
+ok($node->log_contains(qr/ERROR:  canceling statement due to user request/, $log_offset),
+	'the error of the worker of a terminated creator is in the server log');
 
 # ---- an immediate shutdown during the fill ----
 
