@@ -253,7 +253,7 @@ run_task(ConcurrentTask *request, StringInfo data, ConcurrentTask *answer)
 				 errmsg("the process of a concurrent %s ended without finishing",
 						request->command == BACKFILL_CREATE ? "create_view" : "refresh"),
 				 errdetail("It was terminated, failed with a FATAL error (the server log has it), or the server is restarting."),
-				 errhint("delta_join.views shows whether the view exists; the apply worker puts a view left backfilling in error, and delta_join.drop_view removes it.")));
+				 errhint("delta_join.views shows whether the view exists; the apply worker puts a view left backfilling in error, which delta_join.refresh() rebuilds and delta_join.drop_view() removes.")));
 	if (answer->sqlerrcode != 0)
 		ereport(ERROR,
 				(errcode(answer->sqlerrcode),

@@ -281,8 +281,10 @@ my $filler = $node->safe_psql('postgres',
 	"SELECT pid FROM delta_join.progress WHERE target = 'public.held'");
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($filler)");
 $creator->finish;
-like($cerr, qr/the process of a concurrent create_view ended without finishing/,
-	'the creator says its process ended without finishing');
+like(
+	$cerr,
+	qr/the process of a concurrent create_view ended without finishing.*delta_join.refresh\(\) rebuilds/s,
+	'the creator says its process ended without finishing, and that refresh() rebuilds the view');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM delta_join.progress'),
 	'0', 'delta_join.progress shows no row for the terminated process');
 $holder->query_safe('SELECT pg_advisory_unlock(7)');
