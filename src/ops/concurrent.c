@@ -19,8 +19,9 @@
  *	   without the view, so its changes must be in the backfill's snapshot.
  *	   New writers are not waited for, and wait for nothing.
  *	3. fill, under a snapshot taken after step 2: create runs the query into
- *	   the empty target (INSERT ... SELECT, then the key and indexes of a new
- *	   target); refresh writes only the difference between the target and
+ *	   the empty target (INSERT ... SELECT; step 1 made its key and indexes,
+ *	   so that a target left by a fill that never ended is one refresh()
+ *	   can fill); refresh writes only the difference between the target and
  *	   the query's result (the full recompute's writer, apply_full.c), so
  *	   readers see the old rows until it commits.  Only ACCESS SHARE locks on
  *	   the sources, from the query itself: the caller needs SELECT on them,
@@ -41,7 +42,9 @@
  * it.  The caller's transaction holds no lock on the sources meanwhile (it
  * does not parse the query).  Its error, with its SQLSTATE, detail and
  * hint, is raised again in the caller; a cancel of the caller cancels the
- * worker, which cleans up before it ends.
+ * worker, which cleans up before it ends.  A caller that is terminated
+ * (FATAL: no cleanup of its own) leaves the worker to end alone, its error
+ * logged.
  *
  * A failure or a cancel before step 4 leaves nothing behind: the process
  * drops the view it registered (and the target, if it made it), or puts
@@ -55,7 +58,8 @@
  *
  * Progress: the view's entry in shared memory (progress.c) holds the
  * process, the phase, the rows written and the planner's estimate of the
- * rows to come; delta_join.progress shows them.
+ * rows to come; delta_join.progress shows them until the process exits,
+ * however it ends (end_progress).
  *
  * IDENTIFICATION
  *	  src/ops/concurrent.c
@@ -76,6 +80,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -119,6 +124,7 @@ typedef struct ConcurrentTask
 	Size		query_off;		/* create */
 	Size		settings_off;	/* the caller's pinned settings, as jsonb text */
 	Size		search_path_off;
+	int			lock_timeout;	/* the caller's, in milliseconds */
 
 	/* the answer */
 	bool		finished;
@@ -135,6 +141,7 @@ typedef struct ConcurrentTask
 /* What the background worker has done so far, for its cleanup */
 typedef struct TaskState
 {
+	const char *name;			/* the target, as the caller named it */
 	bool		registered;		/* step 1 committed */
 	bool		activated;		/* step 4 committed: nothing to undo */
 	int			view_id;
@@ -246,7 +253,7 @@ run_task(ConcurrentTask *request, StringInfo data, ConcurrentTask *answer)
 				 errmsg("the process of a concurrent %s ended without finishing",
 						request->command == BACKFILL_CREATE ? "create_view" : "refresh"),
 				 errdetail("It was terminated, failed with a FATAL error (the server log has it), or the server is restarting."),
-				 errhint("delta_join.views shows whether the view exists; the apply worker puts a view left backfilling in error, and delta_join.drop_view removes it.")));
+				 errhint("delta_join.views shows whether the view exists; the apply worker puts a view left backfilling in error, which delta_join.refresh() rebuilds and delta_join.drop_view() removes.")));
 	if (answer->sqlerrcode != 0)
 		ereport(ERROR,
 				(errcode(answer->sqlerrcode),
@@ -273,6 +280,7 @@ task_init(ConcurrentTask *task, BackfillCommand command, StringInfo data,
 	task->settings_off = task_add(data,
 								  JsonbToCString(NULL, &runas_capture_settings()->root, 0));
 	task->search_path_off = task_add(data, GetConfigOption("search_path", false, false));
+	task->lock_timeout = LockTimeout;
 }
 
 /*
@@ -339,6 +347,14 @@ take_caller_settings(ConcurrentTask *task)
 					PGC_USERSET, PGC_S_SESSION);
 
 	/*
+	 * The caller's lock_timeout bounds every lock wait of the steps, the
+	 * wait for writers (step 2) included, as it bounds those of CREATE
+	 * INDEX CONCURRENTLY.
+	 */
+	SetConfigOption("lock_timeout", psprintf("%d", task->lock_timeout),
+					PGC_USERSET, PGC_S_SESSION);
+
+	/*
 	 * This process is a member of the caller's lock group
 	 * (dj_concurrent_main): it cannot lead a group of parallel workers of
 	 * its own, which a parallel plan or index build would make.
@@ -372,7 +388,7 @@ find_own_view(ViewRecord *view)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("delta view \"%s\" was dropped or changed during its concurrent backfill",
-						get_rel_name(task_state.target) ? get_rel_name(task_state.target) : "?")));
+						task_state.name)));
 }
 
 /*
@@ -495,7 +511,6 @@ run_create(ConcurrentTask *task)
 	Query	   *query;
 	List	   *hints;
 	ViewRecord	view;
-	DeltaPlan  *plan;
 
 	/* 1. register */
 	begin_step();
@@ -510,10 +525,6 @@ run_create(ConcurrentTask *task)
 	/* 3. fill */
 	task->result_rows = target_fill_counted(view.target, view.query_view, view.settings,
 											view.view_id);
-	plan = view_plan_load_to_fill(&view);
-	if (task_state.created)
-		target_add_key(view.target, plan);
-	target_add_region_indexes(view.target, plan);
 	end_step();
 
 	/* 4. active */
@@ -569,7 +580,10 @@ run_refresh(ConcurrentTask *task)
 /*
  * After a failure before step 4, in a new transaction: drop the view
  * registered (and the target made), or put the view refreshed back as it
- * was.
+ * was.  A view the create registered is dropped also when it is in error:
+ * DDL on a source put it there meanwhile (a source dropped with CASCADE,
+ * which drops its query too), and it was never active.  A view refreshed
+ * that DDL put in error stays so, with the reason the DDL gave.
  */
 static void
 clean_up(ConcurrentTask *task, ErrorData *error)
@@ -581,13 +595,13 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 	begin_step();
 	ops_lock_views();
 	if (catalog_find_view(task_state.target, &view) &&
-		view.view_id == task_state.view_id && view.backfilling)
+		view.view_id == task_state.view_id)
 	{
-		if (task->command == BACKFILL_CREATE)
+		if (task->command == BACKFILL_CREATE && (view.backfilling || view.in_error))
 			ops_drop_view(&view, task_state.created);
-		else if (task_state.was_error)
+		else if (view.backfilling && task_state.was_error)
 			(void) catalog_set_error(&view, error, false);
-		else
+		else if (view.backfilling)
 			catalog_reset_view(view.view_id, InvalidXLogRecPtr);
 		launcher_notify();
 	}
@@ -612,6 +626,23 @@ try_clean_up(ConcurrentTask *task, ErrorData *error)
 		AbortOutOfAnyTransaction();
 	}
 	PG_END_TRY();
+}
+
+/*
+ * At this process's exit, however it ends (finished, failed, terminated):
+ * its operation no longer runs, and delta_join.progress no longer shows
+ * it.  Before the exit callbacks of PostgreSQL's own (this one is
+ * registered after them), so that the row is gone before the process
+ * leaves pg_stat_activity, and its caller's wait, ends.  A FATAL error may
+ * have come with the lock that guards the row held: it is released first,
+ * as the abort of the transaction would.
+ */
+static void
+end_progress(int code, Datum arg)
+{
+	LWLockReleaseAll();
+	if (task_state.view_id != 0)
+		progress_backfill_end(task_state.view_id);
 }
 
 /* The background worker's entry point: run one task, answer, end */
@@ -657,6 +688,8 @@ dj_concurrent_main(Datum main_arg)
 	take_caller_settings(task);
 
 	memset(&task_state, 0, sizeof(task_state));
+	task_state.name = task->data + task->target_off;
+	before_shmem_exit(end_progress, (Datum) 0);
 	PG_TRY();
 	{
 		if (task->command == BACKFILL_CREATE)
@@ -670,11 +703,16 @@ dj_concurrent_main(Datum main_arg)
 
 		MemoryContextSwitchTo(TopMemoryContext);
 		error = CopyErrorData();
+
+		/* a caller that was terminated takes no error: the server log does */
+		if (BackendPidGetProc(task->caller_pid) == NULL)
+			EmitErrorReport();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 
-		/* the cleanup is not to be cancelled in turn */
+		/* the cleanup is not to be cancelled in turn, nor to time out */
 		QueryCancelPending = false;
+		SetConfigOption("lock_timeout", "0", PGC_USERSET, PGC_S_SESSION);
 		HOLD_CANCEL_INTERRUPTS();
 		try_clean_up(task, error);
 		RESUME_CANCEL_INTERRUPTS();
@@ -686,8 +724,6 @@ dj_concurrent_main(Datum main_arg)
 		strlcpy(task->hint, error->hint ? error->hint : "", TASK_TEXT_LEN);
 	}
 	PG_END_TRY();
-	if (task_state.registered)
-		progress_backfill_end(task_state.view_id);
 	task->finished = true;
 	dsm_detach(seg);
 	proc_exit(0);

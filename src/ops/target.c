@@ -15,7 +15,8 @@
  * the transaction: no source change can commit between the fill and the
  * registration of the view (writers wait, as they do for CREATE INDEX).
  * A new target gets its key after the fill, as CREATE TABLE AS then ADD
- * PRIMARY KEY would: one sorted index build instead of row-by-row inserts.
+ * PRIMARY KEY would: one sorted index build instead of row-by-row inserts
+ * (a concurrent create makes it before, see views.c).
  *
  * Lock order of the functions that change views (views.c), the one order
  * every path takes:

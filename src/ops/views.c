@@ -269,13 +269,21 @@ create_view(const char *target, Query *query, List *hints,
 		target_lock_sources(plan);
 	}
 	query_view = query_bind(query, relid);
+
+	/*
+	 * The blocking create fills the target before it makes the key, a
+	 * sorted index build.  A concurrent create makes the key and indexes of
+	 * the target still empty, in the transaction that registers the view:
+	 * whatever ends its fill (a failure, a terminated process, a server
+	 * restart), the view's target is whole -- refresh() can fill it, and
+	 * the DDL guard checks the view's sources against a target that has
+	 * its key.
+	 */
 	if (!concurrently)
-	{
 		(void) target_fill(relid, query_view, settings, replace);
-		if (created)
-			target_add_key(relid, plan);
-		target_add_region_indexes(relid, plan);
-	}
+	if (created)
+		target_add_key(relid, plan);
+	target_add_region_indexes(relid, plan);
 	target_guard(relid);
 	view_id = catalog_insert_view(relid, query_view, plan->kind, plan->path, &plan->options,
 								  view_plan_source_records(plan), settings,
@@ -304,8 +312,7 @@ ops_create_view(const char *target, Query *query, List *hints,
 /*
  * Step 1 of a concurrent create (concurrent.c): the view of an analyzed
  * query into target, registered in state 'backfilling' with its target
- * made (empty, its key and indexes still to come if it is new: *created)
- * or checked, but not filled.  No lock on the sources beyond what the
+ * made (*created) or checked, with its key and indexes, but not filled.  No lock on the sources beyond what the
  * analysis takes (ACCESS SHARE), so the creator needs no right to lock
  * them.  Returns the target; *view_id is the view's.
  */

@@ -549,8 +549,7 @@ worker_check_citus(List *views)
  * A view left 'backfilling' by a concurrent create or refresh whose process
  * is gone (the server restarted, or it was terminated before it could clean
  * up) would hold its changes back, and the slot's WAL, forever: it goes to
- * error, which drop_view removes (and refresh rebuilds, after a refresh: an
- * interrupted create's target has no key yet).  True if it did.
+ * error, which refresh rebuilds and drop_view removes.  True if it did.
  */
 static bool
 worker_backfill_orphaned(ViewRecord *view)
@@ -560,7 +559,7 @@ worker_backfill_orphaned(ViewRecord *view)
 	(void) catalog_set_error(view,
 							 &(ErrorData) {.message = "its concurrent create or refresh ended before the view was filled",
 										   .detail = "The process that filled it is gone: the server restarted, or the process was terminated.",
-										   .hint = "Drop the view with delta_join.drop_view() and create it again; after an interrupted refresh, delta_join.refresh() rebuilds it."},
+										   .hint = "Rebuild it with delta_join.refresh(), or drop it with delta_join.drop_view()."},
 							 true);
 	return true;
 }

@@ -13,9 +13,23 @@
 #    target, and the slot moves on past later writes.
 #  - A failure in the fill (a division by zero in the query) is the
 #    caller's error, with its SQLSTATE, and leaves nothing either.
+#  - A terminated background worker of a create: its row leaves
+#    delta_join.progress with it, the worker puts the view in error, and
+#    refresh(concurrently) rebuilds it.
+#  - A terminated creator leaves its worker to finish alone; a cancel of
+#    the worker then leaves nothing, and its error is logged.
 #  - An immediate shutdown of the server during the fill leaves the view
 #    'backfilling' without its process: the worker puts it in error, the
-#    slot moves on, drop_view removes it, and it can be created again.
+#    slot moves on, refresh() rebuilds it (the create made the target's
+#    key before its fill), drop_view removes it, and it can be created
+#    again.
+#  - While a create waits for a writer, a column can be added to a source
+#    (the DDL guard checks the view against a target with its key).
+#  - The caller's lock_timeout ends a create's wait for writers (SQLSTATE
+#    55P03), which leaves nothing.
+#  - The view dropped, or a source dropped with CASCADE, while a create
+#    waits for a writer: the create fails, naming the view, and leaves
+#    nothing.
 #  - Not in a transaction block.
 
 use strict;
@@ -259,6 +273,82 @@ like($err, qr/ERROR:  22012: division by zero/,
 	'an error of the fill is the caller\'s, with its SQLSTATE');
 nothing_left('after an error');
 
+# ---- the backfill worker terminated during the fill ----
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+my $filler = $node->safe_psql('postgres',
+	"SELECT pid FROM delta_join.progress WHERE target = 'public.held'");
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($filler)");
+$creator->finish;
+like(
+	$cerr,
+	qr/the process of a concurrent create_view ended without finishing.*delta_join.refresh\(\) rebuilds/s,
+	'the creator says its process ended without finishing, and that refresh() rebuilds the view');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM delta_join.progress'),
+	'0', 'delta_join.progress shows no row for the terminated process');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error' AND last_error ~ 'ended before the view was filled'
+		FROM delta_join.status WHERE target = 'public.held'}),
+	'the worker puts the view whose process was terminated in error');
+is( $node->safe_psql('postgres',
+		"SELECT delta_join.refresh('held', concurrently => true) > 0"),
+	't', 'refresh(concurrently) rebuilds the view an interrupted create left');
+$node->safe_psql('postgres', q{DELETE FROM orders WHERE order_id = 4});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"), 't', 'held: wait() after its refresh');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'refreshed concurrently after a terminated create',
+	mode => 'upsert');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
+nothing_left('after a terminated create, a refresh and drop_view');
+
+# ---- the creator terminated during the fill ----
+#
+# Its background worker goes on alone: the view ends active.  Cancelled
+# then, the worker leaves nothing, and its error is in the server log.
+
+sub terminate_creator
+{
+	$node->safe_psql(
+		'postgres', q{
+		SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE backend_type = 'client backend' AND query LIKE '%create_view(''held''%'
+		  AND pid <> pg_backend_pid()});
+}
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+terminate_creator();
+$creator->finish;
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT (SELECT state FROM delta_join.status WHERE target = 'public.held') = 'active'
+		  AND NOT EXISTS (SELECT FROM delta_join.progress)}),
+	'the creator terminated, its worker finishes alone: the view is active');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"), 't', 'held: wait() after its creator was terminated');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'made by the worker of a terminated creator',
+	mode => 'upsert');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+terminate_creator();
+$creator->finish;
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres',
+	"SELECT pg_cancel_backend(pid) FROM delta_join.progress WHERE target = 'public.held'");
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT NOT EXISTS (SELECT FROM delta_join.views WHERE target = 'public.held')
+		  AND NOT EXISTS (SELECT FROM delta_join.progress)}),
+	'the creator terminated, a cancel of its worker ends the create');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+nothing_left('after a cancel of the worker of a terminated creator');
+ok($node->log_contains(qr/ERROR:  canceling statement due to user request/, $log_offset),
+	'the error of the worker of a terminated creator is in the server log');
+
 # ---- an immediate shutdown during the fill ----
 
 ($cout, $cerr) = ('', '');
@@ -273,8 +363,12 @@ ok( $node->poll_query_until(
 		FROM delta_join.status WHERE target = 'public.held'}),
 	'after a crash, the worker puts the view left backfilling in error');
 slot_moves('after a crash');
+is($node->safe_psql('postgres', "SELECT delta_join.refresh('held') > 0"),
+	't', 'after a crash, refresh() rebuilds the view an interrupted create left');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'refreshed after the crash',
+	mode => 'upsert');
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
-nothing_left('after a crash and drop_view');
+nothing_left('after a crash, a refresh and drop_view');
 $node->safe_psql('postgres',
 	"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)");
 $node->safe_psql('postgres', q{DELETE FROM orders WHERE order_id = 3});
@@ -313,6 +407,10 @@ ok( $node->poll_query_until(
 		SELECT phase = 'waiting for writers'
 		FROM delta_join.progress WHERE target = 'public.after_writer'}),
 	'after_writer: the create waits for the writer');
+# the target has its key already: the DDL guard finds the view correct
+($ret, $out, $err) =
+  $node->psql('lonely', 'ALTER TABLE orders ADD COLUMN note text');
+is($err, '', 'after_writer: a column added to a source while the create waits');
 $writer->query_safe('COMMIT');
 $writer->quit;
 $waiting->finish;
@@ -328,6 +426,88 @@ my $refreshed = $node->safe_psql('lonely',
 is($refreshed, 't', 'after_writer: a concurrent refresh right after it catches up');
 DeltaJoinTest::target_ok($node, 'after_writer', $DeltaJoinTest::wide_query,
 	'the view made after a writer', mode => 'upsert', dbname => 'lonely');
+
+# ---- the view, or a source, dropped while a create waits for a writer ----
+#
+# A writer of one source holds the create in "waiting for writers" while
+# another session drops the view, or drops the other source with CASCADE
+# (the DDL guard puts the view in error, and its query goes): the create
+# fails, naming the view as the caller did, and leaves nothing.
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE s1 (id int PRIMARY KEY, k int);
+	CREATE TABLE s2 (id int PRIMARY KEY, k int);
+	CREATE INDEX ON s1 (k);
+	CREATE INDEX ON s2 (k);
+	INSERT INTO s1 SELECT g, g % 10 FROM generate_series(1, 100) g;
+	INSERT INTO s2 SELECT g, g FROM generate_series(0, 9) g;});
+my $s_query = 'SELECT s1.id AS i1, s2.id AS i2 FROM s1 JOIN s2 ON s1.k = s2.k';
+my $s_writer = $node->background_psql('postgres');
+
+# Start a concurrent create of $s_query into $name that waits for a writer
+# of s2; returns the creator's harness once it waits.
+sub start_waiting_create
+{
+	my ($name, $out, $err) = @_;
+	$s_writer->query_safe('BEGIN; UPDATE s2 SET k = k WHERE id = 9');
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+			"SELECT delta_join.create_view('$name', '$s_query', concurrently => true)" ],
+		'<', \undef, '>', $out, '2>', $err);
+	ok( $node->poll_query_until(
+			'postgres', qq{
+			SELECT phase = 'waiting for writers'
+			FROM delta_join.progress WHERE target = 'public.$name'}),
+		"$name: the create waits for the writer");
+	return $h;
+}
+
+# nothing of a view into public.$name
+sub no_view
+{
+	my ($name, $what) = @_;
+	is( $node->safe_psql(
+			'postgres', qq{
+			SELECT (SELECT count(*) FROM delta_join.views WHERE target = 'public.$name')
+			  || '|' || (to_regclass('public.$name') IS NULL)
+			  || '|' || (SELECT count(*) FROM delta_join.progress)}),
+		'0|true|0', "$what: nothing is left of the view");
+}
+
+# the caller's lock_timeout bounds the wait for writers, as it bounds
+# CREATE INDEX CONCURRENTLY's (statement_timeout, far longer, only keeps the
+# test from hanging without it)
+$s_writer->query_safe('BEGIN; UPDATE s2 SET k = k WHERE id = 9');
+($ret, $out, $err) = $node->psql(
+	'postgres',
+	"SET lock_timeout = '200ms'; SET statement_timeout = '60s';\n"
+	  . "SELECT delta_join.create_view('s_timeout', '$s_query', concurrently => true)",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+$s_writer->query_safe('COMMIT');
+like(
+	$err,
+	qr/ERROR:  55P03: canceling statement due to lock timeout/,
+	'the caller\'s lock_timeout ends the wait for writers, with its SQLSTATE');
+no_view('s_timeout', 'a create whose wait for writers timed out');
+
+foreach my $case (
+	[ 's_gone', "SELECT delta_join.drop_view('s_gone')", 'the view dropped while its create waits' ],
+	[ 's_dropped', 'DROP TABLE s1 CASCADE', 'a source dropped with CASCADE while the create waits' ])
+{
+	my ($name, $ddl, $what) = @$case;
+	($cout, $cerr) = ('', '');
+	$creator = start_waiting_create($name, \$cout, \$cerr);
+	$node->safe_psql('postgres', $ddl);
+	$s_writer->query_safe('COMMIT');
+	$creator->finish;
+	like(
+		$cerr,
+		qr/delta view "$name" was dropped or changed during its concurrent backfill/,
+		"$what: the create fails, naming the view");
+	no_view($name, $what);
+}
+$s_writer->quit;
 
 $node->stop;
 done_testing();
