@@ -2,8 +2,8 @@
  *
  * flatten.c
  *	  Inline what the planner would before the rules judge a query: plain
- *	  Postgres views used as sources, non-recursive CTEs, and subqueries in
- *	  FROM made of joins, projections and filters only.
+ *	  Postgres views used as sources, non-recursive CTEs, subqueries in
+ *	  FROM made of joins, projections and filters only, and semi-joins.
  *
  * The query view keeps the query as written (so pg_depend records the views
  * it reads); flattening runs on every analysis of it, and gives the same
@@ -25,6 +25,11 @@
  * reference.  A subquery on the nullable side of an outer join is pulled
  * up only if its select list goes NULL with its row: plain columns and
  * strict expressions of them (a constant would not).
+ *
+ * On the path of groups through joins, a semi-join -- EXISTS or IN in the
+ * top-level AND of WHERE -- is pulled up the way the planner's
+ * pull_up_sublinks makes it a join, and the query made the SELECT DISTINCT
+ * of that join, when its rows are distinct (analysis_pull_up_semi_joins).
  *
  *-------------------------------------------------------------------------
  */
