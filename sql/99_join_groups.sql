@@ -8,7 +8,8 @@
 -- joins, a cross join, no GROUP BY and strategy none stay on full
 -- recompute; explain() says why.  A SELECT DISTINCT over inner joins
 -- (issue 22, item 2) takes the same path as the GROUP BY of its select
--- list, with no aggregate.
+-- list, with no aggregate; so does a semi-join, EXISTS or IN, taken as
+-- the SELECT DISTINCT of its join (issue 22, item 3).
 --
 \set ECHO none
 \i sql/include/setup.sql
@@ -184,6 +185,114 @@ SELECT * FROM delta_join.explain('SELECT DISTINCT product FROM sales', strategy 
 SELECT * FROM delta_join.explain(:'city_product', strategy => 'none');
 SELECT delta_join.create_view('city_product_eventual', :'city_product');
 
+--
+-- 5. Semi-joins (issue 22, item 3): a WHERE with EXISTS or IN whose
+--    select list holds a unique key of the outer table (its primary key,
+--    or a unique index of NOT NULL columns) returns the rows of the SELECT
+--    DISTINCT of the join, and takes its path: a change of the inner side
+--    dirties the outer rows it joins.
+--
+CREATE TABLE clients (id int PRIMARY KEY, email text NOT NULL UNIQUE, name text, ref int);
+CREATE TABLE tickets (id int PRIMARY KEY, client_id int, state text);
+CREATE TABLE notes (id int PRIMARY KEY, client_id int);
+INSERT INTO clients VALUES (1, 'a@x', 'ann', 1), (2, 'b@x', 'bob', 2), (3, 'c@x', NULL, NULL),
+  (4, 'd@x', 'dan', 9), (5, 'e@x', 'eve', 3);
+INSERT INTO tickets VALUES (1, 1, 'open'), (2, 1, 'open'), (3, 2, 'closed'), (4, NULL, 'open'),
+  (5, 3, 'open');
+INSERT INTO notes VALUES (1, 1), (2, 3), (3, NULL);
+\set open_exists 'SELECT c.id, c.name FROM clients c WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id AND t.state = ''open'')'
+\set open_in 'SELECT c.id, c.name FROM clients c WHERE c.id IN (SELECT t.client_id FROM tickets t WHERE t.state = ''open'')'
+-- not eligible while the output column c.name and the join column of
+-- tickets are not logged in old rows
+SELECT * FROM delta_join.explain(:'open_exists', strategy => 'auto');
+ALTER TABLE clients REPLICA IDENTITY FULL;
+ALTER TABLE tickets REPLICA IDENTITY FULL;
+ALTER TABLE notes REPLICA IDENTITY FULL;
+SELECT * FROM delta_join.explain(:'open_exists', strategy => 'auto');
+SELECT * FROM delta_join.explain(:'open_in', strategy => 'auto');
+SELECT delta_join.create_view('open_exists', :'open_exists', strategy => 'auto');
+SELECT delta_join.create_view('open_in', :'open_in', strategy => 'auto');
+-- a unique key of NOT NULL columns, a NULL outer key, IN over a primary key
+\set by_ref 'SELECT c.email, c.ref FROM clients c WHERE c.ref IN (SELECT t.id FROM tickets t WHERE t.state IS DISTINCT FROM ''spam'')'
+SELECT delta_join.create_view('by_ref', :'by_ref', strategy => 'auto');
+-- two semi-joins and a filter of the outer table
+\set noted 'SELECT c.id, c.email FROM clients c WHERE c.name <> ''zed'' AND EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id) AND c.id IN (SELECT n.client_id FROM notes n)'
+SELECT * FROM delta_join.explain(:'noted', strategy => 'auto');
+SELECT delta_join.create_view('noted', :'noted', strategy => 'auto');
+-- a semi-join of a table with itself, LIMIT in EXISTS
+\set self_ref 'SELECT c.id, c.ref FROM clients c WHERE EXISTS (SELECT 1 FROM clients p WHERE p.id = c.ref LIMIT 1)'
+SELECT * FROM delta_join.explain(:'self_ref', strategy => 'auto');
+SELECT delta_join.create_view('self_ref', :'self_ref', strategy => 'auto');
+-- the views and their queries, for diff()
+CREATE TEMP TABLE semi (target text, query text);
+INSERT INTO semi VALUES ('open_exists', :'open_exists'), ('open_in', :'open_in'),
+  ('by_ref', :'by_ref'), ('noted', :'noted'), ('self_ref', :'self_ref');
+SELECT s.target, v.kind, v.mode FROM semi s JOIN delta_join.views v ON v.target = 'jg.' || s.target
+ ORDER BY 1;
+SELECT * FROM open_exists ORDER BY id;
+SELECT * FROM by_ref ORDER BY email;
+
+-- the inner side: a first open ticket (client 2 enters), one of two open
+-- tickets closed (client 1 stays), a ticket moved from client 3 to 4
+-- (3 leaves, 4 enters), a NULL join key set
+UPDATE tickets SET state = 'open' WHERE id = 3;
+UPDATE tickets SET state = 'closed' WHERE id = 2;
+UPDATE tickets SET client_id = 4 WHERE id = 5;
+UPDATE tickets SET client_id = 5 WHERE id = 4;
+SELECT delta_join.wait();
+SELECT s.target, d.* FROM semi s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM open_exists ORDER BY id;
+SELECT * FROM noted ORDER BY id;
+
+-- the last match of a client deleted, an inner filter flipped, a ticket's
+-- key changed (by_ref's client 3 comes with ticket 3 renumbered), a note
+-- added and one deleted
+DELETE FROM tickets WHERE id = 1;
+UPDATE tickets SET state = 'spam' WHERE id = 2;
+UPDATE tickets SET id = 9 WHERE id = 3;
+INSERT INTO notes VALUES (4, 4);
+DELETE FROM notes WHERE id = 2;
+SELECT delta_join.wait();
+SELECT s.target, d.* FROM semi s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM open_exists ORDER BY id;
+SELECT * FROM by_ref ORDER BY email;
+SELECT * FROM noted ORDER BY id;
+
+-- the outer side: a name changed, a name that fails the filter, a key
+-- changed, a NULL ref set, a client and its ticket in one transaction, a
+-- client deleted
+UPDATE clients SET name = 'robert' WHERE id = 2;
+UPDATE clients SET name = 'zed' WHERE id = 4;
+UPDATE clients SET id = 6 WHERE id = 5;
+UPDATE clients SET ref = 9 WHERE id = 3;
+BEGIN;
+INSERT INTO clients VALUES (7, 'g@x', 'gil', NULL);
+INSERT INTO tickets VALUES (10, 7, 'open');
+COMMIT;
+DELETE FROM clients WHERE id = 1;
+SELECT delta_join.wait();
+SELECT s.target, d.* FROM semi s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM open_exists ORDER BY id;
+SELECT * FROM open_in ORDER BY id;
+SELECT * FROM by_ref ORDER BY email;
+
+-- what keeps its path: no unique key of the outer table in the select
+-- list, NOT EXISTS and NOT IN, a correlated IN, a subquery that groups,
+-- an aggregate over the semi-join, strategy none
+\set no_key 'SELECT c.name FROM clients c WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id)'
+SELECT * FROM delta_join.explain(:'no_key', strategy => 'auto');
+\set not_exists 'SELECT c.id, c.name FROM clients c WHERE NOT EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id)'
+SELECT * FROM delta_join.explain(:'not_exists', strategy => 'auto');
+\set not_in 'SELECT c.id, c.name FROM clients c WHERE c.id NOT IN (SELECT t.client_id FROM tickets t)'
+SELECT * FROM delta_join.explain(:'not_in', strategy => 'auto');
+\set in_correlated 'SELECT c.id FROM clients c WHERE c.id IN (SELECT t.client_id FROM tickets t WHERE t.id > c.ref)'
+SELECT * FROM delta_join.explain(:'in_correlated', strategy => 'auto');
+\set grouped_sub 'SELECT c.id FROM clients c WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id GROUP BY t.client_id HAVING count(*) > 1)'
+SELECT * FROM delta_join.explain(:'grouped_sub', strategy => 'auto');
+\set agg_semi 'SELECT c.name, count(*) AS n FROM clients c WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id) GROUP BY c.name'
+SELECT * FROM delta_join.explain(:'agg_semi', strategy => 'auto');
+SELECT * FROM delta_join.explain(:'open_exists', strategy => 'none');
+
 -- the views are dropped with the schema
 SELECT delta_join.drop_view('by_region');
 SELECT delta_join.drop_view('by_order');
@@ -191,4 +300,9 @@ SELECT delta_join.drop_view('three');
 SELECT delta_join.drop_view('city_product');
 SELECT delta_join.drop_view('towns');
 SELECT delta_join.drop_view('kinds');
+SELECT delta_join.drop_view('open_exists');
+SELECT delta_join.drop_view('open_in');
+SELECT delta_join.drop_view('by_ref');
+SELECT delta_join.drop_view('noted');
+SELECT delta_join.drop_view('self_ref');
 DROP SCHEMA jg CASCADE;

@@ -67,6 +67,8 @@ typedef struct Analysis
 	char	   *label;			/* "branch 2 of the UNION ALL", added to messages;
 								 * NULL but for a branch */
 	List	   *branch_analyses;	/* Analysis * of each branch of a UNION ALL */
+	bool		semi_join;		/* groups through joins: WHERE has an EXISTS
+								 * or IN, tried as a DISTINCT join */
 } Analysis;
 
 #define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
@@ -130,6 +132,7 @@ extern void analysis_full(Analysis *a, Query *query, List *hints);
 
 /* flatten.c */
 extern void analysis_flatten(Analysis *a, Query *query);
+extern bool analysis_pull_up_semi_joins(Analysis *a, Query *query);
 extern Bitmapset *analysis_referenced_rtes(Query *query);
 
 #endif							/* DJ_ANALYSIS_H */

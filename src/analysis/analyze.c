@@ -742,6 +742,16 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 		plan->options.ignore_non_unique_key_filter = true;
 	}
 	analysis_flatten(a, query);
+
+	/*
+	 * (A semi-join this path cannot take as a join leaves a sublink the
+	 * rest would only refuse again.)
+	 */
+	if (a->path == DJ_PATH_JOIN_GROUPS)
+	{
+		if (!analysis_pull_up_semi_joins(a, query))
+			return plan;
+	}
 	referenced = analysis_referenced_rtes(query);
 
 	if (query->setOperations)
@@ -920,7 +930,7 @@ choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines
 		a.path = path;
 		plan = analysis_query(&a, query, hints, options);
 		if (path == DJ_PATH_JOIN_GROUPS && a.failures != NIL &&
-			!analysis_aggregate_over_join(&a))
+			!analysis_aggregate_over_join(&a) && !a.semi_join)
 			continue;
 
 		/*

@@ -118,6 +118,8 @@ typedef struct DeltaPlan
 	bool		whole;			/* an aggregate without GROUP BY: one group */
 	bool		distinct;		/* SELECT DISTINCT taken as GROUP BY (groups
 								 * through joins): query has the GROUP BY */
+	bool		semi_join;		/* an EXISTS or IN taken as a DISTINCT join
+								 * (groups through joins, flatten.c) */
 	Query	   *query;			/* analyzed query; join alias vars flattened */
 	DeltaOptions options;
 	List	   *sources;		/* DeltaSource * */

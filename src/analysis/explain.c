@@ -276,6 +276,7 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 	{
 		lines = lappend(lines, psprintf("Keyed Recompute of Groups through Joins (%s%s) -> key %s",
 										join_types(plan),
+										plan->semi_join ? "; semi-join by EXISTS or IN, as DISTINCT: a group of each row" :
 										plan->distinct ? "; DISTINCT: a group of each row" : "",
 										key_list(plan)));
 		foreach(lc, plan->sources)

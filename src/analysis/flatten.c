@@ -2,8 +2,8 @@
  *
  * flatten.c
  *	  Inline what the planner would before the rules judge a query: plain
- *	  Postgres views used as sources, non-recursive CTEs, and subqueries in
- *	  FROM made of joins, projections and filters only.
+ *	  Postgres views used as sources, non-recursive CTEs, subqueries in
+ *	  FROM made of joins, projections and filters only, and semi-joins.
  *
  * The query view keeps the query as written (so pg_depend records the views
  * it reads); flattening runs on every analysis of it, and gives the same
@@ -26,18 +26,30 @@
  * up only if its select list goes NULL with its row: plain columns and
  * strict expressions of them (a constant would not).
  *
+ * On the path of groups through joins, a semi-join -- EXISTS or IN in the
+ * top-level AND of WHERE -- is pulled up the way the planner's
+ * pull_up_sublinks makes it a join, and the query made the SELECT DISTINCT
+ * of that join, when its rows are distinct (analysis_pull_up_semi_joins).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_clause.h"
+#include "parser/parse_oper.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
 #include "utils/rel.h"
 
 #include "analysis/analysis.h"
@@ -310,6 +322,329 @@ pull_up_in(Analysis *a, Query *query, Node *jtnode, bool nullable, List **pulled
 		return jtnode;
 	}
 	return jtnode;
+}
+
+/* ----------------------------------------------------------------
+ *		Semi-joins (EXISTS, IN) as a DISTINCT join
+ * ----------------------------------------------------------------
+ */
+
+/* A sublink that is a top-level condition of WHERE: EXISTS or IN */
+static SubLink *
+semi_join_sublink(Node *qual)
+{
+	if (qual == NULL || !IsA(qual, SubLink))
+		return NULL;
+	if (((SubLink *) qual)->subLinkType == EXISTS_SUBLINK ||
+		(((SubLink *) qual)->subLinkType == ANY_SUBLINK &&
+		 ((SubLink *) qual)->testexpr != NULL))
+		return (SubLink *) qual;
+	return NULL;
+}
+
+static void
+reject_semi_join(Analysis *a, char *message, char *detail, char *hint)
+{
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   psprintf("keyed recompute of groups through joins: %s", message),
+		   detail, hint ? hint : pstrdup("Let strategy auto maintain the view by full recompute."));
+}
+
+/*
+ * Does the select list of query hold, as plain columns, a unique key of
+ * relation entry rtindex: its primary key, or the columns of a unique,
+ * immediate, non-partial index that are all NOT NULL?  (tlist: the select
+ * list with join alias vars flattened.)
+ */
+static bool
+outputs_unique_key(Query *query, List *tlist, int rtindex)
+{
+	RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+	Bitmapset  *output = NULL;
+	Relation	rel;
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, tlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+
+		if (!tle->resjunk && IsA(var, Var) && var->varno == rtindex &&
+			var->varlevelsup == 0 && var->varattno > 0)
+			output = bms_add_member(output, var->varattno);
+	}
+	rel = table_open(rte->relid, AccessShareLock);
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+		bool		covered = form->indisunique && form->indimmediate &&
+			form->indisvalid &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+
+		for (int i = 0; i < form->indnkeyatts && covered; i++)
+		{
+			AttrNumber	att = form->indkey.values[i];
+
+			covered = att > 0 && bms_is_member(att, output) &&
+				TupleDescAttr(RelationGetDescr(rel), att - 1)->attnotnull;
+		}
+		found |= covered;
+		index_close(idx, AccessShareLock);
+	}
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * The rows of the outer query are distinct: it is a SELECT DISTINCT, or
+ * its select list holds a unique key of each table it reads.  Else the
+ * first table that lacks one is named in *culprit.
+ */
+static bool
+outer_rows_distinct(Query *query, char **culprit)
+{
+	List	   *tlist;
+	int			rtindex = -1;
+	Bitmapset  *referenced;
+
+	if (query->distinctClause != NIL)
+		return true;
+	tlist = (List *) flatten_join_alias_vars_compat(query, copyObject((Node *) query->targetList));
+	referenced = analysis_referenced_rtes(query);
+	while ((rtindex = bms_next_member(referenced, rtindex)) >= 0)
+	{
+		RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+
+		if (rte->rtekind == RTE_JOIN)
+			continue;
+		if (rte->rtekind != RTE_RELATION || !outputs_unique_key(query, tlist, rtindex))
+		{
+			*culprit = pstrdup(rte->eref->aliasname);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A Param of an IN sublink becomes the select-list entry it stands for */
+static Node *
+replace_sublink_params(Node *node, List *tlist)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_SUBLINK)
+	{
+		TargetEntry *tle = list_nth(tlist, ((Param *) node)->paramid - 1);
+
+		return copyObject((Node *) tle->expr);
+	}
+	return expression_tree_mutator(node, replace_sublink_params, (void *) tlist);
+}
+
+/*
+ * Pull the subquery of a semi-join up into query, the way the planner's
+ * convert_EXISTS_sublink_to_join and convert_ANY_sublink_to_join make it a
+ * join (subselect.c): its range table goes to the end of query's, its FROM
+ * items to the end of query's FROM list.  Returns the conditions (ANDed)
+ * that take the sublink's place -- the subquery's WHERE, and for IN the
+ * comparison of the outer columns with its select list -- or NIL, after
+ * reject, when
+ * it cannot be pulled up: a subquery of more than joins and filters, an
+ * EXISTS that reads the outer query's columns outside its WHERE or not at
+ * all, an IN whose subquery reads them, a volatile condition.
+ */
+static List *
+pull_up_semi_join(Analysis *a, Query *query, SubLink *sublink)
+{
+	Query	   *sub = copyObject(castNode(Query, sublink->subselect));
+	bool		exists = (sublink->subLinkType == EXISTS_SUBLINK);
+	Node	   *where;
+	List	   *conds = NIL;
+
+	flatten_level(a, sub);
+	/*
+	 * (What a semi-join's select list, DISTINCT and ORDER BY say is moot;
+	 * so is a LIMIT of EXISTS that keeps a row, as simplify_EXISTS_query
+	 * has it.)
+	 */
+	if (exists)
+	{
+		/* (the parser casts an integer LIMIT to bigint, implicitly) */
+		Const	   *limit = (Const *) strip_implicit_coercions(sub->limitCount);
+
+		sub->targetList = NIL;
+		if (limit != NULL && IsA(limit, Const) &&
+			(limit->constisnull ||
+			 (limit->consttype == INT8OID && DatumGetInt64(limit->constvalue) > 0) ||
+			 (limit->consttype == INT4OID && DatumGetInt32(limit->constvalue) > 0)))
+			sub->limitCount = NULL;
+	}
+	if (!sub->hasDistinctOn)
+		sub->distinctClause = NIL;
+	sub->sortClause = NIL;
+	if (!is_simple_subquery(sub))
+	{
+		reject_semi_join(a, pstrdup("the subquery of a semi-join (EXISTS or IN) must be made of joins and filters"),
+						 pstrdup("It is taken as a join, which only joins and filters can stand for."),
+						 NULL);
+		return NIL;
+	}
+	where = sub->jointree->quals;
+	sub->jointree->quals = NULL;
+	if (exists && (contain_vars_of_level((Node *) sub, 1) ||
+				   !contain_vars_of_level(where, 1)))
+	{
+		reject_semi_join(a, pstrdup("the subquery of EXISTS must read columns of the outer query in its WHERE, and only there"),
+						 pstrdup("Its WHERE becomes the condition that joins it to the outer query's tables."),
+						 NULL);
+		return NIL;
+	}
+	if (!exists && (contain_vars_of_level((Node *) sub, 1) || contain_vars_of_level(where, 1)))
+	{
+		reject_semi_join(a, pstrdup("the subquery of IN reads columns of the outer query"),
+						 pstrdup("The comparison of IN becomes the condition that joins it to the outer query's tables."),
+						 pstrdup("Compare the outer columns in a correlated EXISTS instead, or let strategy auto maintain the view by full recompute."));
+		return NIL;
+	}
+	if (contain_volatile_functions(where) ||
+		(!exists && contain_volatile_functions(sublink->testexpr)))
+	{
+		reject_semi_join(a, pstrdup("the condition of a semi-join (EXISTS or IN) calls a volatile function"),
+						 pstrdup("It is evaluated once per joined row, not once per row of the outer query."),
+						 NULL);
+		return NIL;
+	}
+	sub->jointree->quals = where;
+
+	OffsetVarNodes((Node *) sub, list_length(query->rtable), 0);
+	if (exists)
+		IncrementVarSublevelsUp((Node *) sub, -1, 1);
+	compat_append_range_table(query, sub);
+	query->jointree->fromlist = list_concat(query->jointree->fromlist,
+											sub->jointree->fromlist);
+	if (!exists)
+		conds = make_ands_implicit((Expr *) replace_sublink_params(copyObject(sublink->testexpr),
+																   sub->targetList));
+	return list_concat(conds, make_ands_implicit((Expr *) sub->jointree->quals));
+}
+
+/*
+ * The select list of query made its DISTINCT, as the parser makes it
+ * (transformDistinctClause).  False if a column's type has no equality.
+ */
+static bool
+add_distinct(Analysis *a, Query *query)
+{
+	List	   *clauses = NIL;
+	ListCell   *lc;
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		SortGroupClause *sgc;
+		Oid			sortop;
+		Oid			eqop;
+		bool		hashable;
+
+		if (tle->resjunk)
+			continue;
+		get_sort_group_operators(exprType((Node *) tle->expr), false, false, false,
+								 &sortop, &eqop, NULL, &hashable);
+		if (!OidIsValid(eqop))
+		{
+			reject_semi_join(a, psprintf("output column \"%s\" of a semi-join has type %s, which has no equality operator",
+										 tle->resname, format_type_be(exprType((Node *) tle->expr))),
+							 pstrdup("The semi-join is taken as a SELECT DISTINCT of its join, which compares every output column."),
+							 NULL);
+			return false;
+		}
+		sgc = makeNode(SortGroupClause);
+		sgc->tleSortGroupRef = assignSortGroupRef(tle, query->targetList);
+		sgc->eqop = eqop;
+		sgc->sortop = sortop;
+		sgc->nulls_first = false;
+		sgc->hashable = hashable;
+		clauses = lappend(clauses, sgc);
+	}
+	query->distinctClause = clauses;
+	return true;
+}
+
+/*
+ * Semi-joins on the path of groups through joins (DeltaPlan.semi_join).
+ * A condition "EXISTS (SELECT ... FROM b WHERE b.k = a.k AND ...)" or
+ * "a.k IN (SELECT b.k FROM b WHERE ...)" in the top-level AND of WHERE
+ * keeps a row of the outer query iff some row of b joins it.  When the
+ * outer query's rows are distinct -- its select list holds a unique key of
+ * each table it reads, or it is a SELECT DISTINCT -- its rows are then the
+ * rows of the SELECT DISTINCT of the join of b with the sublink's
+ * conditions: each kept row once, none other.  NULLs agree: a NULL key
+ * fails IN, and fails the join's equality alike, in WHERE.  The query is
+ * rewritten so (its DISTINCT then made a GROUP BY by analyze.c), and the
+ * path's own rules judge it.  NOT EXISTS and NOT IN (anti-joins) are left
+ * as they are, refused as subqueries; so is a query that groups,
+ * aggregates or reads a sublink elsewhere.  Returns false, after reject,
+ * when a semi-join cannot be pulled up.
+ */
+bool
+analysis_pull_up_semi_joins(Analysis *a, Query *query)
+{
+	List	   *quals;
+	List	   *kept = NIL;
+	bool		failed = false;
+	char	   *culprit = NULL;
+	ListCell   *lc;
+
+	if (!query->hasSubLinks || query->jointree->quals == NULL)
+		return true;
+	quals = make_ands_implicit((Expr *) query->jointree->quals);
+	foreach(lc, quals)
+		a->semi_join |= (semi_join_sublink(lfirst(lc)) != NULL);
+	if (!a->semi_join)
+		return true;
+
+	if (query->hasAggs || query->groupClause != NIL || query->groupingSets != NIL ||
+		query->havingQual != NULL || query->hasWindowFuncs || query->hasTargetSRFs ||
+		query->hasDistinctOn)
+	{
+		reject_semi_join(a, pstrdup("a semi-join (EXISTS or IN) under GROUP BY, aggregates, window functions, set-returning functions or DISTINCT ON is not supported"),
+						 pstrdup("The semi-join is taken as a SELECT DISTINCT of its join, which these would see the joined rows of."),
+						 NULL);
+		return false;
+	}
+	if (!outer_rows_distinct(query, &culprit))
+	{
+		reject_semi_join(a, psprintf("the select list holds no unique key of %s, so the semi-join (EXISTS or IN) cannot be taken as a DISTINCT join",
+									 quote_identifier(culprit)),
+						 pstrdup("The DISTINCT that stands for the semi-join would merge rows of the outer query that are equal."),
+						 pstrdup("Select the table's primary key (or the columns of a unique index that are NOT NULL), or let strategy auto maintain the view by full recompute."));
+		return false;
+	}
+
+	foreach(lc, quals)
+	{
+		SubLink    *sublink = semi_join_sublink(lfirst(lc));
+		List	   *conds;
+
+		if (sublink == NULL)
+		{
+			kept = lappend(kept, lfirst(lc));
+			continue;
+		}
+		conds = pull_up_semi_join(a, query, sublink);
+		failed |= (conds == NIL);
+		kept = list_concat(kept, conds);
+	}
+	if (failed)
+		return false;
+	query->jointree->quals = (Node *) make_ands_explicit(kept);
+	query->hasSubLinks = checkExprHasSubLink((Node *) query);
+	if (query->distinctClause == NIL && !add_distinct(a, query))
+		return false;
+	a->plan->semi_join = true;
+	return true;
 }
 
 /* ----------------------------------------------------------------

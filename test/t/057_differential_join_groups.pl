@@ -8,9 +8,9 @@
 #   orders    (id PK, merchant_id, item_id, amount, status)
 #   items     (id PK, category)
 #
-# and four aggregate views and two SELECT DISTINCT views over inner joins
-# (issue 22, item 2), created with strategy auto, each of which must take
-# the new path (views.mode):
+# and four aggregate views, two SELECT DISTINCT views over inner joins
+# (issue 22, item 2) and two semi-joins (issue 22, item 3), created with
+# strategy auto, each of which must take the new path (views.mode):
 #
 #  - by_region: orders JOIN merchants grouped by a merchant column (NULL
 #    for some merchants), with count, sum, avg, min and max;
@@ -25,7 +25,12 @@
 #  - distinct_merchant_item_small: DISTINCT over the three tables of
 #    columns that give most rows one or two orders, so that the workload
 #    often takes a row's last order away (and brings a first one), with a
-#    small max_batch_size.
+#    small max_batch_size;
+#  - semi_exists: merchants that have an order of one status (EXISTS,
+#    correlated by the join key, with a filter of orders that status
+#    changes flip);
+#  - semi_in_small: items IN the items of orders of merchants of a tier
+#    (a subquery that joins two tables), with a small max_batch_size.
 #
 # Several concurrent pgbench clients then write on every source: inserts,
 # updates of amounts, moves of orders between merchants and items (join
@@ -37,7 +42,7 @@
 # A deterministic tail then moves a merchant's only orders away in the
 # batch in which the merchant changes region: its old region must lose
 # them although no order leads from the merchant to its old region any
-# more (nor a DISTINCT row).
+# more (nor a DISTINCT row), and the merchant leaves semi_exists.
 
 use strict;
 use warnings;
@@ -77,7 +82,12 @@ sub queries
 		"$s.distinct_merchant_item_small" => qq{SELECT DISTINCT m.id AS merchant, m.region,
     o.item_id, i.category
   FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id
-    JOIN $s.items i ON i.id = o.item_id});
+    JOIN $s.items i ON i.id = o.item_id},
+		"$s.semi_exists" => qq{SELECT m.id, m.region, m.tier FROM $s.merchants m
+  WHERE EXISTS (SELECT 1 FROM $s.orders o WHERE o.merchant_id = m.id AND o.status = 's1')},
+		"$s.semi_in_small" => qq{SELECT i.id, i.category FROM $s.items i
+  WHERE i.id IN (SELECT o.item_id FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id
+    WHERE m.tier <> 0)});
 }
 
 sub scripts
@@ -241,6 +251,8 @@ foreach my $seed (@seeds)
 	is($node->safe_psql('postgres',
 			"SELECT count(*) FROM $s.distinct_region_status WHERE region IN ('lonely', 'moved')"),
 		'0', "seed $seed: the DISTINCT row of the moved orders' old region is deleted");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM $s.semi_exists WHERE id = 1000"),
+		'0', "seed $seed: the merchant whose orders moved away leaves the semi-join");
 }
 
 # ---- the comparison can fail ----

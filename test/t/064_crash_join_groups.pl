@@ -4,8 +4,10 @@
 # Two aggregate views over inner joins of REPLICA IDENTITY FULL tables, on
 # the groups-through-joins path: orders JOIN merchants grouped by a
 # merchant column, and orders JOIN merchants JOIN items grouped by a column
-# of each of the looked-up tables, with HAVING; and a SELECT DISTINCT over
-# the three tables (issue 22, item 2), of a few orders a row.  pgbench
+# of each of the looked-up tables, with HAVING; a SELECT DISTINCT over
+# the three tables (issue 22, item 2), of a few orders a row; and a
+# semi-join (issue 22, item 3), the items that some order of a few
+# merchants' regions has (IN).  pgbench
 # streams seeded random writes on every source (upserts, moves of orders
 # between merchants and items, changes of regions and categories,
 # deletes) while the apply worker is killed with SIGKILL, four times,
@@ -44,7 +46,10 @@ my %queries = (
   FROM orders o JOIN merchants m ON m.id = o.merchant_id JOIN items i ON i.id = o.item_id
   GROUP BY m.region, i.category HAVING count(*) > 20},
 	merchant_categories => q{SELECT DISTINCT m.id AS merchant_id, m.region, i.category
-  FROM orders o JOIN merchants m ON m.id = o.merchant_id JOIN items i ON i.id = o.item_id});
+  FROM orders o JOIN merchants m ON m.id = o.merchant_id JOIN items i ON i.id = o.item_id},
+	items_sold_east => q{SELECT i.id, i.category FROM items i
+  WHERE i.id IN (SELECT o.item_id FROM orders o JOIN merchants m ON m.id = o.merchant_id
+    WHERE m.region IN ('r1', 'r2') AND o.amount > 900)});
 
 $node->safe_psql(
 	'postgres', qq{
