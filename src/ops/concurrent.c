@@ -438,8 +438,26 @@ wait_for_writers(ConcurrentTask *task)
 }
 
 /*
+ * Is the view registered in step 1 still there?  One dropped once active
+ * (drop_view() in another session) has nothing to catch up with, though
+ * its entry in shared memory stays until the worker forgets it.
+ */
+static bool
+view_still_there(void)
+{
+	ViewRecord	view;
+	bool		found;
+
+	begin_step();
+	found = catalog_find_view(task_state.target, &view) &&
+		view.view_id == task_state.view_id;
+	end_step();
+	return found;
+}
+
+/*
  * Step 4: make the view active, then wait until the worker has applied
- * what it held back (catching up).
+ * what it held back (catching up), or the view is gone.
  */
 static void
 activate(void)
@@ -466,7 +484,7 @@ activate(void)
 			done = (stat == NULL || stat->in_error || stat->applied_lsn >= lsn);
 		}
 		LWLockRelease(worker_shared->lock);
-		if (done)
+		if (done || !view_still_there())
 			break;
 		(void) ConditionVariableTimedSleep(&worker_shared->progress_cv, 1000,
 										   PG_WAIT_EXTENSION);

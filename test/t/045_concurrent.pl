@@ -509,5 +509,54 @@ foreach my $case (
 }
 $s_writer->quit;
 
+# drop_view() while a create catches up: the create ends and leaves
+# nothing.  The apply worker of the database (kept running by a view of its
+# own; lonely has one too) is stopped while idle, so that the create waits
+# in 'catching up' until the view is gone.  (With the worker running and
+# applying the view, the create once waited for ever after such a drop:
+# the worker kept the dropped view's entry in shared memory, which never
+# advanced.  That needs the drop to land while the worker applies the
+# view's backlog, which this test does not time; an attack did, with a
+# writer's backlog.)  Cancelled here if it still waits.
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE s1 (id int PRIMARY KEY, k int);
+	CREATE INDEX ON s1 (k);
+	INSERT INTO s1 SELECT g, g % 10 FROM generate_series(1, 100) g;});
+$node->safe_psql('postgres', "SELECT delta_join.create_view('s_kept', '$s_query')");
+my $apply_pid;
+$node->poll_query_until(
+	'postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE backend_type = 'delta_join worker' AND datname = 'postgres'});
+$apply_pid = $node->safe_psql(
+	'postgres', q{
+	SELECT pid FROM pg_stat_activity
+	WHERE backend_type = 'delta_join worker' AND datname = 'postgres'});
+ok(DeltaJoinWorkload::stop_worker_idle($node, $apply_pid),
+	'catching up: the apply worker is stopped while idle');
+($cout, $cerr) = ('', '');
+$creator = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+		"SELECT delta_join.create_view('s_catching', '$s_query', concurrently => true) IS NOT NULL" ],
+	'<', \undef, '>', \$cout, '2>', \$cerr);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT phase = 'catching up' FROM delta_join.progress WHERE target = 'public.s_catching'}),
+	'the create catches up');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('s_catching')");
+ok( DeltaJoinWorkload::poll_until(
+		$node, 'SELECT count(*) = 0 FROM delta_join.progress', 20),
+	'the view dropped while its create catches up: the create ends');
+kill 'CONT', $apply_pid;
+$node->safe_psql(
+	'postgres', q{
+	SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+	WHERE query LIKE '%create_view(''s_catching''%' AND pid <> pg_backend_pid()});
+$creator->finish;
+chomp $cout;
+is($cout, 't', '... and returns');
+no_view('s_catching', 'a view dropped while its create caught up');
+
 $node->stop;
 done_testing();
