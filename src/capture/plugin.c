@@ -127,7 +127,7 @@ static RelEntry *plugin_lookup_relation(PluginState *state, Capture *cap,
 static void plugin_build_entry(PluginState *state, Capture *cap,
 							   Relation relation, RelEntry *entry);
 static bool plugin_key_image(PluginState *state, SourceFeed *feed, HeapTuple tuple,
-							 TupleDesc desc, bool skip_unchanged_toast);
+							 TupleDesc desc, HeapTuple oldtuple);
 
 /*
  * Plugin entry point, found by name when a decoding context is set up.
@@ -277,10 +277,10 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			SourceFeed *feed = &entry->feeds[i];
 
 			if (newtuple != NULL &&
-				plugin_key_image(state, feed, newtuple, desc, oldtuple != NULL))
+				plugin_key_image(state, feed, newtuple, desc, oldtuple))
 				capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image);
 			if (oldtuple != NULL &&
-				plugin_key_image(state, feed, oldtuple, desc, false))
+				plugin_key_image(state, feed, oldtuple, desc, NULL))
 				capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image);
 		}
 		return;
@@ -293,18 +293,14 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		DirtyKey   *newkey = NULL;
 		DirtyKey   *oldkey;
 
-		/*
-		 * An unchanged TOASTed key value comes as a pointer to the stored
-		 * value; the old tuple, which is then logged, has it.
-		 */
 		if (newtuple != NULL &&
-			plugin_key_image(state, feed, newtuple, desc, oldtuple != NULL))
+			plugin_key_image(state, feed, newtuple, desc, oldtuple))
 		{
 			newkey = capture_key(cap, feed, &state->image, state->values, state->isnull);
 			if (newkey != NULL)
 				capture_keep_row(cap, feed, newkey, &state->image, relation, newtuple);
 		}
-		if (oldtuple != NULL && plugin_key_image(state, feed, oldtuple, desc, false))
+		if (oldtuple != NULL && plugin_key_image(state, feed, oldtuple, desc, NULL))
 		{
 			oldkey = capture_key(cap, feed, &state->image, state->values, state->isnull);
 			if (oldkey == NULL || oldkey == newkey)
@@ -605,13 +601,17 @@ plugin_build_entry(PluginState *state, Capture *cap, Relation relation, RelEntry
  * state->isnull (detoasted), its image in state->image.  False when it is
  * not captured.
  *
- * With skip_unchanged_toast, a key value stored out of line and left
- * unchanged (which decoding hands over as a pointer to the stored value)
- * means the key did not change and is captured from the old tuple: skip it.
+ * A value stored out of line that an UPDATE left unchanged comes in the
+ * new tuple as a pointer to the stored value, which decoding cannot read.
+ * The old tuple (oldtuple, of an UPDATE) has it when the column is in the
+ * replica identity: logged with it, whole.  A value the old tuple does not
+ * have (not in the replica identity, or no old tuple logged: the identity
+ * did not change) leaves the new key uncaptured; the old tuple's key, when
+ * logged, is captured on its own.
  */
 static bool
 plugin_key_image(PluginState *state, SourceFeed *feed, HeapTuple tuple, TupleDesc desc,
-				 bool skip_unchanged_toast)
+				 HeapTuple oldtuple)
 {
 	if (feed->shape.nkeys > state->maxkeys)
 	{
@@ -639,10 +639,17 @@ plugin_key_image(PluginState *state, SourceFeed *feed, HeapTuple tuple, TupleDes
 		{
 			struct varlena *v = (struct varlena *) DatumGetPointer(value);
 
-			if (VARATT_IS_EXTERNAL_ONDISK(v))
+			if (VARATT_IS_EXTERNAL_ONDISK(v) && oldtuple != NULL)
 			{
-				if (skip_unchanged_toast)
+				/* unchanged: NULL in the old tuple means not logged */
+				value = heap_getattr(oldtuple, feed->attnums[k], desc, &isnull);
+				if (isnull || VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(value)))
 					return false;
+				v = (struct varlena *) DatumGetPointer(value);
+				state->values[k] = value;
+			}
+			else if (VARATT_IS_EXTERNAL_ONDISK(v))
+			{
 				elog(WARNING, "key of view %d in relation %u is stored out of line and was not logged; the change is not captured",
 					 feed->view_id, feed->source_relid);
 				return false;
