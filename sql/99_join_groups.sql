@@ -327,6 +327,13 @@ SELECT left(body, 3) AS body, n FROM doc_groups ORDER BY 1;
 SELECT left(body, 3) AS body, shelf FROM doc_distinct ORDER BY 1, 2;
 SELECT * FROM doc_by_body ORDER BY 1, 2;
 
+-- an array or a composite value that the group key or a join reads keeps
+-- full recompute: the changed rows are passed as arrays of their values
+CREATE TYPE shelf_place AS (aisle int, slot int);
+ALTER TABLE docs ADD COLUMN tags int[], ADD COLUMN place shelf_place;
+SELECT * FROM delta_join.explain('SELECT DISTINCT d.tags, s.id AS shelf FROM docs d JOIN shelves s ON s.k = d.k', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT d.place, count(*) AS n FROM docs d JOIN shelves s ON s.k = d.k GROUP BY d.place', strategy => 'auto');
+
 -- the views are dropped with the schema
 SELECT delta_join.drop_view('by_region');
 SELECT delta_join.drop_view('by_order');
