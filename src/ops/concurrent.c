@@ -379,12 +379,15 @@ end_step(void)
 	CommitTransactionCommand();
 }
 
-/* The view registered in step 1, read again; an error if it is gone */
+/*
+ * The view registered in step 1, read again; an error if it is gone, or
+ * DDL on a source put it in error
+ */
 static void
 find_own_view(ViewRecord *view)
 {
 	if (!catalog_find_view(task_state.target, view) ||
-		view->view_id != task_state.view_id || !view->backfilling)
+		view->view_id != task_state.view_id || !view->backfilling || view->in_error)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("delta view \"%s\" was dropped or changed during its concurrent backfill",
@@ -463,8 +466,16 @@ static void
 activate(void)
 {
 	XLogRecPtr	lsn;
+	ViewRecord	view;
 
+	/*
+	 * A drop_view() or DDL on a source that waited for the fill's locks
+	 * has taken the view away meanwhile: the operation fails, and leaves
+	 * nothing (or, refreshed, the view in error), as before the fill.
+	 */
 	begin_step();
+	ops_lock_views();
+	find_own_view(&view);
 	catalog_reset_view(task_state.view_id, InvalidXLogRecPtr);
 	launcher_notify();
 	end_step();

@@ -273,6 +273,33 @@ like($err, qr/ERROR:  22012: division by zero/,
 	'an error of the fill is the caller\'s, with its SQLSTATE');
 nothing_left('after an error');
 
+# ---- drop_view() during the fill ----
+#
+# It waits for the fill's lock on the target, then drops the view; the
+# create fails, naming the view, and leaves nothing (it returned the
+# dropped target's oid as if it had made the view)
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+my ($dout, $derr) = ('', '');
+my $dropper = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+		"SELECT delta_join.drop_view('held')" ],
+	'<', \undef, '>', \$dout, '2>', \$derr);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE wait_event_type = 'Lock' AND query LIKE '%drop_view(''held'')%'}),
+	'drop_view() waits for the fill');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+$dropper->finish;
+$creator->finish;
+like(
+	$cerr,
+	qr/delta view "held" was dropped or changed during its concurrent backfill/,
+	'the view dropped during its fill: the create fails, naming the view');
+nothing_left('after a drop during the fill');
+
 # ---- the backfill worker terminated during the fill ----
 
 ($cout, $cerr) = ('', '');
