@@ -312,9 +312,9 @@ ops_create_view(const char *target, Query *query, List *hints,
 /*
  * Step 1 of a concurrent create (concurrent.c): the view of an analyzed
  * query into target, registered in state 'backfilling' with its target
- * made (*created) or checked, with its key and indexes, but not filled.  No lock on the sources beyond what the
- * analysis takes (ACCESS SHARE), so the creator needs no right to lock
- * them.  Returns the target; *view_id is the view's.
+ * made (*created) or checked, with its key and indexes, but not filled.
+ * No lock on the sources beyond what the analysis takes (ACCESS SHARE), so
+ * the creator needs no right to lock them.  Returns the target; *view_id is the view's.
  */
 Oid
 ops_register_view(const char *target, Query *query, List *hints,
