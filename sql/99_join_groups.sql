@@ -291,6 +291,17 @@ SELECT * FROM delta_join.explain(:'in_correlated', strategy => 'auto');
 SELECT * FROM delta_join.explain(:'grouped_sub', strategy => 'auto');
 \set agg_semi 'SELECT c.name, count(*) AS n FROM clients c WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id) GROUP BY c.name'
 SELECT * FROM delta_join.explain(:'agg_semi', strategy => 'auto');
+-- a unique index whose collation is not the column's is no unique key of
+-- the select list: its rows 'Dee@x' and 'dee@x' differ, but a DISTINCT
+-- that compares them case-insensitively, as their column does, would merge
+-- them
+CREATE COLLATION nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE members (id int PRIMARY KEY, email text COLLATE nocase NOT NULL);
+CREATE UNIQUE INDEX ON members (email COLLATE "C");
+ALTER TABLE members REPLICA IDENTITY FULL;
+INSERT INTO members VALUES (1, 'Dee@x'), (2, 'dee@x');
+\set by_member_email 'SELECT m.email FROM members m WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = m.id)'
+SELECT * FROM delta_join.explain(:'by_member_email', strategy => 'auto');
 SELECT * FROM delta_join.explain(:'open_exists', strategy => 'none');
 
 -- 6. Values stored out of line (TOAST) that an UPDATE leaves unchanged:

@@ -107,6 +107,8 @@ extern void row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level);
 extern void row_order_check_level(Analysis *a, Query *level);
 extern void row_order_check_array(Analysis *a, SubLink *sublink);
 extern bool row_order_equal_is_identical(Oid type, Oid collation);
+extern bool row_order_covers_unique_key(RangeTblEntry *rte, Bitmapset *columns,
+										Bitmapset *nonnull);
 
 /* analyze_tree.c */
 extern List *analysis_join_tree(Analysis *a, Query *query);

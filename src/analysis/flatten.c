@@ -35,10 +35,7 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/table.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -351,56 +348,11 @@ reject_semi_join(Analysis *a, char *message, char *detail, char *hint)
 }
 
 /*
- * Does the select list of query hold, as plain columns, a unique key of
- * relation entry rtindex: its primary key, or the columns of a unique,
- * immediate, non-partial index that are all NOT NULL?  (tlist: the select
- * list with join alias vars flattened.)
- */
-static bool
-outputs_unique_key(Query *query, List *tlist, int rtindex)
-{
-	RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
-	Bitmapset  *output = NULL;
-	Relation	rel;
-	bool		found = false;
-	ListCell   *lc;
-
-	foreach(lc, tlist)
-	{
-		TargetEntry *tle = lfirst(lc);
-		Var		   *var = (Var *) tle->expr;
-
-		if (!tle->resjunk && IsA(var, Var) && var->varno == rtindex &&
-			var->varlevelsup == 0 && var->varattno > 0)
-			output = bms_add_member(output, var->varattno);
-	}
-	rel = table_open(rte->relid, AccessShareLock);
-	foreach(lc, RelationGetIndexList(rel))
-	{
-		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index form = idx->rd_index;
-		bool		covered = form->indisunique && form->indimmediate &&
-			form->indisvalid &&
-			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
-
-		for (int i = 0; i < form->indnkeyatts && covered; i++)
-		{
-			AttrNumber	att = form->indkey.values[i];
-
-			covered = att > 0 && bms_is_member(att, output) &&
-				TupleDescAttr(RelationGetDescr(rel), att - 1)->attnotnull;
-		}
-		found |= covered;
-		index_close(idx, AccessShareLock);
-	}
-	table_close(rel, AccessShareLock);
-	return found;
-}
-
-/*
  * The rows of the outer query are distinct: it is a SELECT DISTINCT, or
- * its select list holds a unique key of each table it reads.  Else the
- * first table that lacks one is named in *culprit.
+ * its select list holds, as plain columns, a unique key of each table it
+ * reads -- one whose equality and collation are those DISTINCT compares
+ * with, and whose columns are NOT NULL or NULLS NOT DISTINCT (the check of
+ * row_order.c).  Else the first table that lacks one is named in *culprit.
  */
 static bool
 outer_rows_distinct(Query *query, char **culprit)
@@ -416,10 +368,21 @@ outer_rows_distinct(Query *query, char **culprit)
 	while ((rtindex = bms_next_member(referenced, rtindex)) >= 0)
 	{
 		RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+		Bitmapset  *output = NULL;
+		ListCell   *lc;
 
 		if (rte->rtekind == RTE_JOIN)
 			continue;
-		if (rte->rtekind != RTE_RELATION || !outputs_unique_key(query, tlist, rtindex))
+		foreach(lc, tlist)
+		{
+			TargetEntry *tle = lfirst(lc);
+			Var		   *var = (Var *) tle->expr;
+
+			if (!tle->resjunk && IsA(var, Var) && var->varno == rtindex &&
+				var->varlevelsup == 0 && var->varattno > 0)
+				output = bms_add_member(output, var->varattno);
+		}
+		if (!row_order_covers_unique_key(rte, output, NULL))
 		{
 			*culprit = pstrdup(rte->eref->aliasname);
 			return false;

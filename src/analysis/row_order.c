@@ -396,8 +396,8 @@ level_equalities(Node *node, List **pairs)
  * a strict equality, or NULLS NOT DISTINCT)?  The rows of an inheritance
  * parent are also its children's, which its indexes do not cover.
  */
-static bool
-covers_unique_key(RangeTblEntry *rte, Bitmapset *columns, Bitmapset *nonnull)
+bool
+row_order_covers_unique_key(RangeTblEntry *rte, Bitmapset *columns, Bitmapset *nonnull)
 {
 	Relation	rel;
 	List	   *indexes;
@@ -519,7 +519,7 @@ from_rows_never_tie(Query *level, List *keys)
 			rti++;
 			if (bms_is_member(rti, referenced) && rte->rtekind != RTE_JOIN &&
 				!tied.whole[rti - 1] &&
-				covers_unique_key(rte, tied.columns[rti - 1], tied.nonnull[rti - 1]))
+				row_order_covers_unique_key(rte, tied.columns[rti - 1], tied.nonnull[rti - 1]))
 				changed = tied.whole[rti - 1] = true;
 		}
 	}
