@@ -200,16 +200,25 @@ DeltaJoinTest::target_ok($node, 'group_wide', $DeltaJoinTest::wide_query,
 my $held_query = q{SELECT o.merchant_id, o.order_id, o.item_id, held(o.amount) AS amount
   FROM orders o};
 
+# Run $sql in psql in the background, in database $dbname, its output and
+# errors into $out and $err; returns its harness.
+sub start_psql
+{
+	my ($dbname, $sql, $out, $err) = @_;
+	return IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr($dbname), '-c', $sql ],
+		'<', \undef, '>', $out, '2>', $err);
+}
+
 # Start a concurrent create whose fill waits for lock 7; returns the
 # creator's harness once the fill is under way.
 sub start_held_create
 {
 	my ($holder, $out, $err) = @_;
 	$holder->query_safe('SELECT pg_advisory_lock(7)');
-	my $h = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
-			"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)" ],
-		'<', \undef, '>', $out, '2>', $err);
+	my $h = start_psql('postgres',
+		"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)",
+		$out, $err);
 	ok( $node->poll_query_until(
 			'postgres', q{
 			SELECT phase = 'backfilling' AND rows_expected > 0
@@ -282,10 +291,9 @@ nothing_left('after an error');
 ($cout, $cerr) = ('', '');
 $creator = start_held_create($holder, \$cout, \$cerr);
 my ($dout, $derr) = ('', '');
-my $dropper = IPC::Run::start(
-	[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
-		"SELECT delta_join.drop_view('held')" ],
-	'<', \undef, '>', \$dout, '2>', \$derr);
+my $dropper = start_psql('postgres',
+	"SELECT delta_join.drop_view('held')",
+	\$dout, \$derr);
 ok( $node->poll_query_until(
 		'postgres', q{
 		SELECT count(*) = 1 FROM pg_stat_activity
@@ -425,10 +433,9 @@ my $writer = $node->background_psql('lonely');
 $writer->query_safe(
 	q{BEGIN; UPDATE items SET item_name = item_name || '!' WHERE item_id = 4});
 my ($wout, $werr) = ('', '');
-my $waiting = IPC::Run::start(
-	[ 'psql', '-XAtq', '-d', $node->connstr('lonely'), '-c',
-		"SELECT delta_join.create_view('after_writer', '$DeltaJoinTest::wide_query', concurrently => true)" ],
-	'<', \undef, '>', \$wout, '2>', \$werr);
+my $waiting = start_psql('lonely',
+	"SELECT delta_join.create_view('after_writer', '$DeltaJoinTest::wide_query', concurrently => true)",
+	\$wout, \$werr);
 ok( $node->poll_query_until(
 		'lonely', q{
 		SELECT phase = 'waiting for writers'
@@ -478,10 +485,9 @@ sub start_waiting_create
 {
 	my ($name, $out, $err) = @_;
 	$s_writer->query_safe('BEGIN; UPDATE s2 SET k = k WHERE id = 9');
-	my $h = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
-			"SELECT delta_join.create_view('$name', '$s_query', concurrently => true)" ],
-		'<', \undef, '>', $out, '2>', $err);
+	my $h = start_psql('postgres',
+		"SELECT delta_join.create_view('$name', '$s_query', concurrently => true)",
+		$out, $err);
 	ok( $node->poll_query_until(
 			'postgres', qq{
 			SELECT phase = 'waiting for writers'
@@ -563,10 +569,9 @@ $apply_pid = $node->safe_psql(
 ok(DeltaJoinWorkload::stop_worker_idle($node, $apply_pid),
 	'catching up: the apply worker is stopped while idle');
 ($cout, $cerr) = ('', '');
-$creator = IPC::Run::start(
-	[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
-		"SELECT delta_join.create_view('s_catching', '$s_query', concurrently => true) IS NOT NULL" ],
-	'<', \undef, '>', \$cout, '2>', \$cerr);
+$creator = start_psql('postgres',
+	"SELECT delta_join.create_view('s_catching', '$s_query', concurrently => true) IS NOT NULL",
+	\$cout, \$cerr);
 ok( $node->poll_query_until(
 		'postgres', q{
 		SELECT phase = 'catching up' FROM delta_join.progress WHERE target = 'public.s_catching'}),
