@@ -31,6 +31,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -62,77 +63,123 @@ typedef struct GroupReceiver
 	bool		retract;		/* a group failing HAVING is deleted */
 	bool		found;
 	struct GroupSet *set;		/* recomputing a set of groups, or NULL */
-	int			key_column;		/* output column of the key (set mode) */
+	const int  *key_columns;	/* output columns of the key (set mode) */
 } GroupReceiver;
 
 /*
- * Groups of a one-column key recomputed together: "key = ANY($1)", one
- * execution for up to GROUP_SET_SIZE groups.  The groups it returns are
- * noted in `found` (a hash table on the key's own hash and equality, so that
- * values equal but stored differently, like numeric 1.0 and 1.00, match);
- * those it does not return are gone.
+ * Groups recomputed together, a set per execution of the group query in
+ * set mode (recompute.c): "key = ANY($1)" for a key of one column, else a
+ * join with the keys' unnest -- up to GROUP_SET_SIZE groups an execution,
+ * or, when the batch has enough of them for set-based apply, up to
+ * RECOMPUTE_SET_CHUNK, planned for those groups.  Dirty keys are told
+ * apart by their bytes (batch.c), so numeric 1.0 and 1.00 may be two dirty
+ * keys of one group: a join would count each of its rows twice, so the
+ * keys of one execution of a join are first made distinct (`asked`) by the
+ * key's own hash and equality.  The groups an execution returns are noted
+ * in `found`, on the same hash and equality; those it does not return are
+ * gone.
  */
 #define GROUP_SET_SIZE	512
 
 typedef struct GroupSet
 {
 	GroupQuery *gq;
-	Oid			elemtype;
-	Oid			arraytype;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Oid			collation;
-	FmgrInfo	hash;
-	FmgrInfo	eq;
-	MemoryContext cxt;			/* found and its values, reset per set */
-	HTAB	   *found;			/* uint32 hash -> FoundValues */
+	int			nkeys;			/* key columns */
+	Oid		   *elemtype;		/* per key column: its type ... */
+	int16	   *typlen;
+	bool	   *typbyval;
+	char	   *typalign;
+	Oid		   *collation;
+	FmgrInfo   *hash;			/* ... and its equality's hash and equality */
+	FmgrInfo   *eq;
+	MemoryContext cxt;			/* the tables and their values, reset per set */
+	HTAB	   *found;			/* groups returned: uint32 hash -> FoundValues */
+	HTAB	   *asked;			/* groups asked for (a key of several columns) */
 } GroupSet;
 
 typedef struct FoundValues
 {
 	uint32		hash;			/* hash key */
-	List	   *values;			/* Datum *, equal hashes */
+	List	   *values;			/* Datum[nkeys] of each group, equal hashes */
 } FoundValues;
 
 static uint32
-group_set_hash(GroupSet *set, Datum value)
+group_set_hash(GroupSet *set, const Datum *values)
 {
-	return DatumGetUInt32(FunctionCall1Coll(&set->hash, set->collation, value));
+	uint32		hash = 0;
+
+	for (int k = 0; k < set->nkeys; k++)
+		hash = hash_combine(hash, DatumGetUInt32(FunctionCall1Coll(&set->hash[k],
+																   set->collation[k],
+																   values[k])));
+	return hash;
 }
 
-static void
-group_set_note(GroupSet *set, Datum value)
-{
-	MemoryContext old = MemoryContextSwitchTo(set->cxt);
-	uint32		hash = group_set_hash(set, value);
-	bool		found;
-	FoundValues *entry = hash_search(set->found, &hash, HASH_ENTER, &found);
-	Datum	   *copy = palloc(sizeof(Datum));
-
-	if (!found)
-		entry->values = NIL;
-	*copy = datumCopy(value, set->typbyval, set->typlen);
-	entry->values = lappend(entry->values, copy);
-	MemoryContextSwitchTo(old);
-}
-
+/* Whether a group equal to values is in table */
 static bool
-group_set_returned(GroupSet *set, Datum value)
+group_set_has(GroupSet *set, HTAB *table, const Datum *values)
 {
-	uint32		hash = group_set_hash(set, value);
-	FoundValues *entry = hash_search(set->found, &hash, HASH_FIND, NULL);
+	uint32		hash = group_set_hash(set, values);
+	FoundValues *entry = hash_search(table, &hash, HASH_FIND, NULL);
 	ListCell   *lc;
 
 	if (entry == NULL)
 		return false;
 	foreach(lc, entry->values)
 	{
-		if (DatumGetBool(FunctionCall2Coll(&set->eq, set->collation,
-										   *(Datum *) lfirst(lc), value)))
+		Datum	   *other = lfirst(lc);
+		int			k;
+
+		for (k = 0; k < set->nkeys; k++)
+			if (!DatumGetBool(FunctionCall2Coll(&set->eq[k], set->collation[k], other[k],
+												values[k])))
+				break;
+		if (k == set->nkeys)
 			return true;
 	}
 	return false;
+}
+
+/* Note a group in table; false when an equal one was there already */
+static bool
+group_set_add(GroupSet *set, HTAB *table, const Datum *values)
+{
+	MemoryContext old;
+	uint32		hash;
+	bool		found;
+	FoundValues *entry;
+	Datum	   *copy;
+
+	if (group_set_has(set, table, values))
+		return false;
+	old = MemoryContextSwitchTo(set->cxt);
+	hash = group_set_hash(set, values);
+	entry = hash_search(table, &hash, HASH_ENTER, &found);
+	if (!found)
+		entry->values = NIL;
+	copy = palloc(sizeof(Datum) * set->nkeys);
+	for (int k = 0; k < set->nkeys; k++)
+		copy[k] = datumCopy(values[k], set->typbyval[k], set->typlen[k]);
+	entry->values = lappend(entry->values, copy);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/* Note the group of a row the group query returned */
+static void
+group_receive_note(GroupReceiver *receiver, TupleTableSlot *slot)
+{
+	GroupSet   *set = receiver->set;
+	Datum	   *values = palloc(sizeof(Datum) * set->nkeys);
+
+	for (int k = 0; k < set->nkeys; k++)
+	{
+		if (slot->tts_isnull[receiver->key_columns[k]])
+			return;
+		values[k] = slot->tts_values[receiver->key_columns[k]];
+	}
+	group_set_add(set, set->found, values);
+	pfree(values);
 }
 
 static bool
@@ -153,25 +200,25 @@ group_receive(TupleTableSlot *slot, DestReceiver *self)
 		if (!receiver->retract)
 		{
 			receiver->found = true;
-			if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
-				group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
+			if (receiver->set != NULL)
+				group_receive_note(receiver, slot);
 		}
 		return true;
 	}
 
 	receiver->found = true;
-	if (receiver->set != NULL && !slot->tts_isnull[receiver->key_column])
-		group_set_note(receiver->set, slot->tts_values[receiver->key_column]);
+	if (receiver->set != NULL)
+		group_receive_note(receiver, slot);
 
 	/* a group of a set: its key is in the row */
 	if (receiver->set != NULL)
-		apply_error_row(slot->tts_values, slot->tts_isnull, &receiver->key_column);
+		apply_error_row(slot->tts_values, slot->tts_isnull, receiver->key_columns);
 	writer_upsert(receiver->writer, slot->tts_values, slot->tts_isnull);
 	apply_error_row_done();
 	return true;
 }
 
-/* Forget the groups noted so far: a new, empty found table. */
+/* Forget the groups noted so far: new, empty tables. */
 static void
 group_set_forget(GroupSet *set)
 {
@@ -182,6 +229,8 @@ group_set_forget(GroupSet *set)
 	hctl.entrysize = sizeof(FoundValues);
 	hctl.hcxt = set->cxt;
 	set->found = hash_create("delta_join groups returned", GROUP_SET_SIZE, &hctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	set->asked = hash_create("delta_join groups asked for", GROUP_SET_SIZE, &hctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
@@ -243,7 +292,7 @@ recompute_group(DeltaPlan *plan, GroupPlan *gp, int nkeys,
 				const int *key_output, DirtyKey *key, GroupReceiver *receiver)
 {
 	receiver->found = false;
-	recompute_run_groups(gp->gq, key->values, key->isnull, (DestReceiver *) receiver);
+	recompute_run_groups(gp->gq, 1, key->values, key->isnull, (DestReceiver *) receiver);
 	if (!receiver->found)
 		delete_group(plan, receiver->writer, key, nkeys, key_output);
 }
@@ -291,35 +340,46 @@ target_groups(TargetWriter *writer, int nkeys, const int *key_output)
 }
 
 /*
- * The set path, when the group key is one column whose equality has a hash
- * function and whose type has an array type; NULL otherwise.
+ * The set path, when the equality of each group key column takes two
+ * values of its type and has a hash function, and the type has an array
+ * type; NULL otherwise.
  */
 static GroupSet *
 group_set_begin(DeltaPlan *plan, Oid target)
 {
-	SortGroupClause *sgc;
-	TargetEntry *tle;
-	GroupSet   *set;
-	Oid			lefttype;
-	Oid			hashproc;
+	GroupSet   *set = palloc0(sizeof(GroupSet));
+	int			n = list_length(plan->query->groupClause);
+	ListCell   *lc;
 
-	if (list_length(plan->query->groupClause) != 1)
+	if (n == 0)
 		return NULL;
-	sgc = linitial(plan->query->groupClause);
-	tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
+	set->nkeys = n;
+	set->elemtype = palloc(sizeof(Oid) * n);
+	set->typlen = palloc(sizeof(int16) * n);
+	set->typbyval = palloc(sizeof(bool) * n);
+	set->typalign = palloc(sizeof(char) * n);
+	set->collation = palloc(sizeof(Oid) * n);
+	set->hash = palloc(sizeof(FmgrInfo) * n);
+	set->eq = palloc(sizeof(FmgrInfo) * n);
+	foreach(lc, plan->query->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
+		int			k = foreach_current_index(lc);
+		Oid			lefttype;
+		Oid			hashproc;
 
-	set = palloc0(sizeof(GroupSet));
-	op_input_types(sgc->eqop, &lefttype, &set->elemtype);
-	set->arraytype = get_array_type(set->elemtype);
-	if (!OidIsValid(set->arraytype) ||
-		lefttype != set->elemtype ||
-		!get_op_hash_functions(sgc->eqop, &hashproc, NULL))
-		return NULL;
-
-	get_typlenbyvalalign(set->elemtype, &set->typlen, &set->typbyval, &set->typalign);
-	set->collation = exprCollation((Node *) tle->expr);
-	fmgr_info(hashproc, &set->hash);
-	fmgr_info(get_opcode(sgc->eqop), &set->eq);
+		op_input_types(sgc->eqop, &lefttype, &set->elemtype[k]);
+		if (lefttype != set->elemtype[k] ||
+			!OidIsValid(get_array_type(set->elemtype[k])) ||
+			!get_op_hash_functions(sgc->eqop, &hashproc, NULL))
+			return NULL;
+		get_typlenbyvalalign(set->elemtype[k], &set->typlen[k], &set->typbyval[k],
+							 &set->typalign[k]);
+		set->collation[k] = exprCollation((Node *) tle->expr);
+		fmgr_info(hashproc, &set->hash[k]);
+		fmgr_info(get_opcode(sgc->eqop), &set->eq[k]);
+	}
 	set->gq = recompute_prepare_groups(plan, target, NULL, true);
 	set->cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join group set",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -328,36 +388,52 @@ group_set_begin(DeltaPlan *plan, Oid target)
 }
 
 /*
- * Recompute up to GROUP_SET_SIZE groups (non-NULL keys) in one execution;
- * delete those that no longer have rows.
+ * Recompute a set of groups (keys with no NULL) in one execution; delete
+ * those that no longer have rows.
  */
 static void
 recompute_group_set(DeltaPlan *plan, GroupSet *set, DirtyKey **keys, int nkeys,
-					int key_output, GroupReceiver *receiver)
+					const int *key_output, GroupReceiver *receiver)
 {
-	Datum	   *elems = palloc(sizeof(Datum) * nkeys);
-	Datum		array;
-	bool		array_isnull = false;
+	Datum	   *arrays = palloc(sizeof(Datum) * set->nkeys);
+	bool	   *no_nulls = palloc0(sizeof(bool) * set->nkeys);
+	Datum	  **elems = palloc(sizeof(Datum *) * set->nkeys);
+	int			n = 0;
 
+	for (int k = 0; k < set->nkeys; k++)
+		elems[k] = palloc(sizeof(Datum) * nkeys);
 	for (int i = 0; i < nkeys; i++)
-		elems[i] = keys[i]->values[0];
-	array = PointerGetDatum(construct_array(elems, nkeys, set->elemtype, set->typlen,
-											set->typbyval, set->typalign));
+	{
+		/* a join takes each group once (a filter does anyway) */
+		if (set->nkeys > 1 && !group_set_add(set, set->asked, keys[i]->values))
+			continue;
+		for (int k = 0; k < set->nkeys; k++)
+			elems[k][n] = keys[i]->values[k];
+		n++;
+	}
+	for (int k = 0; k < set->nkeys; k++)
+		arrays[k] = PointerGetDatum(construct_array(elems[k], n, set->elemtype[k],
+													set->typlen[k], set->typbyval[k],
+													set->typalign[k]));
 
 	receiver->set = set;
-	receiver->key_column = key_output;
-	recompute_run_groups(set->gq, &array, &array_isnull, (DestReceiver *) receiver);
+	receiver->key_columns = key_output;
+	recompute_run_groups(set->gq, n, arrays, no_nulls, (DestReceiver *) receiver);
 	receiver->set = NULL;
 
 	for (int i = 0; i < nkeys; i++)
 	{
-		if (group_set_returned(set, keys[i]->values[0]))
+		if (group_set_has(set, set->found, keys[i]->values))
 			continue;
 		apply_error_key(linitial(plan->sources), keys[i]);
-		delete_group(plan, receiver->writer, keys[i], 1, &key_output);
+		delete_group(plan, receiver->writer, keys[i], set->nkeys, key_output);
 	}
 	group_set_forget(set);
+	for (int k = 0; k < set->nkeys; k++)
+		pfree(elems[k]);
 	pfree(elems);
+	pfree(arrays);
+	pfree(no_nulls);
 }
 
 /*
@@ -413,8 +489,10 @@ typedef struct GroupRecompute
 	GroupReceiver receiver;
 	List	   *plans;			/* GroupPlan * */
 	GroupSet   *set;
-	DirtyKey  **chunk;
-	int			nchunk;
+	DirtyKey  **pending;		/* the groups of the set path, recomputed by
+								 * group_recompute_flush */
+	int			npending;
+	int			maxpending;
 } GroupRecompute;
 
 static void
@@ -432,7 +510,8 @@ group_recompute_begin(GroupRecompute *gr, DeltaPlan *plan, TargetWriter *writer,
 	gr->receiver.has_having = (plan->query->havingQual != NULL);
 	gr->receiver.retract = plan->options.retract;
 	gr->set = group_set_begin(plan, RelationGetRelid(writer->rel));
-	gr->chunk = palloc(sizeof(DirtyKey *) * GROUP_SET_SIZE);
+	gr->maxpending = GROUP_SET_SIZE;
+	gr->pending = palloc(sizeof(DirtyKey *) * gr->maxpending);
 }
 
 /* Say which groups are recomputed, for an error's context */
@@ -445,16 +524,35 @@ group_recompute_place(GroupRecompute *gr, DirtyKey *key, int n)
 		apply_error_clear();
 }
 
+/*
+ * Recompute the groups of the set path, a set per execution: as many as
+ * one execution planned for its groups takes when there are enough of
+ * them, else GROUP_SET_SIZE.
+ */
 static void
 group_recompute_flush(GroupRecompute *gr, ApplyCounts *counts)
 {
-	if (gr->nchunk == 0)
-		return;
-	counts->lookups++;
-	group_recompute_place(gr, gr->chunk[0], gr->nchunk);
-	recompute_group_set(gr->plan, gr->set, gr->chunk, gr->nchunk, gr->key_output[0],
-						&gr->receiver);
-	gr->nchunk = 0;
+	int			chunk = recompute_chunk_size(gr->npending, GROUP_SET_SIZE);
+
+	for (int start = 0; start < gr->npending; start += chunk)
+	{
+		int			n = Min(chunk, gr->npending - start);
+
+		counts->lookups++;
+		group_recompute_place(gr, gr->pending[start], n);
+		recompute_group_set(gr->plan, gr->set, gr->pending + start, n, gr->key_output,
+							&gr->receiver);
+	}
+	gr->npending = 0;
+}
+
+static bool
+key_has_null(const DirtyKey *key, int nkeys)
+{
+	for (int k = 0; k < nkeys; k++)
+		if (key->isnull[k])
+			return true;
+	return false;
 }
 
 /* Recompute one dirty group (its key values in group-clause order) */
@@ -464,12 +562,15 @@ group_recompute_one(GroupRecompute *gr, DirtyKey *key, ApplyCounts *counts)
 	TargetWriter *writer = gr->receiver.writer;
 
 	counts->keys_applied++;
-	if (gr->set != NULL && !key->isnull[0])
+	if (gr->set != NULL && !key_has_null(key, gr->nkeys))
 	{
 		/* a NULL key needs IS NULL: it takes the one-group path */
-		gr->chunk[gr->nchunk++] = key;
-		if (gr->nchunk == GROUP_SET_SIZE)
-			group_recompute_flush(gr, counts);
+		if (gr->npending == gr->maxpending)
+		{
+			gr->maxpending *= 2;
+			gr->pending = repalloc(gr->pending, sizeof(DirtyKey *) * gr->maxpending);
+		}
+		gr->pending[gr->npending++] = key;
 		return;
 	}
 	counts->lookups++;

@@ -15,14 +15,15 @@
  *					in its FROM list and "s.k1 = keys.k1 AND ..." in its
  *					WHERE clause, plus "a.pk IS NULL" for the sources the
  *					region requires to be null-extended (the anchors before
- *					s, see apply_outer.c); up to RECOMPUTE_CHUNK keys of any
- *					number of columns an execution.
+ *					s, see apply_outer.c); keys of any number of columns.
  *	group query		(recompute_prepare_groups, recompute_run_groups;
- *					aggregates) the keys as a filter: "k = ANY($1)" for a
- *					one-column key (a set of groups an execution), or
- *					"k1 = $1 AND k2 = $2 ...", with "kn IS NULL" for the key
- *					columns that are NULL (one group an execution), and
- *					HAVING moved into a last output column.
+ *					aggregates) for a set of groups of non-NULL keys, the
+ *					keys as a filter, "k = ANY($1)", for a one-column key,
+ *					else as a relation joined to the query on "k1 =
+ *					keys.k1 AND ...", each group's key there once; or for
+ *					one group, "k1 = $1 AND k2 = $2 ...", with "kn IS NULL"
+ *					for the key columns that are NULL.  HAVING is moved
+ *					into a last output column.
  *
  * A third form finds the groups of an aggregate over joins that a batch
  * dirtied (keyed recompute of groups through joins):
@@ -37,29 +38,45 @@
  *					Conditions reading other columns of a replaced source
  *					are left out, which can only find more groups.
  *
- * Why two: a join with the keys yields a row once for each key it equals,
- * and dirty keys are told apart by their bytes (batch.c), so that numeric
- * 1.0 and 1.00 are two keys one row equals.  A join view's region written
- * twice is the same region; an aggregate would count the row twice.  A
- * filter takes each row once.  And GROUP BY makes one group of a key's
- * NULLs, which IS NULL finds, where a region's key is never NULL unless its
- * NULLs are not distinct (then "s.k = keys.k OR both are NULL").  What the
- * two forms share -- the key's parameters, the restriction added to the
- * query's WHERE clause, the output coerced to the target's column types,
- * the generic plan, the execution -- is done once, below.
+ * Why they differ: a join with the keys yields a row once for each key it
+ * equals, and dirty keys are told apart by their bytes (batch.c), so that
+ * numeric 1.0 and 1.00 are two keys one row equals.  A join view's region
+ * written twice is the same region; an aggregate would count the row
+ * twice, so a group query takes each group once (apply_agg.c makes them
+ * distinct by the key's own equality before a join), and a filter takes
+ * each row once anyway.  And GROUP BY makes one group of a key's NULLs,
+ * which IS NULL finds, where a region's key is never NULL unless its NULLs
+ * are not distinct (then "s.k = keys.k OR both are NULL").  What the forms
+ * share -- the key's parameters, the restriction added to the query's
+ * WHERE clause, the output coerced to the target's column types, the
+ * plans, the execution -- is done once, below.
  *
- * A condition on a source under an outer join makes the planner reduce
- * that join as far as it can, so a region query reaches s through its key
- * index and the other sources through the indexes rule 2 guarantees; a
- * group query reaches its groups through the group-key index.  Each is
- * planned once per batch, as a generic plan.
+ * How each execution is planned (set-based apply, issue 22 item 4): an
+ * execution of a set of keys -- a region query's, a group query's in set
+ * mode, a finder query's -- is planned for its keys, as a custom plan with
+ * the keys as constants, unless delta_join.set_apply_min_keys says the set
+ * is too small.  Planning it costs what planning a generic plan costs, and
+ * a run of up to RECOMPUTE_SET_CHUNK keys is one execution, so a batch of
+ * few keys pays nothing for it; a large one gets the join the planner
+ * picks for that many keys -- a hash join over a sequential scan when they
+ * reach much of a table, where the generic plan, which knows nothing of
+ * them, descends an index for each.  A condition on a source under an
+ * outer join makes the planner reduce that join as far as it can, so a
+ * region query reaches s through its key index and the other sources
+ * through the indexes rule 2 guarantees; a group query reaches its groups
+ * through the group-key index.  The generic plan, built once per batch, is
+ * run for each group of a group query of one group, and for each
+ * RECOMPUTE_CHUNK (region) or GROUP_SET_SIZE (groups) keys of a set below
+ * the setting.
  *
  * The queries run as the current user (the target's owner, see runas.c),
  * whose rights on the sources the executor checks; the view's query was
  * bound at creation, so no name is resolved here.
  *
- * Memory: a prepared query lives in the caller's memory context; each run
- * uses the executor's own per-query context.
+ * Memory: a prepared query and its generic plan live in the caller's
+ * memory context; a plan for one execution's keys in a context of its own,
+ * deleted after the execution; each run uses the executor's own per-query
+ * context.
  *
  *-------------------------------------------------------------------------
  */
@@ -77,7 +94,9 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "apply/apply_error.h"
@@ -90,6 +109,9 @@
 #define GROUP_QUERY_NAME	"delta_join: recompute groups"
 #define VIEW_QUERY_NAME		"delta_join: recompute a view"
 #define FINDER_QUERY_NAME	"delta_join: find dirty groups"
+
+/* delta_join.set_apply_min_keys */
+static int	dj_set_apply_min_keys = 1;
 
 /* ----------------------------------------------------------------
  *		What the forms share
@@ -136,14 +158,12 @@ key_param(int id, Oid type, Oid collation)
 }
 
 /*
- * Plan query (the caller's copy of the view's query), its WHERE clause
+ * Restrict query (the caller's copy of the view's query): its WHERE clause
  * ANDed with conds, its output in the target's column types, with HAVING
- * moved into a last output column when having_column: a generic plan when
- * the query takes keys as parameters.
+ * moved into a last output column when having_column.
  */
-static PlannedStmt *
-plan_restricted(Query *query, List *conds, DeltaPlan *plan, Oid target, bool having_column,
-				int cursor_options, const char *name)
+static Query *
+restrict_query(Query *query, List *conds, DeltaPlan *plan, Oid target, bool having_column)
 {
 	if (conds != NIL)
 	{
@@ -163,7 +183,7 @@ plan_restricted(Query *query, List *conds, DeltaPlan *plan, Oid target, bool hav
 		query->havingQual = NULL;
 	}
 	compat_set_nullingrels(query);
-	return pg_plan_query(query, name, cursor_options, NULL);
+	return query;
 }
 
 /* Run a plan with those parameters (NULL: none), its rows going to dest */
@@ -195,6 +215,83 @@ run_params(int n, const Datum *values, const bool *isnull, const Oid *types)
 	}
 	params->numParams = n;
 	return params;
+}
+
+/* Define delta_join.set_apply_min_keys (_PG_init) */
+void
+recompute_define_settings(void)
+{
+	DefineCustomIntVariable("delta_join.set_apply_min_keys",
+							"Fewest keys of one recompute execution that is planned for its keys (set-based apply).",
+							"An execution of fewer keys runs a generic plan, which reaches each key through an index.",
+							&dj_set_apply_min_keys,
+							1,
+							1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * How many keys one execution takes, of a run of nkeys: many at once when
+ * the run is large enough to be planned for its keys.
+ */
+int
+recompute_chunk_size(int nkeys, int generic_chunk)
+{
+	return nkeys >= dj_set_apply_min_keys ? RECOMPUTE_SET_CHUNK : generic_chunk;
+}
+
+static void
+keyed_plan_init(KeyedPlan *kp, Query *query, const char *name)
+{
+	kp->query = query;
+	kp->name = name;
+	kp->generic = NULL;
+	kp->cxt = CurrentMemoryContext;
+}
+
+/*
+ * Run a keyed query for nkeys keys (0: one key of many executions), its
+ * parameters (params) bound to them, its rows going to dest.
+ *
+ * An execution of a set of keys is planned for its keys (set-based apply):
+ * the planner sees them, and takes a hash join to the sources when they
+ * reach much of a table, where the generic plan, which knows nothing of
+ * them, descends an index per key.  Planning it costs what the generic
+ * plan costs, and a run of fewer than RECOMPUTE_SET_CHUNK keys is one
+ * execution.  A query run once per key (a group of a key of several
+ * columns) shares one generic plan between its executions instead.  The
+ * two plans compute the same query, so which one ran never shows in the
+ * result.
+ */
+static void
+keyed_plan_run(KeyedPlan *kp, int nkeys, ParamListInfo params, DestReceiver *dest)
+{
+	MemoryContext old;
+
+	if (nkeys > 0 && nkeys >= dj_set_apply_min_keys)
+	{
+		MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+												  "delta_join set-based plan",
+												  ALLOCSET_DEFAULT_SIZES);
+		PlannedStmt *pstmt;
+
+		old = MemoryContextSwitchTo(cxt);
+		pstmt = pg_plan_query(copyObject(kp->query), kp->name, 0, params);
+		MemoryContextSwitchTo(old);
+		run_plan(pstmt, kp->name, params, dest);
+		MemoryContextDelete(cxt);
+		return;
+	}
+	if (kp->generic == NULL)
+	{
+		old = MemoryContextSwitchTo(kp->cxt);
+		kp->generic = pg_plan_query(copyObject(kp->query), kp->name, CURSOR_OPT_GENERIC_PLAN,
+									NULL);
+		MemoryContextSwitchTo(old);
+	}
+	run_plan(kp->generic, kp->name, params, dest);
 }
 
 static void
@@ -239,38 +336,27 @@ ordinary_equality_operator(Oid type)
 
 /*
  * A range-table entry "unnest($p, $p+1, ...) AS alias(c1, c2, ...)", a
- * column per key column of src, each from an array parameter (the first
- * first_param); the types of the key columns and of their arrays are set
- * in the arrays given, from index 0.
+ * column of each type given (with its collation), each from an array
+ * parameter (the first first_param) of that type's array type.
  */
 static RangeTblEntry *
-unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *alias,
-				  const char *colprefix, Oid *elemtypes, Oid *arraytypes, int16 *typlen,
-				  bool *typbyval, char *typalign)
+unnest_entry(int n, const Oid *types, const Oid *collations, int first_param,
+			 const char *alias, const char *colprefix)
 {
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
 	List	   *colnames = NIL;
 
 	rte->rtekind = RTE_FUNCTION;
 	rte->inFromCl = true;
-	for (int k = 0; k < src->key_natts; k++)
+	for (int k = 0; k < n; k++)
 	{
 		RangeTblFunction *rtf = makeNode(RangeTblFunction);
-		Var		   *var = column_var(query, src->rtindex, src->key_attnums[k]);
 
-		elemtypes[k] = var->vartype;
-		arraytypes[k] = get_array_type(var->vartype);
-		if (!OidIsValid(arraytypes[k]))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the key of source \"%s\" has a column of type %s, which has no array type",
-							src->relname, format_type_be(var->vartype))));
-		get_typlenbyvalalign(var->vartype, &typlen[k], &typbyval[k], &typalign[k]);
-
-		rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, var->vartype,
-											  list_make1(key_param(first_param + k, arraytypes[k],
-																   var->varcollid)),
-											  var->varcollid, var->varcollid,
+		rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, types[k],
+											  list_make1(key_param(first_param + k,
+																   get_array_type(types[k]),
+																   collations[k])),
+											  collations[k], collations[k],
 											  COERCE_EXPLICIT_CALL);
 		((FuncExpr *) rtf->funcexpr)->funcretset = true;
 		rtf->funccolcount = 1;
@@ -280,6 +366,34 @@ unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *a
 	rte->eref = makeAlias(alias, colnames);
 	rte->alias = rte->eref;
 	return rte;
+}
+
+/*
+ * The unnest_entry of the key columns of src; the types of the key columns
+ * and of their arrays are set in the arrays given, from index 0.
+ */
+static RangeTblEntry *
+unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *alias,
+				  const char *colprefix, Oid *elemtypes, Oid *arraytypes, int16 *typlen,
+				  bool *typbyval, char *typalign)
+{
+	Oid		   *collations = palloc(sizeof(Oid) * Max(src->key_natts, 1));
+
+	for (int k = 0; k < src->key_natts; k++)
+	{
+		Var		   *var = column_var(query, src->rtindex, src->key_attnums[k]);
+
+		elemtypes[k] = var->vartype;
+		collations[k] = var->varcollid;
+		arraytypes[k] = get_array_type(var->vartype);
+		if (!OidIsValid(arraytypes[k]))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the key of source \"%s\" has a column of type %s, which has no array type",
+							src->relname, format_type_be(var->vartype))));
+		get_typlenbyvalalign(var->vartype, &typlen[k], &typbyval[k], &typalign[k]);
+	}
+	return unnest_entry(src->key_natts, elemtypes, collations, first_param, alias, colprefix);
 }
 
 /*
@@ -356,8 +470,8 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 		conds = lappend(conds, null_test((Expr *) column_var(query, other->rtindex,
 															 other->pk_attnums[0])));
 	}
-	rq->pstmt = plan_restricted(query, conds, plan, target, false, CURSOR_OPT_GENERIC_PLAN,
-								REGION_QUERY_NAME);
+	keyed_plan_init(&rq->kp, restrict_query(query, conds, plan, target, false),
+					REGION_QUERY_NAME);
 	return rq;
 }
 
@@ -379,6 +493,7 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 	ApplyErrorPlace outer_place = apply_error_place;
 	ListCell   *lc;
 	int			i = 0;
+	int			chunk;
 
 	for (int k = 0; k < rq->nkeys; k++)
 	{
@@ -402,9 +517,10 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 		run_keys[i++] = key;
 	}
 
-	for (int start = 0; start < i; start += RECOMPUTE_CHUNK)
+	chunk = recompute_chunk_size(i, RECOMPUTE_CHUNK);
+	for (int start = 0; start < i; start += chunk)
 	{
-		int			count = Min(RECOMPUTE_CHUNK, i - start);
+		int			count = Min(chunk, i - start);
 		int			lbound = 1;
 
 		for (int k = 0; k < rq->nkeys; k++)
@@ -413,8 +529,8 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 														   rq->elemtypes[k], rq->typlen[k],
 														   rq->typbyval[k], rq->typalign[k]));
 		apply_error_keys(rq->src, run_keys[start], count);
-		run_plan(rq->pstmt, REGION_QUERY_NAME,
-				 run_params(rq->nkeys, arrays, no_nulls, rq->arraytypes), dest);
+		keyed_plan_run(&rq->kp, count, run_params(rq->nkeys, arrays, no_nulls, rq->arraytypes),
+					   dest);
 	}
 	apply_error_place = outer_place;
 }
@@ -425,41 +541,70 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
  */
 
 /*
- * Plan the group query of an aggregate view: its query restricted to one
- * group -- WHERE ... AND k1 = $1 AND k2 = $2 ..., with "kn IS NULL" instead
- * for the key columns in nulls (GROUP BY puts NULLs in one group) -- or, in
- * set mode (one key column), to "k1 = ANY($1)"; HAVING moved to a last
- * output column.  Parameter n is the value of group clause n (the group
- * key columns, in the order of DeltaSource.key_attnums); its rows are in
- * the column types of target.
+ * Prepare the group query of an aggregate view: its query restricted to
+ * one group -- WHERE ... AND k1 = $1 AND k2 = $2 ..., with "kn IS NULL"
+ * instead for the key columns in nulls (GROUP BY puts NULLs in one group)
+ * -- or, in set mode, to a set of groups of non-NULL keys: "k1 = ANY($1)"
+ * for a one-column key, else joined to "unnest($1, $2, ...) AS keys(k1,
+ * k2, ...)" on "k1 = keys.k1 AND ...", each group's key there once (the
+ * caller's part: a row equal to two of them would be counted twice).
+ * HAVING is moved to a last output column.  Parameter n is the value of
+ * group clause n (the group key columns, in the order of
+ * DeltaSource.key_attnums), or in set mode an array of them; its rows are
+ * in the column types of target.  Set mode needs each key column's
+ * equality to take two values of its type, and the type an array type
+ * (the caller checks).
  */
 GroupQuery *
 recompute_prepare_groups(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set_mode)
 {
 	GroupQuery *gq = palloc0(sizeof(GroupQuery));
 	Query	   *query = copyObject(plan->query);
+	int			ngroup = list_length(query->groupClause);
+	Oid		   *collations = palloc(sizeof(Oid) * Max(ngroup, 1));
+	int			keys_rtindex = 0;
 	List	   *conds = NIL;
 	ListCell   *lc;
 
-	gq->paramtypes = palloc(sizeof(Oid) * Max(list_length(query->groupClause), 1));
+	gq->paramtypes = palloc(sizeof(Oid) * Max(ngroup, 1));
 	foreach(lc, query->groupClause)
 	{
 		SortGroupClause *sgc = lfirst(lc);
-		TargetEntry *tle = get_sortgroupclause_tle(sgc, query->targetList);
-		Var		   *var = (Var *) tle->expr;
-		int			k = gq->nparams++;
+		Var		   *var = (Var *) get_sortgroupclause_tle(sgc, query->targetList)->expr;
 		Oid			lefttype;
-		Oid			righttype;
 
-		op_input_types(sgc->eqop, &lefttype, &righttype);
-		gq->paramtypes[k] = righttype;
+		op_input_types(sgc->eqop, &lefttype, &gq->paramtypes[gq->nparams]);
+		collations[gq->nparams++] = var->varcollid;
+	}
+	if (set_mode && ngroup > 1)
+	{
+		RangeTblRef *rtr = makeNode(RangeTblRef);
+
+		query->rtable = lappend(query->rtable,
+								unnest_entry(ngroup, gq->paramtypes, collations, 1, "keys", "k"));
+		keys_rtindex = rtr->rtindex = list_length(query->rtable);
+		query->jointree->fromlist = lappend(query->jointree->fromlist, rtr);
+	}
+
+	foreach(lc, query->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		Var		   *var = (Var *) get_sortgroupclause_tle(sgc, query->targetList)->expr;
+		int			k = foreach_current_index(lc);
+		Oid			type = gq->paramtypes[k];
+		Expr	   *value;
+
 		if (bms_is_member(k, nulls))
+		{
 			conds = lappend(conds, null_test((Expr *) copyObject(var)));
-		else if (set_mode)
+			continue;
+		}
+		if (set_mode)
+			gq->paramtypes[k] = get_array_type(type);
+		if (set_mode && ngroup == 1)
 		{
 			ScalarArrayOpExpr *any = makeNode(ScalarArrayOpExpr);
 
-			gq->paramtypes[k] = get_array_type(righttype);
 			any->opno = sgc->eqop;
 			any->opfuncid = get_opcode(sgc->eqop);
 			any->useOr = true;
@@ -468,30 +613,34 @@ recompute_prepare_groups(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set
 								   key_param(k + 1, gq->paramtypes[k], var->varcollid));
 			any->location = -1;
 			conds = lappend(conds, any);
+			continue;
 		}
+		if (set_mode)
+			value = (Expr *) makeVar(keys_rtindex, k + 1, type, -1, var->varcollid, 0);
 		else
-			conds = lappend(conds,
-							make_opclause(sgc->eqop, BOOLOID, false, (Expr *) copyObject(var),
-										  (Expr *) key_param(k + 1, righttype, var->varcollid),
-										  InvalidOid, var->varcollid));
+			value = (Expr *) key_param(k + 1, type, var->varcollid);
+		conds = lappend(conds,
+						make_opclause(sgc->eqop, BOOLOID, false, (Expr *) copyObject(var), value,
+									  InvalidOid, var->varcollid));
 	}
-	gq->pstmt = plan_restricted(query, conds, plan, target, true, CURSOR_OPT_GENERIC_PLAN,
-								GROUP_QUERY_NAME);
+	keyed_plan_init(&gq->kp, restrict_query(query, conds, plan, target, true),
+					GROUP_QUERY_NAME);
+	gq->set_mode = set_mode;
 	return gq;
 }
 
 /*
- * Run a group query with its parameters' values (one per group clause:
- * the group's key, or in set mode an array of keys), its rows going to
- * dest.
+ * Run a group query for nkeys groups with its parameters' values (one per
+ * group clause: the group's key, or in set mode an array of nkeys keys),
+ * its rows going to dest.
  */
 void
-recompute_run_groups(GroupQuery *gq, const Datum *values, const bool *isnull,
+recompute_run_groups(GroupQuery *gq, int nkeys, const Datum *values, const bool *isnull,
 					 DestReceiver *dest)
 {
 	ParamListInfo params = run_params(gq->nparams, values, isnull, gq->paramtypes);
 
-	run_plan(gq->pstmt, GROUP_QUERY_NAME, params, dest);
+	keyed_plan_run(&gq->kp, gq->set_mode ? nkeys : 0, params, dest);
 	pfree(params);
 }
 
@@ -653,7 +802,7 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 	query->limitCount = NULL;
 	query->limitOffset = NULL;
 	compat_set_nullingrels(query);
-	fq->pstmt = pg_plan_query(query, FINDER_QUERY_NAME, CURSOR_OPT_GENERIC_PLAN, NULL);
+	keyed_plan_init(&fq->kp, query, FINDER_QUERY_NAME);
 	return fq;
 }
 
@@ -667,6 +816,7 @@ recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
 {
 	Datum	   *arrays = palloc(sizeof(Datum) * Max(fq->nparams, 1));
 	bool	   *no_nulls = palloc0(sizeof(bool) * Max(fq->nparams, 1));
+	int			nimages = 0;
 
 	for (int p = 0; p < fq->nparams; p++)
 	{
@@ -676,6 +826,8 @@ recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
 		bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
 		int			lbound = 1;
 		ListCell   *lc;
+
+		nimages = Max(nimages, n);
 
 		foreach(lc, list)
 		{
@@ -688,8 +840,8 @@ recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
 													   fq->elemtypes[p], fq->typlen[p],
 													   fq->typbyval[p], fq->typalign[p]));
 	}
-	run_plan(fq->pstmt, FINDER_QUERY_NAME,
-			 run_params(fq->nparams, arrays, no_nulls, fq->arraytypes), dest);
+	keyed_plan_run(&fq->kp, nimages, run_params(fq->nparams, arrays, no_nulls, fq->arraytypes),
+				   dest);
 }
 
 /* ----------------------------------------------------------------
@@ -721,7 +873,8 @@ recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
 				 list_length(rewritten));
 		query = linitial_node(Query, rewritten);
 	}
-	run_plan(plan_restricted(query, NIL, plan, target, false, 0, VIEW_QUERY_NAME),
+	run_plan(pg_plan_query(restrict_query(query, NIL, plan, target, false), VIEW_QUERY_NAME, 0,
+						   NULL),
 			 VIEW_QUERY_NAME, NULL, dest);
 	apply_error_place = outer_place;
 }

@@ -14,8 +14,26 @@
 #include "nodes/plannodes.h"
 #include "tcop/dest.h"
 
-/* keys of one execution of a region query */
+/* keys of one execution of a region query with its generic plan */
 #define RECOMPUTE_CHUNK		1000
+
+/* keys of one execution planned for its keys (set-based apply) */
+#define RECOMPUTE_SET_CHUNK	100000
+
+/*
+ * A query that takes keys as parameters, and how each execution is planned
+ * (recompute.c, keyed_plan_run): an execution of a set of at least
+ * delta_join.set_apply_min_keys keys is planned for those keys, so that
+ * the planner may join them to the sources with a hash join (set-based
+ * apply); a generic plan, built once, reaches each key through an index.
+ */
+typedef struct KeyedPlan
+{
+	Query	   *query;			/* restricted to the parameters' keys */
+	const char *name;
+	PlannedStmt *generic;		/* built by the first execution needing it */
+	MemoryContext cxt;			/* where generic is kept */
+} KeyedPlan;
 
 /* The region query of one source of a view (recompute_prepare) */
 typedef struct RegionQuery
@@ -28,13 +46,14 @@ typedef struct RegionQuery
 	bool	   *typbyval;
 	char	   *typalign;
 	bool		match_nulls;	/* the key's NULLs are not distinct: NULL finds NULL */
-	PlannedStmt *pstmt;			/* a generic plan */
+	KeyedPlan	kp;
 } RegionQuery;
 
 /* The group query of an aggregate view (recompute_prepare_groups) */
 typedef struct GroupQuery
 {
-	PlannedStmt *pstmt;			/* a generic plan */
+	KeyedPlan	kp;
+	bool		set_mode;		/* a set of groups an execution, or one */
 	int			nparams;
 	Oid		   *paramtypes;		/* of $1 ... $n: the key's, or its array type */
 } GroupQuery;
@@ -45,7 +64,7 @@ typedef struct GroupQuery
  */
 typedef struct FinderQuery
 {
-	PlannedStmt *pstmt;			/* a generic plan */
+	KeyedPlan	kp;
 	int			ngroup;			/* its output: the group key's columns */
 	int			nparams;		/* an array per key column of each image */
 	int		   *param_source;	/* per parameter: its source (index) ... */
@@ -62,11 +81,13 @@ extern RegionQuery *recompute_prepare(DeltaPlan *plan, Oid target, int source,
 extern void recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest);
 extern GroupQuery *recompute_prepare_groups(DeltaPlan *plan, Oid target, Bitmapset *nulls,
 											bool set_mode);
-extern void recompute_run_groups(GroupQuery *gq, const Datum *values, const bool *isnull,
-								 DestReceiver *dest);
+extern void recompute_run_groups(GroupQuery *gq, int nkeys, const Datum *values,
+								 const bool *isnull, DestReceiver *dest);
 extern FinderQuery *recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced);
 extern void recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest);
 extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
+extern void recompute_define_settings(void);
+extern int	recompute_chunk_size(int nkeys, int generic_chunk);
 extern void recompute_receiver_init(DestReceiver *dest,
 									bool (*receive) (TupleTableSlot *slot, DestReceiver *self));
 

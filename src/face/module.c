@@ -43,6 +43,7 @@
 #include "base/delta_join.h"
 #include "base/options.h"
 #include "analysis/dialect.h"
+#include "apply/recompute.h"
 #include "base/shmem.h"
 #include "citus/node.h"
 #include "process/launcher.h"
@@ -79,6 +80,7 @@ _PG_init(void)
 {
 	options_define_settings();
 	parallel_define_settings();
+	recompute_define_settings();
 	retry_define_settings();
 	share_define_settings();
 	shmem_define_settings();

@@ -202,6 +202,29 @@ sub wait_views
 
 =pod
 
+=item set_based_apply($node, $on)
+
+With C<$on> true, every recompute execution of a set of keys is planned for
+its keys (C<delta_join.set_apply_min_keys = 1>, the default: set-based
+apply, issue 22 item 4); with C<$on> false, none is (the setting at its
+maximum), and every execution runs the generic plan of its batch.  The
+differential tests switch it from seed to seed, so that both forms are
+compared with the queries.
+
+=cut
+
+sub set_based_apply
+{
+	my ($node, $on) = @_;
+	$node->safe_psql('postgres',
+		'ALTER SYSTEM SET delta_join.set_apply_min_keys = '
+		  . ($on ? '1' : '2147483647')
+		  . '; SELECT pg_reload_conf()');
+	note('set-based apply ' . ($on ? 'on' : 'off'));
+}
+
+=pod
+
 =item status_ok($node, $target, $name)
 
 Asserts that the view's state in C<delta_join.status> is active and that it

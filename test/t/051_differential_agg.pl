@@ -127,6 +127,8 @@ ROLLBACK;
 
 foreach my $seed (@seeds)
 {
+	# set-based apply for every seed but the second, generic plans for that one
+	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);
 	my $s = "s$seed";
 	my %views = (
 		"$s.merchant_summary" => merchant_query($s),

@@ -130,6 +130,8 @@ sub count_kinds
 
 foreach my $seed (@seeds)
 {
+	# set-based apply for every seed but the second, generic plans for that one
+	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);
 	my $s = "s$seed";
 	DeltaJoinOuter::create_schema($node, $s, $seed);
 	my $views = views_of($s);

@@ -325,6 +325,8 @@ sub check_schema
 
 foreach my $seed (@seeds)
 {
+	# set-based apply for every seed but the second, generic plans for that one
+	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);
 	my $s = "s$seed";
 	my $targets = targets_of($s);
 

@@ -274,6 +274,8 @@ sub check_views
 
 foreach my $seed (@seeds)
 {
+	# set-based apply for every seed but the second, generic plans for that one
+	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);
 	my $s = "c$seed";
 	create_schema($s, $seed);
 	my $v = views_of($s);
