@@ -306,7 +306,9 @@ piece_took(PieceSize *ps, int64 keys, long ms)
  * large batch and each try makes progress.  (A view's max_batch_size bounds
  * its own part of each batch only: the batch itself is the worker's, see
  * batch_policy_for.)  A recompute of the whole (full recompute, an
- * aggregate without GROUP BY) is one piece.
+ * aggregate without GROUP BY) is one piece; the keys the capture spilled
+ * for the view are all applied before its slice may end, each piece of
+ * them within the lookup timeout.
  *
  * The keys a capture spilled for the view (req->read_spilled) are part of
  * its work, applied first.
@@ -402,7 +404,21 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 								  TimestampDifferenceMilliseconds(piece_started,
 																  GetCurrentTimestamp()));
 				keys_left -= view_batch_nkeys(piece);
-				if (req->sliced && !whole &&
+
+				/*
+				 * Spilled keys are not left for later: the rest would be
+				 * every key not applied yet, read back into memory at once,
+				 * the very thing spilling avoids.  Once they are applied,
+				 * the rest is at most the part of the batch in memory.
+				 * Until then the lookup timeout bounds each piece, not the
+				 * whole, which no slice can cut short.
+				 */
+				if (pc.spilled && view->options.lookup_timeout_ms > 0)
+				{
+					disable_timeout(STATEMENT_TIMEOUT, false);
+					enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
+				}
+				if (req->sliced && !whole && !pc.spilled &&
 					(keys_left <= 0 ||
 					 TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms)))
 				{
