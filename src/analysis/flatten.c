@@ -678,10 +678,11 @@ pull_up_semi_join(Analysis *a, Query *query, SubLink *sublink, bool anti, Node *
 	sub->jointree->quals = where;
 	if (anti)
 	{
-		AntiJoin   *aj = palloc0(sizeof(AntiJoin));
+		AntiJoin   *aj;
 
 		if (!check_anti_join_correlation(a, query, sub, sublink, where))
 			return NIL;
+		aj = palloc0(sizeof(AntiJoin));
 		*as_written = anti_join_as_written(sub, sublink);
 		aj->first_rtindex = list_length(query->rtable) + 1;
 		aj->last_rtindex = list_length(query->rtable) + list_length(sub->rtable);
