@@ -9,7 +9,8 @@
 -- recompute; explain() says why.  A SELECT DISTINCT over inner joins
 -- (issue 22, item 2) takes the same path as the GROUP BY of its select
 -- list, with no aggregate; so does a semi-join, EXISTS or IN, taken as
--- the SELECT DISTINCT of its join (issue 22, item 3).
+-- the SELECT DISTINCT of its join, and an anti-join, NOT EXISTS or NOT IN
+-- (issue 22, item 3).
 --
 \set ECHO none
 \i sql/include/setup.sql
@@ -277,12 +278,11 @@ SELECT * FROM open_in ORDER BY id;
 SELECT * FROM by_ref ORDER BY email;
 
 -- what keeps its path: no unique key of the outer table in the select
--- list, NOT EXISTS and NOT IN, a correlated IN, a subquery that groups,
--- an aggregate over the semi-join, strategy none
+-- list, NOT IN over a column that may be NULL (anti-joins: section 7), a
+-- correlated IN, a subquery that groups, an aggregate over the semi-join,
+-- EXISTS under OR, strategy none
 \set no_key 'SELECT c.name FROM clients c WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id)'
 SELECT * FROM delta_join.explain(:'no_key', strategy => 'auto');
-\set not_exists 'SELECT c.id, c.name FROM clients c WHERE NOT EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id)'
-SELECT * FROM delta_join.explain(:'not_exists', strategy => 'auto');
 \set not_in 'SELECT c.id, c.name FROM clients c WHERE c.id NOT IN (SELECT t.client_id FROM tickets t)'
 SELECT * FROM delta_join.explain(:'not_in', strategy => 'auto');
 \set in_correlated 'SELECT c.id FROM clients c WHERE c.id IN (SELECT t.client_id FROM tickets t WHERE t.id > c.ref)'
@@ -291,6 +291,7 @@ SELECT * FROM delta_join.explain(:'in_correlated', strategy => 'auto');
 SELECT * FROM delta_join.explain(:'grouped_sub', strategy => 'auto');
 \set agg_semi 'SELECT c.name, count(*) AS n FROM clients c WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id) GROUP BY c.name'
 SELECT * FROM delta_join.explain(:'agg_semi', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT c.id FROM clients c WHERE c.ref = 1 OR EXISTS (SELECT 1 FROM tickets t WHERE t.client_id = c.id)', strategy => 'auto');
 -- a unique index whose collation is not the column's is no unique key of
 -- the select list: its rows 'Dee@x' and 'dee@x' differ, but a DISTINCT
 -- that compares them case-insensitively, as their column does, would merge
@@ -345,6 +346,144 @@ ALTER TABLE docs ADD COLUMN tags int[], ADD COLUMN place shelf_place;
 SELECT * FROM delta_join.explain('SELECT DISTINCT d.tags, s.id AS shelf FROM docs d JOIN shelves s ON s.k = d.k', strategy => 'auto');
 SELECT * FROM delta_join.explain('SELECT d.place, count(*) AS n FROM docs d JOIN shelves s ON s.k = d.k GROUP BY d.place', strategy => 'auto');
 
+--
+-- 7. Anti-joins (issue 22, item 3): a WHERE with NOT EXISTS, or NOT IN
+--    between columns that are never NULL, whose select list holds a unique
+--    key of the outer table (or which is a SELECT DISTINCT), takes the path
+--    too: each row it keeps is a group.  A change of the outer table
+--    dirties its own rows; a change of the subquery's tables dirties the
+--    outer rows their old and new rows correlate with, found as a
+--    semi-join finds them; each dirty row is recomputed by the view's
+--    query, NOT EXISTS and all.
+--
+CREATE TABLE accounts (id int PRIMARY KEY, name text, team int);
+CREATE TABLE bans (id int PRIMARY KEY, account_id int, reason_id int, active bool);
+CREATE TABLE reasons (id int PRIMARY KEY, severe bool);
+CREATE TABLE holds (id int PRIMARY KEY, account_id int NOT NULL);
+INSERT INTO accounts VALUES (1, 'ann', 10), (2, 'bob', 1), (3, 'cy', NULL), (4, 'dee', 1),
+  (5, 'eve', 3), (6, NULL, 2);
+INSERT INTO reasons VALUES (1, true), (2, false);
+INSERT INTO bans VALUES (1, 1, 1, true), (2, 1, 2, true), (3, 2, 2, false), (4, NULL, 1, true),
+  (5, 5, 2, true);
+INSERT INTO holds VALUES (1, 2), (2, 4), (3, 4);
+\set unbanned 'SELECT a.id, a.name FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id AND b.active)'
+\set not_held 'SELECT a.id, a.team FROM accounts a WHERE a.id NOT IN (SELECT h.account_id FROM holds h)'
+\set held_clean 'SELECT a.id, a.name FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b JOIN reasons r ON r.id = b.reason_id WHERE b.account_id = a.id AND r.severe) AND EXISTS (SELECT 1 FROM holds h WHERE h.account_id = a.id)'
+\set leaders 'SELECT a.id, a.team FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM accounts m WHERE m.team = a.id)'
+\set free_teams 'SELECT DISTINCT a.team FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id) AND a.id NOT IN (SELECT h.account_id FROM holds h)'
+-- not eligible while the correlation's columns are not logged in old rows
+SELECT * FROM delta_join.explain(:'unbanned', strategy => 'auto');
+ALTER TABLE accounts REPLICA IDENTITY FULL;
+ALTER TABLE bans REPLICA IDENTITY FULL;
+ALTER TABLE reasons REPLICA IDENTITY FULL;
+ALTER TABLE holds REPLICA IDENTITY FULL;
+SELECT * FROM delta_join.explain(:'unbanned', strategy => 'auto');
+-- NOT IN between NOT NULL columns; an anti-join and a semi-join, the
+-- anti-join's subquery a join of two tables; a table anti-joined with
+-- itself; a SELECT DISTINCT with two anti-joins
+SELECT * FROM delta_join.explain(:'not_held', strategy => 'auto');
+SELECT * FROM delta_join.explain(:'held_clean', strategy => 'auto');
+SELECT * FROM delta_join.explain(:'leaders', strategy => 'auto');
+SELECT * FROM delta_join.explain(:'free_teams', strategy => 'auto');
+SELECT delta_join.create_view('unbanned', :'unbanned', strategy => 'auto');
+SELECT delta_join.create_view('unbanned_retract', :'unbanned', strategy => 'auto',
+  options => '{"retract": true}');
+SELECT delta_join.create_view('not_held', :'not_held', strategy => 'auto');
+SELECT delta_join.create_view('held_clean', :'held_clean', strategy => 'auto');
+SELECT delta_join.create_view('leaders', :'leaders', strategy => 'auto');
+SELECT delta_join.create_view('free_teams', :'free_teams', strategy => 'auto');
+CREATE TEMP TABLE anti (target text, query text);
+INSERT INTO anti VALUES ('unbanned', :'unbanned'), ('unbanned_retract', :'unbanned'),
+  ('not_held', :'not_held'), ('held_clean', :'held_clean'), ('leaders', :'leaders'),
+  ('free_teams', :'free_teams');
+SELECT s.target, v.mode FROM anti s JOIN delta_join.views v ON v.target = 'jg.' || s.target
+ ORDER BY 1;
+SELECT s.target, d.* FROM anti s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM unbanned ORDER BY id;
+SELECT * FROM leaders ORDER BY id;
+
+-- the inner side: one of ann's two active bans lifted (ann stays out); a
+-- ban moved from eve to bob (eve enters, bob leaves); the ban of a NULL
+-- account given to cy (cy leaves); one of dee's two holds deleted (she
+-- stays out of not_held); a severe reason made mild (ann has no severe
+-- ban left, but no hold either)
+UPDATE bans SET active = false WHERE id = 2;
+UPDATE bans SET account_id = 2 WHERE id = 5;
+UPDATE bans SET account_id = 3 WHERE id = 4;
+DELETE FROM holds WHERE id = 2;
+UPDATE reasons SET severe = false WHERE id = 1;
+SELECT delta_join.wait();
+SELECT s.target, d.* FROM anti s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM unbanned ORDER BY id;
+SELECT * FROM not_held ORDER BY id;
+SELECT * FROM held_clean ORDER BY id;
+
+-- a row that would enter and leave in one batch (ann's last active ban
+-- lifted, a new one given), a ban's key changed, a ban set to a NULL
+-- account (cy enters), the last hold of dee deleted (dee enters
+-- not_held), a team set NULL (eve's leader 3 enters leaders) and to
+-- another leader (6 leaves leaders)
+BEGIN;
+UPDATE bans SET active = false WHERE id = 1;
+INSERT INTO bans VALUES (6, 1, 1, true);
+COMMIT;
+UPDATE bans SET id = 9 WHERE id = 5;
+UPDATE bans SET account_id = NULL WHERE id = 4;
+DELETE FROM holds WHERE id = 3;
+UPDATE accounts SET team = NULL WHERE id = 5;
+UPDATE accounts SET team = 6 WHERE id = 2;
+SELECT delta_join.wait();
+SELECT s.target, d.* FROM anti s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM unbanned ORDER BY id;
+SELECT * FROM not_held ORDER BY id;
+SELECT * FROM leaders ORDER BY id;
+
+-- the outer side: a name changed, a key changed (its bans no longer
+-- correlate), an account and its ban in one transaction, an account
+-- deleted, a NULL name
+UPDATE accounts SET name = 'anne' WHERE id = 1;
+UPDATE accounts SET id = 7 WHERE id = 2;
+BEGIN;
+INSERT INTO accounts VALUES (8, 'hal', 7);
+INSERT INTO bans VALUES (10, 8, 2, true);
+COMMIT;
+DELETE FROM accounts WHERE id = 4;
+UPDATE accounts SET name = NULL WHERE id = 3;
+SELECT delta_join.wait();
+SELECT s.target, d.* FROM anti s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM unbanned ORDER BY id;
+SELECT * FROM leaders ORDER BY id;
+
+-- a TRUNCATE of an anti-join's table lets every outer row in
+TRUNCATE bans;
+SELECT delta_join.wait();
+SELECT s.target, d.* FROM anti s, diff(s.target::regclass, s.query) d ORDER BY 1;
+SELECT * FROM unbanned ORDER BY id;
+
+-- what keeps its path, explain() saying why: NOT IN over a column that
+-- may be NULL (one NULL in the subquery empties the view), a correlation
+-- that is no equality, a subquery that groups or has a LIMIT, an
+-- anti-join under GROUP BY, NOT EXISTS under OR, a NOT EXISTS nested in
+-- another, no unique key in the select list, strategy none
+\set nullable_in 'SELECT a.id FROM accounts a WHERE a.id NOT IN (SELECT b.account_id FROM bans b)'
+SELECT * FROM delta_join.explain(:'nullable_in', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.id FROM accounts a WHERE a.team NOT IN (SELECT h.account_id FROM holds h)', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.id FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id > a.id)', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.id FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM accounts m WHERE m.team = a.id AND m.id <> a.id)', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.id FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id GROUP BY b.account_id HAVING count(*) > 1)', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.id FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id LIMIT 0)', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.team, count(*) AS n FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id) GROUP BY a.team', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.id FROM accounts a WHERE a.team = 1 OR NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id)', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.id FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id AND NOT EXISTS (SELECT 1 FROM reasons r WHERE r.id = b.reason_id))', strategy => 'auto');
+SELECT * FROM delta_join.explain('SELECT a.name FROM accounts a WHERE NOT EXISTS (SELECT 1 FROM bans b WHERE b.account_id = a.id)', strategy => 'auto');
+SELECT * FROM delta_join.explain(:'unbanned', strategy => 'none');
+SELECT delta_join.create_view('nullable_in', :'nullable_in', strategy => 'auto');
+SELECT mode FROM delta_join.views WHERE target = 'jg.nullable_in';
+-- (a NULL among the subquery's values: no row at all)
+INSERT INTO bans VALUES (11, NULL, 1, true);
+SELECT delta_join.wait();
+SELECT * FROM diff('nullable_in', :'nullable_in');
+
 -- the views are dropped with the schema
 SELECT delta_join.drop_view('by_region');
 SELECT delta_join.drop_view('by_order');
@@ -360,4 +499,11 @@ SELECT delta_join.drop_view('self_ref');
 SELECT delta_join.drop_view('doc_groups');
 SELECT delta_join.drop_view('doc_distinct');
 SELECT delta_join.drop_view('doc_by_body');
+SELECT delta_join.drop_view('unbanned');
+SELECT delta_join.drop_view('unbanned_retract');
+SELECT delta_join.drop_view('not_held');
+SELECT delta_join.drop_view('held_clean');
+SELECT delta_join.drop_view('leaders');
+SELECT delta_join.drop_view('free_teams');
+SELECT delta_join.drop_view('nullable_in');
 DROP SCHEMA jg CASCADE;

@@ -45,6 +45,18 @@ typedef struct Failure
 	char	   *hint;
 } Failure;
 
+/*
+ * An anti-join (NOT EXISTS, NOT IN) pulled up for the analysis of groups
+ * through joins: its subquery's range table, appended to the query's, and
+ * its FROM items in the query's FROM list (flatten.c)
+ */
+typedef struct AntiJoin
+{
+	int			first_rtindex;
+	int			last_rtindex;
+	List	   *fromlist;
+} AntiJoin;
+
 typedef struct Analysis
 {
 	DeltaPlan  *plan;
@@ -67,8 +79,11 @@ typedef struct Analysis
 	char	   *label;			/* "branch 2 of the UNION ALL", added to messages;
 								 * NULL but for a branch */
 	List	   *branch_analyses;	/* Analysis * of each branch of a UNION ALL */
-	bool		semi_join;		/* groups through joins: WHERE has an EXISTS
-								 * or IN, tried as a DISTINCT join */
+	bool		semi_join;		/* groups through joins: WHERE has an EXISTS,
+								 * IN, NOT EXISTS or NOT IN, tried as a
+								 * DISTINCT join */
+	List	   *anti_joins;		/* AntiJoin *, pulled up for the analysis */
+	Node	   *view_quals;		/* WHERE with the anti-joins as written */
 } Analysis;
 
 #define SOURCE(a, i)	((DeltaSource *) list_nth((a)->plan->sources, (i)))
@@ -135,6 +150,7 @@ extern void analysis_full(Analysis *a, Query *query, List *hints);
 /* flatten.c */
 extern void analysis_flatten(Analysis *a, Query *query);
 extern bool analysis_pull_up_semi_joins(Analysis *a, Query *query);
+extern void analysis_restore_anti_joins(Analysis *a, Query *query);
 extern Bitmapset *analysis_referenced_rtes(Query *query);
 
 #endif							/* DJ_ANALYSIS_H */

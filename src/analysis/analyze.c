@@ -869,6 +869,8 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	{
 		plan->kind = DJ_KIND_AGGREGATE;
 		analysis_aggregate(a);
+		if (a->anti_joins != NIL)
+			analysis_restore_anti_joins(a, query);
 		return plan;
 	}
 

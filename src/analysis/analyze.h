@@ -66,6 +66,12 @@ typedef struct DeltaSource
 	 */
 	int		   *partner_output;
 
+	/*
+	 * Groups through joins: 0 for a table of the outer query, or n for one
+	 * read by the subquery of the query's n-th anti-join (NOT EXISTS, NOT
+	 * IN), whose changes dirty the outer rows they correlate with.
+	 */
+	int			anti_join;
 } DeltaSource;
 
 /* One plain-column equality between two sources: left.col = right.col */
@@ -120,6 +126,8 @@ typedef struct DeltaPlan
 								 * through joins): query has the GROUP BY */
 	bool		semi_join;		/* an EXISTS or IN taken as a DISTINCT join
 								 * (groups through joins, flatten.c) */
+	bool		anti_join;		/* a NOT EXISTS or NOT IN, its subquery's
+								 * tables among the sources (anti_join) */
 	Query	   *query;			/* analyzed query; join alias vars flattened */
 	DeltaOptions options;
 	List	   *sources;		/* DeltaSource * */
@@ -184,5 +192,6 @@ extern DeltaPlan *analyze_plan_path(Query *query, List *hints, const DeltaOption
 extern DeltaPlan *analyze_choose_path(Query *query, List *hints, const DeltaOptions *options);
 extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options);
 extern void analyze_check_lock_rights(DeltaPlan *plan);
+extern int	analysis_under_nullable_side(Node *jtnode, int rtindex);
 
 #endif							/* DJ_ANALYZE_H */

@@ -276,6 +276,8 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 	{
 		lines = lappend(lines, psprintf("Keyed Recompute of Groups through Joins (%s%s) -> key %s",
 										join_types(plan),
+										plan->semi_join && plan->anti_join ? "; semi-join by EXISTS or IN, as DISTINCT, and anti-join by NOT EXISTS or NOT IN: a group of each row" :
+										plan->anti_join ? "; anti-join by NOT EXISTS or NOT IN: a group of each row" :
 										plan->semi_join ? "; semi-join by EXISTS or IN, as DISTINCT: a group of each row" :
 										plan->distinct ? "; DISTINCT: a group of each row" : "",
 										key_list(plan)));
@@ -286,6 +288,11 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 			if (src->lookup_only)
 				lines = lappend(lines, psprintf("  %s: read as the others change%s",
 												source_title(src), lookup_only_note(src)));
+			else if (src->anti_join != 0)
+				lines = lappend(lines, psprintf("  on change of %s: the rows of the outer query its old and new rows by %s correlate with, found through the anti-join's subquery as a semi-join, recomputed",
+												source_title(src),
+												analysis_column_list(src->relid, src->key_natts,
+																	 src->key_attnums)));
 			else
 				lines = lappend(lines, psprintf("  on change of %s: the groups of its old and new rows by %s, found through the joins, recomputed",
 												source_title(src),

@@ -669,9 +669,23 @@ finder_receive(TupleTableSlot *slot, DestReceiver *self)
  * columns outside an image, so it may find more groups, never fewer: a
  * clean group recomputed is written as it was.
  *
+ * An anti-join (NOT EXISTS) keeps an outer row iff no row of its subquery's
+ * tables joins it.  Such a row's group changed only if the row itself
+ * changed -- found as above with the sources of the outer query replaced,
+ * the anti-join left out (which finds more rows, never fewer) -- or if a
+ * combination of the subquery's rows that joins it, before the batch or
+ * after it, holds a changed row: the outer row, unchanged, is current, so
+ * the finder query with the changed tables of that anti-join replaced by
+ * their images, joined to the outer query as a semi-join is, yields it.
+ * A set R that mixes the outer query's sources with an anti-join's, or two
+ * anti-joins', finds nothing its outer part does not: it is not run.  The
+ * group query, the view's query with its NOT EXISTS, recomputes each row
+ * exactly.
+ *
  * This needs every image of the batch at once: the view's apply takes its
  * keys as one piece (apply_view.c).  A TRUNCATE leaves no images: every
- * group of the target is recomputed instead.
+ * group of the target is recomputed instead, and when it empties a table
+ * of an anti-join, every row of the outer query too.
  */
 static void
 apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
@@ -681,6 +695,7 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	List	  **keys = palloc0(sizeof(List *) * nsources);
 	Bitmapset  *changed = NULL;
 	bool		truncated = false;
+	bool		anti_join_truncated = false;
 	FinderReceiver finder;
 	GroupRecompute gr;
 	List	   *groups;
@@ -698,7 +713,12 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 		truncated |= sb->truncated;
 		foreach(lc2, plan->sources)
 		{
-			if (((DeltaSource *) lfirst(lc2))->ordinal != sb->ordinal || sb->keys == NIL)
+			DeltaSource *src = lfirst(lc2);
+
+			if (src->ordinal != sb->ordinal)
+				continue;
+			anti_join_truncated |= (sb->truncated && src->anti_join != 0);
+			if (sb->keys == NIL)
 				continue;
 			keys[foreach_current_index(lc2)] = sb->keys;
 			changed = bms_add_member(changed, foreach_current_index(lc2));
@@ -729,14 +749,37 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 		Bitmapset  *replaced = NULL;
 		int			s = -1;
 		int			bit = 0;
+		int			anti_join = -1;
+		bool		mixed = false;
 
 		while ((s = bms_next_member(changed, s)) >= 0)
-			if (mask & ((uint32) 1 << bit++))
-				replaced = bms_add_member(replaced, s);
+		{
+			int			side = ((DeltaSource *) list_nth(plan->sources, s))->anti_join;
+
+			if (!(mask & ((uint32) 1 << bit++)))
+				continue;
+			replaced = bms_add_member(replaced, s);
+			mixed |= (anti_join >= 0 && side != anti_join);
+			anti_join = side;
+		}
+		if (mixed)
+			continue;
 		s = bms_next_member(replaced, -1);
 		counts->lookups++;
 		apply_error_keys(list_nth(plan->sources, s), linitial(keys[s]), list_length(keys[s]));
 		recompute_run_finder(recompute_prepare_finder(plan, replaced), keys,
+							 (DestReceiver *) &finder);
+	}
+
+	/*
+	 * A TRUNCATE of an anti-join's table may let any row of the outer query
+	 * in: the finder query that replaces no source finds them all.
+	 */
+	if (anti_join_truncated)
+	{
+		counts->lookups++;
+		apply_error_clear();
+		recompute_run_finder(recompute_prepare_finder(plan, NULL), keys,
 							 (DestReceiver *) &finder);
 	}
 

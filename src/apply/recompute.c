@@ -36,7 +36,12 @@
  *					sources read (DeltaSource.key_attnums) -- projecting the
  *					group key, grouped by it: each dirty group once.
  *					Conditions reading other columns of a replaced source
- *					are left out, which can only find more groups.
+ *					are left out, which can only find more groups.  The
+ *					tables of an anti-join's subquery (NOT EXISTS) are
+ *					sources too: with some of them replaced, they are
+ *					joined to the outer query as a semi-join's are, which
+ *					finds the outer rows their changed rows correlate
+ *					with; else they, and the anti-join, are left out.
  *
  * Why they differ: a join with the keys yields a row once for each key it
  * equals, and dirty keys are told apart by their bytes (batch.c), so that
@@ -653,14 +658,16 @@ typedef struct ImageMap
 {
 	DeltaPlan  *plan;
 	Bitmapset  *replaced;		/* sources replaced by their images */
+	Bitmapset  *left_out;		/* sources the query does not read */
 	int		   *image_rtindex;	/* per source: its images' entry, or 0 */
-	bool		unmapped;		/* a column outside a replaced source's image
-								 * was read */
+	bool		unmapped;		/* a column outside a replaced source's image,
+								 * or of a source left out, was read */
 } ImageMap;
 
 /*
  * A Var of a replaced source becomes the column of its images' entry that
- * holds it; one of a column the images lack sets map->unmapped.
+ * holds it; one of a column the images lack, or of a source left out, sets
+ * map->unmapped.
  */
 static Node *
 image_map_mutator(Node *node, ImageMap *map)
@@ -672,6 +679,10 @@ image_map_mutator(Node *node, ImageMap *map)
 		Var		   *var = (Var *) node;
 		int			s = -1;
 
+		while ((s = bms_next_member(map->left_out, s)) >= 0)
+			if (var->varno == ((DeltaSource *) list_nth(map->plan->sources, s))->rtindex)
+				map->unmapped = true;
+		s = -1;
 		while ((s = bms_next_member(map->replaced, s)) >= 0)
 		{
 			DeltaSource *src = list_nth(map->plan->sources, s);
@@ -716,10 +727,12 @@ add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source)
 
 /*
  * Plan the finder query of an aggregate view over joins for the sources in
- * replaced (indexes into plan->sources, each with key columns): its
- * parameters are, per replaced source in order, an array per key column.
- * Its rows are the group keys, in group-clause order and in the types of
- * the group key columns.
+ * replaced (indexes into plan->sources, each with key columns; all of the
+ * outer query, or all of one anti-join's subquery): its parameters are,
+ * per replaced source in order, an array per key column.  Its rows are the
+ * group keys, in group-clause order and in the types of the group key
+ * columns.  With none replaced, it finds every group of the outer query,
+ * its anti-joins left out.
  */
 FinderQuery *
 recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
@@ -732,6 +745,8 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 	List	   *tlist = NIL;
 	List	   *groups = NIL;
 	int			nparams = 0;
+	int			anti_join = bms_is_empty(replaced) ? 0 :
+		((DeltaSource *) list_nth(plan->sources, bms_next_member(replaced, -1)))->anti_join;
 	int			s = -1;
 	ListCell   *lc;
 
@@ -747,6 +762,7 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 
 	map.plan = plan;
 	map.replaced = replaced;
+	map.left_out = NULL;
 	map.image_rtindex = palloc0(sizeof(int) * list_length(plan->sources));
 	foreach(lc, plan->sources)
 	{
@@ -754,6 +770,12 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 		int			source = foreach_current_index(lc);
 		int			rtindex = src->rtindex;
 
+		/* (the anti-joins but the one whose tables changed, as a semi-join) */
+		if (src->anti_join != 0 && src->anti_join != anti_join)
+		{
+			map.left_out = bms_add_member(map.left_out, source);
+			continue;
+		}
 		if (bms_is_member(source, replaced))
 			rtindex = map.image_rtindex[source] = add_image_entry(fq, query, src, source);
 		fromlist = lappend(fromlist, makeNode(RangeTblRef));

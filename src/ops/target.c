@@ -97,43 +97,6 @@ output_entry(DeltaPlan *plan, int col)
 }
 
 /*
- * Is range-table entry rtindex under the nullable side of an outer join of
- * the join tree under jtnode (as written: a condition that makes the join
- * an inner join is not looked for)?  -1: it is not under jtnode at all.
- */
-static int
-under_nullable_side(Node *jtnode, int rtindex)
-{
-	if (IsA(jtnode, RangeTblRef))
-		return ((RangeTblRef *) jtnode)->rtindex == rtindex ? 0 : -1;
-	if (IsA(jtnode, FromExpr))
-	{
-		ListCell   *lc;
-
-		foreach(lc, ((FromExpr *) jtnode)->fromlist)
-		{
-			int			found = under_nullable_side(lfirst(lc), rtindex);
-
-			if (found >= 0)
-				return found;
-		}
-		return -1;
-	}
-	if (IsA(jtnode, JoinExpr))
-	{
-		JoinExpr   *j = (JoinExpr *) jtnode;
-		int			left = under_nullable_side(j->larg, rtindex);
-		int			right = under_nullable_side(j->rarg, rtindex);
-
-		if (left >= 0)
-			return (left || j->jointype == JOIN_RIGHT || j->jointype == JOIN_FULL) ? 1 : 0;
-		if (right >= 0)
-			return (right || j->jointype == JOIN_LEFT || j->jointype == JOIN_FULL) ? 1 : 0;
-	}
-	return -1;
-}
-
-/*
  * Can output column col be NULL?  Only plain NOT NULL columns of sources
  * that are never null-extended cannot.  A delta view's sources know
  * whether an outer join null-extends them (after the joins a WHERE
@@ -157,7 +120,7 @@ output_nullable(DeltaPlan *plan, int col)
 	if (rte->rtekind != RTE_RELATION)
 		return true;
 	if (plan->path == DJ_PATH_FULL &&
-		under_nullable_side((Node *) plan->query->jointree, var->varno) != 0)
+		analysis_under_nullable_side((Node *) plan->query->jointree, var->varno) != 0)
 		return true;
 	foreach(lc, plan->sources)
 	{

@@ -9,8 +9,9 @@
 #   items     (id PK, category)
 #
 # and four aggregate views, two SELECT DISTINCT views over inner joins
-# (issue 22, item 2) and two semi-joins (issue 22, item 3), created with
-# strategy auto, each of which must take the new path (views.mode):
+# (issue 22, item 2), two semi-joins and three anti-joins (issue 22, item
+# 3), created with strategy auto, each of which must take the new path
+# (views.mode):
 #
 #  - by_region: orders JOIN merchants grouped by a merchant column (NULL
 #    for some merchants), with count, sum, avg, min and max;
@@ -30,7 +31,14 @@
 #    correlated by the join key, with a filter of orders that status
 #    changes flip);
 #  - semi_in_small: items IN the items of orders of merchants of a tier
-#    (a subquery that joins two tables), with a small max_batch_size.
+#    (a subquery that joins two tables), with a small max_batch_size;
+#  - anti_exists: merchants that have no order of one status (NOT EXISTS,
+#    correlated by the join key, with a filter that status changes flip);
+#  - anti_items_small: items that no big order of a merchant of a tier has
+#    (a subquery that joins two tables), with a small max_batch_size;
+#  - anti_semi_merchants: the DISTINCT regions and ids of merchants whose
+#    tier is an item's id and that have no big order without a status (a
+#    semi-join and an anti-join).
 #
 # Several concurrent pgbench clients then write on every source: inserts,
 # updates of amounts, moves of orders between merchants and items (join
@@ -42,7 +50,8 @@
 # A deterministic tail then moves a merchant's only orders away in the
 # batch in which the merchant changes region: its old region must lose
 # them although no order leads from the merchant to its old region any
-# more (nor a DISTINCT row), and the merchant leaves semi_exists.
+# more (nor a DISTINCT row), and the merchant leaves semi_exists and
+# enters anti_exists, which the merchant its orders moved to leaves.
 
 use strict;
 use warnings;
@@ -87,7 +96,16 @@ sub queries
   WHERE EXISTS (SELECT 1 FROM $s.orders o WHERE o.merchant_id = m.id AND o.status = 's1')},
 		"$s.semi_in_small" => qq{SELECT i.id, i.category FROM $s.items i
   WHERE i.id IN (SELECT o.item_id FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id
-    WHERE m.tier <> 0)});
+    WHERE m.tier <> 0)},
+		"$s.anti_exists" => qq{SELECT m.id, m.region, m.tier FROM $s.merchants m
+  WHERE NOT EXISTS (SELECT 1 FROM $s.orders o WHERE o.merchant_id = m.id AND o.status = 's1')},
+		"$s.anti_items_small" => qq{SELECT i.id, i.category FROM $s.items i
+  WHERE NOT EXISTS (SELECT 1 FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id
+    WHERE o.item_id = i.id AND m.tier <> 0 AND o.amount > 950)},
+		"$s.anti_semi_merchants" => qq{SELECT DISTINCT m.region, m.id AS merchant FROM $s.merchants m
+  WHERE EXISTS (SELECT 1 FROM $s.items i WHERE i.id = m.tier)
+    AND NOT EXISTS (SELECT 1 FROM $s.orders o2
+      WHERE o2.merchant_id = m.id AND o2.status IS NULL AND o2.amount > 500)});
 }
 
 sub scripts
@@ -255,6 +273,8 @@ foreach my $seed (@seeds)
 		'0', "seed $seed: the DISTINCT row of the moved orders' old region is deleted");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM $s.semi_exists WHERE id = 1000"),
 		'0', "seed $seed: the merchant whose orders moved away leaves the semi-join");
+	is($node->safe_psql('postgres', "SELECT string_agg(id::text, ',' ORDER BY id) FROM $s.anti_exists WHERE id >= 1000"),
+		'1000', "seed $seed: it enters the anti-join, which the merchant its orders moved to leaves");
 }
 
 # ---- the comparison can fail ----

@@ -5,9 +5,11 @@
 # the groups-through-joins path: orders JOIN merchants grouped by a
 # merchant column, and orders JOIN merchants JOIN items grouped by a column
 # of each of the looked-up tables, with HAVING; a SELECT DISTINCT over
-# the three tables (issue 22, item 2), of a few orders a row; and a
+# the three tables (issue 22, item 2), of a few orders a row; a
 # semi-join (issue 22, item 3), the items that some order of a few
-# merchants' regions has (IN).  pgbench
+# merchants' regions has (IN); and an anti-join (issue 22, item 3), the
+# merchants that no big order of a few items' categories has (NOT EXISTS
+# over a join).  pgbench
 # streams seeded random writes on every source (upserts, moves of orders
 # between merchants and items, changes of regions and categories,
 # deletes) while the apply worker is killed with SIGKILL, four times,
@@ -49,7 +51,10 @@ my %queries = (
   FROM orders o JOIN merchants m ON m.id = o.merchant_id JOIN items i ON i.id = o.item_id},
 	items_sold_east => q{SELECT i.id, i.category FROM items i
   WHERE i.id IN (SELECT o.item_id FROM orders o JOIN merchants m ON m.id = o.merchant_id
-    WHERE m.region IN ('r1', 'r2') AND o.amount > 900)});
+    WHERE m.region IN ('r1', 'r2') AND o.amount > 900)},
+	merchants_without_big_c1 => q{SELECT m.id, m.region FROM merchants m
+  WHERE NOT EXISTS (SELECT 1 FROM orders o JOIN items i ON i.id = o.item_id
+    WHERE o.merchant_id = m.id AND i.category = 'c1' AND o.amount > 500)});
 
 $node->safe_psql(
 	'postgres', qq{
@@ -137,7 +142,7 @@ sub worker_applying
 		my $pid = $node->safe_psql('postgres',
 			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker' "
 			  . "AND query IN ('public.region_sales', 'public.region_category', "
-			  . "'public.merchant_categories')");
+			  . "'public.merchant_categories', 'public.merchants_without_big_c1')");
 		return ($pid, 1) if $pid =~ /^\d+$/;
 		usleep(10_000);
 	}
