@@ -87,8 +87,9 @@ ALTER TABLE items REPLICA IDENTITY USING INDEX items_pkey;
 
 --
 -- 3. What stays on full recompute under auto: an outer join, a cross
---    join, no GROUP BY; and every aggregate over a join under strategy
---    none; eventual refuses.
+--    join, no GROUP BY, a source without a primary key (each path names
+--    it, the groups through joins too); and every aggregate over a join
+--    under strategy none; eventual refuses.
 --
 \set outer_q 'SELECT m.region, count(o.id) AS n FROM merchants m LEFT JOIN orders o ON o.merchant_id = m.id GROUP BY m.region'
 SELECT * FROM delta_join.explain(:'outer_q', strategy => 'auto');
@@ -96,6 +97,10 @@ SELECT * FROM delta_join.explain(:'outer_q', strategy => 'auto');
 SELECT * FROM delta_join.explain(:'cross_q', strategy => 'auto');
 \set whole_q 'SELECT count(*) AS n, sum(o.amount) AS total FROM orders o JOIN merchants m ON m.id = o.merchant_id'
 SELECT * FROM delta_join.explain(:'whole_q', strategy => 'auto');
+CREATE TABLE regions_nopk (name text, zone text);
+ALTER TABLE regions_nopk REPLICA IDENTITY FULL;
+SELECT * FROM delta_join.explain('SELECT r.zone, count(*) AS n FROM merchants m JOIN regions_nopk r ON r.name = m.region GROUP BY r.zone', strategy => 'auto');
+DROP TABLE regions_nopk;
 SELECT * FROM delta_join.explain(:'by_region', strategy => 'none');
 SELECT delta_join.create_view('by_region_eventual', :'by_region');
 

@@ -892,6 +892,44 @@ analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaP
 	return analysis_query(&a, query, hints, options);
 }
 
+/* Does the WHERE clause hold an EXISTS or an IN (subquery), under NOT or not? */
+static bool
+semi_join_sublink_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, SubLink))
+	{
+		SubLinkType type = ((SubLink *) node)->subLinkType;
+
+		return type == EXISTS_SUBLINK || type == ANY_SUBLINK;
+	}
+	if (IsA(node, Query))
+		return false;
+	return expression_tree_walker(node, semi_join_sublink_walker, context);
+}
+
+/*
+ * Do the groups through joins say something of the query: is it an
+ * aggregate, a GROUP BY or a SELECT DISTINCT over several tables, or does
+ * it hold a semi- or an anti-join?  Read from the query itself, since an
+ * analysis that failed a rule may have stopped before it could tell.
+ */
+static bool
+query_concerns_join_groups(Query *query)
+{
+	int			relations = 0;
+	ListCell   *lc;
+
+	if (semi_join_sublink_walker(query->jointree->quals, NULL))
+		return true;
+	if (!query->hasAggs && query->groupClause == NIL && query->distinctClause == NIL)
+		return false;
+	foreach(lc, query->rtable)
+		relations += (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_RELATION);
+	return relations > 1;
+}
+
 /*
  * The path of a view under its strategy (DESIGN.md §2): eventual, the
  * delta rewrite or an error; auto, the delta rewrite if the query is
@@ -932,7 +970,8 @@ choose_path(Query *query, List *hints, const DeltaOptions *options, List **lines
 		a.path = path;
 		plan = analysis_query(&a, query, hints, options);
 		if (path == DJ_PATH_JOIN_GROUPS && a.failures != NIL &&
-			!analysis_aggregate_over_join(&a) && !a.semi_join)
+			!analysis_aggregate_over_join(&a) && !a.semi_join &&
+			!query_concerns_join_groups(query))
 			continue;
 
 		/*
