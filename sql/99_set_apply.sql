@@ -1,13 +1,14 @@
 --
 -- Set-based apply (issue 22, item 4): a recompute execution of a set of
--- keys is planned for those keys (delta_join.set_apply_min_keys, by
--- default 1: every one), so that the planner can join a large batch to
--- the sources with a hash join.  The groups of a key of several columns
--- are recomputed as a join with the keys' unnest.  Dirty keys are told
--- apart by their bytes, so numeric 1.0 and 1.00 are two dirty keys of one
--- group: each group must be asked for once, or the join would count each
--- of its rows twice.  With the setting at its maximum, every execution
--- runs its batch's generic plan instead, with the same results.
+-- at least delta_join.set_apply_min_keys keys (by default 1,000; 1 here,
+-- so that every set is) is planned for those keys, so that the planner
+-- can join a large batch to the sources with a hash join.  The groups of
+-- a key of several columns are recomputed as a join with the keys'
+-- unnest.  Dirty keys are told apart by their bytes, so numeric 1.0 and
+-- 1.00 are two dirty keys of one group: each group must be asked for
+-- once, or the join would count each of its rows twice.  With the setting
+-- at its maximum, every execution runs its batch's generic plan instead,
+-- with the same results.
 --
 \set ECHO none
 \i sql/include/setup.sql
@@ -15,6 +16,8 @@
 CREATE SCHEMA sa;
 SET search_path = sa, public;
 SHOW delta_join.set_apply_min_keys;
+ALTER SYSTEM SET delta_join.set_apply_min_keys = 1;
+SELECT pg_reload_conf();
 
 CREATE TABLE shops (id int PRIMARY KEY, region text, grade numeric);
 CREATE TABLE sales (id int PRIMARY KEY, shop_id int, price numeric, kind text, qty int);

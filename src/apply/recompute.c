@@ -57,22 +57,24 @@
  * plans, the execution -- is done once, below.
  *
  * How each execution is planned (set-based apply, issue 22 item 4): an
- * execution of a set of keys -- a region query's, a group query's in set
- * mode, a finder query's -- is planned for its keys, as a custom plan with
- * the keys as constants, unless delta_join.set_apply_min_keys says the set
- * is too small.  Planning it costs what planning a generic plan costs, and
- * a run of up to RECOMPUTE_SET_CHUNK keys is one execution, so a batch of
- * few keys pays nothing for it; a large one gets the join the planner
- * picks for that many keys -- a hash join over a sequential scan when they
- * reach much of a table, where the generic plan, which knows nothing of
- * them, descends an index for each.  A condition on a source under an
- * outer join makes the planner reduce that join as far as it can, so a
- * region query reaches s through its key index and the other sources
- * through the indexes rule 2 guarantees; a group query reaches its groups
- * through the group-key index.  The generic plan, built once per batch, is
- * run for each group of a group query of one group, and for each
- * RECOMPUTE_CHUNK (region) or GROUP_SET_SIZE (groups) keys of a set below
- * the setting.
+ * execution of a set of at least delta_join.set_apply_min_keys keys -- a
+ * region query's, a group query's in set mode, a finder query's -- is
+ * planned for its keys, as a custom plan with the keys as constants, and a
+ * run of up to RECOMPUTE_SET_CHUNK keys is one execution: the planner sees
+ * how many keys there are, and takes a hash join over a sequential scan
+ * when they reach much of a table, where the generic plan, which knows
+ * nothing of them, descends an index for each.  Fewer keys run the generic
+ * plan, built once per batch, RECOMPUTE_CHUNK (region) or GROUP_SET_SIZE
+ * (groups) keys an execution, as does a group query of one group, run for
+ * each: the planner's default costs (random_page_cost 4) price an index
+ * descent as a read from disk, and chose a sequential scan for a hundred
+ * groups that the index reads, cached, three times faster
+ * (test/bench/join_groups.sh; the default threshold is where the two met
+ * there).  A condition on a source under an outer join makes the planner
+ * reduce that join as far as it can, so a region query reaches s through
+ * its key index and the other sources through the indexes rule 2
+ * guarantees; a group query reaches its groups through the group-key
+ * index.
  *
  * The queries run as the current user (the target's owner, see runas.c),
  * whose rights on the sources the executor checks; the view's query was
@@ -116,7 +118,7 @@
 #define FINDER_QUERY_NAME	"delta_join: find dirty groups"
 
 /* delta_join.set_apply_min_keys */
-static int	dj_set_apply_min_keys = 1;
+static int	dj_set_apply_min_keys = 1000;
 
 /* ----------------------------------------------------------------
  *		What the forms share
@@ -230,7 +232,7 @@ recompute_define_settings(void)
 							"Fewest keys of one recompute execution that is planned for its keys (set-based apply).",
 							"An execution of fewer keys runs a generic plan, which reaches each key through an index.",
 							&dj_set_apply_min_keys,
-							1,
+							1000,
 							1, INT_MAX,
 							PGC_SIGHUP,
 							0,
@@ -258,17 +260,10 @@ keyed_plan_init(KeyedPlan *kp, Query *query, const char *name)
 
 /*
  * Run a keyed query for nkeys keys (0: one key of many executions), its
- * parameters (params) bound to them, its rows going to dest.
- *
- * An execution of a set of keys is planned for its keys (set-based apply):
- * the planner sees them, and takes a hash join to the sources when they
- * reach much of a table, where the generic plan, which knows nothing of
- * them, descends an index per key.  Planning it costs what the generic
- * plan costs, and a run of fewer than RECOMPUTE_SET_CHUNK keys is one
- * execution.  A query run once per key (a group of a key of several
- * columns) shares one generic plan between its executions instead.  The
- * two plans compute the same query, so which one ran never shows in the
- * result.
+ * parameters (params) bound to them, its rows going to dest: planned for
+ * its keys when they are a set large enough, else by the generic plan.
+ * The two plans compute the same query, so which one ran never shows in
+ * the result.
  */
 static void
 keyed_plan_run(KeyedPlan *kp, int nkeys, ParamListInfo params, DestReceiver *dest)

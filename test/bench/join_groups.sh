@@ -25,6 +25,9 @@
 # time of REFRESH MATERIALIZED VIEW (best of two), their ratio (target of
 # issue 22: <= 0.1 at 1 %), and whether the view then equals its query.
 #
+# Then it times by_merchant after 10 to ORDERS / 10 changed orders with
+# set-based apply on and off (issue 22, item 4), and prints their ratios.
+#
 # With CHANGES=n, only by_merchant is measured, after n orders changed
 # (test/bench/join_groups_scale.sh runs it on two sizes).
 #
@@ -122,6 +125,46 @@ SQL
 	printf '  %-60s %8s\n' "the view equals its query afterwards" "$exact"
 }
 
+# Set-based apply on and off (issue 22, item 4): by_merchant after N
+# orders changed, for N from 10 to 10 % of the orders, with every
+# recompute execution planned for its keys (delta_join.set_apply_min_keys
+# = 1, the default) and with generic plans only (2147483647), alternately.
+set_apply() {
+	local n on off t0 t1 out exact
+	sql >/dev/null <<SQL
+SELECT delta_join.create_view('by_merchant', \$q\$ $BY_MERCHANT \$q\$, strategy => 'auto');
+SQL
+	printf '\nset-based apply, by_merchant: time until fresh after N orders changed (ms)\n'
+	printf '  %10s %12s %12s %8s\n' N "set-based" "generic" "ratio"
+	for n in 10 100 1000 10000 $((ORDERS / 10)); do
+		for mode in 1 2147483647; do
+			round=$((round + 1))
+			out=$(sql <<SQL
+ALTER SYSTEM SET delta_join.set_apply_min_keys = $mode;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SELECT delta_join.wait();
+UPDATE orders SET amount = amount + 1,
+  merchant_id = CASE WHEN abs(hashint4(id + $round)) % 10 = 0
+                     THEN 1 + (id * 31 + $round) % $MERCHANTS ELSE merchant_id END
+WHERE abs(hashint4(id * 7 + $round)) % $((ORDERS / n)) = 0;
+SELECT extract(epoch FROM clock_timestamp()) * 1000;
+SELECT delta_join.wait(NULL, '600s');
+SELECT extract(epoch FROM clock_timestamp()) * 1000;
+SQL
+)
+			t=$(echo "$out" | tail -3 | paste -sd' ' | awk '{printf "%.0f", $3 - $1}')
+			if [ "$mode" = 1 ]; then on=$t; else off=$t; fi
+		done
+		printf '  %10s %12s %12s %8s\n' "$n" "$on" "$off" "$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", a / b}')"
+	done
+	exact=$(sql -c "SELECT (SELECT count(*) FROM (SELECT * FROM by_merchant EXCEPT ALL ($BY_MERCHANT)) a)
+	                     + (SELECT count(*) FROM (($BY_MERCHANT) EXCEPT ALL SELECT * FROM by_merchant) b) = 0")
+	printf '  %-37s %s\n' "the view equals its query afterwards" "$exact"
+	sql -c "ALTER SYSTEM RESET delta_join.set_apply_min_keys" -c "SELECT pg_reload_conf()" \
+		-c "SELECT delta_join.drop_view('by_merchant')" >/dev/null
+}
+
 printf 'orders %s, merchants %s; the orders changed are drawn by a hash of their id, one in ten of them moved to another merchant\n' \
 	"$ORDERS" "$MERCHANTS"
 if [ -n "${CHANGES:-}" ]; then
@@ -133,3 +176,4 @@ measure by_merchant "$BY_MERCHANT" 1000
 measure by_merchant "$BY_MERCHANT" 100
 measure distinct_merchant "$DISTINCT_MERCHANT" 100
 measure by_region "$BY_REGION" 100
+set_apply

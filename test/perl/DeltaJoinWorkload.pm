@@ -205,9 +205,10 @@ sub wait_views
 =item set_based_apply($node, $on)
 
 With C<$on> true, every recompute execution of a set of keys is planned for
-its keys (C<delta_join.set_apply_min_keys = 1>, the default: set-based
-apply, issue 22 item 4); with C<$on> false, none is (the setting at its
-maximum), and every execution runs the generic plan of its batch.  The
+its keys (C<delta_join.set_apply_min_keys = 1>: set-based apply, issue 22
+item 4, which by default takes sets of 1,000 keys or more, larger than a
+test's batches); with C<$on> false, none is (the setting at its maximum),
+and every execution runs the generic plan of its batch.  The
 differential tests switch it from seed to seed, so that both forms are
 compared with the queries.
 
