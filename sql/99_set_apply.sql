@@ -86,6 +86,38 @@ SELECT v.target, d.* FROM (VALUES ('by_price_kind', :'by_price_kind'),
 ALTER SYSTEM RESET delta_join.set_apply_min_keys;
 SELECT pg_reload_conf();
 
+-- a key of several columns with a composite column takes the one-group
+-- path: the join would read the keys as the columns of unnest(), which
+-- spreads a composite value over its fields (and cannot return the
+-- pseudo-type record, the type of the key's equality)
+CREATE TYPE spot AS (x int, tag text);
+CREATE TABLE visits (id int PRIMARY KEY, shop_id int, spot spot, n int);
+CREATE INDEX ON visits (shop_id);
+ALTER TABLE visits REPLICA IDENTITY FULL;
+INSERT INTO visits SELECT g, g % 3, ROW(g % 2, 'a')::spot, g FROM generate_series(1, 12) g;
+\set by_shop_spot 'SELECT shop_id, spot, count(*) AS n, sum(n) AS total FROM visits GROUP BY shop_id, spot'
+SELECT delta_join.create_view('by_shop_spot', :'by_shop_spot');
+SELECT target, mode FROM delta_join.views WHERE target = 'sa.by_shop_spot';
+UPDATE visits SET n = n + 1, spot = ROW(1, 'a')::spot WHERE id % 4 = 0;
+DELETE FROM visits WHERE id = 3;
+SELECT delta_join.wait('sa.by_shop_spot');
+SELECT * FROM diff('by_shop_spot', :'by_shop_spot');
+SELECT state, last_error FROM delta_join.status WHERE target = 'sa.by_shop_spot';
+
+-- a source keyed by a composite column cannot be read by a region query
+-- (the same unnest()): its view goes to error, the worker does not crash
+CREATE TABLE spots (id spot PRIMARY KEY, shop_id int);
+CREATE INDEX ON spots (shop_id);
+INSERT INTO spots SELECT ROW(g, 'b')::spot, g % 3 FROM generate_series(1, 4) g;
+SELECT delta_join.create_view('spot_visits',
+  $q$ SELECT p.id AS spot_id, v.id AS visit_id FROM spots p LEFT JOIN visits v ON v.shop_id = p.shop_id $q$);
+SELECT target, mode FROM delta_join.views WHERE target = 'sa.spot_visits';
+UPDATE spots SET shop_id = shop_id + 1 WHERE (id).x = 1;
+SELECT delta_join.wait('sa.spot_visits');
+SELECT state, last_error FROM delta_join.status WHERE target = 'sa.spot_visits';
+SELECT delta_join.drop_view('by_shop_spot');
+SELECT delta_join.drop_view('spot_visits');
+
 SELECT delta_join.drop_view('by_price_kind');
 SELECT delta_join.drop_view('by_region_grade');
 SELECT delta_join.drop_view('distinct_region_grade');

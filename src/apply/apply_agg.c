@@ -342,7 +342,10 @@ target_groups(TargetWriter *writer, int nkeys, const int *key_output)
 /*
  * The set path, when the equality of each group key column takes two
  * values of its type and has a hash function, and the type has an array
- * type; NULL otherwise.
+ * type -- and, for a key of several columns, is not composite: the join
+ * reads the keys as the columns of unnest(), which spreads a composite
+ * value over its fields (and cannot return the pseudo-type record at all);
+ * NULL otherwise.
  */
 static GroupSet *
 group_set_begin(DeltaPlan *plan, Oid target)
@@ -372,6 +375,7 @@ group_set_begin(DeltaPlan *plan, Oid target)
 		op_input_types(sgc->eqop, &lefttype, &set->elemtype[k]);
 		if (lefttype != set->elemtype[k] ||
 			!OidIsValid(get_array_type(set->elemtype[k])) ||
+			(n > 1 && type_is_rowtype(set->elemtype[k])) ||
 			!get_op_hash_functions(sgc->eqop, &hashproc, NULL))
 			return NULL;
 		get_typlenbyvalalign(set->elemtype[k], &set->typlen[k], &set->typbyval[k],

@@ -391,6 +391,19 @@ unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *a
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("the key of source \"%s\" has a column of type %s, which has no array type",
 							src->relname, format_type_be(var->vartype))));
+
+		/*
+		 * unnest() of an array of a composite type returns the fields of
+		 * each value as columns, not the value: the column keys.kN would
+		 * hold its first field, which a plan for the keys (set-based apply)
+		 * reads as the composite value and crashes on.
+		 */
+		if (type_is_rowtype(var->vartype))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the key of source \"%s\" has a column of composite type %s",
+							src->relname, format_type_be(var->vartype)),
+					 errdetail("A set of keys is read as the columns of unnest(), which returns the fields of a composite value.")));
 		get_typlenbyvalalign(var->vartype, &typlen[k], &typbyval[k], &typalign[k]);
 	}
 	return unnest_entry(src->key_natts, elemtypes, collations, first_param, alias, colprefix);
