@@ -83,7 +83,7 @@ SELECT delta_join.wait();
 SELECT v.target, d.* FROM (VALUES ('by_price_kind', :'by_price_kind'),
   ('by_region_grade', :'by_region_grade'), ('distinct_region_grade', :'distinct_region_grade')) v(target, query),
   diff(v.target::regclass, v.query) d ORDER BY 1;
-ALTER SYSTEM RESET delta_join.set_apply_min_keys;
+ALTER SYSTEM SET delta_join.set_apply_min_keys = 1;
 SELECT pg_reload_conf();
 
 -- a key of several columns with a composite column takes the one-group
@@ -121,4 +121,6 @@ SELECT delta_join.drop_view('spot_visits');
 SELECT delta_join.drop_view('by_price_kind');
 SELECT delta_join.drop_view('by_region_grade');
 SELECT delta_join.drop_view('distinct_region_grade');
+ALTER SYSTEM RESET delta_join.set_apply_min_keys;
+SELECT pg_reload_conf();
 DROP SCHEMA sa CASCADE;
