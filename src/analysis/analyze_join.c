@@ -834,6 +834,37 @@ check_old_keys_logged(Analysis *a)
 }
 
 /*
+ * Outer joins and keyed recompute recompute the rows of a batch's changed
+ * keys with region queries (recompute.c), which pass each key column as an
+ * array unnested in their FROM: a column whose type has no array type, or
+ * a composite one, whose unnest would give its fields, cannot be passed so.
+ */
+static void
+check_keys_as_arrays(Analysis *a)
+{
+	ListCell   *lc;
+
+	foreach(lc, a->plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		for (int k = 0; k < src->key_natts; k++)
+		{
+			Oid			type = get_atttype(src->relid, src->key_attnums[k]);
+
+			if (OidIsValid(get_array_type(type)) && !type_is_rowtype(type))
+				continue;
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("key column %s of %s has type %s, which a recompute by key cannot pass",
+							analysis_column_label(src, src->key_attnums[k]),
+							analysis_source_label(src), format_type_be(type)),
+				   pstrdup("With outer joins, and on keyed recompute, the rows of a batch's changed keys are recomputed from arrays of the keys' values, which cannot hold arrays and do not keep composite values whole."),
+				   pstrdup("Key the source by columns of other types, or let strategy auto maintain the view by full recompute."));
+		}
+	}
+}
+
+/*
  * Analyze the join of a join view (plan->quals collected): conditions,
  * lookups for every pair of joined sources (rule 2), the walk of each
  * source, the result's key (rule 8) and its filters (rule 6).
@@ -872,4 +903,6 @@ analysis_join(Analysis *a)
 	check_join_filters(a);
 	if (plan->options.retract || plan->has_outer)
 		check_old_keys_logged(a);
+	if (a->path == DJ_PATH_KEYED || plan->has_outer)
+		check_keys_as_arrays(a);
 }
