@@ -101,6 +101,7 @@ extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **at
 extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,
 								 const DeltaOptions *options);
 extern void analysis_output(Analysis *a);
+extern bool analysis_passes_as_array(DeltaSource *src, AttrNumber att, Oid *type);
 extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
 extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
 

@@ -207,15 +207,13 @@ analysis_aggregate_join(Analysis *a)
 		{
 			Oid			culprit;
 			char	   *culprit_name;
-			Oid			type = get_atttype(src->relid, src->key_attnums[k]);
+			Oid			type;
 
 			/*
 			 * The finder queries pass a batch's changed rows as one array per
-			 * column, unnested in their FROM: a column whose type has no
-			 * array type (an array), or one a composite type, whose unnest
-			 * would give its fields, cannot be passed so.
+			 * column, unnested in their FROM.
 			 */
-			if (!OidIsValid(get_array_type(type)) || type_is_rowtype(type))
+			if (!analysis_passes_as_array(src, src->key_attnums[k], &type))
 			{
 				analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 					   psprintf("keyed recompute of groups through joins: column %s of %s, which the group key or a join condition reads, has type %s",

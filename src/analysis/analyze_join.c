@@ -836,8 +836,7 @@ check_old_keys_logged(Analysis *a)
 /*
  * Outer joins and keyed recompute recompute the rows of a batch's changed
  * keys with region queries (recompute.c), which pass each key column as an
- * array unnested in their FROM: a column whose type has no array type, or
- * a composite one, whose unnest would give its fields, cannot be passed so.
+ * array: every key column must pass as one.
  */
 static void
 check_keys_as_arrays(Analysis *a)
@@ -850,9 +849,9 @@ check_keys_as_arrays(Analysis *a)
 
 		for (int k = 0; k < src->key_natts; k++)
 		{
-			Oid			type = get_atttype(src->relid, src->key_attnums[k]);
+			Oid			type;
 
-			if (OidIsValid(get_array_type(type)) && !type_is_rowtype(type))
+			if (analysis_passes_as_array(src, src->key_attnums[k], &type))
 				continue;
 			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 				   psprintf("key column %s of %s has type %s, which a recompute by key cannot pass",
