@@ -531,17 +531,18 @@ group_recompute_place(GroupRecompute *gr, DirtyKey *key, int n)
 /*
  * Recompute the groups of the set path, a set per execution: as many as
  * one execution planned for its groups takes when there are enough of
- * them, else GROUP_SET_SIZE.
+ * them, else GROUP_SET_SIZE (and no more than recompute_chunk_count says
+ * their values allow).
  */
 static void
 group_recompute_flush(GroupRecompute *gr, ApplyCounts *counts)
 {
 	int			chunk = recompute_chunk_size(gr->npending, GROUP_SET_SIZE);
 
-	for (int start = 0; start < gr->npending; start += chunk)
+	for (int start = 0, n; start < gr->npending; start += n)
 	{
-		int			n = Min(chunk, gr->npending - start);
-
+		n = recompute_chunk_count(gr->pending + start, gr->npending - start, chunk,
+								  gr->set->nkeys, gr->set->typlen, gr->set->typbyval);
 		counts->lookups++;
 		group_recompute_place(gr, gr->pending[start], n);
 		recompute_group_set(gr->plan, gr->set, gr->pending + start, n, gr->key_output,

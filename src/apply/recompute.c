@@ -100,6 +100,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -247,6 +248,32 @@ int
 recompute_chunk_size(int nkeys, int generic_chunk)
 {
 	return nkeys >= dj_set_apply_min_keys ? RECOMPUTE_SET_CHUNK : generic_chunk;
+}
+
+/*
+ * How many of the n keys from keys[0] one execution takes: at most chunk,
+ * and no more than about RECOMPUTE_SET_BYTES of their values (each array
+ * is limited to 1 GB, and a plan for the keys copies it), at least one.
+ * ncols columns of the types given.
+ */
+int
+recompute_chunk_count(DirtyKey **keys, int n, int chunk, int ncols, const int16 *typlen,
+					  const bool *typbyval)
+{
+	Size		bytes = 0;
+	int			count = 0;
+
+	while (count < Min(chunk, n))
+	{
+		for (int k = 0; k < ncols; k++)
+			if (!keys[count]->isnull[k])
+				bytes += typbyval[k] ? sizeof(Datum) :
+					datumGetSize(keys[count]->values[k], false, typlen[k]);
+		if (count > 0 && bytes > RECOMPUTE_SET_BYTES)
+			break;
+		count++;
+	}
+	return count;
 }
 
 static void
@@ -531,10 +558,12 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 	}
 
 	chunk = recompute_chunk_size(i, RECOMPUTE_CHUNK);
-	for (int start = 0; start < i; start += chunk)
+	for (int start = 0, count; start < i; start += count)
 	{
-		int			count = Min(chunk, i - start);
 		int			lbound = 1;
+
+		count = recompute_chunk_count(run_keys + start, i - start, chunk, rq->nkeys,
+									  rq->typlen, rq->typbyval);
 
 		for (int k = 0; k < rq->nkeys; k++)
 			arrays[k] = PointerGetDatum(construct_md_array(elems[k] + start, nulls[k] + start,

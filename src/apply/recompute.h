@@ -10,6 +10,7 @@
 #define DJ_RECOMPUTE_H
 
 #include "analysis/analyze.h"
+#include "base/batch.h"
 #include "nodes/params.h"
 #include "nodes/plannodes.h"
 #include "tcop/dest.h"
@@ -19,6 +20,9 @@
 
 /* keys of one execution planned for its keys (set-based apply) */
 #define RECOMPUTE_SET_CHUNK	100000
+
+/* bytes of key values of one execution, about (recompute_chunk_count) */
+#define RECOMPUTE_SET_BYTES	(64 * 1024 * 1024)
 
 /*
  * A query that takes keys as parameters, and how each execution is planned
@@ -88,6 +92,8 @@ extern void recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *des
 extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
 extern void recompute_define_settings(void);
 extern int	recompute_chunk_size(int nkeys, int generic_chunk);
+extern int	recompute_chunk_count(DirtyKey **keys, int n, int chunk, int ncols,
+								  const int16 *typlen, const bool *typbyval);
 extern void recompute_receiver_init(DestReceiver *dest,
 									bool (*receive) (TupleTableSlot *slot, DestReceiver *self));
 
