@@ -498,7 +498,7 @@ column_never_null(Query *query, Var *var)
 		analysis_under_nullable_side((Node *) query->jointree, copy->varno) != 0)
 		return false;
 	rel = table_open(rte->relid, AccessShareLock);
-	notnull = TupleDescAttr(RelationGetDescr(rel), copy->varattno - 1)->attnotnull;
+	notnull = compat_column_not_null(RelationGetDescr(rel), copy->varattno);
 	table_close(rel, AccessShareLock);
 	return notnull;
 }

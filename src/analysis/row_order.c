@@ -431,7 +431,8 @@ row_order_covers_unique_key(RangeTblEntry *rte, Bitmapset *columns, Bitmapset *n
 			att = TupleDescAttr(RelationGetDescr(rel), attno - 1);
 			all = (idx->rd_opfamily[i] == default_opfamily(att->atttypid) &&
 				   idx->rd_indcollation[i] == att->attcollation &&
-				   (att->attnotnull || form->indnullsnotdistinct ||
+				   (compat_column_not_null(RelationGetDescr(rel), attno) ||
+					form->indnullsnotdistinct ||
 					bms_is_member(attno, nonnull)));
 		}
 		index_close(idx, AccessShareLock);

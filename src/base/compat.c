@@ -412,3 +412,13 @@ compat_set_nullingrels(Query *query)
 	(void) set_nullingrels_walker(query->havingQual, &nr);
 #endif
 }
+
+bool
+compat_column_not_null(TupleDesc desc, int attno)
+{
+#if PG_VERSION_NUM >= 180000
+	return TupleDescCompactAttr(desc, attno - 1)->attnullability == ATTNULLABLE_VALID;
+#else
+	return TupleDescAttr(desc, attno - 1)->attnotnull;
+#endif
+}

@@ -71,6 +71,7 @@ struct EState;
 struct Node;
 struct Query;
 struct RangeTblEntry;
+struct TupleDescData;
 
 /* ---- 16 ---- */
 
@@ -148,6 +149,13 @@ extern void compat_set_nullingrels(struct Query *query);
 
 /* Grouping Vars replaced by the grouping expressions, RTE_GROUP dropped */
 extern void compat_flatten_grouping(struct Query *query);
+
+/*
+ * Is column attno of a relation (its relcache descriptor) declared NOT NULL
+ * by a valid constraint?  From 18 a NOT NULL constraint may be NOT VALID:
+ * attnotnull is set, yet rows from before it may hold NULLs.
+ */
+extern bool compat_column_not_null(struct TupleDescData *desc, int attno);
 
 #if PG_VERSION_NUM >= 180000
 #define ExecutorRun_compat(queryDesc, direction, count, execute_once) \

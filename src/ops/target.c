@@ -39,6 +39,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -109,7 +110,7 @@ output_nullable(DeltaPlan *plan, int col)
 	TargetEntry *tle = output_entry(plan, col);
 	Var		   *var;
 	RangeTblEntry *rte;
-	HeapTuple	tuple;
+	Relation	rel;
 	bool		notnull;
 	ListCell   *lc;
 
@@ -129,13 +130,9 @@ output_nullable(DeltaPlan *plan, int col)
 		if (src->rtindex == (int) var->varno && !bms_is_empty(src->nulling))
 			return true;
 	}
-	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid),
-							Int16GetDatum(var->varattno));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for attribute %d of relation %u",
-			 var->varattno, rte->relid);
-	notnull = ((Form_pg_attribute) GETSTRUCT(tuple))->attnotnull;
-	ReleaseSysCache(tuple);
+	rel = relation_open(rte->relid, AccessShareLock);
+	notnull = compat_column_not_null(RelationGetDescr(rel), var->varattno);
+	relation_close(rel, AccessShareLock);
 	return !notnull;
 }
 
