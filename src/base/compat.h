@@ -53,6 +53,9 @@
  *		A query with GROUP BY reads its grouping expressions through Vars of
  *		an RTE_GROUP entry: compat_flatten_grouping() gives the analysis
  *		15's shape back.
+ *		A NOT NULL constraint may be NOT VALID, attnotnull set while older
+ *		rows hold NULLs: compat_column_not_null() reads the constraint's
+ *		validity (CompactAttribute.attnullability).
  *
  * Macros only need the headers the calling file already includes for the
  * function it calls.
