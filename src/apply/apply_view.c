@@ -411,9 +411,11 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 				 * the very thing spilling avoids.  Once they are applied,
 				 * the rest is at most the part of the batch in memory.
 				 * Until then the lookup timeout bounds each piece, not the
-				 * whole, which no slice can cut short.
+				 * whole, which no slice can cut short (re-armed unless it
+				 * fired: its cancel is then on its way).
 				 */
-				if (pc.spilled && view->options.lookup_timeout_ms > 0)
+				if (pc.spilled && view->options.lookup_timeout_ms > 0 &&
+					!get_timeout_indicator(STATEMENT_TIMEOUT, false))
 				{
 					disable_timeout(STATEMENT_TIMEOUT, false);
 					enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
