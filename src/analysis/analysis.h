@@ -150,6 +150,7 @@ extern void analysis_full(Analysis *a, Query *query, List *hints);
 
 /* flatten.c */
 extern void analysis_flatten(Analysis *a, Query *query);
+extern bool analysis_holds_semi_join(Node *node);
 extern bool analysis_pull_up_semi_joins(Analysis *a, Query *query);
 extern void analysis_restore_anti_joins(Analysis *a, Query *query);
 extern Bitmapset *analysis_referenced_rtes(Query *query);

@@ -905,23 +905,6 @@ analyze_plan_path(Query *query, List *hints, const DeltaOptions *options, DeltaP
 	return analysis_query(&a, query, hints, options);
 }
 
-/* Does the WHERE clause hold an EXISTS or an IN (subquery), under NOT or not? */
-static bool
-semi_join_sublink_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, SubLink))
-	{
-		SubLinkType type = ((SubLink *) node)->subLinkType;
-
-		return type == EXISTS_SUBLINK || type == ANY_SUBLINK;
-	}
-	if (IsA(node, Query))
-		return false;
-	return expression_tree_walker(node, semi_join_sublink_walker, context);
-}
-
 /*
  * Do the groups through joins say something of the query: is it an
  * aggregate, a GROUP BY or a SELECT DISTINCT over several tables, or does
@@ -934,7 +917,7 @@ query_concerns_join_groups(Query *query)
 	int			relations = 0;
 	ListCell   *lc;
 
-	if (semi_join_sublink_walker(query->jointree->quals, NULL))
+	if (analysis_holds_semi_join(query->jointree->quals))
 		return true;
 	if (!query->hasAggs && query->groupClause == NIL && query->distinctClause == NIL)
 		return false;

@@ -354,7 +354,6 @@ semi_join_sublink(Node *qual, bool *anti)
 	return NULL;
 }
 
-/* Does an expression hold an EXISTS or IN (negated or not) anywhere? */
 static bool
 holds_semi_join_walker(Node *node, void *context)
 {
@@ -369,6 +368,16 @@ holds_semi_join_walker(Node *node, void *context)
 		return holds_semi_join_walker(sublink->testexpr, context);
 	}
 	return expression_tree_walker(node, holds_semi_join_walker, context);
+}
+
+/*
+ * Does an expression hold an EXISTS or IN (negated or not) anywhere, its
+ * subqueries' own conditions left out?
+ */
+bool
+analysis_holds_semi_join(Node *node)
+{
+	return holds_semi_join_walker(node, NULL);
 }
 
 static void
@@ -806,7 +815,7 @@ analysis_pull_up_semi_joins(Analysis *a, Query *query)
 			has_semi |= !anti;
 		}
 		else
-			elsewhere |= holds_semi_join_walker(lfirst(lc), NULL);
+			elsewhere |= analysis_holds_semi_join(lfirst(lc));
 	}
 	a->semi_join = has_semi || has_anti || elsewhere;
 	if (!a->semi_join)
