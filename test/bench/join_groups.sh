@@ -88,8 +88,26 @@ SQL
 # its query, time REFRESH (best of two), change 1 % of the orders, time
 # until fresh, check, drop.
 round=0
+
+# The ms from the commit of statement $1 until every view is fresh
+until_fresh() {
+	sql <<SQL | tail -3 | paste -sd' ' | awk '{printf "%.0f", $3 - $1}'
+SELECT delta_join.wait();
+$1;
+SELECT extract(epoch FROM clock_timestamp()) * 1000;
+SELECT delta_join.wait(NULL, '600s');
+SELECT extract(epoch FROM clock_timestamp()) * 1000;
+SQL
+}
+
+# t when view $1 holds the rows of query $2, f if not
+view_exact() {
+	sql -c "SELECT (SELECT count(*) FROM (SELECT * FROM $1 EXCEPT ALL ($2)) a)
+	              + (SELECT count(*) FROM (($2) EXCEPT ALL SELECT * FROM $1) b) = 0"
+}
+
 measure() {
-	local name=$1 query=$2 per=$3 refresh_ms="" ms out fresh_ms exact mode
+	local name=$1 query=$2 per=$3 refresh_ms="" ms fresh_ms exact mode
 	round=$((round + 1))
 	sql >/dev/null <<SQL
 SELECT delta_join.create_view('$name', \$q\$ $query \$q\$, strategy => 'auto');
@@ -102,20 +120,11 @@ SQL
 				-c "SELECT extract(epoch FROM clock_timestamp()) * 1000" | paste -sd' ' | awk '{printf "%.0f", $2 - $1}')
 		if [ -z "$refresh_ms" ] || [ "$ms" -lt "$refresh_ms" ]; then refresh_ms=$ms; fi
 	done
-	out=$(sql <<SQL
-SELECT delta_join.wait();
-UPDATE orders SET amount = amount + $round,
+	fresh_ms=$(until_fresh "UPDATE orders SET amount = amount + $round,
   merchant_id = CASE WHEN abs(hashint4(id)) % ($per * 10) < $per
                      THEN 1 + (id * 31 + $round) % $MERCHANTS ELSE merchant_id END
-WHERE abs(hashint4(id)) % $per = $round;
-SELECT extract(epoch FROM clock_timestamp()) * 1000;
-SELECT delta_join.wait(NULL, '600s');
-SELECT extract(epoch FROM clock_timestamp()) * 1000;
-SQL
-)
-	fresh_ms=$(echo "$out" | tail -3 | paste -sd' ' | awk '{printf "%.0f", $3 - $1}')
-	exact=$(sql -c "SELECT (SELECT count(*) FROM (SELECT * FROM $name EXCEPT ALL ($query)) a)
-	                     + (SELECT count(*) FROM (($query) EXCEPT ALL SELECT * FROM $name) b) = 0")
+WHERE abs(hashint4(id)) % $per = $round")
+	exact=$(view_exact "$name" "$query")
 	sql -c "SELECT delta_join.drop_view('$name')" -c "DROP MATERIALIZED VIEW ${name}_mv" >/dev/null
 	printf '%s: %s, %s groups\n' "$name" "$mode" "$(sql -c "SELECT count(*) FROM ($query) q")"
 	printf '  %-60s %8s ms\n' "time until fresh after $(awk -v p="$per" 'BEGIN {print 100 / p}') % of orders changed" "$fresh_ms"
@@ -128,9 +137,9 @@ SQL
 # Set-based apply on and off (issue 22, item 4): by_merchant after N
 # orders changed, for N from 10 to 10 % of the orders, with every
 # recompute execution planned for its keys (delta_join.set_apply_min_keys
-# = 1, the default) and with generic plans only (2147483647), alternately.
+# = 1) and with generic plans only (2147483647), alternately.
 set_apply() {
-	local n on off t0 t1 out exact
+	local n mode t on off
 	sql >/dev/null <<SQL
 SELECT delta_join.create_view('by_merchant', \$q\$ $BY_MERCHANT \$q\$, strategy => 'auto');
 SQL
@@ -139,28 +148,17 @@ SQL
 	for n in 10 100 1000 10000 $((ORDERS / 10)); do
 		for mode in 1 2147483647; do
 			round=$((round + 1))
-			out=$(sql <<SQL
-ALTER SYSTEM SET delta_join.set_apply_min_keys = $mode;
-SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
-SELECT delta_join.wait();
-UPDATE orders SET amount = amount + 1,
+			sql -c "ALTER SYSTEM SET delta_join.set_apply_min_keys = $mode" \
+				-c "SELECT pg_reload_conf()" -c "SELECT pg_sleep(0.5)" >/dev/null
+			t=$(until_fresh "UPDATE orders SET amount = amount + 1,
   merchant_id = CASE WHEN abs(hashint4(id + $round)) % 10 = 0
                      THEN 1 + (id * 31 + $round) % $MERCHANTS ELSE merchant_id END
-WHERE abs(hashint4(id * 7 + $round)) % $((ORDERS / n)) = 0;
-SELECT extract(epoch FROM clock_timestamp()) * 1000;
-SELECT delta_join.wait(NULL, '600s');
-SELECT extract(epoch FROM clock_timestamp()) * 1000;
-SQL
-)
-			t=$(echo "$out" | tail -3 | paste -sd' ' | awk '{printf "%.0f", $3 - $1}')
+WHERE abs(hashint4(id * 7 + $round)) % $((ORDERS / n)) = 0")
 			if [ "$mode" = 1 ]; then on=$t; else off=$t; fi
 		done
 		printf '  %10s %12s %12s %8s\n' "$n" "$on" "$off" "$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", a / b}')"
 	done
-	exact=$(sql -c "SELECT (SELECT count(*) FROM (SELECT * FROM by_merchant EXCEPT ALL ($BY_MERCHANT)) a)
-	                     + (SELECT count(*) FROM (($BY_MERCHANT) EXCEPT ALL SELECT * FROM by_merchant) b) = 0")
-	printf '  %-37s %s\n' "the view equals its query afterwards" "$exact"
+	printf '  %-37s %s\n' "the view equals its query afterwards" "$(view_exact by_merchant "$BY_MERCHANT")"
 	sql -c "ALTER SYSTEM RESET delta_join.set_apply_min_keys" -c "SELECT pg_reload_conf()" \
 		-c "SELECT delta_join.drop_view('by_merchant')" >/dev/null
 }
