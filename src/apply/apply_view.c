@@ -81,13 +81,21 @@ apply_session_setup(void)
 }
 
 
-/* Errors that another try of the same view may not meet */
+/*
+ * Errors that another try of the same view may not meet.  An internal
+ * error (XX000) is one: PostgreSQL raises some when a catalog lookup races
+ * a concurrent DDL -- "cache lookup failed for publication" when a DROP
+ * PUBLICATION naming the target commits while the view writes it --; the
+ * next try reads the catalog anew.  One that comes back every try is a
+ * real error, and retry.c gives up after a few in a row.
+ */
 static bool
 error_is_passing(int sqlerrcode)
 {
 	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
 		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-		sqlerrcode == ERRCODE_QUERY_CANCELED;
+		sqlerrcode == ERRCODE_QUERY_CANCELED ||
+		sqlerrcode == ERRCODE_INTERNAL_ERROR;
 }
 
 /*

@@ -258,12 +258,19 @@ target_guard_function(void)
 						  0, NULL, false);
 }
 
-/* Does the guard trigger fire on every write, in every replication role? */
+/*
+ * Does the guard trigger fire on every write, in every replication role?
+ *
+ * The guard function is looked up before rel->trigdesc is read: a catalog
+ * lookup may process invalidations, and the relcache rebuilds an open
+ * relation's trigger descriptor in new memory (a CREATE PUBLICATION naming
+ * the target is enough), freeing the one read before.
+ */
 bool
 target_is_guarded(Relation rel)
 {
-	TriggerDesc *triggers = rel->trigdesc;
 	Oid			guard = target_guard_function();
+	TriggerDesc *triggers = rel->trigdesc;
 
 	for (int i = 0; triggers && i < triggers->numtriggers; i++)
 	{

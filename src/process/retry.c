@@ -17,8 +17,10 @@
  * is applied once; the slot is not confirmed past the first batch it
  * waits with.  It is tried
  * again with a growing backoff, and given up (put in error) once its
- * lookup_timeout has passed since its first failure, or after
- * RETRY_TIMEOUT_TRIES statement timeouts in a row.
+ * lookup_timeout has passed since its first failure, after
+ * RETRY_TIMEOUT_TRIES statement timeouts in a row, or after
+ * RETRY_INTERNAL_TRIES internal errors in a row (one that a catalog lookup
+ * racing a DDL raised passes; one that comes back is an error).
  *
  * Whatever its options say, no view holds the slot back for longer than
  * delta_join.max_retry_time: the slot retains the WAL of the whole instance,
@@ -50,6 +52,7 @@
 #define RETRY_MIN_MS			100 /* first backoff of a deferred view */
 #define RETRY_MAX_MS			5000	/* longest backoff */
 #define RETRY_TIMEOUT_TRIES		3	/* lookup_timeouts before an error */
+#define RETRY_INTERNAL_TRIES	3	/* internal errors before an error */
 #define RETRY_HELD_REASON		"backfilling: its changes are applied once the backfill ends"
 #define RETRY_HELD_POLL_MS		100 /* a held view's catalog row looked at */
 #define SHARE_BACKOFF			8	/* large batches a view whose shares
@@ -229,7 +232,7 @@ retry_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest, bool progress,
 
 	if (progress)
 	{
-		dv->tries = dv->timeouts = 0;
+		dv->tries = dv->timeouts = dv->internal = 0;
 		dv->first_failure = 0;
 	}
 	dv->next_try = now;
@@ -298,6 +301,10 @@ retry_failed(DeferredView *dv, const ErrorData *error)
 		dv->timeouts++;
 	else
 		dv->timeouts = 0;
+	if (error->sqlerrcode == ERRCODE_INTERNAL_ERROR)
+		dv->internal++;
+	else
+		dv->internal = 0;
 	/* from the failure, not the start of the try: a try may wait a while */
 	dv->next_try = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   Min(backoff, RETRY_MAX_MS));
@@ -309,8 +316,22 @@ retry_failed(DeferredView *dv, const ErrorData *error)
 }
 
 /*
+ * Errors of one kind, in_a_row of them: enough once there are tries; the
+ * error's message then says so, after what.
+ */
+static bool
+gives_up_in_a_row(int in_a_row, int tries, const char *what, ErrorData *error)
+{
+	if (in_a_row < tries)
+		return false;
+	error->message = psprintf("%s %d times in a row: %s", what, in_a_row, error->message);
+	return true;
+}
+
+/*
  * Has a deferred view been tried long enough?  A view that timed out
- * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, that has waited
+ * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, that met an
+ * internal error RETRY_INTERNAL_TRIES times in a row, that has waited
  * for locks for longer than its lookup_timeout, or that has held the slot
  * back for longer than max_retry_time, goes to error: the last try's
  * error's message then says why.
@@ -321,13 +342,10 @@ retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error, TimestampTz
 	if (retry_held_too_long(dv, now, &error))
 		return true;
 	if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
-	{
-		if (dv->timeouts < RETRY_TIMEOUT_TRIES)
-			return false;
-		error->message = psprintf("lookup_timeout expired %d times in a row: %s",
-								  dv->timeouts, error->message);
-		return true;
-	}
+		return gives_up_in_a_row(dv->timeouts, RETRY_TIMEOUT_TRIES,
+								 "lookup_timeout expired", error);
+	if (error->sqlerrcode == ERRCODE_INTERNAL_ERROR)
+		return gives_up_in_a_row(dv->internal, RETRY_INTERNAL_TRIES, "failed", error);
 	if (view->options.lookup_timeout_ms <= 0 ||
 		!TimestampDifferenceExceeds(dv->first_failure, now, view->options.lookup_timeout_ms))
 		return false;

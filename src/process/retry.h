@@ -33,6 +33,7 @@ typedef struct DeferredView
 	XLogRecPtr	since_lsn;		/* the slot is not confirmed past this */
 	int			tries;
 	int			timeouts;		/* of them, ended by lookup_timeout */
+	int			internal;		/* internal errors (XX000) in a row */
 	TimestampTz first_failure;
 	TimestampTz held_since;		/* since when it holds the slot back */
 	TimestampTz next_try;
