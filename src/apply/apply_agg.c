@@ -95,6 +95,7 @@ typedef struct GroupSet
 	MemoryContext cxt;			/* the tables and their values, reset per set */
 	HTAB	   *found;			/* groups returned: uint32 hash -> FoundValues */
 	HTAB	   *asked;			/* groups asked for (a key of several columns) */
+	Datum	   *row_key;		/* the key of a row returned, gathered */
 } GroupSet;
 
 typedef struct FoundValues
@@ -115,11 +116,10 @@ group_set_hash(GroupSet *set, const Datum *values)
 	return hash;
 }
 
-/* Whether a group equal to values is in table */
+/* Whether a group equal to values, of that hash, is in table */
 static bool
-group_set_has(GroupSet *set, HTAB *table, const Datum *values)
+group_set_lookup(GroupSet *set, HTAB *table, uint32 hash, const Datum *values)
 {
-	uint32		hash = group_set_hash(set, values);
 	FoundValues *entry = hash_search(table, &hash, HASH_FIND, NULL);
 	ListCell   *lc;
 
@@ -140,20 +140,26 @@ group_set_has(GroupSet *set, HTAB *table, const Datum *values)
 	return false;
 }
 
+/* Whether a group equal to values is in table */
+static bool
+group_set_has(GroupSet *set, HTAB *table, const Datum *values)
+{
+	return group_set_lookup(set, table, group_set_hash(set, values), values);
+}
+
 /* Note a group in table; false when an equal one was there already */
 static bool
 group_set_add(GroupSet *set, HTAB *table, const Datum *values)
 {
+	uint32		hash = group_set_hash(set, values);
 	MemoryContext old;
-	uint32		hash;
 	bool		found;
 	FoundValues *entry;
 	Datum	   *copy;
 
-	if (group_set_has(set, table, values))
+	if (group_set_lookup(set, table, hash, values))
 		return false;
 	old = MemoryContextSwitchTo(set->cxt);
-	hash = group_set_hash(set, values);
 	entry = hash_search(table, &hash, HASH_ENTER, &found);
 	if (!found)
 		entry->values = NIL;
@@ -170,16 +176,14 @@ static void
 group_receive_note(GroupReceiver *receiver, TupleTableSlot *slot)
 {
 	GroupSet   *set = receiver->set;
-	Datum	   *values = palloc(sizeof(Datum) * set->nkeys);
 
 	for (int k = 0; k < set->nkeys; k++)
 	{
 		if (slot->tts_isnull[receiver->key_columns[k]])
 			return;
-		values[k] = slot->tts_values[receiver->key_columns[k]];
+		set->row_key[k] = slot->tts_values[receiver->key_columns[k]];
 	}
-	group_set_add(set, set->found, values);
-	pfree(values);
+	group_set_add(set, set->found, set->row_key);
 }
 
 static bool
@@ -364,6 +368,7 @@ group_set_begin(DeltaPlan *plan, Oid target)
 	set->collation = palloc(sizeof(Oid) * n);
 	set->hash = palloc(sizeof(FmgrInfo) * n);
 	set->eq = palloc(sizeof(FmgrInfo) * n);
+	set->row_key = palloc(sizeof(Datum) * n);
 	foreach(lc, plan->query->groupClause)
 	{
 		SortGroupClause *sgc = lfirst(lc);
