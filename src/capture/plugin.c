@@ -567,10 +567,13 @@ plugin_build_entry(PluginState *state, Capture *cap, Relation relation, RelEntry
 
 				if (attnum == InvalidAttrNumber)
 				{
+					/* copied first: the lookup may rebuild relation's entry */
+					char	   *table = pstrdup(RelationGetRelationName(relation));
+
 					capture_broken(cap, feed->view_id,
 								   psprintf("key column %d of source \"%s\" no longer exists in \"%s\"",
 											keys->key_attnums[k], get_rel_name(source_relid),
-											RelationGetRelationName(relation)));
+											table));
 					complete = false;
 					break;
 				}

@@ -312,6 +312,7 @@ target_guard(Oid relid)
 	Relation	rel = table_open(relid, ShareRowExclusiveLock);
 	CreateTrigStmt *stmt;
 	RunAs		runas;
+	char	   *name;
 
 	if (target_is_guarded(rel))
 	{
@@ -328,8 +329,9 @@ target_guard(Oid relid)
 	stmt = makeNode(CreateTrigStmt);
 	stmt->replace = true;
 	stmt->trigname = TARGET_GUARD_TRIGGER;
-	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
-								  pstrdup(RelationGetRelationName(rel)), -1);
+	/* the name copied before the lookup, which may rebuild rel's entry */
+	name = pstrdup(RelationGetRelationName(rel));
+	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)), name, -1);
 	stmt->funcname = list_make2(makeString(DJ_SCHEMA), makeString("_guard_target"));
 	stmt->row = false;
 	stmt->timing = TRIGGER_TYPE_BEFORE;
