@@ -7,7 +7,8 @@
 # applied, and the slot keeps moving, so no WAL is retained for the broken
 # view.  delta_join.refresh() rebuilds it and maintenance resumes.  A view
 # whose changes cannot even be captured (a key column of its source was
-# renamed) goes to error too.
+# renamed) goes to error too.  An internal error (XX000) is tried again,
+# and puts the view in error only when it comes back three times in a row.
 
 use strict;
 use warnings;
@@ -123,6 +124,53 @@ like($err, qr/cannot drop column sensor_id of table readings because other objec
 	'dropping the key column is refused, as for a view');
 is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
 	't', 'the other views are not held up');
+
+# ---- an internal error (XX000) is tried again: one that passes leaves the
+# view active, one that comes back three tries in a row puts it in error ----
+#
+# PostgreSQL raises internal errors when a catalog lookup races a DDL ("cache
+# lookup failed for publication", TAP 033); here a function of the query
+# raises one while a flag is set, so that the test decides when it passes
+# (declared IMMUTABLE, which it is not: it reads the flag).
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE xx_flag (on_ boolean);
+	CREATE TABLE gauges (id int PRIMARY KEY, v int);
+	CREATE FUNCTION checked(v int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+	BEGIN
+		IF EXISTS (SELECT FROM public.xx_flag WHERE on_) THEN
+			RAISE EXCEPTION 'internal trouble with %', v USING ERRCODE = 'XX000';
+		END IF;
+		RETURN v;
+	END $$;
+	INSERT INTO gauges VALUES (1, 10);
+	SELECT delta_join.create_view('checked_gauges', 'SELECT id, public.checked(v) AS v FROM gauges');
+	INSERT INTO xx_flag VALUES (true);
+	INSERT INTO gauges VALUES (2, 20);
+});
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'active' AND reason ~ '^retrying \(\d+ tries\): internal trouble with 20'
+		FROM delta_join.status WHERE target = 'public.checked_gauges'}),
+	'a view meeting an internal error stays active and says it is retrying');
+$node->safe_psql('postgres', 'UPDATE xx_flag SET on_ = false');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('checked_gauges', '60s')"),
+	't', 'once the internal error passes, the view is applied');
+DeltaJoinTest::target_ok($node, 'checked_gauges', 'SELECT id, v FROM gauges',
+	'after an internal error that passed');
+
+$node->safe_psql('postgres', 'UPDATE xx_flag SET on_ = true; INSERT INTO gauges VALUES (3, 30)');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT state = 'error'
+		FROM delta_join.status WHERE target = 'public.checked_gauges'}),
+	'an internal error that comes back puts the view in error');
+like(
+	$node->safe_psql('postgres',
+		"SELECT last_error FROM delta_join.status WHERE target = 'public.checked_gauges'"),
+	qr/^failed 3 times in a row: internal trouble with 30/,
+	'its error says the internal error came back three times in a row');
 
 $node->stop;
 done_testing();
