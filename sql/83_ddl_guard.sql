@@ -167,6 +167,16 @@ GRANT SELECT ON users, domains TO dj_guard_owner;
 ALTER TABLE user_domain_names OWNER TO dj_guard_owner;
 SELECT target, query_view, runs_as FROM delta_join.views WHERE target = 'guard.user_domain_names';
 SELECT relowner::regrole FROM pg_class WHERE oid = 'delta_join."guard.user_domain_names"'::regclass;
+-- renamed to a longer name and back, it takes its own name back
+ALTER TABLE user_domain_names RENAME TO user_domain_names2;
+ALTER TABLE user_domain_names2 RENAME TO user_domain_names;
+SELECT target, query_view FROM delta_join.views WHERE target = 'guard.user_domain_names';
+-- a name too long for a query view's is cut short with a suffix, which
+-- DDL on the target that keeps its name leaves alone
+SELECT delta_join.create_view('a_target_whose_name_is_too_long_to_make_a_query_view_name_whole', :'agg');
+GRANT SELECT ON a_target_whose_name_is_too_long_to_make_a_query_view_name_whole TO dj_guard_owner;
+SELECT query_view FROM delta_join.views WHERE target ~ '^guard.a_target_whose';
+SELECT delta_join.drop_view('a_target_whose_name_is_too_long_to_make_a_query_view_name_whole');
 
 --
 -- 7. Only delta_join writes a target: INSERT, UPDATE, DELETE, TRUNCATE and

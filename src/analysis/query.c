@@ -237,6 +237,30 @@ query_view_name(Oid target, Oid nspid)
 }
 
 /*
+ * Whether a query view's name is one query_view_name could give the target
+ * as it is named now: "<schema>.<table>", or that name cut short and given
+ * a "#<n>" suffix.  Comparing with a prefix only would keep the name of a
+ * target renamed back from a longer name that starts with its own
+ * ("t2" renamed to "t" left the query view "public.t2").
+ */
+static bool
+query_view_name_fits(const char *name, Oid target)
+{
+	char	   *base = psprintf("%s.%s", get_namespace_name(get_rel_namespace(target)),
+								get_rel_name(target));
+	const char *suffix = strrchr(name, '#');
+	int			keep;
+
+	if (strcmp(name, base) == 0)
+		return true;
+	if (suffix == NULL || suffix[1] == '\0' ||
+		strspn(suffix + 1, "0123456789") != strlen(suffix + 1))
+		return false;
+	keep = Min((int) strlen(base), NAMEDATALEN - 1 - (int) strlen(suffix));
+	return suffix - name == keep && strncmp(name, base, keep) == 0;
+}
+
+/*
  * Bind an analyzed query into a new query view owned by the target's owner;
  * returns the view's OID.  What DefineView does, minus the parsing (the
  * query was analyzed as the caller), and as the bootstrap superuser.
@@ -306,13 +330,11 @@ query_follow_target(Oid query_view, Oid target)
 	Relation	rel = relation_open(query_view, AccessExclusiveLock);
 	Oid			owner = runas_target_owner(target);
 	Oid			nspid = RelationGetNamespace(rel);
-	char	   *wanted = psprintf("%s.%s", get_namespace_name(get_rel_namespace(target)),
-								  get_rel_name(target));
 	bool		rename;
 	RunAs		runas;
 
-	/* a name taken at creation with a suffix stays unless the target moved */
-	rename = strncmp(RelationGetRelationName(rel), wanted, strlen(wanted)) != 0;
+	/* a name taken with a suffix stays unless the target moved */
+	rename = !query_view_name_fits(RelationGetRelationName(rel), target);
 
 	/*
 	 * This runs from an event trigger, after the command that collected
