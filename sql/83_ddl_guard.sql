@@ -177,6 +177,10 @@ SELECT delta_join.create_view('a_target_whose_name_is_too_long_to_make_a_query_v
 GRANT SELECT ON a_target_whose_name_is_too_long_to_make_a_query_view_name_whole TO dj_guard_owner;
 SELECT query_view FROM delta_join.views WHERE target ~ '^guard.a_target_whose';
 SELECT delta_join.drop_view('a_target_whose_name_is_too_long_to_make_a_query_view_name_whole');
+-- cut short between characters, never inside one (the name stays valid UTF-8)
+SELECT delta_join.create_view('ééééééééééééééééééééééééééééééé', :'agg');
+SELECT query_view, convert_to(query_view, 'UTF8') IS NOT NULL AS valid FROM delta_join.views WHERE target ~ 'é';
+SELECT delta_join.drop_view('ééééééééééééééééééééééééééééééé');
 
 --
 -- 7. Only delta_join writes a target: INSERT, UPDATE, DELETE, TRUNCATE and
