@@ -55,6 +55,7 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/plancache.h"
+#include "utils/rls.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -561,6 +562,21 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counte
 		LockRelationOid(relid, ExclusiveLock);
 
 	runas_begin(runas_target_owner(relid), settings, &runas);
+
+	/*
+	 * The fill deletes and inserts through SQL as the owner, where policies
+	 * forced on the owner would hide rows from the DELETE (they would stay
+	 * beside the new ones) or refuse the new rows; the worker writes the
+	 * target directly, and policies never reach it.
+	 */
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("row-level security applies to target \"%s\" for its owner \"%s\"",
+						name, GetUserNameFromId(GetUserId(), false)),
+				 errdetail("A target is filled by its owner, and policies would keep the fill from deleting or inserting some of its rows."),
+				 errhint("Let the owner bypass row-level security on the target: ALTER TABLE %s NO FORCE ROW LEVEL SECURITY.",
+						 name)));
 	outer_filling = target_filling_relid;
 	target_filling_relid = relid;
 	PG_TRY();
