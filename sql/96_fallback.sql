@@ -110,6 +110,23 @@ SELECT * FROM diff('keyed_whole', :'kwhole');
 SELECT * FROM diff('regions', :'distinct_q');
 SELECT * FROM diff('region_totals', :'join_agg');
 
+-- a target without a key logs its old rows whole: a publication that
+-- publishes deletes (one FOR ALL TABLES, say) does not keep the worker
+-- from deleting its rows ("does not have a replica identity")
+SELECT v.target, c.relreplident FROM delta_join.views v JOIN pg_class c ON c.oid = v.target::regclass
+WHERE NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisunique) ORDER BY 1;
+CREATE PUBLICATION fall_everything FOR ALL TABLES;
+DELETE FROM orders;
+INSERT INTO orders VALUES (2, 2, 90);
+SELECT delta_join.wait();
+DROP PUBLICATION fall_everything;
+SELECT * FROM diff('ranked', :'window_q');
+SELECT * FROM diff('top_orders', :'top_q');
+SELECT target, state FROM delta_join.status WHERE state <> 'active';
+DELETE FROM orders;
+INSERT INTO orders VALUES (1, 1, 10);
+SELECT delta_join.wait();
+
 --
 -- 3. How often: a full recompute runs when a source changed, at most once
 --    per refresh_interval (the first change after creation is recomputed

@@ -222,9 +222,19 @@ target_add_key(Oid relid, DeltaPlan *plan)
 {
 	bool		nullable_key = false;
 
-	/* a result without a key (full recompute): a multiset */
+	/*
+	 * A result without a key (full recompute) is a multiset.  With the
+	 * default replica identity and no primary key, PostgreSQL refuses to
+	 * update or delete rows of a table that a publication publishes such
+	 * changes of ("does not have a replica identity"): one made FOR ALL
+	 * TABLES would have put the view in error.  Its old rows are logged
+	 * whole instead.
+	 */
 	if (plan->key_ncolumns == 0)
+	{
+		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
 		return;
+	}
 	for (int k = 0; k < plan->key_ncolumns; k++)
 		nullable_key |= output_nullable(plan, plan->key_columns[k]);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
