@@ -154,6 +154,22 @@ DROP INDEX domains_user_id_idx;
 SELECT line FROM delta_join.explain($$
   SELECT u.id AS user_id, u.name, d.id AS domain_id, d.domain_name
   FROM users u JOIN domains d ON u.id = d.user_id $$) AS line WHERE line ~ 'domains';
+-- the columns apply finds a target's rows by besides its key (here the
+-- key of users, by which retract mode replaces a user's slice) keep the
+-- query's type: an index of another type compared the query's values
+-- with its own type's functions (the worker crashed); a column apply only
+-- writes may take the query's values by assignment
+\set exact 'SELECT u.id AS user_id, u.name, d.id AS domain_id, d.domain_name FROM users u JOIN domains d ON u.id = d.user_id'
+SELECT delta_join.create_view('user_domains_exact', :'exact', options => '{"retract": true}');
+ALTER TABLE user_domains_exact ALTER COLUMN user_id TYPE numeric;
+ALTER TABLE user_domains_exact ALTER COLUMN name TYPE varchar(20);
+INSERT INTO users VALUES (7, 'seven');
+INSERT INTO domains VALUES (70, 7, 'seven.org');
+SELECT delta_join.wait('guard.user_domains_exact');
+UPDATE users SET name = 'Seven' WHERE id = 7;
+SELECT delta_join.wait('guard.user_domains_exact');
+SELECT * FROM diff('user_domains_exact', :'exact');
+SELECT delta_join.drop_view('user_domains_exact');
 
 --
 -- 6. A renamed target, or one given to another owner, takes its query view
