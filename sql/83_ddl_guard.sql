@@ -224,6 +224,13 @@ SELECT delta_join.create_view('a_target_whose_name_is_too_long_to_make_a_query_v
 GRANT SELECT ON a_target_whose_name_is_too_long_to_make_a_query_view_name_whole TO dj_guard_owner;
 SELECT query_view FROM delta_join.views WHERE target ~ '^guard.a_target_whose';
 SELECT delta_join.drop_view('a_target_whose_name_is_too_long_to_make_a_query_view_name_whole');
+-- a target whose schema is renamed takes its query view along too
+CREATE SCHEMA guard_moved;
+SELECT delta_join.create_view('guard_moved.sums', :'agg');
+ALTER SCHEMA guard_moved RENAME TO guard_renamed;
+SELECT target, query_view FROM delta_join.views WHERE target = 'guard_renamed.sums';
+SELECT delta_join.drop_view('guard_renamed.sums');
+DROP SCHEMA guard_renamed;
 -- cut short between characters, never inside one (the name stays valid UTF-8)
 SELECT delta_join.create_view('ééééééééééééééééééééééééééééééé', :'agg');
 SELECT query_view, convert_to(query_view, 'UTF8') IS NOT NULL AS valid FROM delta_join.views WHERE target ~ 'é';

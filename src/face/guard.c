@@ -714,6 +714,21 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 	foreach(lc, touched_relations(&classids, &objids))
 		relids = list_concat_unique_oid(relids, self_and_ancestors(lfirst_oid(lc)));
 
+	/* a schema renamed: the targets in it take their query views along */
+	if (IsA(trigdata->parsetree, RenameStmt) &&
+		((RenameStmt *) trigdata->parsetree)->renameType == OBJECT_SCHEMA)
+	{
+		Oid			nspid = get_namespace_oid(((RenameStmt *) trigdata->parsetree)->newname,
+											  true);
+
+		foreach(lc, views)
+		{
+			ViewRecord *view = lfirst(lc);
+
+			if (OidIsValid(nspid) && get_rel_namespace(view->target) == nspid)
+				relids = list_append_unique_oid(relids, view->target);
+		}
+	}
 
 	/* (GRANT and REVOKE on tables name them only in the statement) */
 	if (IsA(trigdata->parsetree, GrantStmt))
