@@ -154,6 +154,53 @@ DROP INDEX domains_user_id_idx;
 SELECT line FROM delta_join.explain($$
   SELECT u.id AS user_id, u.name, d.id AS domain_id, d.domain_name
   FROM users u JOIN domains d ON u.id = d.user_id $$) AS line WHERE line ~ 'domains';
+-- the columns apply finds a target's rows by besides its key (here the
+-- key of users, by which retract mode replaces a user's slice) keep the
+-- query's type: an index of another type compared the query's values
+-- with its own type's functions (the worker crashed); a column apply only
+-- writes may take the query's values by assignment
+\set exact 'SELECT u.id AS user_id, u.name, d.id AS domain_id, d.domain_name FROM users u JOIN domains d ON u.id = d.user_id'
+SELECT delta_join.create_view('user_domains_exact', :'exact', options => '{"retract": true}');
+ALTER TABLE user_domains_exact ALTER COLUMN user_id TYPE numeric;
+ALTER TABLE user_domains_exact ALTER COLUMN name TYPE varchar(20);
+INSERT INTO users VALUES (7, 'seven');
+INSERT INTO domains VALUES (70, 7, 'seven.org');
+SELECT delta_join.wait('guard.user_domains_exact');
+UPDATE users SET name = 'Seven' WHERE id = 7;
+SELECT delta_join.wait('guard.user_domains_exact');
+SELECT * FROM diff('user_domains_exact', :'exact');
+SELECT delta_join.drop_view('user_domains_exact');
+-- an index of a nondeterministic collation finds rows that the column's
+-- equality tells apart: apply finds no slice by it (it took the rows of
+-- other slices: those of 'A' went with 'a'), an existing target with
+-- only such an index gets one that compares as the column does, and that
+-- one cannot go
+CREATE COLLATION guard_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE codes (code text PRIMARY KEY, name text);
+CREATE TABLE coded (id int PRIMARY KEY, code text, v int);
+CREATE INDEX ON coded (code);
+INSERT INTO codes VALUES ('a', 'lower a'), ('A', 'upper A');
+INSERT INTO coded VALUES (1, 'a', 1), (2, 'A', 2), (3, 'A', 3);
+\set coded_q 'SELECT coded.id, coded.v, codes.code, codes.name FROM coded JOIN codes ON codes.code = coded.code'
+CREATE TABLE coded_exact (id int PRIMARY KEY, v int, code text, name text);
+CREATE INDEX coded_exact_ci ON coded_exact (code COLLATE guard_ci);
+SELECT delta_join.create_view('coded_exact', :'coded_q', options => '{"retract": true}');
+SELECT indexrelid::regclass AS index FROM pg_index WHERE indrelid = 'coded_exact'::regclass ORDER BY 1;
+DELETE FROM codes WHERE code = 'a';
+SELECT delta_join.wait('guard.coded_exact');
+SELECT * FROM diff('coded_exact', :'coded_q');
+DROP INDEX coded_exact_code_idx;
+SELECT delta_join.drop_view('coded_exact');
+-- nor is a unique index of such a collation a key: the primary key stays
+\set codes_q 'SELECT code, name FROM codes'
+SELECT delta_join.create_view('code_names', :'codes_q', options => '{"retract": true}');
+CREATE UNIQUE INDEX code_names_ci ON code_names (code COLLATE guard_ci);
+ALTER TABLE code_names DROP CONSTRAINT code_names_pkey;
+DROP INDEX code_names_ci;
+INSERT INTO codes VALUES ('a', 'lower a again');
+SELECT delta_join.wait('guard.code_names');
+SELECT * FROM diff('code_names', :'codes_q');
+SELECT delta_join.drop_view('code_names');
 
 --
 -- 6. A renamed target, or one given to another owner, takes its query view
@@ -167,6 +214,27 @@ GRANT SELECT ON users, domains TO dj_guard_owner;
 ALTER TABLE user_domain_names OWNER TO dj_guard_owner;
 SELECT target, query_view, runs_as FROM delta_join.views WHERE target = 'guard.user_domain_names';
 SELECT relowner::regrole FROM pg_class WHERE oid = 'delta_join."guard.user_domain_names"'::regclass;
+-- renamed to a longer name and back, it takes its own name back
+ALTER TABLE user_domain_names RENAME TO user_domain_names2;
+ALTER TABLE user_domain_names2 RENAME TO user_domain_names;
+SELECT target, query_view FROM delta_join.views WHERE target = 'guard.user_domain_names';
+-- a name too long for a query view's is cut short with a suffix, which
+-- DDL on the target that keeps its name leaves alone
+SELECT delta_join.create_view('a_target_whose_name_is_too_long_to_make_a_query_view_name_whole', :'agg');
+GRANT SELECT ON a_target_whose_name_is_too_long_to_make_a_query_view_name_whole TO dj_guard_owner;
+SELECT query_view FROM delta_join.views WHERE target ~ '^guard.a_target_whose';
+SELECT delta_join.drop_view('a_target_whose_name_is_too_long_to_make_a_query_view_name_whole');
+-- a target whose schema is renamed takes its query view along too
+CREATE SCHEMA guard_moved;
+SELECT delta_join.create_view('guard_moved.sums', :'agg');
+ALTER SCHEMA guard_moved RENAME TO guard_renamed;
+SELECT target, query_view FROM delta_join.views WHERE target = 'guard_renamed.sums';
+SELECT delta_join.drop_view('guard_renamed.sums');
+DROP SCHEMA guard_renamed;
+-- cut short between characters, never inside one (the name stays valid UTF-8)
+SELECT delta_join.create_view('ééééééééééééééééééééééééééééééé', :'agg');
+SELECT query_view, convert_to(query_view, 'UTF8') IS NOT NULL AS valid FROM delta_join.views WHERE target ~ 'é';
+SELECT delta_join.drop_view('ééééééééééééééééééééééééééééééé');
 
 --
 -- 7. Only delta_join writes a target: INSERT, UPDATE, DELETE, TRUNCATE and

@@ -110,6 +110,39 @@ SELECT * FROM diff('keyed_whole', :'kwhole');
 SELECT * FROM diff('regions', :'distinct_q');
 SELECT * FROM diff('region_totals', :'join_agg');
 
+-- a target without a key logs its old rows whole: a publication that
+-- publishes deletes (one FOR ALL TABLES, say) does not keep the worker
+-- from deleting its rows ("does not have a replica identity")
+SELECT v.target, c.relreplident FROM delta_join.views v JOIN pg_class c ON c.oid = v.target::regclass
+WHERE NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisunique) ORDER BY 1;
+CREATE PUBLICATION fall_everything FOR ALL TABLES;
+DELETE FROM orders;
+INSERT INTO orders VALUES (2, 2, 90);
+SELECT delta_join.wait();
+DROP PUBLICATION fall_everything;
+SELECT * FROM diff('ranked', :'window_q');
+SELECT * FROM diff('top_orders', :'top_q');
+SELECT target, state FROM delta_join.status WHERE state <> 'active';
+DELETE FROM orders;
+INSERT INTO orders VALUES (1, 1, 10);
+SELECT delta_join.wait();
+
+-- varchar = char(n) compares as char(n), trailing blanks ignored: one
+-- row of pads matches 'a' and 'a ' of padded, whose key the join does not
+-- fix, so it stays in the result's key (the key was (id), and the second
+-- row overwrote the first)
+CREATE TABLE pads (id int PRIMARY KEY, c char(4));
+CREATE INDEX ON pads (c);
+CREATE TABLE padded (t varchar(10) PRIMARY KEY, name text);
+INSERT INTO pads VALUES (1, 'a');
+INSERT INTO padded VALUES ('a', 'A');
+\set pad_q 'SELECT pads.id, padded.t, padded.name FROM pads JOIN padded ON padded.t = pads.c'
+SELECT line FROM delta_join.explain(:'pad_q', strategy => 'auto') AS line WHERE line ~ '^[A-Z]';
+SELECT delta_join.create_view('pad_join', :'pad_q', strategy => 'auto');
+INSERT INTO padded VALUES ('a ', 'A with a blank');
+SELECT delta_join.wait('fall.pad_join');
+SELECT * FROM diff('pad_join', :'pad_q');
+
 --
 -- 3. How often: a full recompute runs when a source changed, at most once
 --    per refresh_interval (the first change after creation is recomputed

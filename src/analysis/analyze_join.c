@@ -16,7 +16,9 @@
 
 #include "access/genam.h"
 #include "access/stratnum.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_opclass.h"
+#include "commands/defrem.h"
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -117,6 +119,42 @@ strip_relabel(Node *node)
 }
 
 /*
+ * Do two collations compare alike for equality: the same one, or two that
+ * are both deterministic (or none)?
+ */
+static bool
+collations_agree(Oid c1, Oid c2)
+{
+	if (c1 == c2)
+		return true;
+	return (!OidIsValid(c1) || get_collation_isdeterministic(c1)) &&
+		(!OidIsValid(c2) || get_collation_isdeterministic(c2));
+}
+
+/*
+ * Does this equality compare a column of a source as the column's own
+ * equality does: an operator of its type's default btree operator family,
+ * under a collation that tells apart what its own tells apart?  Only then
+ * are the columns it equates alike for keys: varchar = char(n) compares as
+ * char(n), ignoring trailing blanks, and a nondeterministic collation
+ * folds values the column's collation keeps apart, so one row of a side
+ * matches several rows of the other's key ('a' and 'a ').
+ */
+static bool
+equality_keeps_column(Analysis *a, int source, AttrNumber attno, Oid opno, Oid collation)
+{
+	Oid			type;
+	int32		typmod;
+	Oid			attcollation;
+	Oid			opclass;
+
+	get_atttypetypmodcoll(SOURCE(a, source)->relid, attno, &type, &typmod, &attcollation);
+	opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+	return OidIsValid(opclass) && op_in_opfamily(opno, get_opclass_family(opclass)) &&
+		collations_agree(collation, attcollation);
+}
+
+/*
  * Split the quals into join conditions and filters.  A qual is a join
  * condition when it is a btree equality between plain columns of two
  * different sources; a btree equality between columns of different sources
@@ -174,7 +212,9 @@ classify_quals(Analysis *a, List *quals)
 			cond->opno = op->opno;
 			cond->collation = op->inputcollid;
 			a->plan->conds = lappend(a->plan->conds, cond);
-			class_merge(a, analysis_column_id(a, ls, la), analysis_column_id(a, rs, ra));
+			if (equality_keeps_column(a, ls, la, op->opno, op->inputcollid) &&
+				equality_keeps_column(a, rs, ra, op->opno, op->inputcollid))
+				class_merge(a, analysis_column_id(a, ls, la), analysis_column_id(a, rs, ra));
 		}
 		else
 		{
@@ -197,15 +237,6 @@ classify_quals(Analysis *a, List *quals)
  *		Rule 2: index prefixes and lookups
  * ----------------------------------------------------------------
  */
-
-static bool
-collations_agree(Oid c1, Oid c2)
-{
-	if (c1 == c2)
-		return true;
-	return (!OidIsValid(c1) || get_collation_isdeterministic(c1)) &&
-		(!OidIsValid(c2) || get_collation_isdeterministic(c2));
-}
 
 /*
  * The index of source src whose leading key columns the most bindable

@@ -46,6 +46,7 @@
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
 #include "commands/view.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -216,24 +217,64 @@ query_parse(const char *text, List **hints)
  * ----------------------------------------------------------------
  */
 
-/* The name a target's query view takes: "<schema>.<table>", if free. */
+/* "<schema>.<table>" of a target, the name its query view takes if free */
+static char *
+query_view_base_name(Oid target)
+{
+	return psprintf("%s.%s", get_namespace_name(get_rel_namespace(target)),
+					get_rel_name(target));
+}
+
+/*
+ * How much of the base name goes before a suffix of suffix_len bytes: all
+ * of it if the whole fits in a name, else as many whole characters as do
+ * (a cut through a multibyte character would leave an invalid string in
+ * pg_class, which pg_dump would write into a dump that fails to restore).
+ */
+static int
+query_view_name_keep(const char *base, int suffix_len)
+{
+	return pg_mbcliplen(base, strlen(base), NAMEDATALEN - 1 - suffix_len);
+}
+
+/* The name a target's query view takes: its base name, if free. */
 static char *
 query_view_name(Oid target, Oid nspid)
 {
-	char	   *base = psprintf("%s.%s", get_namespace_name(get_rel_namespace(target)),
-								get_rel_name(target));
+	char	   *base = query_view_base_name(target);
 	char	   *name = base;
 
 	for (int n = 2; OidIsValid(get_relname_relid(name, nspid)) || strlen(name) >= NAMEDATALEN; n++)
 	{
 		char		suffix[16];
-		int			keep;
 
 		snprintf(suffix, sizeof(suffix), "#%d", n);
-		keep = Min((int) strlen(base), NAMEDATALEN - 1 - (int) strlen(suffix));
-		name = psprintf("%.*s%s", keep, base, suffix);
+		name = psprintf("%.*s%s", query_view_name_keep(base, strlen(suffix)), base, suffix);
 	}
 	return name;
+}
+
+/*
+ * Whether a query view's name is one query_view_name could give the target
+ * as it is named now: its base name, or that name (cut short if need be)
+ * and a "#<n>" suffix.  Comparing with a prefix only would keep the name
+ * of a target renamed back from a longer name that starts with its own
+ * ("t2" renamed to "t" left the query view "public.t2").
+ */
+static bool
+query_view_name_fits(const char *name, Oid target)
+{
+	char	   *base = query_view_base_name(target);
+	const char *suffix = strrchr(name, '#');
+	int			keep;
+
+	if (strcmp(name, base) == 0)
+		return true;
+	if (suffix == NULL || suffix[1] == '\0' ||
+		strspn(suffix + 1, "0123456789") != strlen(suffix + 1))
+		return false;
+	keep = query_view_name_keep(base, strlen(suffix));
+	return suffix - name == keep && strncmp(name, base, keep) == 0;
 }
 
 /*
@@ -306,13 +347,11 @@ query_follow_target(Oid query_view, Oid target)
 	Relation	rel = relation_open(query_view, AccessExclusiveLock);
 	Oid			owner = runas_target_owner(target);
 	Oid			nspid = RelationGetNamespace(rel);
-	char	   *wanted = psprintf("%s.%s", get_namespace_name(get_rel_namespace(target)),
-								  get_rel_name(target));
 	bool		rename;
 	RunAs		runas;
 
-	/* a name taken at creation with a suffix stays unless the target moved */
-	rename = strncmp(RelationGetRelationName(rel), wanted, strlen(wanted)) != 0;
+	/* a name taken with a suffix stays unless the target moved */
+	rename = !query_view_name_fits(RelationGetRelationName(rel), target);
 
 	/*
 	 * This runs from an event trigger, after the command that collected

@@ -29,11 +29,14 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
+#include "commands/defrem.h"
 #include "commands/trigger.h"
+#include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parse_coerce.h"
@@ -120,6 +123,30 @@ target_qualified_name(Oid relid)
 }
 
 /*
+ * Does column i of an index of the target compare values as its column
+ * does: under the column's collation, by its type's default btree operator
+ * family?  An index of another collation (a nondeterministic one, say)
+ * finds rows that the column's equality tells apart: a lookup by it would
+ * take other keys' rows (a retract view replaced a slice with rows of
+ * other slices), and a unique index by it would merge rows of the result.
+ */
+bool
+target_index_column_fits(Relation rel, Relation index, int i)
+{
+	AttrNumber	attnum = index->rd_index->indkey.values[i];
+	Form_pg_attribute att;
+	Oid			opclass;
+
+	if (attnum <= 0)
+		return false;
+	att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	if (index->rd_indcollation[i] != att->attcollation)
+		return false;
+	opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
+	return OidIsValid(opclass) && get_opclass_family(opclass) == index->rd_opfamily[i];
+}
+
+/*
  * The unique index of the target whose columns are exactly the key columns
  * (in any order), or InvalidOid.  Partial, expression and deferrable
  * indexes do not count.
@@ -149,6 +176,8 @@ target_key_index(Relation rel, DeltaPlan *plan)
 				found |= (form->indkey.values[i] == plan->key_columns[k] + 1);
 			match = found;
 		}
+		for (int i = 0; match && i < form->indnkeyatts; i++)
+			match = target_index_column_fits(rel, idx, i);
 		if (match && (!OidIsValid(result) || form->indisprimary))
 			result = RelationGetRelid(idx);
 		index_close(idx, AccessShareLock);
@@ -236,7 +265,7 @@ target_has_index_on(Oid relid, int ncols, const int *cols)
 
 			for (int k = 0; k < ncols; k++)
 				found |= (idx->rd_index->indkey.values[i] == attnums[k]);
-			match = found;
+			match = found && target_index_column_fits(rel, idx, i);
 		}
 		covered |= match;
 		index_close(idx, AccessShareLock);
@@ -348,12 +377,67 @@ check_target_not_citus(Oid relid, const char *name)
 				 errhint("Name a new or ordinary local table, or on each node the shard of the target that is co-located with the sources' shards.")));
 }
 
+/* Is output column col one of the result's key columns? */
+static bool
+column_is_key(DeltaPlan *plan, int col)
+{
+	for (int k = 0; k < plan->key_ncolumns; k++)
+		if (plan->key_columns[k] == col)
+			return true;
+	return false;
+}
+
+/*
+ * Mark the output columns by which apply finds target rows other than by
+ * the result's key (writer_lookup_begin): the region columns of each
+ * source whose slice retract mode replaces or that anchors outer joins,
+ * and the partner columns of each source outer joins can null-extend --
+ * the columns target_add_region_indexes indexes.
+ */
+static void
+mark_lookup_columns(DeltaPlan *plan, bool *looked_up)
+{
+	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
+	ListCell   *lc;
+
+	foreach(lc, plans)
+	{
+		DeltaPlan  *p = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, p->sources)
+		{
+			DeltaSource *src = lfirst(lc2);
+			int			s = foreach_current_index(lc2);
+			int			cols[INDEX_MAX_KEYS];
+			int			ncols;
+
+			if (((p->options.retract && !src->lookup_only) ||
+				 list_member_int(p->anchors, s)) && src->key_in_output)
+			{
+				ncols = target_region_columns(p, src, cols);
+				for (int k = 0; k < ncols; k++)
+					looked_up[cols[k]] = true;
+			}
+			if (!src->lookup_only)
+			{
+				ncols = target_partner_columns(p, src, cols);
+				for (int k = 0; k < ncols; k++)
+					looked_up[cols[k]] = true;
+			}
+		}
+	}
+}
+
 /*
  * Check that an existing target can hold the view's result: an ordinary,
  * permanent table whose columns are the query's output columns, same names
  * and order, each taking the query's value by assignment; a unique key on
  * exactly the result's key columns, each of the query's type and collation
- * (a key that compared otherwise would merge or split rows of the result).
+ * (a key that compared otherwise would merge or split rows of the result);
+ * and so are the columns apply looks rows up by otherwise: their indexes
+ * compare the query's values with their own type's functions (a bigint
+ * compared as a numeric is read as a pointer).
  */
 void
 target_validate(Oid relid, DeltaPlan *plan, bool guarded)
@@ -361,8 +445,10 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 	Relation	rel = table_open(relid, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	char	   *name = target_qualified_name(relid);
+	bool	   *looked_up = palloc0(sizeof(bool) * Max(plan->ncolumns, 1));
 	int			col = 0;
 
+	mark_lookup_columns(plan, looked_up);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -400,6 +486,18 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 							   quote_identifier(plan->colnames[col]),
 							   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
 					 errhint("The target's columns must be the query's output columns, in order, of types that take their values by assignment.")));
+		if (looked_up[col] && !column_is_key(plan, col) &&
+			(att->atttypid != plan->coltypes[col] ||
+			 (att->atttypmod != -1 && att->atttypmod != plan->coltypmods[col]) ||
+			 att->attcollation != plan->colcollations[col]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of target \"%s\" does not have the query's type and collation",
+							NameStr(att->attname), name),
+					 errdetail("Apply finds the target's rows by this column, which holds a source's key: the target has %s; the query outputs %s.",
+							   format_type_with_typemod(att->atttypid, att->atttypmod),
+							   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
+					 errhint("Declare the column with the query's type and collation, or let delta_join.create_view create the target.")));
 		for (int k = 0; k < plan->key_ncolumns; k++)
 		{
 			if (plan->key_columns[k] != col)
@@ -443,7 +541,55 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 				 errdetail("Result rows are upserted by that key."),
 				 errhint("Add it: ALTER TABLE %s ADD PRIMARY KEY (%s);", name, target_key_column_list(plan))));
 
+	pfree(looked_up);
 	table_close(rel, AccessShareLock);
+}
+
+/*
+ * Check that the target has the indexes apply must find rows by besides
+ * its key (writer_lookup_begin), comparing as their columns do: those
+ * target_add_region_indexes made, or others that can take their place.
+ * Separate from target_validate, which also judges an existing target
+ * before create_view makes them.
+ */
+void
+target_check_lookup_indexes(Oid relid, DeltaPlan *plan)
+{
+	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
+	ListCell   *lc;
+
+	foreach(lc, plans)
+	{
+		DeltaPlan  *p = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, p->sources)
+		{
+			DeltaSource *src = lfirst(lc2);
+			int			s = foreach_current_index(lc2);
+			int			cols[INDEX_MAX_KEYS];
+			int			ncols;
+			StringInfoData names;
+
+			if (!(((p->options.retract && !src->lookup_only) ||
+				   list_member_int(p->anchors, s)) && src->key_in_output))
+				continue;
+			ncols = target_region_columns(p, src, cols);
+			if (target_has_index_on(relid, ncols, cols))
+				continue;
+			initStringInfo(&names);
+			for (int k = 0; k < ncols; k++)
+				appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
+								 quote_identifier(plan->colnames[cols[k]]));
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("target \"%s\" has no index on (%s) to find the rows of a source by its key",
+							target_qualified_name(relid), names.data),
+					 errdetail("A btree index with these columns leading, under their own collations and their types' default operator classes, is needed."),
+					 errhint("Create it: CREATE INDEX ON %s (%s);",
+							 target_qualified_name(relid), names.data)));
+		}
+	}
 }
 
 /* ----------------------------------------------------------------

@@ -17,11 +17,13 @@
 #define TARGET_GUARD_TRIGGER	"delta_join_guard"
 
 extern void target_validate(Oid relid, DeltaPlan *plan, bool guarded);
+extern bool target_index_column_fits(Relation rel, Relation index, int i);
 extern Oid	target_key_index(Relation rel, DeltaPlan *plan);
 extern char *target_key_column_list(DeltaPlan *plan);
 extern int	target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
 extern int	target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
 extern bool target_has_index_on(Oid relid, int ncols, const int *cols);
+extern void target_check_lookup_indexes(Oid relid, DeltaPlan *plan);
 extern Oid	target_guard_function(void);
 extern bool target_is_guarded(Relation rel);
 extern char *target_qualified_name(Oid relid);

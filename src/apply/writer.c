@@ -295,7 +295,7 @@ writer_lookup_begin(TargetWriter *writer, int ncols, const int *cols, bool missi
 
 			for (int c = 0; c < ncols; c++)
 				found |= (form->indkey.values[i] == writer->attnums[cols[c]]);
-			match = found;
+			match = found && target_index_column_fits(writer->rel, idx, i);
 		}
 		if (match && form->indnatts < best_natts)
 		{

@@ -256,6 +256,7 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 		DeltaPlan  *plan = view_plan_load_to_fill(view);
 
 		target_validate(view->target, plan, true);
+		target_check_lookup_indexes(view->target, plan);
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
 		running_as_owner = true;
 		apply_check_access(plan);
@@ -712,6 +713,22 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 
 	foreach(lc, touched_relations(&classids, &objids))
 		relids = list_concat_unique_oid(relids, self_and_ancestors(lfirst_oid(lc)));
+
+	/* a schema renamed: the targets in it take their query views along */
+	if (IsA(trigdata->parsetree, RenameStmt) &&
+		((RenameStmt *) trigdata->parsetree)->renameType == OBJECT_SCHEMA)
+	{
+		Oid			nspid = get_namespace_oid(((RenameStmt *) trigdata->parsetree)->newname,
+											  true);
+
+		foreach(lc, views)
+		{
+			ViewRecord *view = lfirst(lc);
+
+			if (OidIsValid(nspid) && get_rel_namespace(view->target) == nspid)
+				relids = list_append_unique_oid(relids, view->target);
+		}
+	}
 
 	/* (GRANT and REVOKE on tables name them only in the statement) */
 	if (IsA(trigdata->parsetree, GrantStmt))

@@ -55,6 +55,7 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/plancache.h"
+#include "utils/rls.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -221,9 +222,19 @@ target_add_key(Oid relid, DeltaPlan *plan)
 {
 	bool		nullable_key = false;
 
-	/* a result without a key (full recompute): a multiset */
+	/*
+	 * A result without a key (full recompute) is a multiset.  With the
+	 * default replica identity and no primary key, PostgreSQL refuses to
+	 * update or delete rows of a table that a publication publishes such
+	 * changes of ("does not have a replica identity"): one made FOR ALL
+	 * TABLES would have put the view in error.  Its old rows are logged
+	 * whole instead.
+	 */
 	if (plan->key_ncolumns == 0)
+	{
+		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
 		return;
+	}
 	for (int k = 0; k < plan->key_ncolumns; k++)
 		nullable_key |= output_nullable(plan, plan->key_columns[k]);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
@@ -561,6 +572,21 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counte
 		LockRelationOid(relid, ExclusiveLock);
 
 	runas_begin(runas_target_owner(relid), settings, &runas);
+
+	/*
+	 * The fill deletes and inserts through SQL as the owner, where policies
+	 * forced on the owner would hide rows from the DELETE (they would stay
+	 * beside the new ones) or refuse the new rows; the worker writes the
+	 * target directly, and policies never reach it.
+	 */
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("row-level security applies to target \"%s\" for its owner \"%s\"",
+						name, GetUserNameFromId(GetUserId(), false)),
+				 errdetail("A target is filled by its owner, and policies would keep the fill from deleting or inserting some of its rows."),
+				 errhint("Let the owner bypass row-level security on the target: ALTER TABLE %s NO FORCE ROW LEVEL SECURITY.",
+						 name)));
 	outer_filling = target_filling_relid;
 	target_filling_relid = relid;
 	PG_TRY();
