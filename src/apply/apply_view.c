@@ -87,7 +87,7 @@ apply_session_setup(void)
  * a concurrent DDL -- "cache lookup failed for publication" when a DROP
  * PUBLICATION naming the target commits while the view writes it --; the
  * next try reads the catalog anew.  One that comes back every try is a
- * real error, and retry.c gives up after a few in a row.
+ * real error, and retry.c gives up once it has come back for seconds.
  */
 static bool
 error_is_passing(int sqlerrcode)

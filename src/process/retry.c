@@ -18,9 +18,11 @@
  * waits with.  It is tried
  * again with a growing backoff, and given up (put in error) once its
  * lookup_timeout has passed since its first failure, after
- * RETRY_TIMEOUT_TRIES statement timeouts in a row, or after
- * RETRY_INTERNAL_TRIES internal errors in a row (one that a catalog lookup
- * racing a DDL raised passes; one that comes back is an error).
+ * RETRY_TIMEOUT_TRIES statement timeouts in a row, or after internal
+ * errors in a row for RETRY_INTERNAL_MS, RETRY_INTERNAL_TRIES of them at
+ * least (one that a catalog lookup racing a DDL raised passes, though a
+ * DDL that runs in a loop may raise it a few times over; one that comes
+ * back for seconds is an error).
  *
  * Whatever its options say, no view holds the slot back for longer than
  * delta_join.max_retry_time: the slot retains the WAL of the whole instance,
@@ -53,6 +55,7 @@
 #define RETRY_MAX_MS			5000	/* longest backoff */
 #define RETRY_TIMEOUT_TRIES		3	/* lookup_timeouts before an error */
 #define RETRY_INTERNAL_TRIES	3	/* internal errors before an error */
+#define RETRY_INTERNAL_MS		5000	/* ... and for how long, at least */
 #define RETRY_HELD_REASON		"backfilling: its changes are applied once the backfill ends"
 #define RETRY_HELD_POLL_MS		100 /* a held view's catalog row looked at */
 #define SHARE_BACKOFF			8	/* large batches a view whose shares
@@ -301,10 +304,10 @@ retry_failed(DeferredView *dv, const ErrorData *error)
 		dv->timeouts++;
 	else
 		dv->timeouts = 0;
-	if (error->sqlerrcode == ERRCODE_INTERNAL_ERROR)
-		dv->internal++;
-	else
+	if (error->sqlerrcode != ERRCODE_INTERNAL_ERROR)
 		dv->internal = 0;
+	else if (dv->internal++ == 0)
+		dv->internal_since = GetCurrentTimestamp();
 	/* from the failure, not the start of the try: a try may wait a while */
 	dv->next_try = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   Min(backoff, RETRY_MAX_MS));
@@ -330,8 +333,9 @@ gives_up_in_a_row(int in_a_row, int tries, const char *what, ErrorData *error)
 
 /*
  * Has a deferred view been tried long enough?  A view that timed out
- * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, that met an
- * internal error RETRY_INTERNAL_TRIES times in a row, that has waited
+ * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, that met internal
+ * errors in a row for RETRY_INTERNAL_MS (and RETRY_INTERNAL_TRIES times),
+ * that has waited
  * for locks for longer than its lookup_timeout, or that has held the slot
  * back for longer than max_retry_time, goes to error: the last try's
  * error's message then says why.
@@ -345,7 +349,8 @@ retry_gives_up(DeferredView *dv, ViewRecord *view, ErrorData *error, TimestampTz
 		return gives_up_in_a_row(dv->timeouts, RETRY_TIMEOUT_TRIES,
 								 "lookup_timeout expired", error);
 	if (error->sqlerrcode == ERRCODE_INTERNAL_ERROR)
-		return gives_up_in_a_row(dv->internal, RETRY_INTERNAL_TRIES, "failed", error);
+		return TimestampDifferenceExceeds(dv->internal_since, now, RETRY_INTERNAL_MS) &&
+			gives_up_in_a_row(dv->internal, RETRY_INTERNAL_TRIES, "failed", error);
 	if (view->options.lookup_timeout_ms <= 0 ||
 		!TimestampDifferenceExceeds(dv->first_failure, now, view->options.lookup_timeout_ms))
 		return false;

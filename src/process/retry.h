@@ -34,6 +34,7 @@ typedef struct DeferredView
 	int			tries;
 	int			timeouts;		/* of them, ended by lookup_timeout */
 	int			internal;		/* internal errors (XX000) in a row */
+	TimestampTz internal_since; /* the first of them */
 	TimestampTz first_failure;
 	TimestampTz held_since;		/* since when it holds the slot back */
 	TimestampTz next_try;

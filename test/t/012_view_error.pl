@@ -8,7 +8,7 @@
 # view.  delta_join.refresh() rebuilds it and maintenance resumes.  A view
 # whose changes cannot even be captured (a key column of its source was
 # renamed) goes to error too.  An internal error (XX000) is tried again,
-# and puts the view in error only when it comes back three times in a row.
+# and puts the view in error only when it comes back try after try.
 
 use strict;
 use warnings;
@@ -126,7 +126,7 @@ is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
 	't', 'the other views are not held up');
 
 # ---- an internal error (XX000) is tried again: one that passes leaves the
-# view active, one that comes back three tries in a row puts it in error ----
+# view active, one that comes back try after try for 5 s puts it in error ----
 #
 # PostgreSQL raises internal errors when a catalog lookup races a DDL ("cache
 # lookup failed for publication", TAP 033); here a function of the query
@@ -169,8 +169,8 @@ ok( $node->poll_query_until(
 like(
 	$node->safe_psql('postgres',
 		"SELECT last_error FROM delta_join.status WHERE target = 'public.checked_gauges'"),
-	qr/^failed 3 times in a row: internal trouble with 30/,
-	'its error says the internal error came back three times in a row');
+	qr/^failed \d+ times in a row: internal trouble with 30/,
+	'its error says the internal error came back try after try');
 
 $node->stop;
 done_testing();
