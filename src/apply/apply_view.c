@@ -368,10 +368,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 			keys_left = view->options.max_batch_size;
 
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
-		if (view->options.lookup_timeout_ms > 0)
+		if (req->timeout_ms > 0)
 		{
-			enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
-			slice_ms = Min(slice_ms, view->options.lookup_timeout_ms / 2);
+			enable_timeout_after(STATEMENT_TIMEOUT, req->timeout_ms);
+			slice_ms = Min(slice_ms, req->timeout_ms / 2);
 		}
 
 		/*
@@ -422,11 +422,11 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 				 * whole, which no slice can cut short (re-armed unless it
 				 * fired: its cancel is then on its way).
 				 */
-				if (pc.spilled && view->options.lookup_timeout_ms > 0 &&
+				if (pc.spilled && req->timeout_ms > 0 &&
 					!get_timeout_indicator(STATEMENT_TIMEOUT, false))
 				{
 					disable_timeout(STATEMENT_TIMEOUT, false);
-					enable_timeout_after(STATEMENT_TIMEOUT, view->options.lookup_timeout_ms);
+					enable_timeout_after(STATEMENT_TIMEOUT, req->timeout_ms);
 				}
 				if (req->sliced && !whole && !pc.spilled &&
 					(keys_left <= 0 ||

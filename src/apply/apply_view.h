@@ -45,6 +45,10 @@ typedef struct ApplyRequest
 								 * the view reads is locked */
 	XLogRecPtr	end_lsn;		/* the changes it covers end here (for error
 								 * contexts), or invalid */
+	int			timeout_ms;		/* the most time its apply may take (the
+								 * view's lookup_timeout, bounded by the
+								 * worker's delta_join.max_retry_time), 0 for
+								 * no bound */
 	bool		sliced;			/* stop after the view's time slice */
 	bool		quiet;			/* do not log an error another try may not
 								 * meet (a helper's share: the worker tries) */

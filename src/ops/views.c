@@ -440,5 +440,16 @@ ops_refresh_view_named(const char *target)
 	launcher_ensure_slot();
 	ops_lock_views();
 	(void) ops_lookup_view(target, &view, AccessShareLock);
+
+	/*
+	 * A concurrent create or refresh owns the view until it ends: a refresh
+	 * waiting for its fill's locks would rebuild it behind its back, and
+	 * the create would fail although the view was made.
+	 */
+	if (view.backfilling)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("delta view \"%s\" is being backfilled", target),
+				 errhint("Wait for the concurrent create or refresh that runs (delta_join.progress) to end.")));
 	return ops_refresh_view(&view, true);
 }

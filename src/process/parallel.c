@@ -51,6 +51,7 @@
 #include "base/shmem.h"
 #include "process/launcher.h"
 #include "process/parallel.h"
+#include "process/retry.h"
 #include "apply/apply_view.h"
 
 #define HELPER_IDLE_MS			1000	/* an idle helper looks for its leader */
@@ -58,7 +59,7 @@
 #define HELPER_START_RETRY_MS	10000	/* after a helper could not be started,
 										 * or ended without being asked */
 #define ROUND_NO_TIMEOUT_MS		600000	/* a share of a view without
-										 * lookup_timeout */
+										 * timeout (retry_apply_timeout) */
 #define ROUND_POLL_MS			100 /* the leader looks at its helpers */
 #define SHARE_MESSAGE_LEN		256
 
@@ -358,7 +359,7 @@ share_write_source_head(StringInfo buf, const SourceBatch *sb)
  */
 ViewBatch *
 parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by,
-					 int lookup_timeout_ms)
+					 int timeout_ms)
 {
 	int			nshares = round->nhelpers + 1;
 	uint32		view_hash = hash_uint32((uint32) work->view_id);
@@ -370,7 +371,7 @@ parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by,
 	*mine = *work;
 	mine->sources = NIL;
 	initStringInfo(&image);
-	round->timeout_ms += lookup_timeout_ms > 0 ? lookup_timeout_ms : ROUND_NO_TIMEOUT_MS;
+	round->timeout_ms += timeout_ms > 0 ? timeout_ms : ROUND_NO_TIMEOUT_MS;
 	for (int h = 0; h < round->nhelpers; h++)
 	{
 		appendBinaryStringInfo(&round->data[h], (char *) &work->view_id, sizeof(int));
@@ -834,6 +835,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(view));
 		results[v].applied =
 			(apply_view(&(ApplyRequest) {.view = view, .batch = batch, .end_lsn = hdr->end_lsn,
+										  .timeout_ms = retry_apply_timeout(view),
 										  .quiet = true},
 						&results[v].counts, NULL, &error) == VIEW_APPLIED);
 		pgstat_report_activity(STATE_IDLE, NULL);

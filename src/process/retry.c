@@ -332,6 +332,24 @@ gives_up_in_a_row(int in_a_row, int tries, const char *what, ErrorData *error)
 }
 
 /*
+ * The most time one apply of a view may take (its statement timeout, in
+ * ms; 0 for no bound): its lookup_timeout, bounded by max_retry_time.  The
+ * apply runs the view's query, whose functions are its owner's: without
+ * the bound, one long apply (a function that sleeps, a lookup_timeout of
+ * weeks or 0) would hold every view of the database and the slot for as
+ * long as any role asked.
+ */
+int
+retry_apply_timeout(const ViewRecord *view)
+{
+	int			timeout_ms = view->options.lookup_timeout_ms;
+
+	if (dj_max_retry_time_ms > 0 && (timeout_ms <= 0 || timeout_ms > dj_max_retry_time_ms))
+		timeout_ms = dj_max_retry_time_ms;
+	return timeout_ms;
+}
+
+/*
  * Has a deferred view been tried long enough?  A view that timed out
  * (lookup_timeout) RETRY_TIMEOUT_TRIES times in a row, that met internal
  * errors in a row for RETRY_INTERNAL_MS (and RETRY_INTERNAL_TRIES times),

@@ -45,6 +45,7 @@ typedef struct DeferredView
 extern int	dj_max_retry_time_ms;
 
 extern void retry_define_settings(void);
+extern int	retry_apply_timeout(const ViewRecord *view);
 extern DeferredView *retry_find(int view_id);
 extern TimestampTz retry_next_due(void);
 extern XLogRecPtr retry_confirm_limit(XLogRecPtr end_lsn);

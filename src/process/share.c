@@ -146,7 +146,7 @@ share_begin(List *todo, bool spilled, XLogRecPtr end_lsn, bool *shared_chunks)
 
 		if (vw->share_by != NULL)
 			vw->mine = parallel_round_split(round, vw->work, vw->share_by,
-											vw->view->options.lookup_timeout_ms);
+											vw->req.timeout_ms);
 	}
 	parallel_round_start(round);
 	return round;
@@ -315,7 +315,7 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 	{
 		round = parallel_round_begin(nhelpers, end_lsn);
 		req.batch = parallel_round_split(round, batch, share_by,
-										 vw->view->options.lookup_timeout_ms);
+										 vw->req.timeout_ms);
 		parallel_round_start(round);
 	}
 	MemoryContextSwitchTo(keep);	/* (where the error goes) */

@@ -1004,6 +1004,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	vw->req.view = view;
 	vw->req.read_spilled = decoding_batch_next_chunk;
 	vw->req.chunk_keys = policy.max_keys;
+	vw->req.timeout_ms = retry_apply_timeout(view);
 	vw->req.end_lsn = decoding_position();
 	return vw;
 }

@@ -13,7 +13,11 @@
 #     it has done so for delta_join.max_retry_time (lowered to 6 s), naming
 #     the setting; the slot moves on;
 #  3. a full recompute with a refresh_interval of a day recomputes after
-#     half of max_retry_time instead of holding the slot for a day.
+#     half of max_retry_time instead of holding the slot for a day;
+#  4. a view whose apply runs long (its owner's function sleeps an hour),
+#     with lookup_timeout 0 (no bound), is cut off by max_retry_time: the
+#     other views go on, and it goes to error (attack 29b: before, the one
+#     apply worker slept in it, every view of the database waiting).
 
 use strict;
 use warnings;
@@ -154,6 +158,31 @@ DeltaJoinTest::target_ok($node, 'app.slow', $slow, 'a refresh_interval longer th
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(target || ' ' || state, ', ' ORDER BY target) FROM delta_join.views WHERE target::text <> 'app.pin'"),
 	'app.slow active, app.tiny active, public.wide active', 'the other views are active');
+
+# ---- 4. max_retry_time bounds one long apply ----
+
+as_alice(
+	q{
+	CREATE FUNCTION app.slow_f(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $f$
+	BEGIN
+	  IF x = 999 THEN PERFORM pg_sleep(3600); END IF;
+	  RETURN x;
+	END $f$;
+	CREATE TABLE app.sleepy (id int PRIMARY KEY, v int NOT NULL);
+	SELECT delta_join.create_view('app.sleepy_v',
+	  'SELECT id, app.slow_f(v) AS w FROM app.sleepy',
+	  options => '{"lookup_timeout": 0}');
+	INSERT INTO app.sleepy VALUES (1, 999);});
+$node->safe_psql('postgres', 'INSERT INTO orders (merchant_id, item_id, order_id, amount) VALUES (1, 1, 9001, 1)');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
+	't', "a view that sleeps in its owner's function does not hold up the others");
+DeltaJoinTest::target_ok($node, 'wide', $DeltaJoinTest::wide_query, 'beside a sleeping view');
+ok( $node->poll_query_until(
+		'postgres', "SELECT state = 'error' FROM delta_join.views WHERE target = 'app.sleepy_v'"),
+	'the sleeping view goes to error, its lookup_timeout of 0 notwithstanding');
+like( $node->safe_psql('postgres',
+		"SELECT last_error FROM delta_join.status WHERE target = 'app.sleepy_v'"),
+	qr/statement timeout/, 'cut off by the statement timeout max_retry_time set');
 
 $node->stop;
 done_testing();

@@ -445,6 +445,10 @@ ok( $node->poll_query_until(
 ($ret, $out, $err) =
   $node->psql('lonely', 'ALTER TABLE orders ADD COLUMN note text');
 is($err, '', 'after_writer: a column added to a source while the create waits');
+($ret, $out, $err) = $node->psql('lonely',
+	"SET statement_timeout = '5s'; SELECT delta_join.refresh('after_writer')");
+like($err, qr/delta view "after_writer" is being backfilled/,
+	'after_writer: a blocking refresh while the create runs is refused, not queued behind it');
 $writer->query_safe('COMMIT');
 $writer->quit;
 $waiting->finish;
