@@ -17,8 +17,9 @@
 #    put itself in error for good; it now tries again, and goes to error
 #    only when such an error comes back try after try.
 #
-# A DDL session creates and drops publications of the sources and targets
-# and tables like the targets, replaces a function (which empties the
+# A DDL session creates and drops publications of the targets (not of the
+# sources: the writers' own statements would meet the publication race,
+# which pgbench does not retry) and tables like the targets, replaces a function (which empties the
 # worker's cached function lists), grants and revokes on the targets, and
 # analyzes a source, while writers change the sources.  Then the views must
 # be active and hold their queries, and the server must never have lost a
@@ -69,7 +70,7 @@ my $ddl = DeltaJoinWorkload::write_scripts(
 	ddl => [
 		10, q{
 \set n random(1, 1000000000)
-CREATE PUBLICATION p_:n FOR TABLE orders, items, totals, wide, sides;
+CREATE PUBLICATION p_:n FOR TABLE totals, wide, sides;
 CREATE OR REPLACE FUNCTION nothing() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
 CREATE TABLE t_:n (LIKE totals);
 ALTER TABLE t_:n ADD PRIMARY KEY (merchant_id);
