@@ -120,29 +120,38 @@ chain_of(List *views, ViewRecord *start, int *rounds)
 	return component;
 }
 
-/* Does the catalog, read now, have one of these views in error? */
-static bool
-any_in_error(List *views)
+/*
+ * The views of `views` that the catalog, read now, has in error; they are
+ * taken out of `views`.
+ */
+static List *
+take_in_error(List **views)
 {
+	List	   *in_error = NIL;
 	ListCell   *lc;
 
 	foreach(lc, catalog_list_views())
 	{
 		ViewRecord *view = lfirst(lc);
+		ViewRecord *waited = catalog_view_in(*views, view->view_id);
 
-		if (view->in_error && catalog_view_in(views, view->view_id) != NULL)
-			return true;
+		if (view->in_error && waited != NULL)
+		{
+			in_error = lappend(in_error, waited);
+			*views = list_delete_ptr(*views, waited);
+		}
 	}
-	return false;
+	return in_error;
 }
 
 /*
- * Wait until every view of `views` has applied what was committed before
- * target_lsn, or one is in error (returns false), or the deadline passes
- * (false; 0: no deadline).
+ * Wait until every view of *views has applied what was committed before
+ * target_lsn (returns true), or the deadline passes (false; 0: no
+ * deadline).  A view that goes to error meanwhile is not waited for: it is
+ * taken out of *views, and *errors is set.
  */
 static bool
-wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
+wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *errors)
 {
 	Latch	   *worker_latch = NULL;
 	bool		done = false;
@@ -167,7 +176,7 @@ wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
 
 		done = true;
 		LWLockAcquire(worker_shared->lock, LW_SHARED);
-		foreach(lc, views)
+		foreach(lc, *views)
 		{
 			ViewRecord *view = lfirst(lc);
 			ViewStat   *stat = progress_find(MyDatabaseId, view->view_id, false);
@@ -189,8 +198,11 @@ wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
 		 * from before a refresh is only cleared once it has re-read the
 		 * catalog: believe the catalog, read with a fresh snapshot.
 		 */
-		if (in_error && any_in_error(views))
-			break;
+		if (in_error && take_in_error(views) != NIL)
+		{
+			*errors = true;
+			continue;
+		}
 		if (deadline != 0)
 		{
 			TimestampTz now = GetCurrentTimestamp();
@@ -214,7 +226,9 @@ wait_round(List *views, XLogRecPtr target_lsn, TimestampTz deadline)
  * and to the views chained to them, and returns true.  Returns false when
  * the timeout passes first (a NULL timeout waits without limit), or when
  * one of those views is in error: its changes are not being applied
- * (delta_join.status says why).
+ * (delta_join.status says why).  The others are waited for all the same,
+ * so that a view in error somewhere does not make wait() on every view
+ * return before the healthy ones are fresh.
  */
 Datum
 dj_wait(PG_FUNCTION_ARGS)
@@ -226,6 +240,7 @@ dj_wait(PG_FUNCTION_ARGS)
 	List	   *waited;
 	int			rounds = 1;
 	bool		done = true;
+	bool		errors = false;
 	ListCell   *lc;
 
 	ops_check_primary("wait");
@@ -270,16 +285,21 @@ dj_wait(PG_FUNCTION_ARGS)
 		}
 	}
 
+	waited = list_copy(waited);
 	foreach(lc, waited)
 	{
 		ViewRecord *view = lfirst(lc);
 
 		/* (a source that Citus now distributes: the worker puts it in error) */
 		if (view->in_error || OidIsValid(citus_source_of(view->sources)))
-			PG_RETURN_BOOL(false);
+		{
+			errors = true;
+			waited = foreach_delete_current(waited, lc);
+		}
 	}
 	if (waited == NIL)
-		PG_RETURN_BOOL(PG_ARGISNULL(0) ? distributed_wait(NULL, timeout_ms) != 0 : true);
+		PG_RETURN_BOOL(!errors &&
+					   (PG_ARGISNULL(0) ? distributed_wait(NULL, timeout_ms) != 0 : true));
 
 	if (timeout_ms < WAIT_FOREVER_MS)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
@@ -290,11 +310,11 @@ dj_wait(PG_FUNCTION_ARGS)
 		XLogRecPtr	target_lsn = progress_wal_position_now();
 
 		XLogFlush(target_lsn);
-		done = wait_round(waited, target_lsn, deadline);
+		done = wait_round(&waited, target_lsn, deadline, &errors);
 	}
 
 	/* an error of the wait: read the catalog again, with a fresh snapshot */
-	if (done && any_in_error(waited))
+	if (done && (errors || take_in_error(&waited) != NIL))
 		done = false;
 
 	/* on a coordinator, wait() waits for the distributed views too */

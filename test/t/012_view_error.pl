@@ -3,7 +3,8 @@
 # When the target of one view rejects a row (here through a CHECK constraint
 # its owner added), that view goes to state 'error' with the message, the
 # time and the LSN from which it is stale in delta_join.status; wait() on it
-# returns false at once.  The other view of the same sources keeps being
+# returns false at once, and wait() on every view returns false once the
+# healthy views are fresh.  The other view of the same sources keeps being
 # applied, and the slot keeps moving, so no WAL is retained for the broken
 # view.  delta_join.refresh() rebuilds it and maintenance resumes.  A view
 # whose changes cannot even be captured (a key column of its source was
@@ -58,11 +59,28 @@ is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"),
 ok($node->log_contains(qr/delta view "public.wide" is in error and no longer maintained/),
 	'the server log says which view stopped');
 
-# later changes: the healthy view follows, the broken one is left alone
+# later changes: the healthy view follows, the broken one is left alone;
+# wait() on every view waits for the healthy one before it says false
 $node->safe_psql('postgres', q{
 	UPDATE orders SET amount = amount + 1 WHERE merchant_id = 3;
 	UPDATE items SET item_name = 'renamed' WHERE item_id = 2;
 });
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"),
+	'f', 'wait() on all views returns false, one being in error');
+DeltaJoinTest::target_ok($node, 'summary', $summary_query,
+	'the healthy view is fresh once wait() on all views returned');
+
+# ... and does not return before it while the healthy view is held up
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE summary IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE merchant_id = 3');
+my $started = time();
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '3s')"),
+	'f', 'wait() on all views, the healthy one held up by a lock, returns false');
+cmp_ok(time() - $started, '>=', 2,
+	'... only after its timeout: it waited for the healthy view');
+$locker->query_safe('COMMIT');
+$locker->quit;
 is($node->safe_psql('postgres', "SELECT delta_join.wait('summary', '60s')"),
 	't', 'the healthy view keeps being applied');
 DeltaJoinTest::target_ok($node, 'summary', $summary_query,
