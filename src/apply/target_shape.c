@@ -388,14 +388,15 @@ column_is_key(DeltaPlan *plan, int col)
 }
 
 /*
- * Mark the output columns by which apply finds target rows other than by
- * the result's key (writer_lookup_begin): the region columns of each
- * source whose slice retract mode replaces or that anchors outer joins,
- * and the partner columns of each source outer joins can null-extend --
- * the columns target_add_region_indexes indexes.
+ * Call fn on each set of output columns by which apply finds target rows
+ * other than by the result's key (writer_lookup_begin), in every branch:
+ * the region columns of each source whose slice retract mode replaces or
+ * that anchors outer joins (region true), and the partner columns of each
+ * source outer joins can null-extend (region false, only when the output
+ * holds some).
  */
-static void
-mark_lookup_columns(DeltaPlan *plan, bool *looked_up)
+void
+target_foreach_lookup_columns(DeltaPlan *plan, TargetLookupColumnsFn fn, void *arg)
 {
 	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
 	ListCell   *lc;
@@ -416,17 +417,35 @@ mark_lookup_columns(DeltaPlan *plan, bool *looked_up)
 				 list_member_int(p->anchors, s)) && src->key_in_output)
 			{
 				ncols = target_region_columns(p, src, cols);
-				for (int k = 0; k < ncols; k++)
-					looked_up[cols[k]] = true;
+				fn(plan, ncols, cols, true, arg);
 			}
-			if (!src->lookup_only)
-			{
-				ncols = target_partner_columns(p, src, cols);
-				for (int k = 0; k < ncols; k++)
-					looked_up[cols[k]] = true;
-			}
+			if (!src->lookup_only && (ncols = target_partner_columns(p, src, cols)) > 0)
+				fn(plan, ncols, cols, false, arg);
 		}
 	}
+}
+
+/* "a, b" of these output columns, quoted */
+char *
+target_column_names(DeltaPlan *plan, int ncols, const int *cols)
+{
+	StringInfoData names;
+
+	initStringInfo(&names);
+	for (int k = 0; k < ncols; k++)
+		appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
+						 quote_identifier(plan->colnames[cols[k]]));
+	return names.data;
+}
+
+/* Mark the lookup columns in the array arg (target_foreach_lookup_columns) */
+static void
+mark_lookup_columns(DeltaPlan *plan, int ncols, const int *cols, bool region, void *arg)
+{
+	bool	   *looked_up = arg;
+
+	for (int k = 0; k < ncols; k++)
+		looked_up[cols[k]] = true;
 }
 
 /*
@@ -448,7 +467,7 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 	bool	   *looked_up = palloc0(sizeof(bool) * Max(plan->ncolumns, 1));
 	int			col = 0;
 
-	mark_lookup_columns(plan, looked_up);
+	target_foreach_lookup_columns(plan, mark_lookup_columns, looked_up);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -545,6 +564,25 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 	table_close(rel, AccessShareLock);
 }
 
+/* Refuse a target lacking an index on region columns (arg: its OID) */
+static void
+check_lookup_index(DeltaPlan *plan, int ncols, const int *cols, bool region, void *arg)
+{
+	Oid			relid = *(Oid *) arg;
+	char	   *names;
+
+	if (!region || target_has_index_on(relid, ncols, cols))
+		return;
+	names = target_column_names(plan, ncols, cols);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+			 errmsg("target \"%s\" has no index on (%s) to find the rows of a source by its key",
+					target_qualified_name(relid), names),
+			 errdetail("A btree index with these columns leading, under their own collations and their types' default operator classes, is needed."),
+			 errhint("Create it: CREATE INDEX ON %s (%s);",
+					 target_qualified_name(relid), names)));
+}
+
 /*
  * Check that the target has the indexes apply must find rows by besides
  * its key (writer_lookup_begin), comparing as their columns do: those
@@ -555,41 +593,7 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 void
 target_check_lookup_indexes(Oid relid, DeltaPlan *plan)
 {
-	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
-	ListCell   *lc;
-
-	foreach(lc, plans)
-	{
-		DeltaPlan  *p = lfirst(lc);
-		ListCell   *lc2;
-
-		foreach(lc2, p->sources)
-		{
-			DeltaSource *src = lfirst(lc2);
-			int			s = foreach_current_index(lc2);
-			int			cols[INDEX_MAX_KEYS];
-			int			ncols;
-			StringInfoData names;
-
-			if (!(((p->options.retract && !src->lookup_only) ||
-				   list_member_int(p->anchors, s)) && src->key_in_output))
-				continue;
-			ncols = target_region_columns(p, src, cols);
-			if (target_has_index_on(relid, ncols, cols))
-				continue;
-			initStringInfo(&names);
-			for (int k = 0; k < ncols; k++)
-				appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
-								 quote_identifier(plan->colnames[cols[k]]));
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-					 errmsg("target \"%s\" has no index on (%s) to find the rows of a source by its key",
-							target_qualified_name(relid), names.data),
-					 errdetail("A btree index with these columns leading, under their own collations and their types' default operator classes, is needed."),
-					 errhint("Create it: CREATE INDEX ON %s (%s);",
-							 target_qualified_name(relid), names.data)));
-		}
-	}
+	target_foreach_lookup_columns(plan, check_lookup_index, &relid);
 }
 
 /* ----------------------------------------------------------------

@@ -24,6 +24,13 @@ extern int	target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
 extern int	target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
 extern bool target_has_index_on(Oid relid, int ncols, const int *cols);
 extern void target_check_lookup_indexes(Oid relid, DeltaPlan *plan);
+
+/* One set of lookup columns, for target_foreach_lookup_columns */
+typedef void (*TargetLookupColumnsFn) (DeltaPlan *plan, int ncols, const int *cols,
+									   bool region, void *arg);
+extern void target_foreach_lookup_columns(DeltaPlan *plan, TargetLookupColumnsFn fn,
+										  void *arg);
+extern char *target_column_names(DeltaPlan *plan, int ncols, const int *cols);
 extern Oid	target_guard_function(void);
 extern bool target_is_guarded(Relation rel);
 extern char *target_qualified_name(Oid relid);

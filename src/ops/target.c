@@ -249,23 +249,31 @@ target_add_key(Oid relid, DeltaPlan *plan)
 		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
 }
 
-/* Create an index on these output columns unless one (or one in done) is there */
-static List *
-add_index_on(Oid relid, DeltaPlan *plan, int ncols, const int *cols, List *done)
+/* The indexes target_add_region_indexes made on a target */
+typedef struct AddedIndexes
 {
-	StringInfoData names;
+	Oid			relid;
+	List	   *done;			/* String of each one's column list */
+} AddedIndexes;
 
-	if (target_has_index_on(relid, ncols, cols))
-		return done;
-	initStringInfo(&names);
-	for (int k = 0; k < ncols; k++)
-		appendStringInfo(&names, "%s%s", k > 0 ? ", " : "",
-						 quote_identifier(plan->colnames[cols[k]]));
-	if (list_member(done, makeString(names.data)))
-		return done;
-	spi_run_once(psprintf("CREATE INDEX ON %s (%s)", target_qualified_name(relid), names.data));
+/*
+ * Create an index on these output columns unless one is there, or one in
+ * *arg, the list of those made (target_foreach_lookup_columns)
+ */
+static void
+add_index_on(DeltaPlan *plan, int ncols, const int *cols, bool region, void *arg)
+{
+	AddedIndexes *added = arg;
+	char	   *names;
+
+	if (target_has_index_on(added->relid, ncols, cols))
+		return;
+	names = target_column_names(plan, ncols, cols);
+	if (list_member(added->done, makeString(names)))
+		return;
+	spi_run_once(psprintf("CREATE INDEX ON %s (%s)", target_qualified_name(added->relid), names));
 	CommandCounterIncrement();
-	return lappend(done, makeString(names.data));
+	added->done = lappend(added->done, makeString(names));
 }
 
 /*
@@ -277,32 +285,9 @@ add_index_on(Oid relid, DeltaPlan *plan, int ncols, const int *cols, List *done)
 void
 target_add_region_indexes(Oid relid, DeltaPlan *plan)
 {
-	List	   *plans = plan->branches ? plan->branches : list_make1(plan);
-	List	   *done = NIL;
-	ListCell   *lc;
+	AddedIndexes added = {relid, NIL};
 
-	foreach(lc, plans)
-	{
-		DeltaPlan  *p = lfirst(lc);
-		ListCell   *lc2;
-
-		foreach(lc2, p->sources)
-		{
-			DeltaSource *src = lfirst(lc2);
-			int			s = foreach_current_index(lc2);
-			int			cols[INDEX_MAX_KEYS];
-			int			ncols;
-
-			if (((p->options.retract && !src->lookup_only) ||
-				 list_member_int(p->anchors, s)) && src->key_in_output)
-			{
-				ncols = target_region_columns(p, src, cols);
-				done = add_index_on(relid, plan, ncols, cols, done);
-			}
-			if (!src->lookup_only && (ncols = target_partner_columns(p, src, cols)) > 0)
-				done = add_index_on(relid, plan, ncols, cols, done);
-		}
-	}
+	target_foreach_lookup_columns(plan, add_index_on, &added);
 }
 
 /* ----------------------------------------------------------------
