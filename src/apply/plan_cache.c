@@ -195,6 +195,7 @@ plan_cache_entry(ViewRecord *view)
 	oldcxt = MemoryContextSwitchTo(entry->cxt);
 	entry->plan = view_plan_load(view);
 	target_validate(view->target, entry->plan, true);
+	target_check_key_index(view->target, entry->plan);
 
 	/*
 	 * The sources, and the views the query reads (their placeholders); a

@@ -451,12 +451,13 @@ mark_lookup_columns(DeltaPlan *plan, int ncols, const int *cols, bool region, vo
 /*
  * Check that an existing target can hold the view's result: an ordinary,
  * permanent table whose columns are the query's output columns, same names
- * and order, each taking the query's value by assignment; a unique key on
- * exactly the result's key columns, each of the query's type and collation
- * (a key that compared otherwise would merge or split rows of the result);
- * and so are the columns apply looks rows up by otherwise: their indexes
- * compare the query's values with their own type's functions (a bigint
- * compared as a numeric is read as a pointer).
+ * and order, each taking the query's value by assignment; the result's key
+ * columns each of the query's type and collation (a key that compared
+ * otherwise would merge or split rows of the result), and so the columns
+ * apply looks rows up by otherwise: their indexes compare the query's
+ * values with their own type's functions (a bigint compared as a numeric
+ * is read as a pointer).  Its indexes are checked apart
+ * (target_check_key_index, target_check_lookup_indexes).
  */
 void
 target_validate(Oid relid, DeltaPlan *plan, bool guarded)
@@ -552,16 +553,45 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 						plan->colnames[col]),
 				 errhint("The target's columns must be the query's output columns, in order.")));
 
-	if (plan->key_ncolumns > 0 && !OidIsValid(target_key_index(rel, plan)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("target \"%s\" has no primary key or unique index on the result's unique key (%s)",
-						name, target_key_column_list(plan)),
-				 errdetail("Result rows are upserted by that key."),
-				 errhint("Add it: ALTER TABLE %s ADD PRIMARY KEY (%s);", name, target_key_column_list(plan))));
-
 	pfree(looked_up);
 	table_close(rel, AccessShareLock);
+}
+
+/* Does the target lack an index on the result's key (target_key_index)? */
+bool
+target_lacks_key(Oid relid, DeltaPlan *plan)
+{
+	Relation	rel;
+	bool		lacks;
+
+	if (plan->key_ncolumns == 0)
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	lacks = !OidIsValid(target_key_index(rel, plan));
+	table_close(rel, AccessShareLock);
+	return lacks;
+}
+
+/*
+ * Refuse a target without an index on the result's key.  Separate from
+ * target_validate: a concurrent create makes the key of the target it
+ * made after filling it (ops/concurrent.c), so the DDL guard does not ask
+ * for it while the view is backfilling.
+ */
+void
+target_check_key_index(Oid relid, DeltaPlan *plan)
+{
+	char	   *name;
+
+	if (!target_lacks_key(relid, plan))
+		return;
+	name = target_qualified_name(relid);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+			 errmsg("target \"%s\" has no primary key or unique index on the result's unique key (%s)",
+					name, target_key_column_list(plan)),
+			 errdetail("Result rows are upserted by that key."),
+			 errhint("Add it: ALTER TABLE %s ADD PRIMARY KEY (%s);", name, target_key_column_list(plan))));
 }
 
 /* Refuse a target lacking an index on region columns (arg: its OID) */

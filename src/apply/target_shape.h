@@ -23,6 +23,8 @@ extern char *target_key_column_list(DeltaPlan *plan);
 extern int	target_region_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
 extern int	target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols);
 extern bool target_has_index_on(Oid relid, int ncols, const int *cols);
+extern bool target_lacks_key(Oid relid, DeltaPlan *plan);
+extern void target_check_key_index(Oid relid, DeltaPlan *plan);
 extern void target_check_lookup_indexes(Oid relid, DeltaPlan *plan);
 
 /* One set of lookup columns, for target_foreach_lookup_columns */

@@ -40,6 +40,8 @@ typedef enum BackfillPhase
 	BACKFILL_REGISTERING,		/* the view is made 'backfilling' */
 	BACKFILL_WAITING,			/* for the writers that began before it */
 	BACKFILL_FILLING,			/* the query run under a new snapshot */
+	BACKFILL_INDEXING,			/* a target made by the create gets its key
+								 * and indexes */
 	BACKFILL_CATCHING_UP		/* 'active': the worker applies the changes
 								 * held back meanwhile */
 } BackfillPhase;

@@ -256,7 +256,12 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 		DeltaPlan  *plan = view_plan_load_to_fill(view);
 
 		target_validate(view->target, plan, true);
-		target_check_lookup_indexes(view->target, plan);
+		/* a concurrent create makes its target's indexes after the fill */
+		if (!view->backfilling)
+		{
+			target_check_key_index(view->target, plan);
+			target_check_lookup_indexes(view->target, plan);
+		}
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
 		running_as_owner = true;
 		apply_check_access(plan);

@@ -490,7 +490,7 @@ dj_progress(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	static const char *const commands[] = {"create_view concurrently", "refresh concurrently"};
 	static const char *const phases[] = {"registering", "waiting for writers",
-	"backfilling", "catching up"};
+	"backfilling", "building indexes", "catching up"};
 
 	shmem_check();
 	InitMaterializedSRF(fcinfo, 0);

@@ -19,13 +19,14 @@
  *	   without the view, so its changes must be in the backfill's snapshot.
  *	   New writers are not waited for, and wait for nothing.
  *	3. fill, under a snapshot taken after step 2: create runs the query into
- *	   the empty target (INSERT ... SELECT; step 1 made its key and indexes,
- *	   so that a target left by a fill that never ended is one refresh()
- *	   can fill); refresh writes only the difference between the target and
- *	   the query's result (the full recompute's writer, apply_full.c), so
- *	   readers see the old rows until it commits.  Only ACCESS SHARE locks on
- *	   the sources, from the query itself: the caller needs SELECT on them,
- *	   not the right to lock them.
+ *	   the empty target (INSERT ... SELECT), then gives a target it made its
+ *	   key and indexes, sorted builds, as the blocking create does (a
+ *	   refresh() makes them for a target whose fill never ended; the DDL
+ *	   guard does not ask for them meanwhile); refresh writes only the
+ *	   difference between the target and the query's result (the full
+ *	   recompute's writer, apply_full.c), so readers see the old rows until
+ *	   it commits.  Only ACCESS SHARE locks on the sources, from the query
+ *	   itself: the caller needs SELECT on them, not the right to lock them.
  *	4. activate: state 'active'.  The worker then applies the keys it held
  *	   since step 1.  A change committed between step 1 and step 3's snapshot
  *	   is in the fill and among those keys; applying a key recomputes from
@@ -551,9 +552,14 @@ run_create(ConcurrentTask *task)
 										  &task_state.created);
 	next_steps(task, &view);
 
-	/* 3. fill */
+	/* 3. fill; then the key and indexes of a target made in step 1 */
 	task->result_rows = target_fill_counted(view.target, view.query_view, view.settings,
 											view.view_id);
+	if (task_state.created)
+	{
+		progress_backfill_phase(view.view_id, BACKFILL_INDEXING, -1);
+		target_make_indexes(view.target, view_plan_load_to_fill(&view), true);
+	}
 	end_step();
 
 	/* 4. active */
@@ -589,9 +595,11 @@ run_refresh(ConcurrentTask *task)
 	launcher_notify();
 	next_steps(task, &view);
 
-	/* 3. the difference */
+	/* 3. the difference (into a target given its key, if a create's fill never ended) */
 	plan = view_plan_load_to_fill(&view);
 	target_validate(view.target, plan, true);
+	if (target_lacks_key(view.target, plan))
+		target_make_indexes(view.target, plan, true);
 	memset(&counts, 0, sizeof(counts));
 	runas_begin(runas_target_owner(view.target), view.settings, &runas);
 	apply_view_difference(&view, plan, &counts);

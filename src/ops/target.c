@@ -208,6 +208,17 @@ target_create(RangeVar *rv, DeltaPlan *plan)
 	appendStringInfoString(&sql, ") WITH (fillfactor = " CppAsString2(TARGET_FILLFACTOR) ")");
 	spi_run_once(sql.data);
 
+	/*
+	 * A result without a key (full recompute) is a multiset.  With the
+	 * default replica identity and no primary key, PostgreSQL refuses to
+	 * update or delete rows of a table that a publication publishes such
+	 * changes of ("does not have a replica identity"): one made FOR ALL
+	 * TABLES would have put the view in error.  Its old rows are logged
+	 * whole instead.
+	 */
+	if (plan->key_ncolumns == 0)
+		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", qualname));
+
 	CommandCounterIncrement();
 	return get_relname_relid(rv->relname, nspid);
 }
@@ -222,19 +233,9 @@ target_add_key(Oid relid, DeltaPlan *plan)
 {
 	bool		nullable_key = false;
 
-	/*
-	 * A result without a key (full recompute) is a multiset.  With the
-	 * default replica identity and no primary key, PostgreSQL refuses to
-	 * update or delete rows of a table that a publication publishes such
-	 * changes of ("does not have a replica identity"): one made FOR ALL
-	 * TABLES would have put the view in error.  Its old rows are logged
-	 * whole instead.
-	 */
+	/* a result without a key: see target_create */
 	if (plan->key_ncolumns == 0)
-	{
-		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
 		return;
-	}
 	for (int k = 0; k < plan->key_ncolumns; k++)
 		nullable_key |= output_nullable(plan, plan->key_columns[k]);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
@@ -247,6 +248,18 @@ target_add_key(Oid relid, DeltaPlan *plan)
 	 */
 	if (nullable_key)
 		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
+}
+
+/*
+ * The key (made, when the target was made) and the indexes apply finds the
+ * target's rows by, after a fill
+ */
+void
+target_make_indexes(Oid relid, DeltaPlan *plan, bool made)
+{
+	if (made)
+		target_add_key(relid, plan);
+	target_add_region_indexes(relid, plan);
 }
 
 /* The indexes target_add_region_indexes made on a target */

@@ -248,6 +248,7 @@ create_view(const char *target, Query *query, List *hints,
 					 errmsg("table \"%s\" is already the target of a delta view", target),
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
 		target_validate(relid, plan, false);
+		target_check_key_index(relid, plan);
 		if (!replace && !ops_relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -271,19 +272,16 @@ create_view(const char *target, Query *query, List *hints,
 	query_view = query_bind(query, relid);
 
 	/*
-	 * The blocking create fills the target before it makes the key, a
-	 * sorted index build.  A concurrent create makes the key and indexes of
-	 * the target still empty, in the transaction that registers the view:
-	 * whatever ends its fill (a failure, a terminated process, a server
-	 * restart), the view's target is whole -- refresh() can fill it, and
-	 * the DDL guard checks the view's sources against a target that has
-	 * its key.
+	 * A target is filled before it gets its key and indexes: sorted index
+	 * builds instead of an insert into each index per row.  A concurrent
+	 * create makes them after its fill too, in the fill's transaction
+	 * (concurrent.c); until then the DDL guard does not ask for them, and
+	 * a refresh() makes them if the fill never ended (ops_refresh_view).
 	 */
 	if (!concurrently)
 		(void) target_fill(relid, query_view, settings, replace);
-	if (created)
-		target_add_key(relid, plan);
-	target_add_region_indexes(relid, plan);
+	if (!(concurrently && created))
+		target_make_indexes(relid, plan, created);
 	target_guard(relid);
 	view_id = catalog_insert_view(relid, query_view, plan->kind, plan->path, &plan->options,
 								  view_plan_source_records(plan), settings,
@@ -312,7 +310,8 @@ ops_create_view(const char *target, Query *query, List *hints,
 /*
  * Step 1 of a concurrent create (concurrent.c): the view of an analyzed
  * query into target, registered in state 'backfilling' with its target
- * made (*created) or checked, with its key and indexes, but not filled.
+ * made (*created: without its key and indexes, made after the fill) or
+ * checked (given the indexes apply finds rows by), but not filled.
  * No lock on the sources beyond what the analysis takes (ACCESS SHARE), so
  * the creator needs no right to lock them.  Returns the target; *view_id is the view's.
  */
@@ -361,6 +360,7 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 {
 	DeltaPlan  *plan;
 	uint64		rows;
+	bool		keyless;
 
 	plan = view_plan_load_to_fill(view);
 	if (by_caller)
@@ -369,7 +369,12 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 	target_validate(view->target, plan, true);
 	check_owner_access(view->target, plan, view->settings);
 	target_lock_sources(plan);
+
+	/* the target of a concurrent create whose fill never ended has no key */
+	keyless = target_lacks_key(view->target, plan);
 	rows = target_fill(view->target, view->query_view, view->settings, true);
+	if (keyless)
+		target_make_indexes(view->target, plan, true);
 	catalog_rewrite_sources(view->view_id, view_plan_source_records(plan));
 	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
 	launcher_notify();

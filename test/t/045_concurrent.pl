@@ -20,11 +20,12 @@
 #    the worker then leaves nothing, and its error is logged.
 #  - An immediate shutdown of the server during the fill leaves the view
 #    'backfilling' without its process: the worker puts it in error, the
-#    slot moves on, refresh() rebuilds it (the create made the target's
-#    key before its fill), drop_view removes it, and it can be created
-#    again.
+#    slot moves on, refresh() rebuilds it and gives the target the key the
+#    create would have made after its fill, drop_view removes it, and it
+#    can be created again.
 #  - While a create waits for a writer, a column can be added to a source
-#    (the DDL guard checks the view against a target with its key).
+#    (the DDL guard does not ask for the target's key, made after the
+#    fill, while the view is backfilling).
 #  - The caller's lock_timeout ends a create's wait for writers (SQLSTATE
 #    55P03), which leaves nothing.
 #  - The view dropped, or a source dropped with CASCADE, while a create
@@ -242,6 +243,19 @@ sub nothing_left
 		'0|true|7|7', "$what: nothing is left of the view");
 }
 
+# Has the target held its primary key?  A concurrent create makes it after
+# the fill, in the fill's transaction; a refresh makes it if the fill never
+# ended.
+sub held_has_key
+{
+	my ($has, $what) = @_;
+	is( $node->safe_psql(
+			'postgres', q{
+			SELECT count(*) FROM pg_index
+			WHERE indrelid = 'public.held'::regclass AND indisprimary}),
+		$has ? '1' : '0', $what);
+}
+
 # the slot confirms positions past a write made now
 sub slot_moves
 {
@@ -328,9 +342,11 @@ ok( $node->poll_query_until(
 		SELECT state = 'error' AND last_error ~ 'ended before the view was filled'
 		FROM delta_join.status WHERE target = 'public.held'}),
 	'the worker puts the view whose process was terminated in error');
+held_has_key(0, 'a terminated create leaves its target without a key');
 is( $node->safe_psql('postgres',
 		"SELECT delta_join.refresh('held', concurrently => true) > 0"),
 	't', 'refresh(concurrently) rebuilds the view an interrupted create left');
+held_has_key(1, 'refresh(concurrently) gives the target its key');
 $node->safe_psql('postgres', q{DELETE FROM orders WHERE order_id = 4});
 is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"), 't', 'held: wait() after its refresh');
 DeltaJoinTest::target_ok($node, 'held', $held_query, 'refreshed concurrently after a terminated create',
@@ -398,8 +414,10 @@ ok( $node->poll_query_until(
 		FROM delta_join.status WHERE target = 'public.held'}),
 	'after a crash, the worker puts the view left backfilling in error');
 slot_moves('after a crash');
+held_has_key(0, 'a create interrupted by a crash leaves its target without a key');
 is($node->safe_psql('postgres', "SELECT delta_join.refresh('held') > 0"),
 	't', 'after a crash, refresh() rebuilds the view an interrupted create left');
+held_has_key(1, 'refresh() gives the target its key');
 DeltaJoinTest::target_ok($node, 'held', $held_query, 'refreshed after the crash',
 	mode => 'upsert');
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
@@ -410,6 +428,7 @@ $node->safe_psql('postgres', q{DELETE FROM orders WHERE order_id = 3});
 is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"), 't', 'held: wait()');
 DeltaJoinTest::target_ok($node, 'held', $held_query, 'created again after the crash',
 	mode => 'upsert');
+held_has_key(1, 'a concurrent create gives the target its key');
 check_all('after the crash');
 
 # ---- a create that waited for a writer, and no write after it ----
@@ -441,7 +460,8 @@ ok( $node->poll_query_until(
 		SELECT phase = 'waiting for writers'
 		FROM delta_join.progress WHERE target = 'public.after_writer'}),
 	'after_writer: the create waits for the writer');
-# the target has its key already: the DDL guard finds the view correct
+# the target gets its key after the fill: the DDL guard does not ask for
+# it while the view is backfilling
 ($ret, $out, $err) =
   $node->psql('lonely', 'ALTER TABLE orders ADD COLUMN note text');
 is($err, '', 'after_writer: a column added to a source while the create waits');
