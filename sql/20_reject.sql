@@ -429,6 +429,7 @@ $$ AS not_ok \gset
 SELECT * FROM try_create('t', :'ok', options => '{"nope": 1}');
 SELECT * FROM try_create('t', :'ok', options => '{"max_batch_size": "x"}');
 SELECT * FROM try_create('t', :'ok', options => '{"max_batch_size": 0}');
+SELECT * FROM try_create('t', :'ok', options => '{"max_batch_size": 2147483648}');
 SELECT * FROM try_create('t', :'ok', options => '{"retract": 3}');
 SELECT * FROM try_create('t', :'ok', options => '{"batch_timeout": "soon"}');
 SELECT * FROM try_create('t', :'ok', options => '{"strategy": "sometimes"}');

@@ -448,13 +448,16 @@ set_option(void *base, const char *what, const OptionSpec *spec, const char *val
 		case OPT_INT:
 			{
 				int			v;
+				const char *overflow = NULL;
+				char	   *range = psprintf("The value must be between %d and %d.",
+											 spec->min, spec->max);
 
-				if (!parse_int(value, &v, 0, NULL))
-					bad_value(what, spec, value, "The value must be an integer.");
-				if (v < spec->min || v > spec->max)
+				/* a hint from parse_int: out of int's range */
+				if (!parse_int(value, &v, 0, &overflow))
 					bad_value(what, spec, value,
-							  psprintf("The value must be between %d and %d.",
-									   spec->min, spec->max));
+							  overflow ? range : "The value must be an integer.");
+				if (v < spec->min || v > spec->max)
+					bad_value(what, spec, value, range);
 				*(int *) field = v;
 			}
 			break;
