@@ -256,7 +256,10 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 		DeltaPlan  *plan = view_plan_load_to_fill(view);
 
 		target_validate(view->target, plan, true);
-		/* a concurrent create makes its target's indexes after the fill */
+		/*
+		 * a concurrent create makes its target's indexes after the fill, a
+		 * concurrent refresh makes those missing before it
+		 */
 		if (!view->backfilling)
 		{
 			target_check_key_index(view->target, plan);

@@ -557,8 +557,10 @@ run_create(ConcurrentTask *task)
 											view.view_id);
 	if (task_state.created)
 	{
+		DeltaPlan  *plan = view_plan_load_to_fill(&view);
+
 		progress_backfill_phase(view.view_id, BACKFILL_INDEXING, -1);
-		target_make_indexes(view.target, view_plan_load_to_fill(&view), true);
+		target_make_indexes(view.target, plan, target_lacks_key(view.target, plan));
 	}
 	end_step();
 
@@ -595,11 +597,14 @@ run_refresh(ConcurrentTask *task)
 	launcher_notify();
 	next_steps(task, &view);
 
-	/* 3. the difference (into a target given its key, if a create's fill never ended) */
+	/*
+	 * 3. the difference, into a target with its key and indexes: a create
+	 * whose fill never ended left them unmade, and the DDL guard lets them
+	 * be dropped while the view is backfilling
+	 */
 	plan = view_plan_load_to_fill(&view);
 	target_validate(view.target, plan, true);
-	if (target_lacks_key(view.target, plan))
-		target_make_indexes(view.target, plan, true);
+	target_make_indexes(view.target, plan, target_lacks_key(view.target, plan));
 	memset(&counts, 0, sizeof(counts));
 	runas_begin(runas_target_owner(view.target), view.settings, &runas);
 	apply_view_difference(&view, plan, &counts);

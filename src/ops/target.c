@@ -251,8 +251,8 @@ target_add_key(Oid relid, DeltaPlan *plan)
 }
 
 /*
- * The key (made, when the target was made) and the indexes apply finds the
- * target's rows by, after a fill
+ * The key (when the target was made, or lacks it) and the indexes apply
+ * finds the target's rows by, after a fill
  */
 void
 target_make_indexes(Oid relid, DeltaPlan *plan, bool made)

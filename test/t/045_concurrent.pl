@@ -465,6 +465,11 @@ ok( $node->poll_query_until(
 ($ret, $out, $err) =
   $node->psql('lonely', 'ALTER TABLE orders ADD COLUMN note text');
 is($err, '', 'after_writer: a column added to a source while the create waits');
+# but the target's shape is still checked
+($ret, $out, $err) =
+  $node->psql('lonely', 'ALTER TABLE after_writer ADD COLUMN extra int');
+like($err, qr/delta view "public.after_writer" would no longer be correct.*more columns than the query outputs/s,
+	'after_writer: a column added to the target while the create waits is refused');
 ($ret, $out, $err) = $node->psql('lonely',
 	"SET statement_timeout = '5s'; SELECT delta_join.refresh('after_writer')");
 like($err, qr/delta view "after_writer" is being backfilled/,
