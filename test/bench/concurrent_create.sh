@@ -10,11 +10,15 @@
 #
 #   1. no create: the writers' TPS alone;
 #   2. create_view of the join of DESIGN.md section 1, blocking;
-#   3. the same with concurrently => true.
+#   3. the same with concurrently => true;
+#   4. the view then kept, maintained by the worker (no create): what
+#      the view costs the writers once made, the floor of step 3's
+#      catching up.
 #
 # The writers' TPS during a create is the average of pgbench's one-second
 # progress reports that fall between the create's start and end.  It
-# prints the writers' TPS during each create divided by their TPS alone,
+# prints the writers' TPS during each create (and during the concurrent
+# one's backfill, until the view is active) divided by their TPS alone,
 # and the time of the concurrent backfill (until the view is active)
 # divided by the blocking create's, and the whole concurrent create's (it
 # returns once the worker has caught up with the changes held back during
@@ -179,17 +183,37 @@ measure_create() {	# name concurrently
 	eval "${1}_fill_s=$(awk -v a="$t0" -v b="$t1" '
 		$2 == "catching" && !t { t = $1 } END { printf "%.3f", (t ? t : b) - a }' \
 		"$base/phases_$1.log")"
+	local fill_end
+	fill_end=$(eval "awk -v a=$t0 -v d=\$${1}_fill_s 'BEGIN { printf \"%.3f\", a + d }'")
+	eval "${1}_fill_tps=$(tps_between "$1" "$t0" "$fill_end")"
+}
+drop_wide() {
 	q -c "SELECT delta_join.drop_view('wide')" >/dev/null || die "drop_view failed"
 }
 measure_create blocking false
+drop_wide
 dj_say "blocking create: $(printf '%.2f' "$blocking_s") s, writers $blocking_tps tps"
 measure_create concurrent true
 dj_say "concurrent create: $(printf '%.2f' "$concurrent_s") s (active after $(printf '%.2f' "$concurrent_fill_s") s, then catching up), writers $concurrent_tps tps"
+
+# 4. the writers with the view made, maintained by the worker: the floor
+# of the catching up, which is that maintenance at the writers' full speed
+settle
+start_writers maintained
+t0=$(now)
+sleep 10
+t1=$(now)
+stop_writers maintained
+maintained=$(tps_between maintained "$t0" "$t1")
+drop_wide
+dj_say "writers with the view maintained: $maintained tps"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "nan" }'; }
 echo
 echo "orders: $NORDERS, writers: $CLIENTS pgbench clients (single-row updates of orders)"
 echo "writer TPS during blocking create / alone:   $(ratio "$blocking_tps" "$alone")   (target: near 0)"
 echo "writer TPS during concurrent create / alone: $(ratio "$concurrent_tps" "$alone")   (target: >= 0.8)"
+echo "  of which during the backfill / alone:      $(ratio "$concurrent_fill_tps" "$alone")   (until the view is active; then the worker catches up with the writes)"
 echo "concurrent backfill time / blocking:         $(ratio "$concurrent_fill_s" "$blocking_s")   (target: <= 1.5; until the view is active)"
+echo "writer TPS with the view maintained / alone: $(ratio "$maintained" "$alone")   (after the create: what maintaining the view costs them on this machine)"
 echo "concurrent create time / blocking:           $(ratio "$concurrent_s" "$blocking_s")   (with catching up on the writes made meanwhile)"
