@@ -328,3 +328,25 @@ FROM delta_join._progress() p
 JOIN delta_join.view_catalog v USING (view_id);
 
 GRANT SELECT ON delta_join.progress TO PUBLIC;
+
+--
+-- 6. The replication origin of new targets' fills (issue 21): create_view
+-- marks the rows it writes into a target it made, that no view and no
+-- publication reads, with this origin, and the apply worker's decoding
+-- skips them before queueing them (src/ops/target.c, fill_origin;
+-- src/capture/plugin.c).  Origins belong to the cluster: the first
+-- database to install or update the extension makes it, and it outlives
+-- the extension (it holds no WAL and no state).  Without it fills are
+-- decoded, and thrown away, as in 0.1.
+--
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_replication_origin
+				   WHERE roname OPERATOR(pg_catalog.=) 'delta_join fill') THEN
+		PERFORM pg_catalog.pg_replication_origin_create('delta_join fill');
+	END IF;
+EXCEPTION
+	WHEN unique_violation THEN
+		NULL;					-- made meanwhile from another database
+END
+$$;

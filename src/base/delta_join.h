@@ -51,6 +51,14 @@
 #define DJ_VERSION			"0.2"
 #define DJ_OLDEST_VERSION	"0.1"
 
+/*
+ * The replication origin that marks the rows a create writes into a new
+ * target no one else reads (ops/target.c): the apply worker's decoding
+ * skips them before queueing them (plugin.c).  Made by the extension's
+ * scripts, once for the cluster.
+ */
+#define DJ_FILL_ORIGIN		"delta_join fill"
+
 /* A full recompute runs at most this often by default (option refresh_interval) */
 #define DJ_DEFAULT_REFRESH_INTERVAL_MS	1000
 

@@ -118,6 +118,13 @@ typedef struct Capture
 	Oid			live_catalog;
 
 	/*
+	 * The origin of the fills of new targets (DJ_FILL_ORIGIN), or
+	 * InvalidRepOriginId; set with live_catalog: their changes are not
+	 * decoded.
+	 */
+	RepOriginId fill_origin;
+
+	/*
 	 * The snapshot the batch is applied under (NULL: every decoded
 	 * transaction counts as seen), and what is carried past it: the keys
 	 * of transactions it does not see, in carry_cxt, which outlives the

@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
+#include "replication/origin.h"
 #include "replication/slot.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -138,6 +139,7 @@ decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto)
 
 	reset_caches();
 	capture.live_catalog = catalog_relid("source_catalog");
+	capture.fill_origin = replorigin_by_name(DJ_FILL_ORIGIN, true);
 	capture.spill_at = batch_policy_spill_at(policy);
 
 	oldcxt = CurrentMemoryContext;

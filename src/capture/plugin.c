@@ -54,6 +54,7 @@
 #include "catalog/partition.h"
 #include "lib/stringinfo.h"
 #include "replication/logical.h"
+#include "replication/origin.h"
 #include "replication/output_plugin.h"
 #include "replication/reorderbuffer.h"
 #include "utils/inval.h"
@@ -119,6 +120,7 @@ static void plugin_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 							ReorderBufferChange *change);
 static void plugin_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 						  XLogRecPtr commit_lsn);
+static bool plugin_filter_origin(LogicalDecodingContext *ctx, RepOriginId origin_id);
 static void plugin_relcache_callback(Datum arg, Oid relid);
 static void plugin_resolve_catalog(PluginState *state);
 static void plugin_follow_catalog(PluginState *state, Capture *cap);
@@ -141,6 +143,7 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->truncate_cb = plugin_truncate;
 	cb->commit_cb = plugin_commit;
 	cb->shutdown_cb = plugin_shutdown;
+	cb->filter_by_origin_cb = plugin_filter_origin;
 }
 
 /* The capture to add to, or NULL when decoding for someone else */
@@ -192,6 +195,20 @@ plugin_shutdown(LogicalDecodingContext *ctx)
 {
 	if (active_state == ctx->output_plugin_private)
 		active_state = NULL;
+}
+
+/*
+ * Skip a change before it is queued: the rows a create writes into a new
+ * target that no view and no publication reads (ops/target.c, fill) are
+ * marked with the fill origin; queued, a fill of millions of rows would
+ * be spilled and replayed at its commit, only to be thrown away.
+ */
+static bool
+plugin_filter_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+{
+	Capture    *cap = capture_of(ctx);
+
+	return cap != NULL && origin_id != InvalidRepOriginId && origin_id == cap->fill_origin;
 }
 
 /*

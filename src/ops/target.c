@@ -46,12 +46,14 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parsetree.h"
+#include "replication/origin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/plancache.h"
@@ -550,20 +552,62 @@ target_estimate_rows(Oid query_view, Oid owner, Jsonb *settings)
 }
 
 /*
+ * The origin to mark the fill of a target the create made with
+ * (DJ_FILL_ORIGIN), so that the apply worker does not decode its rows, or
+ * InvalidRepOriginId when something may want them: a view or a SQL view
+ * that reads the target (a view a concurrent create's target got meanwhile:
+ * the fill's lock makes any later one wait for its commit), a publication
+ * that publishes it (a subscription with origin = none would skip them),
+ * a session that replicates changes under an origin of its own.  Or when
+ * the extension's scripts made no such origin.
+ */
+static RepOriginId
+fill_origin(Oid relid)
+{
+	bool		unread;
+	bool		isnull;
+
+	if (replorigin_session_origin != InvalidRepOriginId)
+		return InvalidRepOriginId;
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT NOT EXISTS (SELECT FROM pg_catalog.pg_depend "
+							  "  WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
+							  "    AND refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "    AND refobjid OPERATOR(pg_catalog.=) $1) "
+							  "AND NOT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE puballtables) "
+							  "AND NOT EXISTS (SELECT FROM pg_catalog.pg_publication_rel "
+							  "  WHERE prrelid OPERATOR(pg_catalog.=) $1) "
+							  "AND NOT EXISTS (SELECT FROM pg_catalog.pg_publication_namespace "
+							  "  WHERE pnnspid OPERATOR(pg_catalog.=) $2)",
+							  2, (Oid[]) {OIDOID, OIDOID},
+							  (Datum[]) {ObjectIdGetDatum(relid),
+				  ObjectIdGetDatum(get_rel_namespace(relid))},
+							  NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the readers of target %u", relid);
+	unread = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										&isnull));
+	SPI_finish();
+	return unread ? replorigin_by_name(DJ_FILL_ORIGIN, true) : InvalidRepOriginId;
+}
+
+/*
  * Fill the target with the view's result, from its query view, after
  * deleting what it holds when `clear` is set; returns the number of rows
- * written.  With a counter, the rows are counted as they are written and
- * reported to delta_join.progress.  Runs as the target's owner with the
- * view's pinned settings.
+ * written.  A target the create made (`made`) may have its rows marked
+ * with the fill origin (fill_origin).  With a counter, the rows are
+ * counted as they are written and reported to delta_join.progress.  Runs
+ * as the target's owner with the view's pinned settings.
  */
 static uint64
-fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counter)
+fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made, FillCounter *counter)
 {
 	char	   *name = target_qualified_name(relid);
 	char	   *select = target_qualified_name(query_view);
 	uint64		rows;
 	RunAs		runas;
 	Oid			outer_filling;
+	RepOriginId outer_origin = replorigin_session_origin;
+	RepOriginId origin = made ? fill_origin(relid) : InvalidRepOriginId;
 
 	/* refilling an existing target excludes the worker's writes to it */
 	if (clear)
@@ -592,6 +636,10 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counte
 		SPI_connect();
 		if (clear)
 			spi_run(psprintf("DELETE FROM %s", name));
+
+		/* the rows' WAL records only: the commit record has no origin */
+		if (origin != InvalidRepOriginId)
+			replorigin_session_origin = origin;
 		if (counter == NULL)
 		{
 			spi_run(psprintf("INSERT INTO %s SELECT * FROM %s", name, select));
@@ -610,11 +658,13 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counte
 				elog(ERROR, "SPI_execute_extended failed");
 			rows = (uint64) counter->rows;
 		}
+		replorigin_session_origin = outer_origin;
 		SPI_finish();
 	}
 	PG_FINALLY();
 	{
 		target_filling_relid = outer_filling;
+		replorigin_session_origin = outer_origin;
 	}
 	PG_END_TRY();
 	runas_end(&runas);
@@ -622,13 +672,13 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counte
 }
 
 /*
- * Fill the target with the view's result (fill).  The sources must be
- * locked (target_lock_sources).
+ * Fill the target with the view's result (fill); `made`: the create made
+ * it.  The sources must be locked (target_lock_sources).
  */
 uint64
-target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
+target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made)
 {
-	return fill(relid, query_view, settings, clear, NULL);
+	return fill(relid, query_view, settings, clear, made, NULL);
 }
 
 /*
@@ -638,7 +688,7 @@ target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
  * reporting the rows written to delta_join.progress as it goes.
  */
 uint64
-target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id)
+target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id, bool made)
 {
 	FillCounter counter;
 
@@ -649,5 +699,5 @@ target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id)
 	counter.pub.rDestroy = fill_counter_destroy;
 	counter.pub.mydest = DestNone;
 	counter.view_id = view_id;
-	return fill(relid, query_view, settings, false, &counter);
+	return fill(relid, query_view, settings, false, made, &counter);
 }

@@ -470,6 +470,11 @@ is($err, '', 'after_writer: a column added to a source while the create waits');
   $node->psql('lonely', 'ALTER TABLE after_writer ADD COLUMN extra int');
 like($err, qr/delta view "public.after_writer" would no longer be correct.*more columns than the query outputs/s,
 	'after_writer: a column added to the target while the create waits is refused');
+# A view of the target made while the create waits: the fill's rows must
+# reach it (they are not marked with the fill origin, which the worker's
+# decoding skips, when a view reads the target)
+$node->safe_psql('lonely',
+	q{SELECT delta_join.create_view('over_after', 'SELECT merchant_id, item_id, count(*) AS n FROM after_writer GROUP BY merchant_id, item_id', strategy => 'none')});
 ($ret, $out, $err) = $node->psql('lonely',
 	"SET statement_timeout = '5s'; SELECT delta_join.refresh('after_writer')");
 like($err, qr/delta view "after_writer" is being backfilled/,
@@ -489,6 +494,14 @@ my $refreshed = $node->safe_psql('lonely',
 is($refreshed, 't', 'after_writer: a concurrent refresh right after it catches up');
 DeltaJoinTest::target_ok($node, 'after_writer', $DeltaJoinTest::wide_query,
 	'the view made after a writer', mode => 'upsert', dbname => 'lonely');
+is($node->safe_psql('lonely', "SELECT delta_join.wait('over_after', '20s')"),
+	't', 'over_after: wait() after the create it reads');
+DeltaJoinTest::target_ok($node, 'over_after',
+	'SELECT merchant_id, item_id, count(*) AS n FROM after_writer GROUP BY merchant_id, item_id',
+	'a view made while the create of its source waited has the rows of the fill',
+	dbname => 'lonely');
+isnt($node->safe_psql('lonely', 'SELECT count(*) FROM over_after'), '0',
+	'over_after is not empty');
 
 # ---- the view, or a source, dropped while a create waits for a writer ----
 #
