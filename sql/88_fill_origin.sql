@@ -1,11 +1,10 @@
 --
--- The fill of a new target is not decoded (issue 21): create_view marks
--- the rows it writes into a target it made with the replication origin
+-- A target's fill is not decoded (issue 21): create_view and refresh()
+-- mark the rows they write into a target with the replication origin
 -- "delta_join fill", which the apply worker's decoding skips, unless
 -- something may want them: a view of the target, a publication of it.
--- A refresh, and a fill of an existing table, are never marked.  Seen here
--- through test_decoding's only-local option, which leaves out the changes
--- of any origin.
+-- Seen here through test_decoding's only-local option, which leaves out
+-- the changes of any origin.
 --
 \set ECHO none
 \i sql/include/setup.sql
@@ -40,16 +39,24 @@ SELECT delta_join.create_view('made_later', 'SELECT id, v FROM src', concurrentl
 SELECT * FROM fill_rows('made_later');
 SELECT forget();
 
--- 2. a refresh writes them again, unmarked: views of the target may read them
+-- 2. a refresh, and an existing table as target: marked too
 SELECT delta_join.refresh('made') > 0 AS refreshed;
 SELECT * FROM fill_rows('made');
-SELECT forget();
-
--- 3. an existing table as target: unmarked
 CREATE TABLE given (id int PRIMARY KEY, v int);
 SELECT delta_join.create_view('given', 'SELECT id, v FROM src');
 SELECT * FROM fill_rows('given');
 SELECT forget();
+
+-- 3. a view reads the target: a refresh's rows are decoded, and reach it
+SELECT delta_join.create_view('per_v', 'SELECT id, v + 1 AS w FROM made');
+SELECT delta_join.refresh('made') > 0 AS refreshed;
+SELECT * FROM fill_rows('made');
+SELECT forget();
+SELECT delta_join.wait('fills.per_v');
+SELECT count(*) AS differ FROM (
+  (TABLE per_v EXCEPT ALL SELECT id, v + 1 FROM src)
+  UNION ALL (SELECT id, v + 1 FROM src EXCEPT ALL TABLE per_v)) d;
+SELECT delta_join.drop_view('per_v');
 
 -- 4. a target in a schema a publication publishes: unmarked
 CREATE SCHEMA published;

@@ -554,7 +554,7 @@ run_create(ConcurrentTask *task)
 
 	/* 3. fill; then the key and indexes of a target made in step 1 */
 	task->result_rows = target_fill_counted(view.target, view.query_view, view.settings,
-											view.view_id, task_state.created);
+											view.view_id);
 	if (task_state.created)
 	{
 		DeltaPlan  *plan = view_plan_load_to_fill(&view);

@@ -552,14 +552,15 @@ target_estimate_rows(Oid query_view, Oid owner, Jsonb *settings)
 }
 
 /*
- * The origin to mark the fill of a target the create made with
- * (DJ_FILL_ORIGIN), so that the apply worker does not decode its rows, or
- * InvalidRepOriginId when something may want them: a view or a SQL view
- * that reads the target (a view a concurrent create's target got meanwhile:
- * the fill's lock makes any later one wait for its commit), a publication
- * that publishes it (a subscription with origin = none would skip them),
- * a session that replicates changes under an origin of its own.  Or when
- * the extension's scripts made no such origin.
+ * The origin to mark a fill's writes with (DJ_FILL_ORIGIN), so that the
+ * apply worker does not decode them, or InvalidRepOriginId when something
+ * may want them: a view or a SQL view that reads the target (a chain; or a
+ * view a concurrent create's target got while the create waited: the
+ * fill's lock makes any later one wait for its commit, and its own fill
+ * see the rows), a publication that publishes it (a subscription with
+ * origin = none would skip them), a session that replicates changes under
+ * an origin of its own.  Or when the extension's scripts made no such
+ * origin.
  */
 static RepOriginId
 fill_origin(Oid relid)
@@ -593,13 +594,13 @@ fill_origin(Oid relid)
 /*
  * Fill the target with the view's result, from its query view, after
  * deleting what it holds when `clear` is set; returns the number of rows
- * written.  A target the create made (`made`) may have its rows marked
- * with the fill origin (fill_origin).  With a counter, the rows are
- * counted as they are written and reported to delta_join.progress.  Runs
- * as the target's owner with the view's pinned settings.
+ * written.  The writes are marked with the fill origin when nothing else
+ * reads the target (fill_origin).  With a counter, the rows are counted as
+ * they are written and reported to delta_join.progress.  Runs as the
+ * target's owner with the view's pinned settings.
  */
 static uint64
-fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made, FillCounter *counter)
+fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counter)
 {
 	char	   *name = target_qualified_name(relid);
 	char	   *select = target_qualified_name(query_view);
@@ -607,11 +608,12 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made, FillCoun
 	RunAs		runas;
 	Oid			outer_filling;
 	RepOriginId outer_origin = replorigin_session_origin;
-	RepOriginId origin = made ? fill_origin(relid) : InvalidRepOriginId;
+	RepOriginId origin;
 
 	/* refilling an existing target excludes the worker's writes to it */
 	if (clear)
 		LockRelationOid(relid, ExclusiveLock);
+	origin = fill_origin(relid);
 
 	runas_begin(runas_target_owner(relid), settings, &runas);
 
@@ -633,13 +635,12 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made, FillCoun
 	target_filling_relid = relid;
 	PG_TRY();
 	{
-		SPI_connect();
-		if (clear)
-			spi_run(psprintf("DELETE FROM %s", name));
-
 		/* the rows' WAL records only: the commit record has no origin */
 		if (origin != InvalidRepOriginId)
 			replorigin_session_origin = origin;
+		SPI_connect();
+		if (clear)
+			spi_run(psprintf("DELETE FROM %s", name));
 		if (counter == NULL)
 		{
 			spi_run(psprintf("INSERT INTO %s SELECT * FROM %s", name, select));
@@ -672,13 +673,13 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made, FillCoun
 }
 
 /*
- * Fill the target with the view's result (fill); `made`: the create made
- * it.  The sources must be locked (target_lock_sources).
+ * Fill the target with the view's result (fill).  The sources must be
+ * locked (target_lock_sources).
  */
 uint64
-target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made)
+target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear)
 {
-	return fill(relid, query_view, settings, clear, made, NULL);
+	return fill(relid, query_view, settings, clear, NULL);
 }
 
 /*
@@ -688,7 +689,7 @@ target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made)
  * reporting the rows written to delta_join.progress as it goes.
  */
 uint64
-target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id, bool made)
+target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id)
 {
 	FillCounter counter;
 
@@ -699,5 +700,5 @@ target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id, boo
 	counter.pub.rDestroy = fill_counter_destroy;
 	counter.pub.mydest = DestNone;
 	counter.view_id = view_id;
-	return fill(relid, query_view, settings, false, made, &counter);
+	return fill(relid, query_view, settings, false, &counter);
 }

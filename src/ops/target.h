@@ -19,9 +19,8 @@ extern void target_guard(Oid relid);
 extern void target_unguard(Oid relid);
 extern bool target_filling(Oid relid);
 extern void target_lock_sources(DeltaPlan *plan);
-extern uint64 target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, bool made);
+extern uint64 target_fill(Oid relid, Oid query_view, Jsonb *settings, bool clear);
 extern int64 target_estimate_rows(Oid query_view, Oid owner, Jsonb *settings);
-extern uint64 target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id,
-								  bool made);
+extern uint64 target_fill_counted(Oid relid, Oid query_view, Jsonb *settings, int view_id);
 
 #endif							/* DJ_OPS_TARGET_H */

@@ -279,7 +279,7 @@ create_view(const char *target, Query *query, List *hints,
 	 * a refresh() makes them if the fill never ended (ops_refresh_view).
 	 */
 	if (!concurrently)
-		(void) target_fill(relid, query_view, settings, replace, created);
+		(void) target_fill(relid, query_view, settings, replace);
 	if (!(concurrently && created))
 		target_make_indexes(relid, plan, created);
 	target_guard(relid);
@@ -372,7 +372,7 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 
 	/* the target of a concurrent create whose fill never ended has no key */
 	keyless = target_lacks_key(view->target, plan);
-	rows = target_fill(view->target, view->query_view, view->settings, true, false);
+	rows = target_fill(view->target, view->query_view, view->settings, true);
 	if (keyless)
 		target_make_indexes(view->target, plan, true);
 	catalog_rewrite_sources(view->view_id, view_plan_source_records(plan));
