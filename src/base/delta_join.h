@@ -52,10 +52,10 @@
 #define DJ_OLDEST_VERSION	"0.1"
 
 /*
- * The replication origin that marks the rows a create writes into a new
- * target no one else reads (ops/target.c): the apply worker's decoding
- * skips them before queueing them (plugin.c).  Made by the extension's
- * scripts, once for the cluster.
+ * The replication origin that marks the rows a fill (create_view,
+ * refresh) writes into a target nothing else reads (ops/target.c): the
+ * apply worker's decoding skips them before queueing them (plugin.c).
+ * Made by the extension's scripts, once for the cluster.
  */
 #define DJ_FILL_ORIGIN		"delta_join fill"
 

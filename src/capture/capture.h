@@ -118,9 +118,8 @@ typedef struct Capture
 	Oid			live_catalog;
 
 	/*
-	 * The origin of the fills of new targets (DJ_FILL_ORIGIN), or
-	 * InvalidRepOriginId; set with live_catalog: their changes are not
-	 * decoded.
+	 * The origin of targets' fills (DJ_FILL_ORIGIN), or InvalidRepOriginId;
+	 * set with live_catalog: their changes are not decoded.
 	 */
 	RepOriginId fill_origin;
 

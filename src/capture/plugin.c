@@ -198,10 +198,10 @@ plugin_shutdown(LogicalDecodingContext *ctx)
 }
 
 /*
- * Skip a change before it is queued: the rows a create writes into a new
- * target that no view and no publication reads (ops/target.c, fill) are
- * marked with the fill origin; queued, a fill of millions of rows would
- * be spilled and replayed at its commit, only to be thrown away.
+ * Skip a change before it is queued: the rows a fill writes into a target
+ * that nothing else reads (ops/target.c, fill_origin) are marked with the
+ * fill origin; queued, a fill of millions of rows would be spilled and
+ * replayed at its commit, only to be thrown away.
  */
 static bool
 plugin_filter_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
