@@ -50,6 +50,18 @@ SELECT * FROM delta_join.explain($$
 SELECT * FROM delta_join.explain($$
   SELECT 'shop' AS channel, w.id AS order_id FROM web_orders w
   UNION ALL SELECT 'shop', s.id FROM store_orders s $$);
+-- nor do constants that print otherwise but are one value of the column's
+-- type, as the target's key compares them: numeric 1.0 and 1.00, an
+-- integer 1 beside a numeric 1.0, bpchar 'w' and 'w  '
+SELECT * FROM delta_join.explain($$
+  SELECT 1.0 AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 1.00, s.id FROM store_orders s $$);
+SELECT * FROM delta_join.explain($$
+  SELECT 1 AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 1.0, s.id FROM store_orders s $$);
+SELECT * FROM delta_join.explain($$
+  SELECT 'w'::bpchar AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 'w  '::bpchar, s.id FROM store_orders s $$);
 -- UNION (without ALL) compares rows across branches
 SELECT * FROM delta_join.explain($$
   SELECT 'web' AS channel, w.id AS order_id FROM web_orders w
