@@ -53,8 +53,8 @@ union_all_leaves(Node *node, List **leaves)
 	return false;
 }
 
-/* Output column col of a branch: its constant, as text, or NULL */
-static char *
+/* Output column col of a branch: its constant (not NULL), or NULL */
+static Const *
 branch_constant(Query *branch, int col)
 {
 	int			n = 0;
@@ -71,16 +71,21 @@ branch_constant(Query *branch, int col)
 			continue;
 		expr = strip_implicit_coercions((Node *) tle->expr);
 		if (IsA(expr, Const) && !((Const *) expr)->constisnull)
-		{
-			Oid			output;
-			bool		varlena;
-
-			getTypeOutputInfo(((Const *) expr)->consttype, &output, &varlena);
-			return OidOutputFunctionCall(output, ((Const *) expr)->constvalue);
-		}
+			return (Const *) expr;
 		return NULL;
 	}
 	return NULL;
+}
+
+/* A constant as text, for explain() */
+static char *
+constant_text(Const *c)
+{
+	Oid			output;
+	bool		varlena;
+
+	getTypeOutputInfo(c->consttype, &output, &varlena);
+	return OidOutputFunctionCall(output, c->constvalue);
 }
 
 /*
@@ -136,13 +141,13 @@ branch_tags_equal(Query *b1, Query *b2, int col, SetOperationStmt *op)
 
 /* The first output column that is a constant of its own in every branch */
 static int
-find_tag(List *branches, int ncolumns, SetOperationStmt *op, char ***values)
+find_tag(List *branches, int ncolumns, SetOperationStmt *op, Const ***values)
 {
 	int			nbranches = list_length(branches);
 
 	for (int col = 0; col < ncolumns; col++)
 	{
-		char	  **tags = palloc(sizeof(char *) * nbranches);
+		Const	  **tags = palloc(sizeof(Const *) * nbranches);
 		bool		ok = true;
 
 		for (int b = 0; b < nbranches && ok; b++)
@@ -150,8 +155,7 @@ find_tag(List *branches, int ncolumns, SetOperationStmt *op, char ***values)
 			tags[b] = branch_constant(list_nth(branches, b), col);
 			ok = (tags[b] != NULL);
 			for (int c = 0; c < b && ok; c++)
-				ok = (strcmp(tags[b], tags[c]) != 0) &&
-					!branch_tags_equal(list_nth(branches, b), list_nth(branches, c), col, op);
+				ok = !branch_tags_equal(list_nth(branches, b), list_nth(branches, c), col, op);
 		}
 		if (ok)
 		{
@@ -196,7 +200,7 @@ analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	DeltaPlan  *plan = a->plan;
 	List	   *leaves = NIL;
 	List	   *queries = NIL;
-	char	  **tags = NULL;
+	Const	  **tags = NULL;
 	Bitmapset  *key = NULL;
 	ListCell   *lc;
 	int			col;
@@ -301,6 +305,7 @@ analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 		branch->key_columns = plan->key_columns;
 		branch->colnames = plan->colnames;
 		branch->tag_column = col;
-		branch->tag_value = tags[foreach_current_index(lc)];
+		branch->tag_const = tags[foreach_current_index(lc)];
+		branch->tag_value = constant_text(branch->tag_const);
 	}
 }

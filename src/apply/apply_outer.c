@@ -49,6 +49,8 @@
 #include "postgres.h"
 
 #include "executor/executor.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -750,11 +752,18 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(writer->rel),
 											  writer->attnums[plan->tag_column] - 1);
-		Oid			input;
-		Oid			ioparam;
+		Node	   *tag;
 
-		getTypeInputInfo(att->atttypid, &input, &ioparam);
-		oa->tag = OidInputFunctionCall(input, plan->tag_value, ioparam, att->atttypmod);
+		/* the branch's constant, as its rows store it in the target */
+		tag = coerce_to_target_type(NULL, (Node *) plan->tag_const, plan->tag_const->consttype,
+									att->atttypid, att->atttypmod,
+									COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+		if (tag != NULL)
+			tag = eval_const_expressions(NULL, tag);
+		if (tag == NULL || !IsA(tag, Const) || ((Const *) tag)->constisnull)
+			elog(ERROR, "the tag of a UNION ALL branch does not make a value of column %d of the target",
+				 plan->tag_column + 1);
+		oa->tag = ((Const *) tag)->constvalue;
 		oa->tag_len = att->attlen;
 		oa->tag_byval = att->attbyval;
 	}
