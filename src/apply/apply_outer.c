@@ -57,6 +57,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/typcache.h"
 
 #include "apply/apply.h"
 #include "apply/apply_error.h"
@@ -82,6 +83,8 @@ typedef struct OuterApply
 	TargetLookup **lookups;		/* target rows by a source's key */
 	TargetLookup **partner_lookups; /* target rows a source row was joined in */
 	KeyShape   *shapes;			/* per source: how its key is stored */
+	FmgrInfo  **key_equal;		/* per source and key column: its equality */
+	Oid		  **key_collation;	/* ... and the column's collation */
 	Datum	   *values;			/* scratch: one output row */
 	bool	   *isnull;
 	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
@@ -114,7 +117,12 @@ source_present(OuterApply *oa, int s, const bool *isnull)
 		(bms_is_empty(src->nulling) || !isnull[src->key_output[0]]);
 }
 
-/* Does row a hold the same key as row b for source s (NULLs equal)? */
+/*
+ * Does row a hold the same key as row b for source s (NULLs equal)?  By
+ * the key's equality, not its bytes: a row written before its key went
+ * from 1.0 to 1.00 (or from 'abc' to 'ABC' under a case-insensitive
+ * collation) in the same batch is still a row of that source row.
+ */
 static bool
 same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
 		 const Datum *b, const bool *b_isnull)
@@ -127,8 +135,8 @@ same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
 
 		if (a_isnull[col] != b_isnull[col] ||
 			(!a_isnull[col] &&
-			 !datum_image_eq(a[col], b[col], oa->shapes[s].typbyval[k],
-							 oa->shapes[s].typlen[k])))
+			 !DatumGetBool(FunctionCall2Coll(&oa->key_equal[s][k], oa->key_collation[s][k],
+											 a[col], b[col]))))
 			return false;
 	}
 	return true;
@@ -742,6 +750,8 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->partner_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->shapes = palloc(sizeof(KeyShape) * oa->nsources);
+	oa->key_equal = palloc(sizeof(FmgrInfo *) * oa->nsources);
+	oa->key_collation = palloc(sizeof(Oid *) * oa->nsources);
 	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
@@ -776,9 +786,22 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 		oa->shapes[s].nkeys = src->key_natts;
 		oa->shapes[s].typlen = palloc(sizeof(int16) * Max(src->key_natts, 1));
 		oa->shapes[s].typbyval = palloc(sizeof(bool) * Max(src->key_natts, 1));
+		oa->key_equal[s] = palloc(sizeof(FmgrInfo) * Max(src->key_natts, 1));
+		oa->key_collation[s] = palloc(sizeof(Oid) * Max(src->key_natts, 1));
 		for (int k = 0; k < src->key_natts; k++)
-			get_typlenbyval(get_atttype(src->relid, src->key_attnums[k]),
-							&oa->shapes[s].typlen[k], &oa->shapes[s].typbyval[k]);
+		{
+			Oid			type;
+			int32		typmod;
+			TypeCacheEntry *typentry;
+
+			get_atttypetypmodcoll(src->relid, src->key_attnums[k], &type, &typmod,
+								  &oa->key_collation[s][k]);
+			get_typlenbyval(type, &oa->shapes[s].typlen[k], &oa->shapes[s].typbyval[k]);
+			typentry = lookup_type_cache(type, TYPECACHE_EQ_OPR_FINFO);
+			if (!OidIsValid(typentry->eq_opr_finfo.fn_oid))
+				elog(ERROR, "key column %d of source %u has no equality", k + 1, src->relid);
+			fmgr_info_copy(&oa->key_equal[s][k], &typentry->eq_opr_finfo, CurrentMemoryContext);
+		}
 
 		/* a null-extended source whose key the target key holds */
 		if (!bms_is_empty(src->nulling) && src->key_in_output)
