@@ -171,6 +171,42 @@ SELECT delta_join.create_view('stock_by_warehouse', :'q');
 SELECT * FROM stock_by_warehouse ORDER BY warehouse;
 SELECT * FROM diff('stock_by_warehouse', :'q');
 
+--
+-- 5. A join key stored out of line (TOAST), through the lookup cache: the
+--    cache keeps the value looked up, not a pointer into the TOAST table of
+--    the row it came from -- that row may be deleted and vacuumed while
+--    the cache, emptied only by changes of the source looked up, lives on.
+--
+CREATE TABLE labels (code text PRIMARY KEY, label text);
+CREATE TABLE tagged (tag_id int PRIMARY KEY, code text, n int);
+CREATE INDEX tagged_code_idx ON tagged (code);
+ALTER TABLE tagged SET (autovacuum_enabled = off, toast.autovacuum_enabled = off);
+-- a code that compresses to about 2.5 kB: out of line in the row, and
+-- still small enough for a btree entry
+SELECT repeat('c', 5000) || string_agg(md5(g::text), '') AS code
+FROM generate_series(1, 72) g \gset
+INSERT INTO labels VALUES (:'code', 'long code');
+SELECT $$
+  SELECT t.tag_id, t.n, l.label FROM tagged t JOIN labels l ON t.code = l.code
+$$ AS q \gset
+SELECT delta_join.create_view('tagged_labels', :'q', options => '{"cache_enabled": true}');
+INSERT INTO tagged VALUES (1, :'code', 10);
+SELECT delta_join.wait('tagged_labels', '30s');
+SELECT pg_relation_size(reltoastrelid) > 0 AS code_toasted
+FROM pg_class WHERE oid = 'tagged'::regclass;
+-- the row whose code the cache looked up goes, and so does its TOAST
+DELETE FROM tagged WHERE tag_id = 1;
+SELECT delta_join.wait('tagged_labels', '30s');
+SELECT reltoastrelid::regclass AS tagged_toast FROM pg_class WHERE oid = 'tagged'::regclass \gset
+VACUUM :tagged_toast;
+-- the same code again, in a new row: a hit of the cache
+INSERT INTO tagged VALUES (1, :'code', 20);
+SELECT delta_join.wait('tagged_labels', '30s');
+SELECT state, last_error, cache_hits > 0 AS cache_hit FROM delta_join.status
+WHERE target = 'types.tagged_labels';
+SELECT * FROM tagged_labels ORDER BY tag_id;
+SELECT * FROM diff('tagged_labels', :'q');
+
 -- Clean up.
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();

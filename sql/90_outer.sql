@@ -190,6 +190,35 @@ CREATE INDEX ON shop_orders (i);
 SELECT delta_join.create_view('shop_noted',
   'SELECT o.m, o.o, n.note FROM shop_orders o LEFT JOIN shop_notes n ON n.note_id = o.i');
 
+--
+-- 8. Upsert mode, a key whose equal values differ in their bytes (numeric
+--    1.0 and 1.00): a preserved row whose key changes form in the same
+--    transaction as its first partner arrives, or its last partner goes,
+--    is still one row -- its null-extended row and its joined rows never
+--    sit side by side.
+--
+CREATE TABLE tickets (ticket numeric PRIMARY KEY, queue int);
+CREATE TABLE agents (agent text PRIMARY KEY, queue int);
+CREATE INDEX ON tickets (queue);
+CREATE INDEX ON agents (queue);
+INSERT INTO tickets VALUES (1.0, 5), (2.0, 6);
+INSERT INTO agents VALUES ('ann', 6);
+SELECT $$
+  SELECT t.ticket, t.queue, a.agent FROM tickets t LEFT JOIN agents a ON a.queue = t.queue
+$$ AS tq \gset
+SELECT delta_join.create_view('ticket_agents', :'tq');
+BEGIN;
+UPDATE tickets SET ticket = 1.00 WHERE ticket = 1;
+INSERT INTO agents VALUES ('bob', 5);
+COMMIT;
+BEGIN;
+UPDATE tickets SET ticket = 2 WHERE ticket = 2;
+DELETE FROM agents WHERE agent = 'ann';
+COMMIT;
+SELECT delta_join.wait('outer_j.ticket_agents');
+SELECT * FROM ticket_agents ORDER BY ticket, agent;
+SELECT * FROM diff('ticket_agents', :'tq');
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

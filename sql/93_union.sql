@@ -42,6 +42,19 @@ SELECT delta_join.wait('uni.all_orders_exact');
 SELECT * FROM all_orders_exact ORDER BY channel, order_id;
 SELECT * FROM diff('all_orders_exact', :'all_orders');
 
+-- a tag of type float8, in a view made under extra_float_digits = 0 (which
+-- the view pins): apply finds each branch's rows by the tag's value, not by
+-- its text, which that setting rounds (0.30000000000000004 prints as 0.3)
+SET extra_float_digits = 0;
+\set float_tags 'SELECT ''0.30000000000000004''::float8 AS channel, w.id AS order_id, w.amount FROM web_orders w UNION ALL SELECT ''1''::float8, s.id, s.amount FROM store_orders s'
+SELECT delta_join.create_view('float_tagged', :'float_tags', options => '{"retract": true}');
+RESET extra_float_digits;
+INSERT INTO web_orders VALUES (4, 1, 40);
+DELETE FROM web_orders WHERE id = 2;
+SELECT delta_join.wait('uni.float_tagged');
+SELECT * FROM float_tagged ORDER BY channel, order_id;
+SELECT * FROM diff('float_tagged', :'float_tags');
+
 -- branches that cannot be told apart: the error names the column to add
 SELECT * FROM delta_join.explain($$
   SELECT w.id AS order_id, w.amount FROM web_orders w
@@ -50,6 +63,18 @@ SELECT * FROM delta_join.explain($$
 SELECT * FROM delta_join.explain($$
   SELECT 'shop' AS channel, w.id AS order_id FROM web_orders w
   UNION ALL SELECT 'shop', s.id FROM store_orders s $$);
+-- nor do constants that print otherwise but are one value of the column's
+-- type, as the target's key compares them: numeric 1.0 and 1.00, an
+-- integer 1 beside a numeric 1.0, bpchar 'w' and 'w  '
+SELECT * FROM delta_join.explain($$
+  SELECT 1.0 AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 1.00, s.id FROM store_orders s $$);
+SELECT * FROM delta_join.explain($$
+  SELECT 1 AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 1.0, s.id FROM store_orders s $$);
+SELECT * FROM delta_join.explain($$
+  SELECT 'w'::bpchar AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 'w  '::bpchar, s.id FROM store_orders s $$);
 -- UNION (without ALL) compares rows across branches
 SELECT * FROM delta_join.explain($$
   SELECT 'web' AS channel, w.id AS order_id FROM web_orders w

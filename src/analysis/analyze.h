@@ -163,11 +163,14 @@ typedef struct DeltaPlan
 	/*
 	 * UNION ALL (analyze_union.c): the plan of each branch, whose sources
 	 * are also this plan's; the output column that tells the branches'
-	 * rows apart, in the union and in each branch, and in a branch its
-	 * value there (as text), or -1.
+	 * rows apart, in the union and in each branch, or -1; and in a branch
+	 * its value there: the constant of its select list, and that as text
+	 * (for explain: the text is printed under the view's settings, and
+	 * extra_float_digits = 0 rounds a float8).
 	 */
 	List	   *branches;		/* DeltaPlan * */
 	int			tag_column;
+	Const	   *tag_const;
 	char	   *tag_value;
 
 	/* apply_join.c: the lookup caches, kept with the plan (PlanCache *) */

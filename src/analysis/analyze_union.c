@@ -24,9 +24,12 @@
 #include "postgres.h"
 
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "analysis/analysis.h"
 #include "base/options.h"
@@ -50,8 +53,8 @@ union_all_leaves(Node *node, List **leaves)
 	return false;
 }
 
-/* Output column col of a branch: its constant, as text, or NULL */
-static char *
+/* Output column col of a branch: its constant (not NULL), or NULL */
+static Const *
 branch_constant(Query *branch, int col)
 {
 	int			n = 0;
@@ -68,27 +71,83 @@ branch_constant(Query *branch, int col)
 			continue;
 		expr = strip_implicit_coercions((Node *) tle->expr);
 		if (IsA(expr, Const) && !((Const *) expr)->constisnull)
-		{
-			Oid			output;
-			bool		varlena;
-
-			getTypeOutputInfo(((Const *) expr)->consttype, &output, &varlena);
-			return OidOutputFunctionCall(output, ((Const *) expr)->constvalue);
-		}
+			return (Const *) expr;
 		return NULL;
 	}
 	return NULL;
 }
 
+/* A constant as text, for explain() */
+static char *
+constant_text(Const *c)
+{
+	Oid			output;
+	bool		varlena;
+
+	getTypeOutputInfo(c->consttype, &output, &varlena);
+	return OidOutputFunctionCall(output, c->constvalue);
+}
+
+/*
+ * Branch b's output column col as a constant of the UNION's column type
+ * (coltype), or NULL.  The branch's expression is of its own type where the
+ * planner would cast it (1 in one branch, 1.0 in another).
+ */
+static Const *
+branch_tag_value(Query *branch, int col, Oid coltype, int32 coltypmod)
+{
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, branch->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *expr = (Node *) tle->expr;
+
+		if (tle->resjunk || n++ != col)
+			continue;
+		if (exprType(expr) != coltype)
+			expr = coerce_to_target_type(NULL, expr, exprType(expr), coltype, coltypmod,
+										 COERCION_IMPLICIT, COERCE_IMPLICIT_CAST, -1);
+		if (expr != NULL)
+			expr = eval_const_expressions(NULL, expr);
+		return (expr != NULL && IsA(expr, Const)) ? (Const *) expr : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Are two branches' constants of output column col equal, as the target's
+ * key will compare them?  Their text does not tell: 1.0 and 1.00, or 'w'
+ * and 'w  ' as bpchar, print otherwise and are one key, and the second
+ * branch would take the first one's rows.
+ */
+static bool
+branch_tags_equal(Query *b1, Query *b2, int col, SetOperationStmt *op)
+{
+	Oid			coltype = list_nth_oid(op->colTypes, col);
+	int32		coltypmod = list_nth_int(op->colTypmods, col);
+	Oid			collation = list_nth_oid(op->colCollations, col);
+	TypeCacheEntry *typentry = lookup_type_cache(coltype, TYPECACHE_EQ_OPR_FINFO);
+	Const	   *c1 = branch_tag_value(b1, col, coltype, coltypmod);
+	Const	   *c2 = branch_tag_value(b2, col, coltype, coltypmod);
+
+	if (c1 == NULL || c2 == NULL || c1->constisnull || c2->constisnull ||
+		!OidIsValid(typentry->eq_opr_finfo.fn_oid))
+		return true;			/* cannot tell them apart */
+	return DatumGetBool(FunctionCall2Coll(&typentry->eq_opr_finfo, collation,
+										  c1->constvalue, c2->constvalue));
+}
+
 /* The first output column that is a constant of its own in every branch */
 static int
-find_tag(List *branches, int ncolumns, char ***values)
+find_tag(List *branches, int ncolumns, SetOperationStmt *op, Const ***values)
 {
 	int			nbranches = list_length(branches);
 
 	for (int col = 0; col < ncolumns; col++)
 	{
-		char	  **tags = palloc(sizeof(char *) * nbranches);
+		Const	  **tags = palloc(sizeof(Const *) * nbranches);
 		bool		ok = true;
 
 		for (int b = 0; b < nbranches && ok; b++)
@@ -96,7 +155,7 @@ find_tag(List *branches, int ncolumns, char ***values)
 			tags[b] = branch_constant(list_nth(branches, b), col);
 			ok = (tags[b] != NULL);
 			for (int c = 0; c < b && ok; c++)
-				ok = (strcmp(tags[b], tags[c]) != 0);
+				ok = !branch_tags_equal(list_nth(branches, b), list_nth(branches, c), col, op);
 		}
 		if (ok)
 		{
@@ -141,7 +200,7 @@ analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	DeltaPlan  *plan = a->plan;
 	List	   *leaves = NIL;
 	List	   *queries = NIL;
-	char	  **tags = NULL;
+	Const	  **tags = NULL;
 	Bitmapset  *key = NULL;
 	ListCell   *lc;
 	int			col;
@@ -214,7 +273,7 @@ analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	if (a->failures != NIL)
 		return;
 
-	col = find_tag(queries, plan->ncolumns, &tags);
+	col = find_tag(queries, plan->ncolumns, (SetOperationStmt *) query->setOperations, &tags);
 	if (col < 0)
 	{
 		analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
@@ -246,6 +305,7 @@ analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 		branch->key_columns = plan->key_columns;
 		branch->colnames = plan->colnames;
 		branch->tag_column = col;
-		branch->tag_value = tags[foreach_current_index(lc)];
+		branch->tag_const = tags[foreach_current_index(lc)];
+		branch->tag_value = constant_text(branch->tag_const);
 	}
 }

@@ -49,12 +49,15 @@
 #include "postgres.h"
 
 #include "executor/executor.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/typcache.h"
 
 #include "apply/apply.h"
 #include "apply/apply_error.h"
@@ -80,6 +83,8 @@ typedef struct OuterApply
 	TargetLookup **lookups;		/* target rows by a source's key */
 	TargetLookup **partner_lookups; /* target rows a source row was joined in */
 	KeyShape   *shapes;			/* per source: how its key is stored */
+	FmgrInfo  **key_equal;		/* per source and key column: its equality */
+	Oid		  **key_collation;	/* ... and the column's collation */
 	Datum	   *values;			/* scratch: one output row */
 	bool	   *isnull;
 	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
@@ -112,7 +117,12 @@ source_present(OuterApply *oa, int s, const bool *isnull)
 		(bms_is_empty(src->nulling) || !isnull[src->key_output[0]]);
 }
 
-/* Does row a hold the same key as row b for source s (NULLs equal)? */
+/*
+ * Does row a hold the same key as row b for source s (NULLs equal)?  By
+ * the key's equality, not its bytes: a row written before its key went
+ * from 1.0 to 1.00 (or from 'abc' to 'ABC' under a case-insensitive
+ * collation) in the same batch is still a row of that source row.
+ */
 static bool
 same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
 		 const Datum *b, const bool *b_isnull)
@@ -125,8 +135,8 @@ same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
 
 		if (a_isnull[col] != b_isnull[col] ||
 			(!a_isnull[col] &&
-			 !datum_image_eq(a[col], b[col], oa->shapes[s].typbyval[k],
-							 oa->shapes[s].typlen[k])))
+			 !DatumGetBool(FunctionCall2Coll(&oa->key_equal[s][k], oa->key_collation[s][k],
+											 a[col], b[col]))))
 			return false;
 	}
 	return true;
@@ -740,6 +750,8 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->partner_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->shapes = palloc(sizeof(KeyShape) * oa->nsources);
+	oa->key_equal = palloc(sizeof(FmgrInfo *) * oa->nsources);
+	oa->key_collation = palloc(sizeof(Oid *) * oa->nsources);
 	oa->values = palloc(sizeof(Datum) * plan->ncolumns);
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
@@ -750,11 +762,18 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(writer->rel),
 											  writer->attnums[plan->tag_column] - 1);
-		Oid			input;
-		Oid			ioparam;
+		Node	   *tag;
 
-		getTypeInputInfo(att->atttypid, &input, &ioparam);
-		oa->tag = OidInputFunctionCall(input, plan->tag_value, ioparam, att->atttypmod);
+		/* the branch's constant, as its rows store it in the target */
+		tag = coerce_to_target_type(NULL, (Node *) plan->tag_const, plan->tag_const->consttype,
+									att->atttypid, att->atttypmod,
+									COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+		if (tag != NULL)
+			tag = eval_const_expressions(NULL, tag);
+		if (tag == NULL || !IsA(tag, Const) || ((Const *) tag)->constisnull)
+			elog(ERROR, "the tag of a UNION ALL branch does not make a value of column %d of the target",
+				 plan->tag_column + 1);
+		oa->tag = ((Const *) tag)->constvalue;
 		oa->tag_len = att->attlen;
 		oa->tag_byval = att->attbyval;
 	}
@@ -767,9 +786,22 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 		oa->shapes[s].nkeys = src->key_natts;
 		oa->shapes[s].typlen = palloc(sizeof(int16) * Max(src->key_natts, 1));
 		oa->shapes[s].typbyval = palloc(sizeof(bool) * Max(src->key_natts, 1));
+		oa->key_equal[s] = palloc(sizeof(FmgrInfo) * Max(src->key_natts, 1));
+		oa->key_collation[s] = palloc(sizeof(Oid) * Max(src->key_natts, 1));
 		for (int k = 0; k < src->key_natts; k++)
-			get_typlenbyval(get_atttype(src->relid, src->key_attnums[k]),
-							&oa->shapes[s].typlen[k], &oa->shapes[s].typbyval[k]);
+		{
+			Oid			type;
+			int32		typmod;
+			TypeCacheEntry *typentry;
+
+			get_atttypetypmodcoll(src->relid, src->key_attnums[k], &type, &typmod,
+								  &oa->key_collation[s][k]);
+			get_typlenbyval(type, &oa->shapes[s].typlen[k], &oa->shapes[s].typbyval[k]);
+			typentry = lookup_type_cache(type, TYPECACHE_EQ_OPR_FINFO);
+			if (!OidIsValid(typentry->eq_opr_finfo.fn_oid))
+				elog(ERROR, "key column %d of source %u has no equality", k + 1, src->relid);
+			fmgr_info_copy(&oa->key_equal[s][k], &typentry->eq_opr_finfo, CurrentMemoryContext);
+		}
 
 		/* a null-extended source whose key the target key holds */
 		if (!bms_is_empty(src->nulling) && src->key_in_output)

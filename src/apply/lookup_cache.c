@@ -11,12 +11,15 @@
  * change; between such batches it serves the rows it read.  Values are
  * compared by their images (datum_image_eq): two values a btree would call
  * equal but that differ in image (1.0 and 1.00) are two entries, which only
- * costs a miss.
+ * costs a miss.  The values looked up are kept whole (detoasted), the rows
+ * found as they are: a change of the source looked up empties the cache
+ * before any of its rows could be gone.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
@@ -192,7 +195,19 @@ lookup_cache_put(LookupCache *cache, const Datum *values, List *rows)
 	item->hash = hash;
 	item->values = palloc(sizeof(Datum) * Max(cache->nkeys, 1));
 	for (int k = 0; k < cache->nkeys; k++)
-		item->values[k] = datumCopy(values[k], cache->typbyval[k], cache->typlen[k]);
+	{
+		/*
+		 * A value stored out of line is kept whole, not by its TOAST pointer:
+		 * that leads into the table of the row the value came from, usually
+		 * another source than the one looked up, and the entry outlives
+		 * batches in which only that other source changed -- once its row is
+		 * gone and vacuumed, the pointer leads nowhere.
+		 */
+		if (cache->typlen[k] == -1 && VARATT_IS_EXTERNAL(DatumGetPointer(values[k])))
+			item->values[k] = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(values[k])));
+		else
+			item->values[k] = datumCopy(values[k], cache->typbyval[k], cache->typlen[k]);
+	}
 	item->rows = list_copy(rows);
 	bucket = hash_search(cache->buckets, &hash, HASH_ENTER, &found);
 	if (!found)
