@@ -16,7 +16,7 @@
  * registration of the view (writers wait, as they do for CREATE INDEX).
  * A new target gets its key after the fill, as CREATE TABLE AS then ADD
  * PRIMARY KEY would: one sorted index build instead of row-by-row inserts
- * (a concurrent create makes it before, see views.c).
+ * (a concurrent create too, after its fill: see concurrent.c).
  *
  * Lock order of the functions that change views (views.c), the one order
  * every path takes:
@@ -251,13 +251,15 @@ target_add_key(Oid relid, DeltaPlan *plan)
 }
 
 /*
- * The key (when the target was made, or lacks it) and the indexes apply
- * finds the target's rows by, after a fill
+ * Whichever of the key and the indexes apply finds the target's rows by the
+ * target lacks, made after a fill: those of a target just made, and those
+ * a concurrent create or refresh finds missing (the DDL guard does not ask
+ * for them while a view is backfilling, see concurrent.c).
  */
 void
-target_make_indexes(Oid relid, DeltaPlan *plan, bool made)
+target_make_indexes(Oid relid, DeltaPlan *plan)
 {
-	if (made)
+	if (target_lacks_key(relid, plan))
 		target_add_key(relid, plan);
 	target_add_region_indexes(relid, plan);
 }
