@@ -231,7 +231,12 @@ target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
 	return (n > (plan->tag_column >= 0 ? 1 : 0)) ? n : 0;
 }
 
-/* Does some index of the target have these output columns leading? */
+/*
+ * Does some index of the target have these output columns leading, one
+ * that writer_lookup_begin can find rows by?  Not an invalid one (a CREATE
+ * INDEX CONCURRENTLY that failed leaves it): apply does not scan it, so it
+ * does not take the place of the index made for apply.
+ */
 bool
 target_has_index_on(Oid relid, int ncols, const int *cols)
 {
@@ -256,7 +261,8 @@ target_has_index_on(Oid relid, int ncols, const int *cols)
 	foreach(lc, RelationGetIndexList(rel))
 	{
 		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
-		bool		match = idx->rd_index->indnkeyatts >= ncols &&
+		bool		match = idx->rd_index->indisvalid &&
+			idx->rd_index->indnkeyatts >= ncols &&
 			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
 
 		for (int i = 0; match && i < ncols; i++)

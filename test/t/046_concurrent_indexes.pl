@@ -17,6 +17,12 @@
 #    hand, then refresh(): the refresh makes the lookup indexes too, not
 #    only those of a target without a key.
 #
+# Besides, what the guard and apply count as the target's indexes:
+#
+#  - an invalid index (a CREATE UNIQUE INDEX CONCURRENTLY that failed) on
+#    a lookup index's columns does not take its place: dropping the valid
+#    one is refused (apply cannot scan the invalid one).
+#
 # After each, the target equals its query once wait() returns.
 
 use strict;
@@ -171,6 +177,15 @@ $node->safe_psql('postgres', 'ALTER TABLE c ADD PRIMARY KEY (id)');
 is($node->safe_psql('postgres', "SELECT delta_join.refresh('c') > 0"), 't', 'c: refresh()');
 is(indexes_of('c'), '(id) primary,(item)', 'c: refresh() made the lookup index of a target with a key');
 view_ok('c', 'c: refreshed after an interrupted create', retract => 1);
+
+# ---- an invalid index on a lookup index's columns ----
+
+($ret, $out, $err) = $node->psql('postgres', 'CREATE UNIQUE INDEX CONCURRENTLY r_item_bad ON r (item)');
+like($err, qr/could not create unique index "r_item_bad"/, 'r: a unique index on item fails');
+($ret, $out, $err) = $node->psql('postgres', 'DROP INDEX r_item_idx');
+like($err, qr/cannot run DROP INDEX: delta view "public.r" would no longer be correct.*no index on \(item\)/s,
+	'r: the lookup index cannot be dropped beside an invalid index on its columns');
+view_ok('r', 'r: beside an invalid index', retract => 1);
 
 $holder->quit;
 $writer->quit;
