@@ -155,8 +155,26 @@ Oid
 target_key_index(Relation rel, DeltaPlan *plan)
 {
 	List	   *indexes = RelationGetIndexList(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	attnums[INDEX_MAX_KEYS];
 	Oid			result = InvalidOid;
+	int			col = 0;
 	ListCell   *lc;
+
+	/* no index has more columns */
+	if (plan->key_ncolumns > INDEX_MAX_KEYS)
+		return InvalidOid;
+
+	/* key column k -> target attribute (a table may have dropped columns) */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		for (int k = 0; k < plan->key_ncolumns; k++)
+			if (plan->key_columns[k] == col)
+				attnums[k] = i + 1;
+		col++;
+	}
 
 	foreach(lc, indexes)
 	{
@@ -173,7 +191,7 @@ target_key_index(Relation rel, DeltaPlan *plan)
 			bool		found = false;
 
 			for (int i = 0; i < form->indnkeyatts; i++)
-				found |= (form->indkey.values[i] == plan->key_columns[k] + 1);
+				found |= (form->indkey.values[i] == attnums[k]);
 			match = found;
 		}
 		for (int i = 0; match && i < form->indnkeyatts; i++)

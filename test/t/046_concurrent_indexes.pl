@@ -21,7 +21,10 @@
 #
 #  - an invalid index (a CREATE UNIQUE INDEX CONCURRENTLY that failed) on
 #    a lookup index's columns does not take its place: dropping the valid
-#    one is refused (apply cannot scan the invalid one).
+#    one is refused (apply cannot scan the invalid one);
+#  - an existing target with a dropped column before its key: its primary
+#    key is found (columns are counted without the dropped one), for a
+#    blocking and a concurrent create.
 #
 # After each, the target equals its query once wait() returns.
 
@@ -186,6 +189,22 @@ like($err, qr/could not create unique index "r_item_bad"/, 'r: a unique index on
 like($err, qr/cannot run DROP INDEX: delta view "public.r" would no longer be correct.*no index on \(item\)/s,
 	'r: the lookup index cannot be dropped beside an invalid index on its columns');
 view_ok('r', 'r: beside an invalid index', retract => 1);
+
+# ---- an existing target with a dropped column before its key ----
+
+foreach my $concurrently (0, 1)
+{
+	my $name = $concurrently ? 'dropped_c' : 'dropped_b';
+	$node->safe_psql(
+		'postgres', qq{
+		CREATE TABLE $name (gone int, id int PRIMARY KEY, item int, name text, amount numeric);
+		ALTER TABLE $name DROP COLUMN gone;});
+	($ret, $out, $err) = $node->psql('postgres',
+		"SELECT delta_join.create_view('$name', '$query'"
+		  . ($concurrently ? ', concurrently => true' : '') . ')');
+	is($err, '', "$name: a view into a target with a dropped column")
+	  and view_ok($name, "$name: a target with a dropped column");
+}
 
 $holder->quit;
 $writer->quit;
