@@ -226,27 +226,37 @@ target_create(RangeVar *rv, DeltaPlan *plan)
 /*
  * Give a target made by target_create its key: the result's key as primary
  * key, or, when a key column can be NULL, as a unique constraint that treats
- * NULLs as equal (like GROUP BY does).
+ * NULLs as equal (like GROUP BY does).  A primary key on other columns that
+ * the target has already is kept (its owner made it while a concurrent
+ * create had not yet made the key): the result's key is then a unique
+ * constraint beside it.
  */
 void
 target_add_key(Oid relid, DeltaPlan *plan)
 {
 	bool		nullable_key = false;
+	bool		other_pkey;
+	Relation	rel;
 
 	/* a result without a key: see target_create */
 	if (plan->key_ncolumns == 0)
 		return;
 	for (int k = 0; k < plan->key_ncolumns; k++)
 		nullable_key |= output_nullable(plan, plan->key_columns[k]);
+	rel = table_open(relid, AccessShareLock);
+	other_pkey = OidIsValid(RelationGetPrimaryKeyIndex_compat(rel));
+	table_close(rel, AccessShareLock);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
-						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" : "PRIMARY KEY",
+						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" :
+						  other_pkey ? "UNIQUE" : "PRIMARY KEY",
 						  target_key_column_list(plan)));
 
 	/*
-	 * Without a primary key, a DELETE of the target logs no old row: a view
-	 * that reads this target (a chain) needs its old rows whole.
+	 * Without a primary key on the result's key, a DELETE of the target logs
+	 * no old row, or only other columns of it: a view that reads this target
+	 * (a chain) needs its old rows whole.
 	 */
-	if (nullable_key)
+	if (nullable_key || other_pkey)
 		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
 }
 

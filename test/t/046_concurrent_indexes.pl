@@ -17,6 +17,11 @@
 #    hand, then refresh(): the refresh makes the lookup indexes too, not
 #    only those of a target without a key.
 #
+# A primary key on other columns, made by the owner on the target a
+# concurrent create made while it waits for writers, is kept: the create
+# makes the result's key a unique constraint beside it (it failed with
+# "multiple primary keys ... are not allowed").
+#
 # Besides, what the guard and apply count as the target's indexes:
 #
 #  - an invalid index (a CREATE UNIQUE INDEX CONCURRENTLY that failed) on
@@ -180,6 +185,25 @@ $node->safe_psql('postgres', 'ALTER TABLE c ADD PRIMARY KEY (id)');
 is($node->safe_psql('postgres', "SELECT delta_join.refresh('c') > 0"), 't', 'c: refresh()');
 is(indexes_of('c'), '(id) primary,(item)', 'c: refresh() made the lookup index of a target with a key');
 view_ok('c', 'c: refreshed after an interrupted create', retract => 1);
+
+# ---- a primary key of the owner's, made while a create waits ----
+
+$writer->query_safe('BEGIN; UPDATE i SET name = name WHERE id = 1');
+($cout, $cerr) = ('', '');
+$creator = start_psql("SELECT delta_join.create_view('p', '$query', concurrently => true)",
+	\$cout, \$cerr);
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT phase = 'waiting for writers' FROM delta_join.progress WHERE target = 'public.p'"),
+	'p: the create waits for the writer');
+$node->safe_psql('postgres', 'ALTER TABLE p ADD PRIMARY KEY (id, name)');
+$writer->query_safe('COMMIT');
+$creator->finish;
+is($cerr, '', 'p: the create ends without an error beside a primary key on other columns');
+is(indexes_of('p'), '(id),(id,name) primary', 'p: the key is a unique constraint beside it');
+is($node->safe_psql('postgres', "SELECT relreplident FROM pg_class WHERE oid = 'p'::regclass"),
+	'f', 'p: its old rows are logged whole, for a view that reads it');
+view_ok('p', 'p: beside a primary key of its owner\'s');
 
 # ---- an invalid index on a lookup index's columns ----
 
