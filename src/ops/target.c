@@ -44,6 +44,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
@@ -223,6 +224,27 @@ target_create(RangeVar *rv, DeltaPlan *plan)
 	return get_relname_relid(rv->relname, nspid);
 }
 
+/* Has the table a primary key (deferrable or not)? */
+static bool
+has_primary_key(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		found |= ((Form_pg_index) GETSTRUCT(tuple))->indisprimary;
+		ReleaseSysCache(tuple);
+	}
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
 /*
  * Give a target made by target_create its key: the result's key as primary
  * key, or, when a key column can be NULL, as a unique constraint that treats
@@ -236,16 +258,13 @@ target_add_key(Oid relid, DeltaPlan *plan)
 {
 	bool		nullable_key = false;
 	bool		other_pkey;
-	Relation	rel;
 
 	/* a result without a key: see target_create */
 	if (plan->key_ncolumns == 0)
 		return;
 	for (int k = 0; k < plan->key_ncolumns; k++)
 		nullable_key |= output_nullable(plan, plan->key_columns[k]);
-	rel = table_open(relid, AccessShareLock);
-	other_pkey = OidIsValid(RelationGetPrimaryKeyIndex_compat(rel));
-	table_close(rel, AccessShareLock);
+	other_pkey = has_primary_key(relid);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
 						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" :
 						  other_pkey ? "UNIQUE" : "PRIMARY KEY",

@@ -20,7 +20,8 @@
 # A primary key on other columns, made by the owner on the target a
 # concurrent create made while it waits for writers, is kept: the create
 # makes the result's key a unique constraint beside it (it failed with
-# "multiple primary keys ... are not allowed").
+# "multiple primary keys ... are not allowed"); so is a deferrable primary
+# key on the key's columns, put in its place while a refresh waits.
 #
 # Besides, what the guard and apply count as the target's indexes:
 #
@@ -204,6 +205,28 @@ is(indexes_of('p'), '(id),(id,name) primary', 'p: the key is a unique constraint
 is($node->safe_psql('postgres', "SELECT relreplident FROM pg_class WHERE oid = 'p'::regclass"),
 	'f', 'p: its old rows are logged whole, for a view that reads it');
 view_ok('p', 'p: beside a primary key of its owner\'s');
+
+# a deferrable primary key on the key's columns (apply cannot use it), put
+# in the key's place while a concurrent refresh waits: kept too
+$writer->query_safe('BEGIN; UPDATE i SET name = name WHERE id = 1');
+($rout, $rerr) = ('', '');
+$refresher = start_psql("SELECT delta_join.refresh('w', concurrently => true) >= 0",
+	\$rout, \$rerr);
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT phase = 'waiting for writers' FROM delta_join.progress WHERE target = 'public.w'"),
+	'w: the refresh waits for the writer');
+$node->safe_psql('postgres',
+	'ALTER TABLE w DROP CONSTRAINT w_pkey, ADD PRIMARY KEY (id) DEFERRABLE');
+$writer->query_safe('COMMIT');
+$refresher->finish;
+is($rerr, '', 'w: the refresh ends without an error beside a deferrable primary key');
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT string_agg(indisprimary || ' ' || indimmediate, ',' ORDER BY indisprimary)
+		FROM pg_index WHERE indrelid = 'w'::regclass}),
+	'false true,true false', 'w: the key is a unique constraint beside it');
+view_ok('w', 'w: beside a deferrable primary key');
 
 # ---- an invalid index on a lookup index's columns ----
 
