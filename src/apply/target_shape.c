@@ -155,8 +155,26 @@ Oid
 target_key_index(Relation rel, DeltaPlan *plan)
 {
 	List	   *indexes = RelationGetIndexList(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	attnums[INDEX_MAX_KEYS];
 	Oid			result = InvalidOid;
+	int			col = 0;
 	ListCell   *lc;
+
+	/* no index has more columns */
+	if (plan->key_ncolumns > INDEX_MAX_KEYS)
+		return InvalidOid;
+
+	/* key column k -> target attribute (a table may have dropped columns) */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		for (int k = 0; k < plan->key_ncolumns; k++)
+			if (plan->key_columns[k] == col)
+				attnums[k] = i + 1;
+		col++;
+	}
 
 	foreach(lc, indexes)
 	{
@@ -173,7 +191,7 @@ target_key_index(Relation rel, DeltaPlan *plan)
 			bool		found = false;
 
 			for (int i = 0; i < form->indnkeyatts; i++)
-				found |= (form->indkey.values[i] == plan->key_columns[k] + 1);
+				found |= (form->indkey.values[i] == attnums[k]);
 			match = found;
 		}
 		for (int i = 0; match && i < form->indnkeyatts; i++)
@@ -231,7 +249,12 @@ target_partner_columns(DeltaPlan *plan, DeltaSource *src, int *cols)
 	return (n > (plan->tag_column >= 0 ? 1 : 0)) ? n : 0;
 }
 
-/* Does some index of the target have these output columns leading? */
+/*
+ * Does some index of the target have these output columns leading, one
+ * that writer_lookup_begin can find rows by?  Not an invalid one (a CREATE
+ * INDEX CONCURRENTLY that failed leaves it): apply does not scan it, so it
+ * does not take the place of the index made for apply.
+ */
 bool
 target_has_index_on(Oid relid, int ncols, const int *cols)
 {
@@ -256,7 +279,8 @@ target_has_index_on(Oid relid, int ncols, const int *cols)
 	foreach(lc, RelationGetIndexList(rel))
 	{
 		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
-		bool		match = idx->rd_index->indnkeyatts >= ncols &&
+		bool		match = idx->rd_index->indisvalid &&
+			idx->rd_index->indnkeyatts >= ncols &&
 			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
 
 		for (int i = 0; match && i < ncols; i++)

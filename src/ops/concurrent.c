@@ -27,7 +27,9 @@
  *	   recompute's writer, apply_full.c), so readers see the old rows until
  *	   it commits.  Only ACCESS SHARE locks on the sources, from the query
  *	   itself: the caller needs SELECT on them, not the right to lock them.
- *	4. activate: state 'active'.  The worker then applies the keys it held
+ *	4. activate: state 'active', the target given the key and indexes DDL
+ *	   took away meanwhile (the guard does not ask for them while the view
+ *	   is backfilling).  The worker then applies the keys it held
  *	   since step 1.  A change committed between step 1 and step 3's snapshot
  *	   is in the fill and among those keys; applying a key recomputes from
  *	   the sources as they are then, so applying it again gives the same
@@ -50,7 +52,8 @@
  * A failure or a cancel before step 4 leaves nothing behind: the process
  * drops the view it registered (and the target, if it made it), or puts
  * the view it refreshed back in the state it had (in error with the
- * refresh's error, if it was in error).  A process that ends without
+ * refresh's error, if it was in error; active with the key and indexes of
+ * its target, as step 4).  A process that ends without
  * cleaning up (the server crashed or restarted, the process was
  * terminated) leaves the view 'backfilling', and the apply worker puts it
  * in error when it sees that no process runs its backfill any more
@@ -460,8 +463,24 @@ view_still_there(void)
 }
 
 /*
- * Step 4: make the view active, then wait until the worker has applied
- * what it held back (catching up), or the view is gone.
+ * Give the target of a view about to leave 'backfilling' for 'active' the
+ * key and indexes it lacks.  The DDL guard does not ask for them while the
+ * view is backfilling (a create makes them after its fill), so a DROP INDEX
+ * that ran while the operation waited for writers, or that waited for the
+ * fill's lock and ran once the fill committed, took one away.  The lock
+ * keeps the next DROP out until the view is active, when the guard refuses
+ * it.
+ */
+static void
+complete_target(ViewRecord *view)
+{
+	LockRelationOid(view->target, AccessShareLock);
+	target_make_indexes(view->target, view_plan_load_to_fill(view));
+}
+
+/*
+ * Step 4: make the view active, with its target whole, then wait until the
+ * worker has applied what it held back (catching up), or the view is gone.
  */
 static void
 activate(void)
@@ -477,6 +496,7 @@ activate(void)
 	begin_step();
 	ops_lock_views();
 	find_own_view(&view);
+	complete_target(&view);
 	catalog_reset_view(task_state.view_id, InvalidXLogRecPtr);
 	launcher_notify();
 	end_step();
@@ -560,7 +580,7 @@ run_create(ConcurrentTask *task)
 		DeltaPlan  *plan = view_plan_load_to_fill(&view);
 
 		progress_backfill_phase(view.view_id, BACKFILL_INDEXING, -1);
-		target_make_indexes(view.target, plan, target_lacks_key(view.target, plan));
+		target_make_indexes(view.target, plan);
 	}
 	end_step();
 
@@ -604,7 +624,7 @@ run_refresh(ConcurrentTask *task)
 	 */
 	plan = view_plan_load_to_fill(&view);
 	target_validate(view.target, plan, true);
-	target_make_indexes(view.target, plan, target_lacks_key(view.target, plan));
+	target_make_indexes(view.target, plan);
 	memset(&counts, 0, sizeof(counts));
 	runas_begin(runas_target_owner(view.target), view.settings, &runas);
 	apply_view_difference(&view, plan, &counts);
@@ -644,7 +664,10 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 		else if (view.backfilling && task_state.was_error)
 			(void) catalog_set_error(&view, error, false);
 		else if (view.backfilling)
+		{
+			complete_target(&view);
 			catalog_reset_view(view.view_id, InvalidXLogRecPtr);
+		}
 		launcher_notify();
 	}
 	end_step();

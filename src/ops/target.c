@@ -16,7 +16,7 @@
  * registration of the view (writers wait, as they do for CREATE INDEX).
  * A new target gets its key after the fill, as CREATE TABLE AS then ADD
  * PRIMARY KEY would: one sorted index build instead of row-by-row inserts
- * (a concurrent create makes it before, see views.c).
+ * (a concurrent create too, after its fill: see concurrent.c).
  *
  * Lock order of the functions that change views (views.c), the one order
  * every path takes:
@@ -44,6 +44,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -225,41 +226,71 @@ target_create(RangeVar *rv, DeltaPlan *plan)
 	return get_relname_relid(rv->relname, nspid);
 }
 
+/* Has the table a primary key (deferrable or not)? */
+static bool
+has_primary_key(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		found |= ((Form_pg_index) GETSTRUCT(tuple))->indisprimary;
+		ReleaseSysCache(tuple);
+	}
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
 /*
  * Give a target made by target_create its key: the result's key as primary
  * key, or, when a key column can be NULL, as a unique constraint that treats
- * NULLs as equal (like GROUP BY does).
+ * NULLs as equal (like GROUP BY does).  A primary key on other columns that
+ * the target has already is kept (its owner made it while a concurrent
+ * create had not yet made the key): the result's key is then a unique
+ * constraint beside it.
  */
 void
 target_add_key(Oid relid, DeltaPlan *plan)
 {
 	bool		nullable_key = false;
+	bool		other_pkey;
 
 	/* a result without a key: see target_create */
 	if (plan->key_ncolumns == 0)
 		return;
 	for (int k = 0; k < plan->key_ncolumns; k++)
 		nullable_key |= output_nullable(plan, plan->key_columns[k]);
+	other_pkey = has_primary_key(relid);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
-						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" : "PRIMARY KEY",
+						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" :
+						  other_pkey ? "UNIQUE" : "PRIMARY KEY",
 						  target_key_column_list(plan)));
 
 	/*
-	 * Without a primary key, a DELETE of the target logs no old row: a view
-	 * that reads this target (a chain) needs its old rows whole.
+	 * Without a primary key on the result's key, a DELETE of the target logs
+	 * no old row, or only other columns of it: a view that reads this target
+	 * (a chain) needs its old rows whole.
 	 */
-	if (nullable_key)
+	if (nullable_key || other_pkey)
 		spi_run_once(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL", target_qualified_name(relid)));
 }
 
 /*
- * The key (when the target was made, or lacks it) and the indexes apply
- * finds the target's rows by, after a fill
+ * Whichever of the key and the indexes apply finds the target's rows by the
+ * target lacks, made after a fill: those of a target just made, and those
+ * a concurrent create or refresh finds missing (the DDL guard does not ask
+ * for them while a view is backfilling, see concurrent.c).
  */
 void
-target_make_indexes(Oid relid, DeltaPlan *plan, bool made)
+target_make_indexes(Oid relid, DeltaPlan *plan)
 {
-	if (made)
+	if (target_lacks_key(relid, plan))
 		target_add_key(relid, plan);
 	target_add_region_indexes(relid, plan);
 }

@@ -14,7 +14,7 @@
 extern Oid	target_create(RangeVar *rv, DeltaPlan *plan);
 extern void target_add_key(Oid relid, DeltaPlan *plan);
 extern void target_add_region_indexes(Oid relid, DeltaPlan *plan);
-extern void target_make_indexes(Oid relid, DeltaPlan *plan, bool made);
+extern void target_make_indexes(Oid relid, DeltaPlan *plan);
 extern void target_guard(Oid relid);
 extern void target_unguard(Oid relid);
 extern bool target_filling(Oid relid);

@@ -281,7 +281,7 @@ create_view(const char *target, Query *query, List *hints,
 	if (!concurrently)
 		(void) target_fill(relid, query_view, settings, replace);
 	if (!(concurrently && created))
-		target_make_indexes(relid, plan, created);
+		target_make_indexes(relid, plan);
 	target_guard(relid);
 	view_id = catalog_insert_view(relid, query_view, plan->kind, plan->path, &plan->options,
 								  view_plan_source_records(plan), settings,
@@ -360,7 +360,6 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 {
 	DeltaPlan  *plan;
 	uint64		rows;
-	bool		keyless;
 
 	plan = view_plan_load_to_fill(view);
 	if (by_caller)
@@ -370,11 +369,13 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 	check_owner_access(view->target, plan, view->settings);
 	target_lock_sources(plan);
 
-	/* the target of a concurrent create whose fill never ended has no key */
-	keyless = target_lacks_key(view->target, plan);
+	/*
+	 * Then the key and indexes the target lacks: a concurrent create whose
+	 * fill never ended left them unmade, and the DDL guard does not ask for
+	 * them while a view is backfilling or in error.
+	 */
 	rows = target_fill(view->target, view->query_view, view->settings, true);
-	if (keyless)
-		target_make_indexes(view->target, plan, true);
+	target_make_indexes(view->target, plan);
 	catalog_rewrite_sources(view->view_id, view_plan_source_records(plan));
 	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
 	launcher_notify();
