@@ -147,6 +147,27 @@ target_index_column_fits(Relation rel, Relation index, int i)
 }
 
 /*
+ * The target's attribute numbers of ncols output columns (cols), into
+ * attnums: output columns are counted without the dropped ones.
+ */
+static void
+output_attnums(Relation rel, int ncols, const int *cols, AttrNumber *attnums)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			col = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		for (int k = 0; k < ncols; k++)
+			if (cols[k] == col)
+				attnums[k] = i + 1;
+		col++;
+	}
+}
+
+/*
  * The unique index of the target whose columns are exactly the key columns
  * (in any order), or InvalidOid.  Partial, expression and deferrable
  * indexes do not count.
@@ -155,26 +176,14 @@ Oid
 target_key_index(Relation rel, DeltaPlan *plan)
 {
 	List	   *indexes = RelationGetIndexList(rel);
-	TupleDesc	desc = RelationGetDescr(rel);
 	AttrNumber	attnums[INDEX_MAX_KEYS];
 	Oid			result = InvalidOid;
-	int			col = 0;
 	ListCell   *lc;
 
 	/* no index has more columns */
 	if (plan->key_ncolumns > INDEX_MAX_KEYS)
 		return InvalidOid;
-
-	/* key column k -> target attribute (a table may have dropped columns) */
-	for (int i = 0; i < desc->natts; i++)
-	{
-		if (TupleDescAttr(desc, i)->attisdropped)
-			continue;
-		for (int k = 0; k < plan->key_ncolumns; k++)
-			if (plan->key_columns[k] == col)
-				attnums[k] = i + 1;
-		col++;
-	}
+	output_attnums(rel, plan->key_ncolumns, plan->key_columns, attnums);
 
 	foreach(lc, indexes)
 	{
@@ -259,22 +268,11 @@ bool
 target_has_index_on(Oid relid, int ncols, const int *cols)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
 	AttrNumber	attnums[INDEX_MAX_KEYS];
 	bool		covered = false;
-	int			col = 0;
 	ListCell   *lc;
 
-	/* output column i -> target attribute */
-	for (int i = 0; i < desc->natts; i++)
-	{
-		if (TupleDescAttr(desc, i)->attisdropped)
-			continue;
-		for (int k = 0; k < ncols; k++)
-			if (cols[k] == col)
-				attnums[k] = i + 1;
-		col++;
-	}
+	output_attnums(rel, ncols, cols, attnums);
 
 	foreach(lc, RelationGetIndexList(rel))
 	{
