@@ -145,15 +145,21 @@ settle() {
 	q -c "VACUUM orders" -c "CHECKPOINT" >/dev/null || die "VACUUM failed"
 }
 
-# 1. the writers alone, over as long as a create would take (10 s)
-settle
-start_writers alone
-t0=$(now)
-sleep 10
-t1=$(now)
-stop_writers alone
-alone=$(tps_between alone "$t0" "$t1")
-dj_say "writers alone: $alone tps"
+# The writers for 10 s (as long as a create would take), no create meanwhile:
+# their TPS into variable ${1}_tps
+steady_writers() {
+	settle
+	start_writers "$1"
+	t0=$(now)
+	sleep 10
+	t1=$(now)
+	stop_writers "$1"
+	eval "${1}_tps=$(tps_between "$1" "$t0" "$t1")"
+}
+
+# 1. the writers alone
+steady_writers alone
+dj_say "writers alone: $alone_tps tps"
 
 # Log the phase of the concurrent create (delta_join.progress) every 0.1 s
 watch_phases() {
@@ -165,7 +171,7 @@ watch_phases() {
 
 # 2. and 3. one create each, then the view is dropped
 measure_create() {	# name concurrently
-	local watcher
+	local watcher fill_end
 	settle
 	start_writers "$1"
 	watch_phases "$1" &
@@ -180,11 +186,9 @@ measure_create() {	# name concurrently
 	eval "${1}_tps=$(tps_between "$1" "$t0" "$t1")"
 	eval "${1}_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
 	# until the view was active (the first look at phase "catching up")
-	eval "${1}_fill_s=$(awk -v a="$t0" -v b="$t1" '
-		$2 == "catching" && !t { t = $1 } END { printf "%.3f", (t ? t : b) - a }' \
-		"$base/phases_$1.log")"
-	local fill_end
-	fill_end=$(eval "awk -v a=$t0 -v d=\$${1}_fill_s 'BEGIN { printf \"%.3f\", a + d }'")
+	fill_end=$(awk -v b="$t1" '$2 == "catching" && !t { t = $1 } END { printf "%.6f", (t ? t : b) }' \
+		"$base/phases_$1.log")
+	eval "${1}_fill_s=$(awk -v a="$t0" -v b="$fill_end" 'BEGIN { printf "%.3f", b - a }')"
 	eval "${1}_fill_tps=$(tps_between "$1" "$t0" "$fill_end")"
 }
 drop_wide() {
@@ -198,22 +202,16 @@ dj_say "concurrent create: $(printf '%.2f' "$concurrent_s") s (active after $(pr
 
 # 4. the writers with the view made, maintained by the worker: the floor
 # of the catching up, which is that maintenance at the writers' full speed
-settle
-start_writers maintained
-t0=$(now)
-sleep 10
-t1=$(now)
-stop_writers maintained
-maintained=$(tps_between maintained "$t0" "$t1")
+steady_writers maintained
 drop_wide
-dj_say "writers with the view maintained: $maintained tps"
+dj_say "writers with the view maintained: $maintained_tps tps"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "nan" }'; }
 echo
 echo "orders: $NORDERS, writers: $CLIENTS pgbench clients (single-row updates of orders)"
-echo "writer TPS during blocking create / alone:   $(ratio "$blocking_tps" "$alone")   (target: near 0)"
-echo "writer TPS during concurrent create / alone: $(ratio "$concurrent_tps" "$alone")   (target: >= 0.8)"
-echo "  of which during the backfill / alone:      $(ratio "$concurrent_fill_tps" "$alone")   (until the view is active; then the worker catches up with the writes)"
+echo "writer TPS during blocking create / alone:   $(ratio "$blocking_tps" "$alone_tps")   (target: near 0)"
+echo "writer TPS during concurrent create / alone: $(ratio "$concurrent_tps" "$alone_tps")   (target: >= 0.8)"
+echo "  of which during the backfill / alone:      $(ratio "$concurrent_fill_tps" "$alone_tps")   (until the view is active; then the worker catches up with the writes)"
 echo "concurrent backfill time / blocking:         $(ratio "$concurrent_fill_s" "$blocking_s")   (target: <= 1.5; until the view is active)"
-echo "writer TPS with the view maintained / alone: $(ratio "$maintained" "$alone")   (after the create: what maintaining the view costs them on this machine)"
+echo "writer TPS with the view maintained / alone: $(ratio "$maintained_tps" "$alone_tps")   (after the create: what maintaining the view costs them on this machine)"
 echo "concurrent create time / blocking:           $(ratio "$concurrent_s" "$blocking_s")   (with catching up on the writes made meanwhile)"
