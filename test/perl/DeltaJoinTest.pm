@@ -587,6 +587,26 @@ sub status_text
 
 =pod
 
+=item cancel_client($node, $text)
+
+Cancel the client sessions (not the background workers) whose running
+statement contains C<$text>, other than the one asking.
+
+=cut
+
+sub cancel_client
+{
+	my ($node, $text) = @_;
+	(my $pattern = $text) =~ s/'/''/g;
+	$node->safe_psql(
+		'postgres', qq{
+		SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+		WHERE backend_type = 'client backend' AND query LIKE '%$pattern%'
+		  AND pid <> pg_backend_pid()});
+}
+
+=pod
+
 =back
 
 =cut

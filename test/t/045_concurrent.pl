@@ -274,11 +274,7 @@ my ($cout, $cerr) = ('', '');
 my $creator = start_held_create($holder, \$cout, \$cerr);
 $node->safe_psql('postgres',
 	q{UPDATE orders SET amount = amount + 1 WHERE order_id < 50});
-$node->safe_psql(
-	'postgres', q{
-	SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-	WHERE backend_type = 'client backend' AND query LIKE '%create_view(''held''%'
-	  AND pid <> pg_backend_pid()});
+DeltaJoinTest::cancel_client($node, "create_view('held'");
 $creator->finish;
 like($cerr, qr/canceling statement due to user request/, 'the creator is cancelled');
 $holder->query_safe('SELECT pg_advisory_unlock(7)');

@@ -142,19 +142,27 @@ $node->safe_psql('postgres',
 	"SELECT delta_join.create_view('r', '$query', options => '{\"retract\": true}')");
 is(indexes_of('r'), '(id) primary,(item)', 'r: the key and the lookup index made by the create');
 my $writer = $node->background_psql('postgres');
-$writer->query_safe('BEGIN; UPDATE i SET name = name WHERE id = 1');
-($rout, $rerr) = ('', '');
-$refresher = start_psql("SELECT delta_join.refresh('r', concurrently => true)", \$rout, \$rerr);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT phase = 'waiting for writers' FROM delta_join.progress WHERE target = 'public.r'"),
-	'r: the refresh waits for the writer');
+
+# Begin a write of a source, then run $sql in the background (into $out
+# and $err) and see the create or refresh of $target wait for the writer;
+# returns its harness
+sub start_behind_writer
+{
+	my ($target, $what, $sql, $out, $err) = @_;
+	$writer->query_safe('BEGIN; UPDATE i SET name = name WHERE id = 1');
+	($$out, $$err) = ('', '');
+	my $harness = start_psql($sql, $out, $err);
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT phase = 'waiting for writers' FROM delta_join.progress WHERE target = 'public.$target'"),
+		"$target: $what waits for the writer");
+	return $harness;
+}
+
+$refresher = start_behind_writer('r', 'the refresh',
+	"SELECT delta_join.refresh('r', concurrently => true)", \$rout, \$rerr);
 $node->safe_psql('postgres', 'DROP INDEX r_item_idx');
-$node->safe_psql(
-	'postgres', q{
-	SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-	WHERE backend_type = 'client backend' AND query LIKE '%refresh(''r''%'
-	  AND pid <> pg_backend_pid()});
+DeltaJoinTest::cancel_client($node, "refresh('r'");
 $refresher->finish;
 like($rerr, qr/canceling statement due to user request/, 'r: the refresh is cancelled');
 $writer->query_safe('COMMIT');
@@ -164,15 +172,10 @@ view_ok('r', 'r: after a cancelled refresh whose lookup index was dropped', retr
 
 # ---- an interrupted retract create, its key added by hand, refresh() ----
 
-$writer->query_safe('BEGIN; UPDATE i SET name = name WHERE id = 1');
-my ($cout, $cerr) = ('', '');
-my $creator = start_psql(
+my ($cout, $cerr);
+my $creator = start_behind_writer('c', 'the create',
 	"SELECT delta_join.create_view('c', '$query', options => '{\"retract\": true}', concurrently => true)",
 	\$cout, \$cerr);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT phase = 'waiting for writers' FROM delta_join.progress WHERE target = 'public.c'"),
-	'c: the create waits for the writer');
 $node->safe_psql('postgres',
 	"SELECT pg_terminate_backend(pid) FROM delta_join.progress WHERE target = 'public.c'");
 $creator->finish;
@@ -189,14 +192,8 @@ view_ok('c', 'c: refreshed after an interrupted create', retract => 1);
 
 # ---- a primary key of the owner's, made while a create waits ----
 
-$writer->query_safe('BEGIN; UPDATE i SET name = name WHERE id = 1');
-($cout, $cerr) = ('', '');
-$creator = start_psql("SELECT delta_join.create_view('p', '$query', concurrently => true)",
-	\$cout, \$cerr);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT phase = 'waiting for writers' FROM delta_join.progress WHERE target = 'public.p'"),
-	'p: the create waits for the writer');
+$creator = start_behind_writer('p', 'the create',
+	"SELECT delta_join.create_view('p', '$query', concurrently => true)", \$cout, \$cerr);
 $node->safe_psql('postgres', 'ALTER TABLE p ADD PRIMARY KEY (id, name)');
 $writer->query_safe('COMMIT');
 $creator->finish;
@@ -208,14 +205,8 @@ view_ok('p', 'p: beside a primary key of its owner\'s');
 
 # a deferrable primary key on the key's columns (apply cannot use it), put
 # in the key's place while a concurrent refresh waits: kept too
-$writer->query_safe('BEGIN; UPDATE i SET name = name WHERE id = 1');
-($rout, $rerr) = ('', '');
-$refresher = start_psql("SELECT delta_join.refresh('w', concurrently => true) >= 0",
-	\$rout, \$rerr);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT phase = 'waiting for writers' FROM delta_join.progress WHERE target = 'public.w'"),
-	'w: the refresh waits for the writer');
+$refresher = start_behind_writer('w', 'the refresh',
+	"SELECT delta_join.refresh('w', concurrently => true) >= 0", \$rout, \$rerr);
 $node->safe_psql('postgres',
 	'ALTER TABLE w DROP CONSTRAINT w_pkey, ADD PRIMARY KEY (id) DEFERRABLE');
 $writer->query_safe('COMMIT');
