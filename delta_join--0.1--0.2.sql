@@ -350,3 +350,28 @@ EXCEPTION
 		NULL;					-- made meanwhile from another database
 END
 $$;
+
+--
+-- 7. Concurrent create and refresh of distributed views (issue 21): the
+-- coordinator's create_view and refresh with concurrently => true run
+-- these on every node, as Citus's extension owner, as they run
+-- _prepare_node() (src/citus/distributed.c); internal, as those are.  A
+-- definition whose create runs concurrently has refresh time '-infinity'
+-- until every node has made its views (src/citus/definition.c): the table
+-- stays as it was, since Citus would not give a new column to the nodes'
+-- copies of a reference table.
+--
+CREATE FUNCTION delta_join._backfill_node(target text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dj_backfill_node'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION delta_join._refresh_node_concurrently(target text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dj_refresh_node_concurrently'
+LANGUAGE C STRICT VOLATILE;
+
+REVOKE EXECUTE ON FUNCTION
+	delta_join._backfill_node(text),
+	delta_join._refresh_node_concurrently(text)
+FROM PUBLIC;

@@ -19,7 +19,12 @@
  * the caller (PUBLIC may write the table), over the connections through
  * which Citus reaches the nodes; the trigger lets only the owner of a
  * distributed target write its row (definition_check_writer), and a row is
- * never edited but for its refresh time.  The coordinator's apply worker
+ * never edited but for its refresh time.  A definition whose create_view
+ * runs concurrently (citus/distributed.c) has refresh time '-infinity'
+ * until its nodes have made their views: meanwhile the nodes' trigger and
+ * sync leave its shard groups to that create (and the column, hence the
+ * table, is as in version 0.1: Citus would not carry a new column of a
+ * reference table to the nodes' copies in ALTER EXTENSION ... UPDATE).  The coordinator's apply worker
  * deletes the definitions whose target is gone.  Reads run as the bootstrap
  * superuser (catalog_exec); the apply worker and wait() never queue behind
  * a lock someone keeps on the table (definition_try_lock).
@@ -50,6 +55,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/timestamp.h"
 
 #include "analysis/query.h"
 #include "base/compat.h"
@@ -112,6 +118,9 @@ definition_from_tuple(HeapTuple tuple, TupleDesc desc)
 			def->sources = lappend(def->sources, TextDatumGetCString(elems[i]));
 	}
 	def->settings = DatumGetJsonbPCopy(COLUMN("settings"));
+	value = COLUMN("refreshed");
+	def->backfilling = !isnull && TIMESTAMP_IS_NOBEGIN(DatumGetTimestampTz(value));
+	def->refreshed = !isnull && !def->backfilling;
 #undef COLUMN
 	return def;
 }
@@ -229,9 +238,10 @@ definition_distribute(void)
 void
 definition_insert(Definition *def)
 {
-	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTARRAYOID};
-	Datum		values[7];
-	char		nulls[] = "       ";	/* (no argument is null) */
+	Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTARRAYOID,
+	TIMESTAMPTZOID};
+	Datum		values[8];
+	char		nulls[] = "        ";	/* (no argument is null) */
 	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(def->sources), 1));
 	ListCell   *lc;
 
@@ -249,10 +259,12 @@ definition_insert(Definition *def)
 		elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
 	values[6] = PointerGetDatum(construct_array(elems, list_length(def->sources), TEXTOID, -1,
 												false, TYPALIGN_INT));
+	values[7] = TimestampTzGetDatum(DT_NOBEGIN);
+	nulls[7] = def->backfilling ? ' ' : 'n';
 	SPI_connect();
 	if (SPI_execute_with_args("INSERT INTO " CATALOG_TABLE
-							  " (target, query, strategy, options, search_path, settings, sources)"
-							  " VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, types, values, nulls,
+							  " (target, query, strategy, options, search_path, settings, sources, refreshed)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 8, types, values, nulls,
 							  false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into " CATALOG_TABLE);
 	SPI_finish();
@@ -280,6 +292,19 @@ definition_touch(const char *target)
 {
 	write_definition("UPDATE " CATALOG_TABLE " SET refreshed = pg_catalog.now()"
 					 " WHERE target OPERATOR(pg_catalog.=) $1", target);
+}
+
+/*
+ * The end of a concurrent create: the definition is no longer backfilling,
+ * and the nodes make the views of the groups that moved meanwhile, if any;
+ * as the caller.
+ */
+void
+definition_end_backfill(const char *target)
+{
+	write_definition("UPDATE " CATALOG_TABLE " SET refreshed = NULL"
+					 " WHERE target OPERATOR(pg_catalog.=) $1"
+					 " AND refreshed OPERATOR(pg_catalog.=) '-infinity'", target);
 }
 
 /*

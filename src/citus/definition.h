@@ -24,6 +24,8 @@ typedef struct Definition
 	char	   *search_path;
 	List	   *sources;		/* qualified names of the relations it read */
 	Jsonb	   *settings;
+	bool		backfilling;	/* being created concurrently */
+	bool		refreshed;		/* refreshed since it was made */
 } Definition;
 
 /* reading */
@@ -38,6 +40,7 @@ extern bool definition_try_lock(void);
 extern void definition_distribute(void);
 extern void definition_insert(Definition *def);
 extern void definition_touch(const char *target);
+extern void definition_end_backfill(const char *target);
 extern void definition_delete(const char *target);
 extern bool definition_drop_orphan(const char *name);
 extern void definition_delete_orphans(void);

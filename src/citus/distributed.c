@@ -51,11 +51,13 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "analysis/query.h"
@@ -66,6 +68,7 @@
 #include "citus/eligibility.h"
 #include "citus/run.h"
 #include "citus/shard_query.h"
+#include "ops/concurrent.h"
 #include "ops/target.h"
 #include "ops/views.h"
 #include "process/launcher.h"
@@ -170,15 +173,16 @@ resolved_search_path(void)
 }
 
 /*
- * create_view on a coordinator over distributed tables: check that the
- * query runs inside each shard group, make the target (distributed and
- * co-located with the sources), and record the definition, which makes
- * every node create the views of the shard groups it holds in this
- * transaction.
+ * Check that the query runs inside each shard group, make the target
+ * (distributed and co-located with the sources) or check it, and record
+ * the definition: every node creates the views of the shard groups it
+ * holds in this transaction, or, backfilling, leaves them to the
+ * concurrent create's step 2.  *created: the target was made.
  */
-Oid
-distributed_create_view(const char *target, const char *text, const char *strategy,
-						Jsonb *options_json, DeltaOptions *options)
+static Oid
+register_definition(const char *target, const char *text, const char *strategy,
+					Jsonb *options_json, DeltaOptions *options, bool backfilling,
+					bool *created)
 {
 	Query	   *query;
 	List	   *hints;
@@ -208,12 +212,14 @@ distributed_create_view(const char *target, const char *text, const char *strate
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 
 	query = query_parse(text, &hints);
+	memset(&def, 0, sizeof(def));
 	def.sources = shard_query_relation_names(shard_query_relations(query));
 	eligibility_plan(query, hints, options, &sgp);
 
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	if (OidIsValid(relid))
+	*created = !OidIsValid(relid);
+	if (!*created)
 		eligibility_check_target(relid, target, &sgp);
 	else
 	{
@@ -237,8 +243,148 @@ distributed_create_view(const char *target, const char *text, const char *strate
 	def.options = options_json;
 	def.search_path = resolved_search_path();
 	def.settings = runas_capture_settings();
+	def.backfilling = backfilling;
 	definition_insert(&def);
 	return relid;
+}
+
+/*
+ * create_view on a coordinator over distributed tables, in the caller's
+ * transaction: the definition makes every node create and fill the views
+ * of the shard groups it holds.
+ */
+Oid
+distributed_create_view(const char *target, const char *text, const char *strategy,
+						Jsonb *options_json, DeltaOptions *options)
+{
+	bool		created;
+
+	return register_definition(target, text, strategy, options_json, options, false,
+							   &created);
+}
+
+/*
+ * create_view(..., concurrently => true) on a coordinator, over
+ * distributed tables: the steps, which ops/concurrent.c runs in its
+ * process (after the caller's checks), each in a transaction of its own:
+ *
+ *	1. register: the target made or checked, and the definition written as
+ *	   backfilling, which no node makes views of meanwhile (node.c);
+ *	2. every node creates the view of each shard group it holds
+ *	   concurrently, as create_view(..., concurrently => true) does on one
+ *	   server (_backfill_node, node.c): the writers of the shards wait for
+ *	   none of it;
+ *	3. the definition is no longer backfilling: a node makes, blocking, the
+ *	   views of groups that moved to it since step 2 (a shard move waits
+ *	   for the whole create, which holds the target's SHARE UPDATE
+ *	   EXCLUSIVE lock, as a move takes it).
+ *
+ * The lock, for the session, also tells refresh() whether the create still
+ * runs.  A failure undoes step 1 (distributed_create_undo).
+ */
+static struct
+{
+	char	   *target;			/* registered: the definition's name */
+	bool		created;		/* step 1 made the target */
+} backfill;
+
+/*
+ * The steps that write run in a transaction block, as between BEGIN and
+ * COMMIT: Citus then writes this node's placements from this process
+ * (local execution), as it does in create_view's caller, so that the
+ * trigger on the local copy of the definitions sees the target made in
+ * the same transaction.  Outside a block it would reach this node over a
+ * connection of its own (and refuse the DROP of a target, whose event
+ * trigger reads the definitions, as a nested distributed query).
+ */
+static void
+begin_block(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	BeginTransactionBlock();
+	CommitTransactionCommand();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+end_block(void)
+{
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	StartTransactionCommand();
+	if (!EndTransactionBlock(false))
+		elog(ERROR, "could not commit the registration of a distributed view");
+	CommitTransactionCommand();
+}
+
+Oid
+distributed_create_steps(const char *target, const char *text, const char *strategy,
+						 Jsonb *options_json, DeltaOptions *options)
+{
+	Oid			relid;
+	bool		created;
+	LockRelId	lockid;
+	char	   *node_sql;
+
+	/* 1. register */
+	begin_block();
+	relid = register_definition(target, text, strategy, options_json, options, true,
+								&created);
+	lockid.relId = relid;
+	lockid.dbId = MyDatabaseId;
+	LockRelationIdForSession(&lockid, ShareUpdateExclusiveLock);
+	backfill.target = MemoryContextStrdup(TopMemoryContext, ops_relation_name(relid));
+	backfill.created = created;
+	node_sql = psprintf("SELECT delta_join._backfill_node(%s)",
+						quote_literal_cstr(backfill.target));
+	end_block();
+
+	/* 2. every node fills its shard groups */
+	concurrent_begin_step();
+	(void) run_on_nodes(node_sql);
+	concurrent_end_step();
+
+	/* 3. done, unless a drop_view or DROP took the view away meanwhile */
+	begin_block();
+	ops_lock_views();
+	if (definition_of(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("distributed view \"%s\" was dropped during its concurrent create",
+						backfill.target)));
+	definition_end_backfill(backfill.target);
+	end_block();
+	UnlockRelationIdForSession(&lockid, ShareUpdateExclusiveLock);
+	backfill.target = NULL;
+	return relid;
+}
+
+/*
+ * After a failure of distributed_create_steps, in a new transaction: the
+ * definition deleted (each node drops the views it made, keeping their
+ * targets) and the target dropped if step 1 made it.
+ */
+void
+distributed_create_undo(void)
+{
+	Oid			relid;
+
+	if (backfill.target == NULL)
+		return;
+	begin_block();
+	ops_lock_views();
+	relid = definition_relid(backfill.target);
+	if (OidIsValid(relid) && definition_of(relid) != NULL)
+		definition_delete(backfill.target);
+	if (OidIsValid(relid) && backfill.created)
+	{
+		SPI_connect();
+		(void) run_statement(psprintf("DROP TABLE %s", backfill.target), 0, NULL, NULL);
+		SPI_finish();
+	}
+	end_block();
 }
 
 /*
@@ -313,6 +459,30 @@ distributed_drop_view(const char *target, bool drop_table)
 }
 
 /*
+ * A refresh waits for no concurrent create of its view: refused while one
+ * runs (it holds the target's lock, distributed_create_steps), and, when
+ * one ended without finishing, left to a blocking refresh, which rebuilds
+ * each node's views.
+ */
+static void
+check_create_ended(Definition *def, Oid relid, bool concurrently)
+{
+	if (!def->backfilling)
+		return;
+	if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("distributed view \"%s\" is being created concurrently", def->target),
+				 errhint("Wait for its create_view to end.")));
+	if (concurrently)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the concurrent create of distributed view \"%s\" ended without finishing",
+						def->target),
+				 errhint("Rebuild it with delta_join.refresh() without concurrently, or drop it.")));
+}
+
+/*
  * refresh on a coordinator, of a distributed view: touch its definition,
  * which makes every node refresh its shard views (and create missing ones)
  * in this transaction.  Returns the rows of the target, or -1 when target
@@ -332,12 +502,41 @@ distributed_refresh(const char *target)
 	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
 		return -1;
 	ops_check_owner(relid);
+	check_create_ended(def, relid, false);
 	ops_lock_views();
 	definition_touch(def->target);
 	SPI_connect();
 	(void) run_statement(psprintf("SELECT pg_catalog.count(*) FROM %s", def->target), 0, NULL, NULL);
 	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
+	return rows;
+}
+
+/*
+ * refresh(target, concurrently => true) on a coordinator, of a distributed
+ * view: every node refreshes its shard views concurrently, the writers of
+ * the shards waiting for none of it.  Returns the rows written or deleted,
+ * or -1 when target is no distributed view.
+ */
+int64
+distributed_refresh_concurrently(const char *target)
+{
+	Oid			relid;
+	Definition *def;
+	int64		rows = 0;
+	ListCell   *lc;
+
+	if (citus_local_group() != 0)
+		return -1;
+	relid = definition_relid(target);
+	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
+		return -1;
+	PreventInTransactionBlock(true, "delta_join.refresh(target, concurrently => true)");
+	ops_check_owner(relid);
+	check_create_ended(def, relid, true);
+	foreach(lc, run_on_nodes(psprintf("SELECT delta_join._refresh_node_concurrently(%s)",
+									  quote_literal_cstr(def->target))))
+		rows += pg_strtoint64(lfirst(lc));
 	return rows;
 }
 

@@ -66,9 +66,11 @@
 #include "base/options.h"
 #include "base/shmem.h"
 #include "citus/definition.h"
+#include "citus/distributed.h"
 #include "citus/node.h"
 #include "citus/run.h"
 #include "citus/shard_query.h"
+#include "ops/concurrent.h"
 #include "ops/views.h"
 #include "process/launcher.h"
 #include "process/worker.h"
@@ -81,26 +83,22 @@
  */
 
 /*
- * Create the view of one shard group: the definition's query, parsed under
- * its search_path, with each distributed table replaced by its shard in the
- * group (the shard with the same hash range), into the group's shard of the
- * target, which it fills.
+ * The query of one shard group's view: the definition's query, parsed under
+ * its search_path (which the caller has set), with each distributed table
+ * replaced by its shard in the group (the shard with the same hash range),
+ * and its options.
  */
-static void
-create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
+static Query *
+shard_view_query(Definition *def, Oid target_shard, const char *minvalue, List **hints,
+				 DeltaOptions *options)
 {
-	int			nestlevel = NewGUCNestLevel();
 	Query	   *query;
-	List	   *hints;
-	DeltaOptions options;
 	List	   *relids = NIL;
 	List	   *shards = NIL;
 	ListCell   *lc;
 
-	(void) set_config_option("search_path", def->search_path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	options_resolve(&options, def->strategy, def->options);
-	query = query_parse(def->query, &hints);
+	options_resolve(options, def->strategy, def->options);
+	query = query_parse(def->query, hints);
 
 	/* the names must still name what they named at creation */
 	if (def->sources != NIL)
@@ -137,7 +135,24 @@ create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
 		shards = lappend_oid(shards, shard);
 	}
 	shard_query_map(query, relids, shards);
+	return query;
+}
 
+/*
+ * Create the view of one shard group, into the group's shard of the
+ * target, which it fills.
+ */
+static void
+create_shard_view(Definition *def, Oid target_shard, const char *minvalue)
+{
+	int			nestlevel = NewGUCNestLevel();
+	Query	   *query;
+	List	   *hints;
+	DeltaOptions options;
+
+	(void) set_config_option("search_path", def->search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	query = shard_view_query(def, target_shard, minvalue, &hints, &options);
 	(void) ops_create_view(ops_relation_name(target_shard), query, hints, &options,
 						   def->settings, true, def->target);
 	AtEOXact_GUC(true, nestlevel);
@@ -291,14 +306,25 @@ node_on_definition(TriggerData *trigdata)
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		drop_shard_views(def->target, NIL);
 	else if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		sync_definition(def, false);
+	{
+		/* (created concurrently: each node makes its views in step 2) */
+		if (!def->backfilling)
+			sync_definition(def, false);
+	}
 	else
 	{
 		Definition *new_def = definition_from_tuple(trigdata->tg_newtuple, desc);
 
 		definition_check_writer(new_def, false);
 		definition_check_unchanged(def, new_def);
-		sync_definition(new_def, true);
+
+		/*
+		 * The end of a concurrent create (step 3) makes only the views of
+		 * groups that moved here meanwhile; a refresh refreshes them all,
+		 * and rebuilds what a concurrent create left unfinished.
+		 */
+		if (!new_def->backfilling)
+			sync_definition(new_def, !(def->backfilling && !new_def->refreshed));
 	}
 }
 
@@ -340,7 +366,8 @@ sync_target(void *arg)
 	Oid			relid = definition_relid((char *) arg);
 	Definition *def = OidIsValid(relid) ? definition_of(relid) : NULL;
 
-	if (def != NULL)
+	/* (one being created concurrently: its create makes the views) */
+	if (def != NULL && !def->backfilling)
 		sync_definition(def, false);
 }
 
@@ -523,6 +550,125 @@ node_wait(const char *target, int64 timeout_ms)
 }
 
 /* ----------------------------------------------------------------
+ *		Concurrent create and refresh (the coordinator's create_view and
+ *		refresh with concurrently => true, citus/distributed.c)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The definition of distributed view target, for a concurrent operation on
+ * its shard views here; an error if it is gone, or (backfilling) if it is
+ * no longer, or (!backfilling) still, being created concurrently.
+ */
+static Definition *
+concurrent_definition(const char *target, bool backfilling, Oid *logical)
+{
+	Definition *def;
+
+	*logical = definition_relid(target);
+	def = OidIsValid(*logical) ? definition_of(*logical) : NULL;
+	if (def == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("\"%s\" is not a distributed delta view", target)));
+	if (def->backfilling != backfilling)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg(backfilling ? "distributed view \"%s\" is no longer being created" :
+						"distributed view \"%s\" is being created concurrently", target),
+				 backfilling ? 0 :
+				 errhint("Wait for its create_view to end, or, if it ended without finishing, refresh the view without concurrently.")));
+	return def;
+}
+
+/*
+ * The query of a shard group's view, for its concurrent create here
+ * (ops/concurrent.c, step 1): that of distributed view managed_by over the
+ * group of shard target, with its options and settings.  Its names are
+ * read under the definition's search_path, this process's from now on:
+ * the process runs the one create.
+ */
+static Query *
+concurrent_shard_query(const char *managed_by, const char *target, List **hints,
+					   DeltaOptions *options, Jsonb **settings)
+{
+	Oid			logical;
+	Definition *def = concurrent_definition(managed_by, true, &logical);
+	Oid			target_shard = definition_relid(target);
+	List	   *minvalues;
+	List	   *shards = citus_local_shards(logical, &minvalues);
+	const char *minvalue = NULL;
+	ListCell   *lc1;
+	ListCell   *lc2;
+
+	forboth(lc1, shards, lc2, minvalues)
+	{
+		if (lfirst_oid(lc1) == target_shard)
+			minvalue = lfirst(lc2);
+	}
+	if (minvalue == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("distributed view \"%s\": shard %s is no longer on this node",
+						managed_by, target)));
+	SetConfigOption("search_path", def->search_path, PGC_USERSET, PGC_S_SESSION);
+	*settings = def->settings;
+	return shard_view_query(def, target_shard, minvalue, hints, options);
+}
+
+/*
+ * _backfill_node(target): this node's part of a concurrent create of
+ * distributed view target (the coordinator's step 2): the view of each
+ * shard group it holds, created concurrently, one group after the other.
+ * Returns the rows written.
+ */
+int64
+node_backfill(const char *target)
+{
+	Oid			logical;
+	Definition *def = concurrent_definition(target, true, &logical);
+	List	   *minvalues;
+	int64		rows = 0;
+	ListCell   *lc;
+
+	foreach(lc, citus_local_shards(logical, &minvalues))
+	{
+		Oid			shard = lfirst_oid(lc);
+		ViewRecord	view;
+
+		/* (a placement being made by a move; a group done by an earlier call) */
+		if (OidIsValid(shard) && !catalog_find_view(shard, &view))
+			rows += ops_create_shard_view_concurrently(ops_relation_name(shard), def->target);
+	}
+	return rows;
+}
+
+/*
+ * _refresh_node_concurrently(target): refresh this node's shard views of
+ * distributed view target concurrently, one after the other.  Returns the
+ * rows written or deleted.
+ */
+int64
+node_refresh_concurrently(const char *target)
+{
+	Oid			logical;
+	List	   *shardids;
+	int64		rows = 0;
+	ListCell   *lc;
+
+	(void) concurrent_definition(target, false, &logical);
+	foreach(lc, local_shard_views(&shardids))
+	{
+		ViewRecord *view = lfirst(lc);
+		char	   *managed_by = catalog_managed_by(view->target);
+
+		if (managed_by != NULL && strcmp(managed_by, target) == 0)
+			rows += (int64) ops_refresh_view_concurrently(catalog_view_name(view));
+	}
+	return rows;
+}
+
+/* ----------------------------------------------------------------
  *		What the apply worker asks of this layer (worker.h, WorkerCitus)
  * ----------------------------------------------------------------
  */
@@ -567,4 +713,7 @@ node_init(void)
 {
 	worker_citus.defined = worker_node_defined;
 	worker_citus.sync = worker_node_sync;
+	concurrent_citus.shard_view_query = concurrent_shard_query;
+	concurrent_citus.create_distributed = distributed_create_steps;
+	concurrent_citus.undo_distributed = distributed_create_undo;
 }

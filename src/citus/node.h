@@ -17,5 +17,7 @@ extern void node_prepare(void);
 extern void node_sync(void);
 extern void node_sync_asked(void);
 extern bool node_wait(const char *target, int64 timeout_ms);
+extern int64 node_backfill(const char *target);
+extern int64 node_refresh_concurrently(const char *target);
 
 #endif							/* DJ_NODE_H */

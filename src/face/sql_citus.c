@@ -3,10 +3,11 @@
  * sql_citus.c
  *	  The internal SQL functions of distributed views, run on every Citus
  *	  node: the row trigger on the definitions, and what the coordinator
- *	  runs on each node (_prepare_node, _sync_node, _wait_node).
+ *	  runs on each node (_prepare_node, _sync_node, _wait_node,
+ *	  _backfill_node, _refresh_node_concurrently).
  *
  * Each reads its arguments and calls the node's side of the Citus layer
- * (citus/node.c).  The three functions are not executable by PUBLIC: the
+ * (citus/node.c).  The functions are not executable by PUBLIC: the
  * coordinator runs them as the owner of Citus (run_command_on_all_nodes),
  * and _prepare_node makes a replication slot.  None of them runs on a
  * standby.
@@ -29,6 +30,8 @@ PG_FUNCTION_INFO_V1(dj_on_distributed_catalog);
 PG_FUNCTION_INFO_V1(dj_prepare_node);
 PG_FUNCTION_INFO_V1(dj_sync_node);
 PG_FUNCTION_INFO_V1(dj_wait_node);
+PG_FUNCTION_INFO_V1(dj_backfill_node);
+PG_FUNCTION_INFO_V1(dj_refresh_node_concurrently);
 
 /*
  * The AFTER ROW trigger on delta_join.distributed_catalog: the node's shard
@@ -81,4 +84,27 @@ dj_wait_node(PG_FUNCTION_ARGS)
 	int64		timeout_ms = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 
 	PG_RETURN_BOOL(node_wait(target, timeout_ms));
+}
+
+/*
+ * _backfill_node(target text) RETURNS bigint: this node's part of a
+ * concurrent create of a distributed view (the coordinator's create_view
+ * runs it on every node as the owner of Citus)
+ */
+Datum
+dj_backfill_node(PG_FUNCTION_ARGS)
+{
+	ops_check_primary("_backfill_node");
+	PG_RETURN_INT64(node_backfill(text_to_cstring(PG_GETARG_TEXT_PP(0))));
+}
+
+/*
+ * _refresh_node_concurrently(target text) RETURNS bigint: this node's part
+ * of a concurrent refresh of a distributed view (likewise)
+ */
+Datum
+dj_refresh_node_concurrently(PG_FUNCTION_ARGS)
+{
+	ops_check_primary("_refresh_node_concurrently");
+	PG_RETURN_INT64(node_refresh_concurrently(text_to_cstring(PG_GETARG_TEXT_PP(0))));
 }

@@ -91,14 +91,13 @@ dj_create_view(PG_FUNCTION_ARGS)
 	/* over Citus distributed tables, on a coordinator: one view per shard group */
 	if (distributed_wanted(query_text))
 	{
+		char	   *strategy = PG_ARGISNULL(2) ? NULL : TextDatumGetCString(PG_GETARG_DATUM(2));
+		Jsonb	   *options_json = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+
 		if (concurrently_arg(fcinfo, 4))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("a distributed view cannot be created concurrently"),
-					 errhint("Call delta_join.create_view without concurrently.")));
-		PG_RETURN_OID(distributed_create_view(target, query_text,
-											  PG_ARGISNULL(2) ? NULL : TextDatumGetCString(PG_GETARG_DATUM(2)),
-											  PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3),
+			PG_RETURN_OID(ops_create_distributed_concurrently(target, query_text, strategy,
+															  options_json, &options));
+		PG_RETURN_OID(distributed_create_view(target, query_text, strategy, options_json,
 											  &options));
 	}
 	if (concurrently_arg(fcinfo, 4))
@@ -167,7 +166,11 @@ dj_refresh(PG_FUNCTION_ARGS)
 
 	ops_check_primary("refresh");
 	if (concurrently_arg(fcinfo, 1))
+	{
+		if ((distributed_rows = distributed_refresh_concurrently(target)) >= 0)
+			PG_RETURN_INT64(distributed_rows);
 		PG_RETURN_INT64((int64) ops_refresh_view_concurrently(target));
+	}
 	if ((distributed_rows = distributed_refresh(target)) >= 0)
 		PG_RETURN_INT64(distributed_rows);
 	PG_RETURN_INT64((int64) ops_refresh_view_named(target));

@@ -124,8 +124,12 @@ typedef struct ConcurrentTask
 	int			caller_pid;
 	VirtualTransactionId caller_vxid;
 	DeltaOptions options;		/* create: resolved in the caller's session */
-	Size		target_off;
+	bool		distributed;	/* create a distributed view (concurrent_citus) */
+	Size		target_off;		/* (the other offsets: 0 when absent) */
 	Size		query_off;		/* create */
+	Size		managed_by_off; /* create a shard group's view: its distributed view */
+	Size		strategy_off;	/* distributed: as given to create_view */
+	Size		options_json_off;
 	Size		settings_off;	/* the caller's pinned settings, as jsonb text */
 	Size		search_path_off;
 	int			lock_timeout;	/* the caller's, in milliseconds */
@@ -155,6 +159,8 @@ typedef struct TaskState
 } TaskState;
 
 static TaskState task_state;
+
+ConcurrentCitus concurrent_citus;
 
 /* ----------------------------------------------------------------
  *		The caller
@@ -306,6 +312,52 @@ ops_create_view_concurrently(const char *target, const char *text, DeltaOptions 
 	return answer.result_target;
 }
 
+/*
+ * The view of a shard group of distributed view managed_by into target,
+ * its shard of the distributed target, created concurrently: a node's part
+ * of the distributed create (citus/node.c).  Returns the rows written.
+ */
+int64
+ops_create_shard_view_concurrently(const char *target, const char *managed_by)
+{
+	ConcurrentTask request;
+	ConcurrentTask answer;
+	StringInfoData data;
+
+	check_caller("delta_join._backfill_node()");
+	task_init(&request, BACKFILL_CREATE, &data, target);
+	request.managed_by_off = task_add(&data, managed_by);
+	run_task(&request, &data, &answer);
+	return answer.result_rows;
+}
+
+/*
+ * create_view(target, query, ..., concurrently => true) on a Citus
+ * coordinator, of a query over distributed tables: the steps are the Citus
+ * layer's (concurrent_citus), run in the process as a create's are.
+ */
+Oid
+ops_create_distributed_concurrently(const char *target, const char *text,
+									const char *strategy, Jsonb *options_json,
+									DeltaOptions *options)
+{
+	ConcurrentTask request;
+	ConcurrentTask answer;
+	StringInfoData data;
+
+	check_caller("delta_join.create_view(..., concurrently => true)");
+	task_init(&request, BACKFILL_CREATE, &data, target);
+	request.distributed = true;
+	request.options = *options;
+	request.query_off = task_add(&data, text);
+	if (strategy != NULL)
+		request.strategy_off = task_add(&data, strategy);
+	if (options_json != NULL)
+		request.options_json_off = task_add(&data, JsonbToCString(NULL, &options_json->root, 0));
+	run_task(&request, &data, &answer);
+	return answer.result_target;
+}
+
 /* refresh(target, concurrently => true) of a view of this node */
 uint64
 ops_refresh_view_concurrently(const char *target)
@@ -368,16 +420,17 @@ take_caller_settings(ConcurrentTask *task)
 	CommitTransactionCommand();
 }
 
-static void
-begin_step(void)
+/* Each step is a transaction of its own */
+void
+concurrent_begin_step(void)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 }
 
-static void
-end_step(void)
+void
+concurrent_end_step(void)
 {
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -410,7 +463,7 @@ wait_for_writers(ConcurrentTask *task)
 	List	   *locktags = NIL;
 	ListCell   *lc;
 
-	begin_step();
+	concurrent_begin_step();
 	progress_backfill_phase(task_state.view_id, BACKFILL_WAITING, -1);
 	find_own_view(&view);
 	foreach(lc, view.sources)
@@ -455,10 +508,10 @@ view_still_there(void)
 	ViewRecord	view;
 	bool		found;
 
-	begin_step();
+	concurrent_begin_step();
 	found = catalog_find_view(task_state.target, &view) &&
 		view.view_id == task_state.view_id;
-	end_step();
+	concurrent_end_step();
 	return found;
 }
 
@@ -493,13 +546,13 @@ activate(void)
 	 * has taken the view away meanwhile: the operation fails, and leaves
 	 * nothing (or, refreshed, the view in error), as before the fill.
 	 */
-	begin_step();
+	concurrent_begin_step();
 	ops_lock_views();
 	find_own_view(&view);
 	complete_target(&view);
 	catalog_reset_view(task_state.view_id, InvalidXLogRecPtr);
 	launcher_notify();
-	end_step();
+	concurrent_end_step();
 	task_state.activated = true;
 	lsn = XactLastCommitEnd;
 
@@ -532,12 +585,12 @@ activate(void)
 static void
 next_steps(ConcurrentTask *task, ViewRecord *view)
 {
-	end_step();
+	concurrent_end_step();
 	task_state.registered = true;
 
 	wait_for_writers(task);
 
-	begin_step();
+	concurrent_begin_step();
 	find_own_view(view);
 	LockRelationOid(view->target, ExclusiveLock);
 
@@ -563,13 +616,29 @@ run_create(ConcurrentTask *task)
 	ViewRecord	view;
 
 	/* 1. register */
-	begin_step();
+	concurrent_begin_step();
 	launcher_ensure_slot();
 	ops_lock_views();
-	query = query_parse(task->data + task->query_off, &hints);
-	task_state.target = ops_register_view(task->data + task->target_off, query, hints,
-										  &task->options, NULL, &task_state.view_id,
-										  &task_state.created);
+	if (task->managed_by_off != 0)
+	{
+		/* a shard group's view: the query, options and settings of its definition */
+		const char *managed_by = task->data + task->managed_by_off;
+		DeltaOptions options;
+		Jsonb	   *settings;
+
+		query = concurrent_citus.shard_view_query(managed_by, task->data + task->target_off,
+												  &hints, &options, &settings);
+		task_state.target = ops_register_view(task->data + task->target_off, query, hints,
+											  &options, settings, managed_by,
+											  &task_state.view_id, &task_state.created);
+	}
+	else
+	{
+		query = query_parse(task->data + task->query_off, &hints);
+		task_state.target = ops_register_view(task->data + task->target_off, query, hints,
+											  &task->options, NULL, NULL,
+											  &task_state.view_id, &task_state.created);
+	}
 	next_steps(task, &view);
 
 	/* 3. fill; then the key and indexes of a target made in step 1 */
@@ -582,7 +651,7 @@ run_create(ConcurrentTask *task)
 		progress_backfill_phase(view.view_id, BACKFILL_INDEXING, -1);
 		target_make_indexes(view.target, plan);
 	}
-	end_step();
+	concurrent_end_step();
 
 	/* 4. active */
 	activate();
@@ -599,7 +668,7 @@ run_refresh(ConcurrentTask *task)
 	RunAs		runas;
 
 	/* 1. register: the view held back from now on */
-	begin_step();
+	concurrent_begin_step();
 	launcher_ensure_slot();
 	ops_lock_views();
 	task_state.target = ops_lookup_view(task->data + task->target_off, &view,
@@ -632,11 +701,27 @@ run_refresh(ConcurrentTask *task)
 	task->result_rows = counts.rows_upserted + counts.rows_deleted;
 	progress_backfill_rows(view.view_id, task->result_rows);
 	catalog_rewrite_sources(view.view_id, view_plan_source_records(plan));
-	end_step();
+	concurrent_end_step();
 
 	/* 4. active */
 	activate();
 	task->result_target = task_state.target;
+}
+
+/* create_view concurrently of a distributed view: the Citus layer's steps */
+static void
+run_distributed(ConcurrentTask *task)
+{
+	Jsonb	   *options_json = NULL;
+
+	if (task->options_json_off != 0)
+		options_json = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														  CStringGetDatum(task->data + task->options_json_off)));
+	task->result_target =
+		concurrent_citus.create_distributed(task->data + task->target_off,
+											task->data + task->query_off,
+											task->strategy_off != 0 ? task->data + task->strategy_off : NULL,
+											options_json, &task->options);
 }
 
 /*
@@ -652,9 +737,14 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 {
 	ViewRecord	view;
 
+	if (task->distributed)
+	{
+		concurrent_citus.undo_distributed();
+		return;
+	}
 	if (!task_state.registered || task_state.activated)
 		return;
-	begin_step();
+	concurrent_begin_step();
 	ops_lock_views();
 	if (catalog_find_view(task_state.target, &view) &&
 		view.view_id == task_state.view_id)
@@ -670,7 +760,7 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 		}
 		launcher_notify();
 	}
-	end_step();
+	concurrent_end_step();
 }
 
 /*
@@ -757,7 +847,9 @@ dj_concurrent_main(Datum main_arg)
 	before_shmem_exit(end_progress, (Datum) 0);
 	PG_TRY();
 	{
-		if (task->command == BACKFILL_CREATE)
+		if (task->distributed)
+			run_distributed(task);
+		else if (task->command == BACKFILL_CREATE)
 			run_create(task);
 		else
 			run_refresh(task);

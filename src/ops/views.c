@@ -313,13 +313,15 @@ ops_create_view(const char *target, Query *query, List *hints,
  * made (*created: without its key and indexes, made after the fill) or
  * checked (given the indexes apply finds rows by), but not filled.
  * No lock on the sources beyond what the analysis takes (ACCESS SHARE), so
- * the creator needs no right to lock them.  Returns the target; *view_id is the view's.
+ * the creator needs no right to lock them.  settings and managed_by as for
+ * ops_create_view.  Returns the target; *view_id is the view's.
  */
 Oid
 ops_register_view(const char *target, Query *query, List *hints,
-				  DeltaOptions *options, Jsonb *settings, int *view_id, bool *created)
+				  DeltaOptions *options, Jsonb *settings, const char *managed_by,
+				  int *view_id, bool *created)
 {
-	return create_view(target, query, hints, options, settings, false, NULL,
+	return create_view(target, query, hints, options, settings, false, managed_by,
 					   true, view_id, created);
 }
 

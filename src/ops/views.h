@@ -28,8 +28,8 @@ extern Oid	ops_create_view(const char *target, Query *query, List *hints,
 							DeltaOptions *options, Jsonb *settings, bool replace,
 							const char *managed_by);
 extern Oid	ops_register_view(const char *target, Query *query, List *hints,
-							  DeltaOptions *options, Jsonb *settings, int *view_id,
-							  bool *created);
+							  DeltaOptions *options, Jsonb *settings,
+							  const char *managed_by, int *view_id, bool *created);
 extern Oid	ops_create_view_text(const char *target, const char *text, DeltaOptions *options);
 extern void ops_drop_view(ViewRecord *view, bool drop_table);
 extern void ops_drop_view_named(const char *target, bool drop_table);

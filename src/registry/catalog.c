@@ -79,6 +79,17 @@ catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	if (GetConfigOption("citus.override_table_visibility", true, false) != NULL)
 		(void) set_config_option("citus.override_table_visibility", "off", PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	/*
+	 * The DDL guard reads the definitions of distributed views, a reference
+	 * table, also while Citus drops the shards of a table on this node
+	 * (DROP TABLE on a coordinator that holds shards): Citus refuses that
+	 * nested read unless allowed.  It reads this node's copy, which is
+	 * whole.
+	 */
+	if (GetConfigOption("citus.allow_nested_distributed_execution", true, false) != NULL)
+		(void) set_config_option("citus.allow_nested_distributed_execution", "on", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	runas_end(&runas);
 

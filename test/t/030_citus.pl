@@ -108,6 +108,117 @@ like(
 is($node->safe_psql('postgres', "SELECT count(*) FROM delta_join.views WHERE managed_by IS NULL"),
 	'0', 'no view was left behind');
 
+# ---- create_view and refresh concurrently (issue 21) ----
+#
+# A writer's transaction, open on orders when the create starts, is waited
+# for by each shard group's fill; other writers go on meanwhile, and the
+# view is exact once made.
+
+my $writer = $node->background_psql('postgres');
+$writer->query_safe('BEGIN');
+$writer->query_safe('UPDATE orders SET amount = amount + 1');
+my ($cout, $cerr) = ('', '');
+my $creator = IPC::Run::start(
+	[   'psql', '-XAtq', '-d', $node->connstr('postgres'), '-v', 'VERBOSITY=verbose',
+		'-c', "SELECT delta_join.create_view('joined_c', \$q\$ $join \$q\$, concurrently => true)"
+	],
+	'<', \undef, '>', \$cout, '2>', \$cerr);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT count(*) > 0 FROM delta_join.progress
+		WHERE target LIKE 'public.joined_c%' AND phase = 'waiting for writers'}),
+	'a concurrent create of a distributed view: a shard group\'s fill waits for a writer that began before it');
+is( $node->safe_psql(
+		'postgres', q{
+		SET statement_timeout = '20s';
+		INSERT INTO orders SELECT m, 500, 1, 5 FROM generate_series(1, 20) m;
+		UPDATE items SET name = name || '+' WHERE item_id = 1;
+		SELECT 'written'}),
+	'written', 'and other writers of the sources do not wait for it');
+is( $node->safe_psql('postgres',
+		q{SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_c'}) < 4
+	  ? 'not all' : 'all',
+	'not all', 'the groups are made one at a time');
+like(
+	error_of(q{SELECT delta_join.refresh('joined_c')}),
+	qr/55000: distributed view "public.joined_c" is being created concurrently/,
+	'a refresh of a distributed view while its concurrent create runs is refused');
+$writer->query_safe('COMMIT');
+$creator->finish;
+is($cerr, '', 'the concurrent create ends once the writer has');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('joined_c')"), 't', 'wait() covers its shard groups');
+is( $node->safe_psql('postgres',
+		q{SELECT count(*) || ' ' || bool_and(state = 'active')
+		  FROM delta_join.views WHERE managed_by = 'public.joined_c'}),
+	'4 true', 'every shard group has its view, active');
+is( $node->safe_psql('postgres',
+		q{SELECT refreshed IS NULL FROM delta_join.distributed_catalog WHERE target = 'public.joined_c'}),
+	't', 'and the definition no longer says the create is running');
+DeltaJoinTest::target_ok($node, 'joined_c', $join, 'a distributed view created concurrently',
+	mode => 'upsert');
+
+$node->safe_psql('postgres', q{
+	UPDATE orders SET amount = amount * 2 WHERE merchant_id % 3 = 0;
+	DELETE FROM orders WHERE order_id = 500 AND merchant_id < 10;
+	TRUNCATE wide;});
+is( $node->safe_psql('postgres', "SELECT delta_join.refresh('joined_c', concurrently => true) > 0"),
+	't', 'refresh(concurrently) of a distributed view writes the difference on every node');
+DeltaJoinTest::target_ok($node, 'joined_c', $join, 'a distributed view refreshed concurrently',
+	mode => 'exact');
+like(
+	error_of(q{BEGIN; SELECT delta_join.refresh('joined_c', concurrently => true); COMMIT;}),
+	qr/25001: .*cannot run inside a transaction block/,
+	'refresh(concurrently) of a distributed view is refused in a transaction block');
+
+# A cancel of the caller while a node waits for a writer: nothing is left
+# once the node's process has seen it
+$writer->query_safe('BEGIN');
+$writer->query_safe('UPDATE orders SET amount = amount + 1');
+($cout, $cerr) = ('', '');
+$creator = IPC::Run::start(
+	[   'psql', '-XAtq', '-d', $node->connstr('postgres'),
+		'-c', "SELECT delta_join.create_view('joined_x', \$q\$ $join \$q\$, concurrently => true)"
+	],
+	'<', \undef, '>', \$cout, '2>', \$cerr);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT count(*) > 0 FROM delta_join.progress
+		WHERE target LIKE 'public.joined_x%' AND phase = 'waiting for writers'}),
+	'a second concurrent create waits for a writer');
+DeltaJoinTest::cancel_client($node, "create_view('joined_x'");
+$creator->finish;
+like($cerr, qr/canceling statement due to user request/, 'its caller is cancelled');
+$writer->query_safe('COMMIT');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_x') = 0
+		  AND (SELECT count(*) FROM delta_join.distributed_catalog WHERE target = 'public.joined_x') = 0
+		  AND to_regclass('joined_x') IS NULL}),
+	'a cancelled concurrent create of a distributed view leaves no shard view, no definition and no target');
+
+# A failure on a node (here the fill's division by zero) is the caller's
+# error, and leaves nothing behind.
+my $zero = 'SELECT o.merchant_id, o.order_id, i.name, o.amount / (o.order_id - 7) AS amount '
+  . 'FROM orders o JOIN items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id';
+like(
+	error_of("SELECT delta_join.create_view('joined_z', \$q\$ $zero \$q\$, concurrently => true)"),
+	qr/delta_join failed on Citus node \d+: ERROR:  division by zero/,
+	'a node\'s failure in a concurrent create is the caller\'s error');
+is( $node->safe_psql('postgres', q{
+		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_z')
+		  || ' ' || (SELECT count(*) FROM delta_join.distributed_catalog WHERE target = 'public.joined_z')
+		  || ' ' || (to_regclass('joined_z') IS NULL)}),
+	'0 0 true', 'and leaves no shard view, no definition and no target');
+like(
+	error_of("BEGIN; SELECT delta_join.create_view('joined_t', \$q\$ $join \$q\$, concurrently => true); COMMIT;"),
+	qr/25001: .*cannot run inside a transaction block/,
+	'a concurrent create of a distributed view is refused in a transaction block');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('joined_c')");
+is( $node->safe_psql('postgres', q{
+		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_c')
+		  || ' ' || (to_regclass('joined_c') IS NULL)}),
+	'0 true', 'drop_view of a distributed view on a coordinator that holds shards drops its target');
+
 # One shard group by hand: the co-located shards of orders, items and wide
 # that hold merchant 7, on this node.
 my ($o_shard, $i_shard, $w_shard) = split /\n/,

@@ -189,6 +189,31 @@ DeltaJoinWorkload::pgbench_ok($coord, $scripts, 'concurrent DML through the coor
 	clients => 4, transactions => 300, seed => 11);
 check_views('after concurrent DML');
 
+# -- create_view and refresh concurrently during writes (issue 21): each
+# worker node fills its shard groups while the writers go on
+my $bench_c = DeltaJoinWorkload::pgbench_start($coord, $scripts,
+	clients => 2, seconds => 8, seed => 21);
+sleep 1;
+$coord->safe_psql('postgres',
+	"SELECT delta_join.create_view('wide_c', \$q\$ $join \$q\$, concurrently => true)");
+is( $coord->safe_psql('postgres', "SELECT delta_join.refresh('wide', concurrently => true) >= 0"),
+	't', 'refresh(concurrently) of a distributed view during writes');
+my $res_c = DeltaJoinWorkload::pgbench_finish($bench_c);
+ok($res_c->{rc} == 0 && $res_c->{processed} > 0,
+	"writes went on during the concurrent create and refresh ($res_c->{processed} transactions)")
+  or diag($res_c->{stderr});
+check_views('after a concurrent create and refresh during writes');
+DeltaJoinTest::target_ok($coord, 'wide_c', $join, 'a distributed view created concurrently during writes',
+	mode => 'upsert');
+foreach my $w (@workers)
+{
+	is( $w->safe_psql('postgres',
+			q{SELECT count(*) || ' ' || bool_and(state = 'active') FROM delta_join.views
+			  WHERE managed_by = 'public.wide_c'}),
+		'2 true', 'node ' . $w->name . ': the concurrent create made the views of its two shard groups');
+}
+$coord->safe_psql('postgres', "SELECT delta_join.drop_view('wide_c')");
+
 is( $coord->safe_psql('postgres',
 		q{SELECT string_agg(target || ' ' || state || ' ' || shard_groups, ', ' ORDER BY target)
 		  FROM delta_join.distributed_status}),
