@@ -196,6 +196,8 @@ my $bench_c = DeltaJoinWorkload::pgbench_start($coord, $scripts,
 sleep 1;
 $coord->safe_psql('postgres',
 	"SELECT delta_join.create_view('wide_c', \$q\$ $join \$q\$, concurrently => true)");
+$coord->safe_psql('postgres',
+	"SET ROLE early; SELECT delta_join.create_view('totals_c', \$q\$ $agg \$q\$, concurrently => true)");
 is( $coord->safe_psql('postgres', "SELECT delta_join.refresh('wide', concurrently => true) >= 0"),
 	't', 'refresh(concurrently) of a distributed view during writes');
 my $res_c = DeltaJoinWorkload::pgbench_finish($bench_c);
@@ -205,6 +207,8 @@ ok($res_c->{rc} == 0 && $res_c->{processed} > 0,
 check_views('after a concurrent create and refresh during writes');
 DeltaJoinTest::target_ok($coord, 'wide_c', $join, 'a distributed view created concurrently during writes',
 	mode => 'upsert');
+DeltaJoinTest::target_ok($coord, 'totals_c', $agg,
+	'an aggregate created concurrently during writes by an ordinary role');
 foreach my $w (@workers)
 {
 	is( $w->safe_psql('postgres',
@@ -213,6 +217,7 @@ foreach my $w (@workers)
 		'2 true', 'node ' . $w->name . ': the concurrent create made the views of its two shard groups');
 }
 $coord->safe_psql('postgres', "SELECT delta_join.drop_view('wide_c')");
+$coord->safe_psql('postgres', "SET ROLE early; SELECT delta_join.drop_view('totals_c')");
 
 is( $coord->safe_psql('postgres',
 		q{SELECT string_agg(target || ' ' || state || ' ' || shard_groups, ', ' ORDER BY target)
