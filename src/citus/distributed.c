@@ -72,6 +72,7 @@
 #include "ops/target.h"
 #include "ops/views.h"
 #include "process/launcher.h"
+#include "registry/catalog.h"
 #include "registry/citus_tables.h"
 
 /*
@@ -275,18 +276,31 @@ distributed_create_view(const char *target, const char *text, const char *strate
  *	   server (_backfill_node, node.c): the writers of the shards wait for
  *	   none of it;
  *	3. the definition is no longer backfilling: a node makes, blocking, the
- *	   views of groups that moved to it since step 2 (a shard move waits
- *	   for the whole create, which holds the target's SHARE UPDATE
- *	   EXCLUSIVE lock, as a move takes it).
+ *	   views of groups that moved to it since step 2 (a shard move during
+ *	   the create).
  *
- * The lock, for the session, also tells refresh() whether the create still
- * runs.  A failure undoes step 1 (distributed_create_undo).
+ * A failure undoes step 1 (distributed_create_undo).  From step 1 on, the
+ * process holds the create's lock for its session, which tells refresh()
+ * whether the create still runs.
  */
 static struct
 {
 	char	   *target;			/* registered: the definition's name */
 	bool		created;		/* step 1 made the target */
 } backfill;
+
+/*
+ * The create's lock: an object lock on (the definitions' table, target),
+ * not a lock on the target itself, which a drop_view() or a DROP of the
+ * target would then wait for, while the nodes' processes of the create
+ * wait for that drop's transaction to end (a deadlock across nodes that
+ * no detector sees).  In a transaction (it looks the table up).
+ */
+static void
+create_lock_tag(Oid relid, LOCKTAG *tag)
+{
+	SET_LOCKTAG_OBJECT(*tag, MyDatabaseId, catalog_relid("distributed_catalog"), relid, 0);
+}
 
 /*
  * The steps that write run in a transaction block, as between BEGIN and
@@ -325,16 +339,15 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 {
 	Oid			relid;
 	bool		created;
-	LockRelId	lockid;
 	char	   *node_sql;
+	LOCKTAG		lock;
 
 	/* 1. register */
 	begin_block();
 	relid = register_definition(target, text, strategy, options_json, options, true,
 								&created);
-	lockid.relId = relid;
-	lockid.dbId = MyDatabaseId;
-	LockRelationIdForSession(&lockid, ShareUpdateExclusiveLock);
+	create_lock_tag(relid, &lock);
+	(void) LockAcquire(&lock, ExclusiveLock, true, false);
 	backfill.target = MemoryContextStrdup(TopMemoryContext, ops_relation_name(relid));
 	backfill.created = created;
 	node_sql = psprintf("SELECT delta_join._backfill_node(%s)",
@@ -356,7 +369,7 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 						backfill.target)));
 	definition_end_backfill(backfill.target);
 	end_block();
-	UnlockRelationIdForSession(&lockid, ShareUpdateExclusiveLock);
+	LockRelease(&lock, ExclusiveLock, true);
 	backfill.target = NULL;
 	return relid;
 }
@@ -460,16 +473,19 @@ distributed_drop_view(const char *target, bool drop_table)
 
 /*
  * A refresh waits for no concurrent create of its view: refused while one
- * runs (it holds the target's lock, distributed_create_steps), and, when
+ * runs (it holds the create's lock, distributed_create_steps), and, when
  * one ended without finishing, left to a blocking refresh, which rebuilds
  * each node's views.
  */
 static void
 check_create_ended(Definition *def, Oid relid, bool concurrently)
 {
+	LOCKTAG		lock;
+
 	if (!def->backfilling)
 		return;
-	if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+	create_lock_tag(relid, &lock);
+	if (LockAcquire(&lock, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("distributed view \"%s\" is being created concurrently", def->target),

@@ -196,6 +196,33 @@ ok( $node->poll_query_until(
 		  AND to_regclass('joined_x') IS NULL}),
 	'a cancelled concurrent create of a distributed view leaves no shard view, no definition and no target');
 
+# drop_view() during the create does not wait for it: the create then fails
+$writer->query_safe('BEGIN');
+$writer->query_safe('UPDATE orders SET amount = amount + 1');
+($cout, $cerr) = ('', '');
+$creator = IPC::Run::start(
+	[   'psql', '-XAtq', '-d', $node->connstr('postgres'),
+		'-c', "SELECT delta_join.create_view('joined_d', \$q\$ $join \$q\$, concurrently => true)"
+	],
+	'<', \undef, '>', \$cout, '2>', \$cerr);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT count(*) > 0 FROM delta_join.progress
+		WHERE target LIKE 'public.joined_d%' AND phase = 'waiting for writers'}),
+	'a third concurrent create waits for a writer');
+is( $node->safe_psql('postgres',
+		"SET statement_timeout = '30s'; SELECT 'dropped' FROM delta_join.drop_view('joined_d')"),
+	'dropped', 'drop_view() of a distributed view during its concurrent create does not wait for it');
+$writer->query_safe('COMMIT');
+$creator->finish;
+like($cerr, qr/delta view "[^"]*joined_d_\d+" was dropped or changed during its concurrent backfill/,
+	'the create then fails, naming the shard view');
+is( $node->safe_psql('postgres', q{
+		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_d')
+		  || ' ' || (SELECT count(*) FROM delta_join.distributed_catalog WHERE target = 'public.joined_d')
+		  || ' ' || (to_regclass('joined_d') IS NULL)}),
+	'0 0 true', 'and nothing is left of it');
+
 # A failure on a node (here the fill's division by zero) is the caller's
 # error, and leaves nothing behind.
 my $zero = 'SELECT o.merchant_id, o.order_id, i.name, o.amount / (o.order_id - 7) AS amount '
