@@ -115,18 +115,42 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM delta_join.views WHERE man
 # view is exact once made.
 
 my $writer = $node->background_psql('postgres');
-$writer->query_safe('BEGIN');
-$writer->query_safe('UPDATE orders SET amount = amount + 1');
-my ($cout, $cerr) = ('', '');
-my $creator = IPC::Run::start(
-	[   'psql', '-XAtq', '-d', $node->connstr('postgres'), '-v', 'VERBOSITY=verbose',
-		'-c', "SELECT delta_join.create_view('joined_c', \$q\$ $join \$q\$, concurrently => true)"
-	],
-	'<', \undef, '>', \$cout, '2>', \$cerr);
-ok( $node->poll_query_until(
-		'postgres', q{
-		SELECT count(*) > 0 FROM delta_join.progress
-		WHERE target LIKE 'public.joined_c%' AND phase = 'waiting for writers'}),
+my $cerr = '';
+
+# Start create_view($name, the join, concurrently) while the writer's
+# transaction, begun here, has updated every order; returns the creator's
+# harness (its stderr in $cerr) once a shard group's fill waits for it.
+sub start_held_create
+{
+	my ($name, $what) = @_;
+	$writer->query_safe('BEGIN');
+	$writer->query_safe('UPDATE orders SET amount = amount + 1');
+	$cerr = '';
+	my $h = IPC::Run::start(
+		[   'psql', '-XAtq', '-d', $node->connstr('postgres'),
+			'-c', "SELECT delta_join.create_view('$name', \$q\$ $join \$q\$, concurrently => true)"
+		],
+		'<', \undef, '>', \my $out, '2>', \$cerr);
+	ok( $node->poll_query_until(
+			'postgres', qq{
+			SELECT count(*) > 0 FROM delta_join.progress
+			WHERE target LIKE 'public.${name}%' AND phase = 'waiting for writers'}),
+		$what);
+	return $h;
+}
+
+# What is left of distributed view $name: its shard views, its definition,
+# whether its target is gone ('0 0 true': nothing)
+sub leftovers
+{
+	my ($name) = @_;
+	return qq{
+		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.$name')
+		  || ' ' || (SELECT count(*) FROM delta_join.distributed_catalog WHERE target = 'public.$name')
+		  || ' ' || (to_regclass('$name') IS NULL)};
+}
+
+my $creator = start_held_create('joined_c',
 	'a concurrent create of a distributed view: a shard group\'s fill waits for a writer that began before it');
 is( $node->safe_psql(
 		'postgres', q{
@@ -172,44 +196,16 @@ like(
 
 # A cancel of the caller while a node waits for a writer: nothing is left
 # once the node's process has seen it
-$writer->query_safe('BEGIN');
-$writer->query_safe('UPDATE orders SET amount = amount + 1');
-($cout, $cerr) = ('', '');
-$creator = IPC::Run::start(
-	[   'psql', '-XAtq', '-d', $node->connstr('postgres'),
-		'-c', "SELECT delta_join.create_view('joined_x', \$q\$ $join \$q\$, concurrently => true)"
-	],
-	'<', \undef, '>', \$cout, '2>', \$cerr);
-ok( $node->poll_query_until(
-		'postgres', q{
-		SELECT count(*) > 0 FROM delta_join.progress
-		WHERE target LIKE 'public.joined_x%' AND phase = 'waiting for writers'}),
-	'a second concurrent create waits for a writer');
+$creator = start_held_create('joined_x', 'a second concurrent create waits for a writer');
 DeltaJoinTest::cancel_client($node, "create_view('joined_x'");
 $creator->finish;
 like($cerr, qr/canceling statement due to user request/, 'its caller is cancelled');
 $writer->query_safe('COMMIT');
-ok( $node->poll_query_until(
-		'postgres', q{
-		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_x') = 0
-		  AND (SELECT count(*) FROM delta_join.distributed_catalog WHERE target = 'public.joined_x') = 0
-		  AND to_regclass('joined_x') IS NULL}),
+ok($node->poll_query_until('postgres', leftovers('joined_x'), '0 0 true'),
 	'a cancelled concurrent create of a distributed view leaves no shard view, no definition and no target');
 
 # drop_view() during the create does not wait for it: the create then fails
-$writer->query_safe('BEGIN');
-$writer->query_safe('UPDATE orders SET amount = amount + 1');
-($cout, $cerr) = ('', '');
-$creator = IPC::Run::start(
-	[   'psql', '-XAtq', '-d', $node->connstr('postgres'),
-		'-c', "SELECT delta_join.create_view('joined_d', \$q\$ $join \$q\$, concurrently => true)"
-	],
-	'<', \undef, '>', \$cout, '2>', \$cerr);
-ok( $node->poll_query_until(
-		'postgres', q{
-		SELECT count(*) > 0 FROM delta_join.progress
-		WHERE target LIKE 'public.joined_d%' AND phase = 'waiting for writers'}),
-	'a third concurrent create waits for a writer');
+$creator = start_held_create('joined_d', 'a third concurrent create waits for a writer');
 is( $node->safe_psql('postgres',
 		"SET statement_timeout = '30s'; SELECT 'dropped' FROM delta_join.drop_view('joined_d')"),
 	'dropped', 'drop_view() of a distributed view during its concurrent create does not wait for it');
@@ -217,10 +213,7 @@ $writer->query_safe('COMMIT');
 $creator->finish;
 like($cerr, qr/delta view "[^"]*joined_d_\d+" was dropped or changed during its concurrent backfill/,
 	'the create then fails, naming the shard view');
-is( $node->safe_psql('postgres', q{
-		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_d')
-		  || ' ' || (SELECT count(*) FROM delta_join.distributed_catalog WHERE target = 'public.joined_d')
-		  || ' ' || (to_regclass('joined_d') IS NULL)}),
+is( $node->safe_psql('postgres', leftovers('joined_d')),
 	'0 0 true', 'and nothing is left of it');
 
 # A failure on a node (here the fill's division by zero) is the caller's
@@ -231,10 +224,7 @@ like(
 	error_of("SELECT delta_join.create_view('joined_z', \$q\$ $zero \$q\$, concurrently => true)"),
 	qr/delta_join failed on Citus node \d+: ERROR:  division by zero/,
 	'a node\'s failure in a concurrent create is the caller\'s error');
-is( $node->safe_psql('postgres', q{
-		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined_z')
-		  || ' ' || (SELECT count(*) FROM delta_join.distributed_catalog WHERE target = 'public.joined_z')
-		  || ' ' || (to_regclass('joined_z') IS NULL)}),
+is( $node->safe_psql('postgres', leftovers('joined_z')),
 	'0 0 true', 'and leaves no shard view, no definition and no target');
 like(
 	error_of("BEGIN; SELECT delta_join.create_view('joined_t', \$q\$ $join \$q\$, concurrently => true); COMMIT;"),
