@@ -22,10 +22,10 @@
  * never edited but for its refresh time.  A definition whose create_view
  * runs concurrently (citus/distributed.c) has refresh time '-infinity'
  * until its nodes have made their views: meanwhile the nodes' trigger and
- * sync leave its shard groups to that create (and the column, hence the
- * table, is as in version 0.1: Citus would not carry a new column of a
- * reference table to the nodes' copies in ALTER EXTENSION ... UPDATE).  The coordinator's apply worker
- * deletes the definitions whose target is gone.  Reads run as the bootstrap
+ * sync leave its shard groups to that create.  (A column of its own would
+ * change the table of version 0.1, and Citus would not give it to the
+ * nodes' copies of a reference table in ALTER EXTENSION ... UPDATE.)  The
+ * coordinator's apply worker deletes the definitions whose target is gone.  Reads run as the bootstrap
  * superuser (catalog_exec); the apply worker and wait() never queue behind
  * a lock someone keeps on the table (definition_try_lock).
  *
