@@ -77,6 +77,12 @@ $node->safe_psql('postgres',
 	'UPDATE orders SET amount = amount + 1 WHERE merchant_id < 5; DELETE FROM items WHERE merchant_id = 20');
 is($node->safe_psql('postgres', "SELECT delta_join.wait('joined')"), 't', 'wait() covers its shard groups');
 DeltaJoinTest::target_ok($node, 'joined', $join, 'a distributed view', mode => 'upsert');
+is($node->safe_psql('postgres', "SELECT delta_join.refresh('joined') > 0"),
+	't', 'refresh() of a distributed view on a coordinator that holds its shards');
+DeltaJoinTest::target_ok($node, 'joined', $join, 'a distributed view refreshed', mode => 'exact');
+is( $node->safe_psql('postgres',
+		q{SELECT target || ' ' || state || ' ' || shard_groups FROM delta_join.distributed_status}),
+	'public.joined active 4', 'distributed_status shows it, over its 4 shard groups');
 
 like(
 	error_of(q{SELECT delta_join.create_view('rates', 'SELECT code, rate FROM currencies')}),
@@ -271,6 +277,14 @@ like(
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('$w_shard', false)");
 is($node->safe_psql('postgres', 'SELECT count(*) > 0 FROM wide WHERE merchant_id = 7'),
 	't', 'dropping the view with drop_table false keeps the distributed table whole');
+
+# DROP TABLE of a distributed target deletes its definition (its shard
+# views go with the shards)
+$node->safe_psql('postgres', 'DROP TABLE joined');
+is( $node->safe_psql('postgres', q{
+		SELECT (SELECT count(*) FROM delta_join.views WHERE managed_by = 'public.joined')
+		  || ' ' || (SELECT count(*) FROM delta_join.distributed_catalog)}),
+	'0 0', 'DROP TABLE of a distributed target drops its view');
 
 # A table distributed after a view over it was made: its changes now go to
 # the shards, so the view can no longer be fresh.
