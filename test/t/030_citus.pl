@@ -200,6 +200,19 @@ like(
 	qr/25001: .*cannot run inside a transaction block/,
 	'refresh(concurrently) of a distributed view is refused in a transaction block');
 
+# A target whose name needs quoting, in a schema of its own
+$node->safe_psql('postgres', q{CREATE SCHEMA "Odd Schema"});
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('\"Odd Schema\".\"Wide ''n'' Odd\"', \$q\$ $join \$q\$, concurrently => true)");
+is( $node->safe_psql('postgres',
+		q{SELECT count(*) || ' ' || bool_and(state = 'active') FROM delta_join.views
+		  WHERE managed_by = '"Odd Schema"."Wide ''n'' Odd"'}),
+	'4 true', 'a concurrent create into a target whose names need quoting');
+is( $node->safe_psql('postgres',
+		qq{SELECT count(*) FROM (($join) EXCEPT ALL SELECT * FROM "Odd Schema"."Wide 'n' Odd") missing}),
+	'0', 'its target holds every row of the query');
+$node->safe_psql('postgres', q{SELECT delta_join.drop_view('"Odd Schema"."Wide ''n'' Odd"')});
+
 # A cancel of the caller while a node waits for a writer: nothing is left
 # once the node's process has seen it
 $creator = start_held_create('joined_x', 'a second concurrent create waits for a writer');
