@@ -528,6 +528,13 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 							   quote_identifier(plan->colnames[col]),
 							   format_type_with_typemod(plan->coltypes[col], plan->coltypmods[col])),
 					 errhint("The target's columns must be the query's output columns, in order, of types that take their values by assignment.")));
+		if (att->attgenerated != '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("column \"%s\" of target \"%s\" is a generated column",
+							NameStr(att->attname), name),
+					 errdetail("The view writes the query's value into each column of its target, and a generated column takes none."),
+					 errhint("Declare the column as an ordinary column, or let delta_join.create_view create the target.")));
 		if (looked_up[col] && !column_is_key(plan, col) &&
 			(att->atttypid != plan->coltypes[col] ||
 			 (att->atttypmod != -1 && att->atttypmod != plan->coltypmods[col]) ||

@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_attribute.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -26,6 +27,7 @@
 #include "parser/parsetree.h"
 #include "rewrite/prs2lock.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/lsyscache.h"
 
 #include "base/compat.h"
 
@@ -420,5 +422,17 @@ compat_column_not_null(TupleDesc desc, int attno)
 	return TupleDescCompactAttr(desc, attno - 1)->attnullability == ATTNULLABLE_VALID;
 #else
 	return TupleDescAttr(desc, attno - 1)->attnotnull;
+#endif
+}
+
+bool
+compat_column_is_virtual(Oid relid, int attno)
+{
+#if PG_VERSION_NUM >= 180000
+	return get_attgenerated(relid, attno) == ATTRIBUTE_GENERATED_VIRTUAL;
+#else
+	(void) relid;
+	(void) attno;
+	return false;
 #endif
 }
