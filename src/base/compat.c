@@ -26,6 +26,7 @@
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
 #include "rewrite/prs2lock.h"
+#include "replication/slot.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/lsyscache.h"
 
@@ -423,6 +424,32 @@ compat_column_not_null(TupleDesc desc, int attno)
 #else
 	return TupleDescAttr(desc, attno - 1)->attnotnull;
 #endif
+}
+
+const char *
+compat_slot_invalidation(void)
+{
+#if PG_VERSION_NUM >= 160000
+	switch (MyReplicationSlot->data.invalidated)
+	{
+		case RS_INVAL_NONE:
+			return NULL;
+		case RS_INVAL_WAL_REMOVED:
+			break;
+		case RS_INVAL_HORIZON:
+			return "because rows it needed were removed (a conflict with recovery)";
+		case RS_INVAL_WAL_LEVEL:
+			return "because the primary's wal_level is below logical";
+#if PG_VERSION_NUM >= 180000
+		case RS_INVAL_IDLE_TIMEOUT:
+			return "because it was idle longer than idle_replication_slot_timeout";
+#endif
+	}
+#else
+	if (!XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+		return NULL;
+#endif
+	return "because it retained too much WAL (max_slot_wal_keep_size)";
 }
 
 bool

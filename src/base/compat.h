@@ -55,6 +55,10 @@
  *		A query with GROUP BY reads its grouping expressions through Vars of
  *		an RTE_GROUP entry: compat_flatten_grouping() gives the analysis
  *		15's shape back.
+ *		A slot left idle longer than idle_replication_slot_timeout is
+ *		invalidated with its restart_lsn kept, so that an invalidated slot
+ *		is no longer told by restart_lsn alone (compat_slot_invalidation();
+ *		16 started recording the cause in ReplicationSlot.data.invalidated).
  *		A NOT NULL constraint may be NOT VALID, attnotnull set while older
  *		rows hold NULLs: compat_column_not_null() reads the constraint's
  *		validity (CompactAttribute.attnullability).
@@ -164,6 +168,13 @@ extern void compat_flatten_grouping(struct Query *query);
  * attnotnull is set, yet rows from before it may hold NULLs.
  */
 extern bool compat_column_not_null(struct TupleDescData *desc, int attno);
+
+/*
+ * Why the replication slot this process holds was invalidated, as the end
+ * of a sentence ("because it retained too much WAL ..."), or NULL while it
+ * can decode.
+ */
+extern const char *compat_slot_invalidation(void);
 
 /*
  * Is column attno of relation relid a virtual generated column?  From 18
