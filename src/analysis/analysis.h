@@ -103,6 +103,8 @@ extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,
 extern void analysis_output(Analysis *a);
 extern bool analysis_passes_as_array(DeltaSource *src, AttrNumber att, Oid *type);
 extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
+extern bool analysis_refuse_virtual(Analysis *a, DeltaSource *src, AttrNumber att,
+									const char *rule);
 extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
 
 /* analyze_agg.c */

@@ -80,6 +80,7 @@
 
 #include "analysis/analysis.h"
 #include "registry/citus_tables.h"
+#include "base/compat.h"
 #include "base/options.h"
 
 /* ----------------------------------------------------------------
@@ -564,8 +565,16 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 			}
 		}
 	}
+	/* (18: PRIMARY KEY (..., p WITHOUT OVERLAPS) is a GiST index) */
 	if (src->pk_attnums == NULL)
-		elog(ERROR, "primary key %u of \"%s\" is not a btree index", src->pk_index, src->relname);
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: the primary key of source %s is not a btree index", label),
+			   pstrdup("Changed rows are found again by their primary key, through a btree index; a temporal key (WITHOUT OVERLAPS) is a GiST index."),
+			   pstrdup("Let strategy auto maintain the view by full recompute."));
+		table_close(rel, AccessShareLock);
+		return NULL;
+	}
 
 	table_close(rel, AccessShareLock);
 	return src;
@@ -648,6 +657,28 @@ analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit)
 			return false;
 		}
 	}
+	return true;
+}
+
+/*
+ * Refuse column att of the source if it is a virtual generated column
+ * (PostgreSQL 18), on a path that reads the column's values from the rows
+ * decoding gives or a lookup fetches: the heap stores no value for such a
+ * column, so those rows hold NULL where a query computes its expression.
+ * rule begins the message ("delta view rule 1").  Returns whether it was
+ * refused.
+ */
+bool
+analysis_refuse_virtual(Analysis *a, DeltaSource *src, AttrNumber att, const char *rule)
+{
+	if (!compat_column_is_virtual(src->relid, att))
+		return false;
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+		   psprintf("%s: column %s of %s is a virtual generated column",
+					rule, analysis_column_label(src, att), analysis_source_label(src)),
+		   pstrdup("A virtual generated column's value is computed by each query that reads it and stored nowhere: the changes decoded from the WAL, and the rows the maintenance of this path reads through an index, hold NULL for it."),
+		   psprintf("Write the column's generation expression in the query in place of %s, or make the column STORED; strategy auto falls back to a recompute, which runs the query.",
+					analysis_column_label(src, att)));
 	return true;
 }
 

@@ -209,6 +209,10 @@ analysis_aggregate_join(Analysis *a)
 			char	   *culprit_name;
 			Oid			type;
 
+			if (analysis_refuse_virtual(a, src, src->key_attnums[k],
+										"keyed recompute of groups through joins"))
+				continue;
+
 			/*
 			 * The finder queries pass a batch's changed rows as one array per
 			 * column, unnested in their FROM.
@@ -334,6 +338,8 @@ analysis_aggregate(Analysis *a)
 		col->from_attno = n;	/* the n-th group key value */
 		bindable = lappend(bindable, col);
 
+		if (analysis_refuse_virtual(a, src, att, "delta view rule 7"))
+			continue;
 		if (!analysis_logged_in_old_row(src, att, &culprit))
 		{
 			char	   *culprit_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),

@@ -22,6 +22,7 @@
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -895,6 +896,49 @@ check_keys_as_arrays(Analysis *a)
 }
 
 /*
+ * A delta join computes its rows from the rows decoding gives and lookups
+ * fetch, which hold NULL for a virtual generated column: refuse each one
+ * the query reads, once (a join's alias stands for the columns it joins).
+ */
+typedef struct VirtualColumns
+{
+	Analysis   *a;
+	Bitmapset  *refused;		/* column ids */
+} VirtualColumns;
+
+static bool
+virtual_columns_walker(Node *node, VirtualColumns *vc)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+		int			s;
+		AttrNumber	att;
+
+		if (analysis_var_source(vc->a, node, &s, &att))
+		{
+			int			id = analysis_column_id(vc->a, s, att);
+
+			if (!bms_is_member(id, vc->refused) &&
+				analysis_refuse_virtual(vc->a, list_nth(vc->a->plan->sources, s), att,
+										"delta view rule 1"))
+				vc->refused = bms_add_member(vc->refused, id);
+		}
+		else if (var->varlevelsup == 0 && var->varattno > 0)
+		{
+			RangeTblEntry *rte = rt_fetch(var->varno, vc->a->plan->query->rtable);
+
+			if (rte->rtekind == RTE_JOIN && rte->joinaliasvars != NIL)
+				return virtual_columns_walker(list_nth(rte->joinaliasvars, var->varattno - 1), vc);
+		}
+		return false;
+	}
+	return expression_tree_walker(node, virtual_columns_walker, vc);
+}
+
+/*
  * Analyze the join of a join view (plan->quals collected): conditions,
  * lookups for every pair of joined sources (rule 2), the walk of each
  * source, the result's key (rule 8) and its filters (rule 6).
@@ -905,6 +949,13 @@ analysis_join(Analysis *a)
 	DeltaPlan  *plan = a->plan;
 	ListCell   *lc;
 
+	if (a->path == DJ_PATH_DELTA)
+	{
+		VirtualColumns vc = {a, NULL};
+
+		(void) query_tree_walker(plan->query, virtual_columns_walker, &vc,
+								 QTW_IGNORE_RANGE_TABLE);
+	}
 	classify_quals(a, plan->quals);
 	foreach(lc, plan->sources)
 	{

@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_attribute.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -25,7 +26,9 @@
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
 #include "rewrite/prs2lock.h"
+#include "replication/slot.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/lsyscache.h"
 
 #include "base/compat.h"
 
@@ -420,5 +423,43 @@ compat_column_not_null(TupleDesc desc, int attno)
 	return TupleDescCompactAttr(desc, attno - 1)->attnullability == ATTNULLABLE_VALID;
 #else
 	return TupleDescAttr(desc, attno - 1)->attnotnull;
+#endif
+}
+
+const char *
+compat_slot_invalidation(void)
+{
+#if PG_VERSION_NUM >= 160000
+	switch (MyReplicationSlot->data.invalidated)
+	{
+		case RS_INVAL_NONE:
+			return NULL;
+		case RS_INVAL_WAL_REMOVED:
+			break;
+		case RS_INVAL_HORIZON:
+			return "because rows it needed were removed (a conflict with recovery)";
+		case RS_INVAL_WAL_LEVEL:
+			return "because the primary's wal_level is below logical";
+#if PG_VERSION_NUM >= 180000
+		case RS_INVAL_IDLE_TIMEOUT:
+			return "because it was idle longer than idle_replication_slot_timeout";
+#endif
+	}
+#else
+	if (!XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+		return NULL;
+#endif
+	return "because it retained too much WAL (max_slot_wal_keep_size)";
+}
+
+bool
+compat_column_is_virtual(Oid relid, int attno)
+{
+#if PG_VERSION_NUM >= 180000
+	return get_attgenerated(relid, attno) == ATTRIBUTE_GENERATED_VIRTUAL;
+#else
+	(void) relid;
+	(void) attno;
+	return false;
 #endif
 }

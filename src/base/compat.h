@@ -36,6 +36,8 @@
  *		A Var names the outer joins that can null it (varnullingrels): the
  *		quals delta_join adds to a query get them (compat_set_nullingrels).
  *	17	PGPROC.lxid became PGPROC.vxid.lxid (MyProc_lxid_compat).
+ *		ALTER TABLE ... ALTER COLUMN ... SET EXPRESSION replaces a generated
+ *		column's expression (AT_SetExpression_compat).
  *		PGPROC.pgprocno is gone: a process's number is MyProcNumber
  *		(MyProcNumber_compat).
  *		IsBackgroundWorker became AmBackgroundWorkerProcess().
@@ -53,9 +55,16 @@
  *		A query with GROUP BY reads its grouping expressions through Vars of
  *		an RTE_GROUP entry: compat_flatten_grouping() gives the analysis
  *		15's shape back.
+ *		A slot left idle longer than idle_replication_slot_timeout is
+ *		invalidated with its restart_lsn kept, so that an invalidated slot
+ *		is no longer told by restart_lsn alone (compat_slot_invalidation();
+ *		16 started recording the cause in ReplicationSlot.data.invalidated).
  *		A NOT NULL constraint may be NOT VALID, attnotnull set while older
  *		rows hold NULLs: compat_column_not_null() reads the constraint's
  *		validity (CompactAttribute.attnullability).
+ *		A generated column is VIRTUAL unless declared STORED: the heap holds
+ *		NULL for it, and neither decoding nor a fetched tuple carries its
+ *		value (compat_column_is_virtual()).
  *
  * Macros only need the headers the calling file already includes for the
  * function it calls.
@@ -159,6 +168,29 @@ extern void compat_flatten_grouping(struct Query *query);
  * attnotnull is set, yet rows from before it may hold NULLs.
  */
 extern bool compat_column_not_null(struct TupleDescData *desc, int attno);
+
+/*
+ * Why the replication slot this process holds was invalidated, as the end
+ * of a sentence ("because it retained too much WAL ..."), or NULL while it
+ * can decode.
+ */
+extern const char *compat_slot_invalidation(void);
+
+/*
+ * Is column attno of relation relid a virtual generated column?  From 18
+ * its value is computed by the queries that read it, and stored nowhere.
+ */
+extern bool compat_column_is_virtual(Oid relid, int attno);
+
+/*
+ * ALTER TABLE ... ALTER COLUMN ... SET EXPRESSION (17); on 15 no subcommand
+ * has this type.
+ */
+#if PG_VERSION_NUM >= 170000
+#define AT_SetExpression_compat AT_SetExpression
+#else
+#define AT_SetExpression_compat ((AlterTableType) -1)
+#endif
 
 #if PG_VERSION_NUM >= 180000
 #define ExecutorRun_compat(queryDesc, direction, count, execute_once) \

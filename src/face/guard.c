@@ -28,7 +28,11 @@
  *					refreshed in the same transaction; so is a full
  *					recompute whose query now reads other tables (an
  *					inheritance child created, attached, detached or
- *					dropped), which registers them as its sources.  A target renamed or
+ *					dropped), which registers them as its sources; and so
+ *					are the views over a table one of whose generated
+ *					columns got another expression (SET EXPRESSION: a
+ *					stored column is rewritten without decodable changes,
+ *					a virtual one computed anew).  A target renamed or
  *					given to another owner takes its query view along.
  *					What a query is made of, changed -- a view, function,
  *					operator, type ... it uses, or a type whose values its
@@ -71,6 +75,7 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_type.h"
@@ -673,6 +678,7 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 	List	   *views;
 	List	   *relids = NIL;
 	List	   *refresh = NIL;
+	List	   *regenerated = NIL;
 	List	   *classids = NIL;
 	List	   *objids = NIL;
 	bool		live;
@@ -697,6 +703,22 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 			AlterTableCmd *cmd = lfirst(lc);
 			Oid			relid;
 
+			/*
+			 * A generated column given another expression (17): a stored
+			 * column's values are rewritten without decodable changes, a
+			 * virtual one's are computed anew by every query.  The views
+			 * over the table, its partitions and the tables it belongs to
+			 * are refreshed.
+			 */
+			if (cmd->subtype == AT_SetExpression_compat)
+			{
+				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+				if (OidIsValid(relid))
+					regenerated = list_concat_unique_oid(regenerated,
+														 list_concat(self_and_ancestors(relid),
+																	 find_all_inheritors(relid, NoLock, NULL)));
+				continue;
+			}
 			if (cmd->subtype != AT_AttachPartition &&
 				cmd->subtype != AT_DetachPartition &&
 				cmd->subtype != AT_DetachPartitionFinalize)
@@ -803,6 +825,21 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 
 	foreach(lc, refresh)
 		guard_refresh_readers(views, lfirst_oid(lc), command);
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+		ListCell   *rc;
+
+		foreach(rc, regenerated)
+		{
+			if (!view_plan_reads(view, lfirst_oid(rc)))
+				continue;
+			guard_repair(view, command,
+						 psprintf("a generation expression of \"%s\" changed (%s)",
+								  get_rel_name(lfirst_oid(rc)), command));
+			break;
+		}
+	}
 
 	/*
 	 * The tables a full recompute reads, changed: an inheritance child of

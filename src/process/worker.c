@@ -620,16 +620,21 @@ worker_progress_rows(List *views)
 static void
 worker_start_decoding(void)
 {
+	const char *invalidation;
+
 	StartTransactionCommand();
 	CheckLogicalDecodingRequirements();
 	ReplicationSlotAcquire_compat(worker_slot, true);
 
-	/* A slot invalidated for retaining too much WAL cannot decode. */
-	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+	/*
+	 * An invalidated slot cannot decode: for retaining too much WAL, or (18)
+	 * for having been idle too long while no worker held it.
+	 */
+	if ((invalidation = compat_slot_invalidation()) != NULL)
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
-		catalog_mark_views_stale(psprintf("replication slot \"%s\" was invalidated because it retained too much WAL (max_slot_wal_keep_size)",
-										 worker_slot));
+		catalog_mark_views_stale(psprintf("replication slot \"%s\" was invalidated %s",
+										 worker_slot, invalidation));
 		PopActiveSnapshot();
 		ReplicationSlotRelease();
 		ReplicationSlotDrop(worker_slot, true);
