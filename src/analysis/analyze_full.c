@@ -47,6 +47,7 @@ typedef struct TableWalk
 	List	   *views;			/* the views being expanded, against cycles */
 	List	   *hinted;			/* range-table entries hinted lookup_only */
 	bool		lookup_only;	/* under one of them */
+	bool		locking;		/* a query level has FOR UPDATE / FOR SHARE */
 } TableWalk;
 
 static bool tables_walker(Node *node, TableWalk *walk);
@@ -167,7 +168,11 @@ tables_walker(Node *node, TableWalk *walk)
 		return false;
 	}
 	if (IsA(node, Query))
+	{
+		/* (at any level: a recompute would lock the rows it reads) */
+		walk->locking |= ((Query *) node)->rowMarks != NIL;
 		return query_tree_walker((Query *) node, tables_walker, walk, QTW_EXAMINE_RTES_BEFORE);
+	}
 	return expression_tree_walker(node, tables_walker, walk);
 }
 
@@ -294,10 +299,11 @@ analysis_full(Analysis *a, Query *query, List *hints)
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 			   pstrdup("delta view rule 1: the query reads no table"),
 			   NULL, pstrdup("Select from one or more tables."));
-	if (query->rowMarks)
+	if (walk.locking)
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 			   pstrdup("delta view rule 5: FOR UPDATE and FOR SHARE are not supported"),
-			   NULL, pstrdup("Remove the locking clause."));
+			   pstrdup("A recompute would lock the rows it reads, making the view's maintenance and the sources' writers wait for each other."),
+			   pstrdup("Remove the locking clause."));
 
 	analysis_output(a);
 	plan->key_ncolumns = 0;

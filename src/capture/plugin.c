@@ -293,6 +293,19 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		{
 			SourceFeed *feed = &entry->feeds[i];
 
+			/*
+			 * No tuple logged (a DELETE from a table without a replica
+			 * identity): a view that needs no key of the source (a full
+			 * recompute) is dirty all the same, as it is when the batch
+			 * sees the change (capture_count_change, below).
+			 */
+			if (newtuple == NULL && oldtuple == NULL)
+			{
+				if (feed->shape.nkeys == 0 &&
+					plugin_key_image(state, feed, NULL, desc, NULL))
+					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image);
+				continue;
+			}
 			if (newtuple != NULL &&
 				plugin_key_image(state, feed, newtuple, desc, oldtuple))
 				capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image);

@@ -506,6 +506,20 @@ target_lock_sources(DeltaPlan *plan)
 		{
 			LockRelationOid(busy, ShareLock);
 			UnlockRelationOid(busy, ShareLock);
+
+			/*
+			 * The same when what makes it busy is a waiter that waits for a
+			 * lock this transaction holds: the ACCESS SHARE lock that parsing
+			 * the query took, which an ACCESS EXCLUSIVE request (DROP TABLE,
+			 * TRUNCATE, ALTER TABLE) waits behind until we end.  Our blocking
+			 * request was granted ahead of it, and a try without waiting
+			 * still fails the moment we give it back.  Keep it: the writers
+			 * wait behind that waiter anyway.
+			 */
+			if (!ConditionalLockRelationOid(busy, ShareLock))
+				LockRelationOid(busy, ShareLock);
+			else
+				UnlockRelationOid(busy, ShareLock);
 		}
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -83,6 +83,24 @@ DeltaJoinTest::target_ok($node, 'summary', $DeltaJoinTest::summary_query,
 is($node->safe_psql('postgres', 'SELECT count(*) FROM wide WHERE order_id = 1001'),
 	'1', 'T\'s order is there');
 
+# A full recompute over a table without a primary key (pg_ivm's tables): a
+# DELETE logs no old tuple, yet dirties the view; T's must be carried too.
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE nokey (i int, j int);
+	INSERT INTO nokey VALUES (1, 10), (2, 20), (3, 30);
+	SELECT delta_join.create_view('nokey_copy', 'SELECT i, j FROM nokey', strategy => 'auto');});
+$h = start_stuck('DELETE FROM nokey WHERE i = 2');
+$node->safe_psql('postgres', 'INSERT INTO orders VALUES (1, 3, 1003, 8)');
+$node->poll_query_until('postgres', 'SELECT count(*) = 1 FROM wide WHERE order_id = 1003')
+  or die 'the change after T was not applied';
+release_stuck($h);
+is($node->safe_psql('postgres', "SELECT delta_join.wait(timeout => '30s')"),
+	't', 'once T is seen, its carried change of a table without a key is applied');
+DeltaJoinTest::target_ok($node, 'nokey_copy', 'SELECT i, j FROM nokey',
+	'T\'s delete from a table without a key, carried: the full-recompute view');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('nokey_copy')");
+
 # A crash while T waits: the slot was not confirmed past T, so its changes
 # are decoded again after the restart.
 $h = start_stuck(q{BEGIN;
