@@ -433,6 +433,42 @@ locked_by_me(Oid relid)
 }
 
 /*
+ * Does another process wait for a lock on the relation that conflicts with
+ * one this transaction holds (so that it waits for our end)?
+ */
+static bool
+waits_for_me(Oid relid)
+{
+	LOCKTAG		tag;
+	LockMethod	method;
+	LOCKMASK	held = 0;
+	LockData   *locks;
+	bool		found = false;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	for (LOCKMODE mode = AccessShareLock; mode <= AccessExclusiveLock; mode++)
+	{
+		if (LockHeldByMe_compat(&tag, mode))
+			held |= LOCKBIT_ON(mode);
+	}
+	if (held == 0)
+		return false;
+	method = GetLockTagsMethodTable(&tag);
+	locks = GetLockStatusData();
+	for (int i = 0; i < locks->nelements && !found; i++)
+	{
+		LockInstanceData *lock = &locks->locks[i];
+
+		found = lock->pid != MyProcPid && lock->waitLockMode != NoLock &&
+			lock->locktag.locktag_type == LOCKTAG_RELATION &&
+			lock->locktag.locktag_field1 == MyDatabaseId &&
+			lock->locktag.locktag_field2 == relid &&
+			(method->conflictTab[lock->waitLockMode] & held) != 0;
+	}
+	return found;
+}
+
+/*
  * Take a SHARE lock on every source and every partition of a partitioned
  * one, all or none: try each without waiting; when one is taken, give back
  * those we hold, wait until the one that was busy is free, and start over.
@@ -498,28 +534,17 @@ target_lock_sources(DeltaPlan *plan)
 		 * INHERIT ...), the writers waiting behind it are what makes it
 		 * busy: our blocking request is granted ahead of them, and the next
 		 * try without waiting would fail again, forever.  Keep that one
-		 * (it holds back no writer that our lock did not already).
+		 * (it holds back no writer that our lock did not already).  The
+		 * same when DDL (DROP TABLE, TRUNCATE, ALTER TABLE) waits for the
+		 * ACCESS SHARE lock that parsing the query took: it waits for our
+		 * end, and the writers wait behind it.
 		 */
-		if (locked_by_me(busy))
+		if (locked_by_me(busy) || waits_for_me(busy))
 			LockRelationOid(busy, ShareLock);
 		else
 		{
 			LockRelationOid(busy, ShareLock);
 			UnlockRelationOid(busy, ShareLock);
-
-			/*
-			 * The same when what makes it busy is a waiter that waits for a
-			 * lock this transaction holds: the ACCESS SHARE lock that parsing
-			 * the query took, which an ACCESS EXCLUSIVE request (DROP TABLE,
-			 * TRUNCATE, ALTER TABLE) waits behind until we end.  Our blocking
-			 * request was granted ahead of it, and a try without waiting
-			 * still fails the moment we give it back.  Keep it: the writers
-			 * wait behind that waiter anyway.
-			 */
-			if (!ConditionalLockRelationOid(busy, ShareLock))
-				LockRelationOid(busy, ShareLock);
-			else
-				UnlockRelationOid(busy, ShareLock);
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
