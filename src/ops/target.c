@@ -417,33 +417,12 @@ compare_oid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Does this transaction hold a lock on the relation that keeps writers out? */
-static bool
-locked_by_me(Oid relid)
+/* The modes in which this transaction holds locks on the relation */
+static LOCKMASK
+modes_held(Oid relid)
 {
 	LOCKTAG		tag;
-
-	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
-	for (LOCKMODE mode = ShareLock; mode <= AccessExclusiveLock; mode++)
-	{
-		if (LockHeldByMe_compat(&tag, mode))
-			return true;
-	}
-	return false;
-}
-
-/*
- * Does another process wait for a lock on the relation that conflicts with
- * one this transaction holds (so that it waits for our end)?
- */
-static bool
-waits_for_me(Oid relid)
-{
-	LOCKTAG		tag;
-	LockMethod	method;
 	LOCKMASK	held = 0;
-	LockData   *locks;
-	bool		found = false;
 
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
 	for (LOCKMODE mode = AccessShareLock; mode <= AccessExclusiveLock; mode++)
@@ -451,8 +430,31 @@ waits_for_me(Oid relid)
 		if (LockHeldByMe_compat(&tag, mode))
 			held |= LOCKBIT_ON(mode);
 	}
+	return held;
+}
+
+/* Does one of the modes held keep writers out (SHARE or stronger)? */
+static bool
+keeps_writers_out(LOCKMASK held)
+{
+	return (held >> ShareLock) != 0;
+}
+
+/*
+ * Does another process wait for a lock on the relation that conflicts with
+ * one held in the modes held (so that it waits for our end)?
+ */
+static bool
+waits_for_me(Oid relid, LOCKMASK held)
+{
+	LOCKTAG		tag;
+	LockMethod	method;
+	LockData   *locks;
+	bool		found = false;
+
 	if (held == 0)
 		return false;
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
 	method = GetLockTagsMethodTable(&tag);
 	locks = GetLockStatusData();
 	for (int i = 0; i < locks->nelements && !found; i++)
@@ -489,6 +491,7 @@ target_lock_sources(DeltaPlan *plan)
 	for (;;)
 	{
 		List	   *held = NIL;
+		LOCKMASK	mine;
 		Oid			busy = InvalidOid;
 
 		for (int i = 0; i < n && !OidIsValid(busy); i++)
@@ -539,7 +542,8 @@ target_lock_sources(DeltaPlan *plan)
 		 * ACCESS SHARE lock that parsing the query took: it waits for our
 		 * end, and the writers wait behind it.
 		 */
-		if (locked_by_me(busy) || waits_for_me(busy))
+		mine = modes_held(busy);
+		if (keeps_writers_out(mine) || waits_for_me(busy, mine))
 			LockRelationOid(busy, ShareLock);
 		else
 		{
