@@ -282,9 +282,14 @@ my ($split_shard, $lo, $hi) = split /\|/,
   $coord->safe_psql('postgres',
 	q{SELECT shardid, shardminvalue, shardmaxvalue FROM pg_dist_shard
 	  WHERE logicalrelid = 'orders'::regclass ORDER BY shardid LIMIT 1});
+# Both halves go to the two nodes that do not hold the shard.  A half
+# kept on the shard's own node can hang the split for good (Citus issue
+# 6790): its replica identity is made after the replication slot, so an
+# UPDATE that commits in between reaches it without its key columns.
 my $node_ids = $coord->safe_psql('postgres',
-	q{SELECT string_agg(nodeid::text, ',' ORDER BY nodeid) FROM
-	  (SELECT nodeid FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid LIMIT 2) n});
+	qq{SELECT string_agg(nodeid::text, ',' ORDER BY nodeid) FROM pg_dist_node
+	   WHERE groupid <> 0 AND groupid <> (SELECT groupid FROM pg_dist_placement
+	                                     WHERE shardid = $split_shard)});
 my $mid = int(($lo + $hi) / 2);
 $bench = DeltaJoinWorkload::pgbench_start($coord, $scripts,
 	clients => 2, seconds => 5, seed => 16);
