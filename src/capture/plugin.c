@@ -130,6 +130,7 @@ static void plugin_build_entry(PluginState *state, Capture *cap,
 							   Relation relation, RelEntry *entry);
 static bool plugin_key_image(PluginState *state, SourceFeed *feed, HeapTuple tuple,
 							 TupleDesc desc, HeapTuple oldtuple);
+static bool plugin_feeds_need_keys(const RelEntry *entry);
 
 /*
  * Plugin entry point, found by name when a decoding context is set up.
@@ -268,7 +269,8 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		case REORDER_BUFFER_CHANGE_DELETE:
 			if (change->data.tp.oldtuple != NULL)
 				oldtuple = DJ_CHANGE_TUPLE(change->data.tp.oldtuple);
-			else if (!list_member_oid(warned_relids, RelationGetRelid(relation)))
+			else if (plugin_feeds_need_keys(entry) &&
+					 !list_member_oid(warned_relids, RelationGetRelid(relation)))
 			{
 				MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
@@ -341,6 +343,22 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 				capture_forget_row(cap, oldkey);	/* moved away (or not captured) */
 		}
 	}
+}
+
+/*
+ * Does a view of this relation find its changed rows by a key?  A view
+ * recomputed whole (a key of no columns) needs no row of a change, so a
+ * DELETE that logs none loses it nothing.
+ */
+static bool
+plugin_feeds_need_keys(const RelEntry *entry)
+{
+	for (int i = 0; i < entry->nfeeds; i++)
+	{
+		if (entry->feeds[i].shape.nkeys > 0)
+			return true;
+	}
+	return false;
 }
 
 /*
