@@ -137,6 +137,12 @@ SELECT * FROM good_target;
 SELECT target, sources FROM delta_join.views;
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
+-- drop_view() does not cascade: a dependent view stops it, with a hint
+-- that fits drop_view() (not DROP TABLE's "Use DROP ... CASCADE")
+CREATE VIEW reads_good_target AS SELECT * FROM good_target;
+SELECT delta_join.drop_view('good_target');
+SELECT target FROM delta_join.views;
+DROP VIEW reads_good_target;
 SELECT delta_join.drop_view('good_target');
 
 SET client_min_messages = warning;

@@ -141,17 +141,38 @@ dj_explain(PG_FUNCTION_ARGS)
 
 /*
  * drop_view(target text, drop_table boolean) RETURNS void
+ *
+ * The target is dropped as DROP TABLE would, never with CASCADE.  When
+ * other objects depend on it, DROP TABLE's hint ("Use DROP ... CASCADE")
+ * does not apply to drop_view(); say what does.
  */
 Datum
 dj_drop_view(PG_FUNCTION_ARGS)
 {
 	char	   *target = required_text_arg(fcinfo, 0, "target");
 	bool		drop_table = PG_ARGISNULL(1) ? true : PG_GETARG_BOOL(1);
+	MemoryContext cxt = CurrentMemoryContext;
 
 	ops_check_primary("drop_view");
-	if (distributed_drop_view(target, drop_table))
-		PG_RETURN_VOID();
-	ops_drop_view_named(target, drop_table);
+	PG_TRY();
+	{
+		if (!distributed_drop_view(target, drop_table))
+			ops_drop_view_named(target, drop_table);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST || !drop_table)
+			PG_RE_THROW();
+		FlushErrorState();
+		edata->hint = psprintf("Drop the objects that depend on the target first, or keep the target as an ordinary table: SELECT delta_join.drop_view(%s, drop_table => false);",
+							   quote_literal_cstr(target));
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
 	PG_RETURN_VOID();
 }
 
