@@ -316,18 +316,8 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dj_progress'
 LANGUAGE C STRICT VOLATILE;
 
-CREATE VIEW delta_join.progress AS
-SELECT delta_join._name(v.target) AS target,
-	   p.pid,
-	   p.command,
-	   p.phase,
-	   p.rows_done,
-	   p.rows_expected,
-	   p.started
-FROM delta_join._progress() p
-JOIN delta_join.view_catalog v USING (view_id);
-
-GRANT SELECT ON delta_join.progress TO PUBLIC;
+-- (the view over it, delta_join.progress, is made in section 8, with the
+-- rows of distributed views)
 
 --
 -- 6. The replication origin of new targets' fills (issue 21): create_view
@@ -375,3 +365,67 @@ REVOKE EXECUTE ON FUNCTION
 	delta_join._backfill_node(text),
 	delta_join._refresh_node_concurrently(text)
 FROM PUBLIC;
+
+--
+-- 8. The progress of a distributed view's concurrent create or refresh, on
+-- the coordinator (issue 21, item 3): each node fills its shard groups'
+-- views one after the other, and delta_join.progress on the coordinator
+-- shows, under the distributed view's name, the group each node is at,
+-- with the node.  Like shard_groups, it asks every node as the reader; a
+-- node that does not answer shows nothing (shard_groups says why).  Both
+-- functions are called by the public view as its reader: PUBLIC, and they
+-- read only what delta_join.progress shows.
+--
+CREATE FUNCTION delta_join._node_progress(
+	OUT distributed_view text, OUT pid int, OUT command text, OUT phase text,
+	OUT rows_done bigint, OUT rows_expected bigint, OUT started timestamptz)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT v.managed_by, p.pid, p.command, p.phase, p.rows_done, p.rows_expected, p.started
+	FROM delta_join._progress() p
+	JOIN delta_join.view_catalog v USING (view_id)
+	WHERE v.managed_by IS NOT NULL
+$$;
+
+CREATE FUNCTION delta_join._distributed_progress(
+	OUT target text, OUT pid int, OUT command text, OUT phase text,
+	OUT rows_done bigint, OUT rows_expected bigint, OUT started timestamptz,
+	OUT node text)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NOT delta_join._is_coordinator()
+	   OR NOT EXISTS (SELECT 1 FROM delta_join._distributed_targets()) THEN
+		RETURN;
+	END IF;
+	RETURN QUERY EXECUTE $q$
+		SELECT p.distributed_view, p.pid, p.command, p.phase, p.rows_done,
+			   p.rows_expected, p.started, n.nodename || ':' || n.nodeport
+		FROM run_command_on_all_nodes(
+			'SELECT coalesce(json_agg(p), ''[]'') FROM delta_join._node_progress() p') r
+		JOIN pg_dist_node n ON n.nodeid = r.nodeid
+		CROSS JOIN LATERAL json_to_recordset(CASE WHEN r.success THEN r.result::json END)
+			AS p(distributed_view text, pid int, command text, phase text,
+				 rows_done bigint, rows_expected bigint, started timestamptz)
+	$q$;
+END $$;
+
+CREATE VIEW delta_join.progress AS
+SELECT delta_join._name(v.target) AS target,
+	   p.pid,
+	   p.command,
+	   p.phase,
+	   p.rows_done,
+	   p.rows_expected,
+	   p.started,
+	   NULL::text AS node
+FROM delta_join._progress() p
+JOIN delta_join.view_catalog v USING (view_id)
+UNION ALL
+SELECT * FROM delta_join._distributed_progress();
+
+GRANT SELECT ON delta_join.progress TO PUBLIC;

@@ -160,6 +160,12 @@ my $creator = start_held_create('joined_c',
 	'a concurrent create of a distributed view: a shard group\'s fill waits for a writer that began before it');
 is( $node->safe_psql(
 		'postgres', q{
+		SELECT command || ', ' || phase || ', on ' || node FROM delta_join.progress
+		WHERE target = 'public.joined_c'}),
+	'create_view concurrently, waiting for writers, on ' . $node->host . ':' . $node->port,
+	'the coordinator\'s progress shows the group its node is at, under the distributed view\'s name');
+is( $node->safe_psql(
+		'postgres', q{
 		SET statement_timeout = '20s';
 		INSERT INTO orders SELECT m, 500, 1, 5 FROM generate_series(1, 20) m;
 		UPDATE items SET name = name || '+' WHERE item_id = 1;
