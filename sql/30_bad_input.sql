@@ -145,6 +145,21 @@ SELECT target FROM delta_join.views;
 DROP VIEW reads_good_target;
 SELECT delta_join.drop_view('good_target');
 
+-- Names that need quoting are shown quoted once: as they are written in
+-- SQL, without more quotes around them
+CREATE SCHEMA "Odd Schema";
+CREATE TABLE "Odd Schema"."Src T" (id int PRIMARY KEY, "K k" int);
+SELECT delta_join.create_view('"Odd Schema"."Wide n"', $$
+  SELECT id, "K k" FROM "Odd Schema"."Src T" $$);
+SELECT delta_join.create_view('"Odd Schema"."Wide n"', $$
+  SELECT id, "K k" FROM "Odd Schema"."Src T" $$);
+SELECT delta_join.refresh('"Odd Schema"."Nope"');
+SELECT delta_join.create_view('"Odd Schema"."Self"', $$
+  SELECT s1.id, s2."K k" FROM "Odd Schema"."Src T" s1 JOIN "Odd Schema"."Src T" s2 ON s1."K k" = s2.id $$);
+ALTER TABLE "Odd Schema"."Wide n" ADD COLUMN extra int;
+SELECT delta_join.drop_view('"Odd Schema"."Wide n"');
+DROP SCHEMA "Odd Schema" CASCADE;
+
 SET client_min_messages = warning;
 DROP SCHEMA bad CASCADE;
 RESET client_min_messages;

@@ -117,8 +117,8 @@ analysis_source_name(DeltaSource *src)
 	char	   *relname = get_rel_name(src->relid);
 
 	if (strcmp(relname, src->alias) == 0)
-		return psprintf("\"%s\"", src->relname);
-	return psprintf("\"%s\" AS %s", src->relname, quote_identifier(src->alias));
+		return pstrdup(dj_message_name(src->relname));
+	return psprintf("%s AS %s", dj_message_name(src->relname), quote_identifier(src->alias));
 }
 
 /* 'table "public.orders" AS o' */

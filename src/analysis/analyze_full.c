@@ -327,7 +327,7 @@ analysis_full(Analysis *a, Query *query, List *hints)
 			list_member_oid(lookup_tables, src->relid);
 		src->seed_queue_size = src->seed_max_inflight = src->seed_buffer_capacity = -1;
 		plan->sources = lappend(plan->sources, src);
-		analysis_check_rls(a, src->relid, psprintf("\"%s\"", src->relname));
+		analysis_check_rls(a, src->relid, dj_message_name(src->relname));
 	}
 	if (plan->sources != NIL)
 		(void) analysis_some_source_drives(a);

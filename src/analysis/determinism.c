@@ -242,9 +242,9 @@ check_tablesample(Analysis *a, RangeTblEntry *rte)
 	if (rte->rtekind != RTE_RELATION || rte->tablesample == NULL)
 		return;
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-		   psprintf("delta view rule 4: TABLESAMPLE on \"%s\" AS %s is not deterministic",
-					quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
-											   get_rel_name(rte->relid)),
+		   psprintf("delta view rule 4: TABLESAMPLE on %s AS %s is not deterministic",
+					dj_message_name(quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+															   get_rel_name(rte->relid))),
 					quote_identifier(rte->eref->aliasname)),
 		   pstrdup("A lookup must reproduce the same result each time a row is recomputed."),
 		   pstrdup("Remove TABLESAMPLE."));

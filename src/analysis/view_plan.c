@@ -62,8 +62,8 @@ analyze_registered(ViewRecord *view)
 	if (!OidIsValid(view->query_view))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the query of delta view \"%s\" was dropped",
-						catalog_view_name(view)),
+				 errmsg("the query of delta view %s was dropped",
+						dj_message_name(catalog_view_name(view))),
 				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
 				 errhint("Drop the view with delta_join.drop_view and create it again.")));
 	return analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
@@ -98,8 +98,8 @@ check_source_keys(ViewRecord *view, DeltaPlan *plan)
 			memcmp(rec->key_attnums, src->key_attnums, sizeof(AttrNumber) * src->key_natts) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the key of source \"%s\" changed since the view was created",
-							src->relname),
+					 errmsg("the key of source %s changed since the view was created",
+							dj_message_name(src->relname)),
 					 errdetail("Changes of the source are captured by other columns than the view now needs."),
 					 errhint("Rebuild the view with delta_join.refresh().")));
 	}
@@ -163,8 +163,8 @@ view_plan_load(ViewRecord *view)
 		 view_plan_sources_changed(&current, plan)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the tables delta view \"%s\" reads changed since it was filled",
-						catalog_view_name(view)),
+				 errmsg("the tables delta view %s reads changed since it was filled",
+						dj_message_name(catalog_view_name(view))),
 				 errdetail("An inheritance child of a table it reads came or went, or a view it reads was replaced, without a refresh: rows came or went without changes of its sources."),
 				 errhint("Rebuild the view with delta_join.refresh().")));
 	return plan;

@@ -152,8 +152,8 @@ apply_check_access(DeltaPlan *plan)
 		if (check_enable_rls(src->relid, InvalidOid, true) == RLS_ENABLED)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("row-level security applies to source \"%s\" for role \"%s\"",
-							src->relname, GetUserNameFromId(GetUserId(), false)),
+					 errmsg("row-level security applies to source %s for role \"%s\"",
+							dj_message_name(src->relname), GetUserNameFromId(GetUserId(), false)),
 					 errdetail("Lookups read the sources directly, so row security policies could not be applied to them."),
 					 errhint("Let the target's owner bypass row-level security on the table (own it, or have BYPASSRLS).")));
 	}

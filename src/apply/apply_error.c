@@ -127,14 +127,14 @@ apply_error_callback(void *arg)
 		return;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "applying delta view \"%s\"", place->view_name);
+	appendStringInfo(&buf, "applying delta view %s", dj_message_name(place->view_name));
 	if (!XLogRecPtrIsInvalid(place->end_lsn))
 		appendStringInfo(&buf, ", changes up to %X/%X", LSN_FORMAT_ARGS(place->end_lsn));
 	if (place->whole)
 		appendStringInfoString(&buf, ", recomputing its whole result");
 	else if (place->source != NULL && place->key != NULL)
 	{
-		appendStringInfo(&buf, ", source \"%s\"", place->source->relname);
+		appendStringInfo(&buf, ", source %s", dj_message_name(place->source->relname));
 		if (InterruptHoldoffCount == 0 && CritSectionCount == 0 && IsTransactionState())
 		{
 			appendStringInfoString(&buf, ", ");

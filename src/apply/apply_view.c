@@ -476,8 +476,8 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		/* a helper's share that fails is applied again by the worker */
 		if (result == VIEW_DEFERRED && !req->quiet)
 			ereport(LOG,
-					(errmsg("delta view \"%s\" could not be applied now, trying again later: %s",
-							catalog_view_name(view), edata->message),
+					(errmsg("delta view %s could not be applied now, trying again later: %s",
+							dj_message_name(catalog_view_name(view)), edata->message),
 					 edata->context ? errcontext("%s", edata->context) : 0));
 	}
 	PG_END_TRY();

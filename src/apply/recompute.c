@@ -416,8 +416,8 @@ unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *a
 		if (!OidIsValid(arraytypes[k]))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the key of source \"%s\" has a column of type %s, which has no array type",
-							src->relname, format_type_be(var->vartype))));
+					 errmsg("the key of source %s has a column of type %s, which has no array type",
+							dj_message_name(src->relname), format_type_be(var->vartype))));
 
 		/*
 		 * unnest() of an array of a composite type returns the fields of
@@ -428,8 +428,8 @@ unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *a
 		if (type_is_rowtype(var->vartype))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the key of source \"%s\" has a column of composite type %s",
-							src->relname, format_type_be(var->vartype)),
+					 errmsg("the key of source %s has a column of composite type %s",
+							dj_message_name(src->relname), format_type_be(var->vartype)),
 					 errdetail("A set of keys is read as the columns of unnest(), which returns the fields of a composite value.")));
 		get_typlenbyvalalign(var->vartype, &typlen[k], &typbyval[k], &typalign[k]);
 	}

@@ -199,5 +199,6 @@ extern bool dj_parse_strategy(const char *name, DeltaStrategy *strategy);
 extern const char *dj_path_name(DeltaPath path);
 extern bool dj_parse_path(const char *name, DeltaPath *path);
 extern const char *dj_kind_name(DeltaKind kind);
+extern const char *dj_message_name(const char *name);
 
 #endif							/* DELTA_JOIN_H */

@@ -243,6 +243,20 @@ dj_parse_path(const char *name, DeltaPath *path)
 	return false;
 }
 
+/*
+ * A relation's name, perhaps qualified, as a message shows it: in double
+ * quotes, as messages quote names -- unless it holds quotes already (a name
+ * that needed them, as quote_qualified_identifier writes it), which more
+ * quotes would only obscure: "public.orders", but "Sales"."Orders" as is.
+ */
+const char *
+dj_message_name(const char *name)
+{
+	if (strchr(name, '"') != NULL)
+		return name;
+	return psprintf("\"%s\"", name);
+}
+
 /* The name of a kind, as view_catalog.kind stores it */
 const char *
 dj_kind_name(DeltaKind kind)

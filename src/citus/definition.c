@@ -409,14 +409,14 @@ definition_check_writer(Definition *def, bool deleting)
 			return;
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("distributed target \"%s\" does not exist", def->target)));
+				 errmsg("distributed target %s does not exist", dj_message_name(def->target))));
 	}
 	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	if (!deleting && !citus_distribution(relid, &colocation, &distcol))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a hash-distributed table of Citus", def->target),
+				 errmsg("%s is not a hash-distributed table of Citus", dj_message_name(def->target)),
 				 errhint("Create distributed views with delta_join.create_view on the coordinator.")));
 }
 
@@ -549,9 +549,9 @@ definition_check_rename(Node *parsetree)
 		if (definition_uses(lfirst(lc), list_make1_oid(relid), list_make1_oid(nspid)) != USES_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot rename \"%s\" or move it to another schema: distributed view \"%s\" uses it",
+					 errmsg("cannot rename \"%s\" or move it to another schema: distributed view %s uses it",
 							OidIsValid(relid) ? get_rel_name(relid) : get_namespace_name(nspid),
-							(char *) lfirst(lc)),
+							dj_message_name(lfirst(lc))),
 					 errdetail("A distributed view's definition names its tables, their columns and schemas, which the nodes read again when a shard group moves."),
 					 errhint("Drop the distributed view, rename, and create it again.")));
 	}
@@ -595,11 +595,12 @@ definition_forget_dropped(DropStmt *stmt)
 			if (stmt->behavior != DROP_CASCADE)
 				ereport(ERROR,
 						(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-						 errmsg("cannot drop a source of distributed view \"%s\"", (char *) lfirst(lc)),
+						 errmsg("cannot drop a source of distributed view %s",
+								dj_message_name(lfirst(lc))),
 						 errhint("Drop the view first with delta_join.drop_view, or use DROP ... CASCADE, which drops the view and keeps its target.")));
 			ereport(NOTICE,
-					(errmsg("drop cascades to distributed view \"%s\" (its target stays)",
-							(char *) lfirst(lc))));
+					(errmsg("drop cascades to distributed view %s (its target stays)",
+							dj_message_name(lfirst(lc)))));
 		}
 		definition_delete(lfirst(lc));
 	}

@@ -365,8 +365,8 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 	if (definition_of(relid) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("distributed view \"%s\" was dropped during its concurrent create",
-						backfill.target)));
+				 errmsg("distributed view %s was dropped during its concurrent create",
+						dj_message_name(backfill.target))));
 	definition_end_backfill(backfill.target);
 	end_block();
 	LockRelease(&lock, ExclusiveLock, true);
@@ -488,13 +488,14 @@ check_create_ended(Definition *def, Oid relid, bool concurrently)
 	if (LockAcquire(&lock, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("distributed view \"%s\" is being created concurrently", def->target),
+				 errmsg("distributed view %s is being created concurrently",
+						dj_message_name(def->target)),
 				 errhint("Wait for its create_view to end.")));
 	if (concurrently)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the concurrent create of distributed view \"%s\" ended without finishing",
-						def->target),
+				 errmsg("the concurrent create of distributed view %s ended without finishing",
+						dj_message_name(def->target)),
 				 errhint("Rebuild it with delta_join.refresh() without concurrently, or drop it.")));
 }
 

@@ -240,19 +240,20 @@ eligibility_check_target(Oid relid, const char *target, ShardGroupPlan *sgp)
 	if (definition_of(relid) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("table \"%s\" is already the target of a distributed delta view", target),
+				 errmsg("table %s is already the target of a distributed delta view",
+						dj_message_name(target)),
 				 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
 	if (!ops_relation_is_empty(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("target \"%s\" is not empty", target),
+				 errmsg("target %s is not empty", dj_message_name(target)),
 				 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
 	if (!citus_distribution(relid, &colocation, &target_col) ||
 		colocation != sgp->colocation || strcmp(target_col, column) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("target \"%s\" is not distributed by column \"%s\", co-located with %s",
-						target, column, get_rel_name(sgp->anchor)),
+				 errmsg("target %s is not distributed by column \"%s\", co-located with %s",
+						dj_message_name(target), column, get_rel_name(sgp->anchor)),
 				 errdetail("Each shard group's view writes into the group's shard of the target."),
 				 errhint("Distribute it with create_distributed_table('%s', '%s', colocate_with => '%s'), or name a new table.",
 						 target, column, get_rel_name(sgp->anchor))));

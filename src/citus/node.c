@@ -113,8 +113,8 @@ shard_view_query(Definition *def, Oid target_shard, const char *minvalue, List *
 		if (!same)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the query of distributed view \"%s\" now reads other tables than when it was made",
-							def->target),
+					 errmsg("the query of distributed view %s now reads other tables than when it was made",
+							dj_message_name(def->target)),
 					 errhint("Drop the view and create it again.")));
 	}
 
@@ -129,8 +129,9 @@ shard_view_query(Definition *def, Oid target_shard, const char *minvalue, List *
 		if (!OidIsValid(shard))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("distributed view \"%s\": the shard of %s co-located with %s is not on this node",
-							def->target, get_rel_name(relid), get_rel_name(target_shard))));
+					 errmsg("distributed view %s: the shard of %s co-located with %s is not on this node",
+							dj_message_name(def->target), get_rel_name(relid),
+							get_rel_name(target_shard))));
 		relids = lappend_oid(relids, relid);
 		shards = lappend_oid(shards, shard);
 	}
@@ -415,8 +416,8 @@ node_sync(void)
 	foreach(lc, targets)
 	{
 		if (!run_guarded(sync_target, lfirst(lc),
-						 loud ? psprintf("could not make the views of distributed view \"%s\" on this node",
-										 (char *) lfirst(lc)) : NULL) && loud)
+						 loud ? psprintf("could not make the views of distributed view %s on this node",
+										 dj_message_name(lfirst(lc))) : NULL) && loud)
 			last_warning = GetCurrentTimestamp();
 	}
 }
@@ -570,12 +571,12 @@ concurrent_definition(const char *target, bool backfilling, Oid *logical)
 	if (def == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("\"%s\" is not a distributed delta view", target)));
+				 errmsg("%s is not a distributed delta view", dj_message_name(target))));
 	if (def->backfilling != backfilling)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg(backfilling ? "distributed view \"%s\" is no longer being created" :
-						"distributed view \"%s\" is being created concurrently", target),
+				 errmsg(backfilling ? "distributed view %s is no longer being created" :
+						"distributed view %s is being created concurrently", dj_message_name(target)),
 				 backfilling ? 0 :
 				 errhint("Wait for its create_view to end, or, if it ended without finishing, refresh the view without concurrently.")));
 	return def;
@@ -609,8 +610,8 @@ concurrent_shard_query(const char *managed_by, const char *target, List **hints,
 	if (minvalue == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("distributed view \"%s\": shard %s is no longer on this node",
-						managed_by, target)));
+				 errmsg("distributed view %s: shard %s is no longer on this node",
+						dj_message_name(managed_by), target)));
 	SetConfigOption("search_path", def->search_path, PGC_USERSET, PGC_S_SESSION);
 	*settings = def->settings;
 	return shard_view_query(def, target_shard, minvalue, hints, options);

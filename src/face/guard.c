@@ -291,8 +291,8 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 	if (may_refuse && runner_owns(view))
 		ereport(ERROR,
 				(errcode(failure->sqlerrcode),
-				 errmsg("cannot run %s: delta view \"%s\" would no longer be correct",
-						command, catalog_view_name(view)),
+				 errmsg("cannot run %s: delta view %s would no longer be correct",
+						command, dj_message_name(catalog_view_name(view))),
 				 errdetail("%s", failure->message),
 				 errhint("Drop the view with delta_join.drop_view() first, or leave the table as it is.")));
 	catalog_set_error(view,
@@ -403,7 +403,8 @@ guard_repair(ViewRecord *view, const char *command, const char *why)
 	if (!guard_check_view(view, command, true))
 		return;
 	ereport(NOTICE,
-			(errmsg("delta view \"%s\" is refreshed because %s", catalog_view_name(view), why)));
+			(errmsg("delta view %s is refreshed because %s",
+					dj_message_name(catalog_view_name(view)), why)));
 	(void) ops_refresh_view(view, false);
 }
 
@@ -549,8 +550,8 @@ refuse_concurrent_index_drop(DropStmt *stmt, List *views)
 		else if (view)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot drop index \"%s\" concurrently: delta view \"%s\" uses its table",
-							get_rel_name(index), catalog_view_name(view)),
+					 errmsg("cannot drop index \"%s\" concurrently: delta view %s uses its table",
+							get_rel_name(index), dj_message_name(catalog_view_name(view))),
 					 errdetail("The view must be checked in the transaction that drops the index."),
 					 errhint("Use DROP INDEX without CONCURRENTLY.")));
 	}
@@ -576,8 +577,8 @@ refuse_concurrent_detach(AlterTableStmt *stmt, List *views)
 		else if (view != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot detach a partition of \"%s\" concurrently: delta view \"%s\" reads it",
-							get_rel_name(relid), catalog_view_name(view)),
+					 errmsg("cannot detach a partition of \"%s\" concurrently: delta view %s reads it",
+							get_rel_name(relid), dj_message_name(catalog_view_name(view))),
 					 errdetail("The rows of the partition leave the view's source without changes that can be decoded, so the view must be refreshed in the same transaction."),
 					 errhint("Use DETACH PARTITION without CONCURRENTLY.")));
 	}
@@ -789,8 +790,8 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 			trigdata->tag != CMDTAG_COMMENT && trigdata->tag != CMDTAG_SECURITY_LABEL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot run %s on the query view of delta view \"%s\"",
-							command, catalog_view_name(view)),
+					 errmsg("cannot run %s on the query view of delta view %s",
+							command, dj_message_name(catalog_view_name(view))),
 					 errdetail("The view's query is bound when the view is created and changes only with it; its name, schema and owner follow the target."),
 					 errhint("To change the query, drop the view with delta_join.drop_view() and create it again.")));
 		if (list_member_oid(relids, view->target))

@@ -269,7 +269,7 @@ dj_wait(PG_FUNCTION_ARGS)
 				PG_RETURN_BOOL(distributed == 1);
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("\"%s\" is not a delta view", name),
+					 errmsg("%s is not a delta view", dj_message_name(name)),
 					 errhint("The view delta_join.views lists the delta views.")));
 		}
 		waited = chain_of(views, start, &rounds);

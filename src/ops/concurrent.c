@@ -447,8 +447,8 @@ find_own_view(ViewRecord *view)
 		view->view_id != task_state.view_id || !view->backfilling || view->in_error)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("delta view \"%s\" was dropped or changed during its concurrent backfill",
-						task_state.name)));
+				 errmsg("delta view %s was dropped or changed during its concurrent backfill",
+						dj_message_name(task_state.name))));
 }
 
 /*
@@ -676,8 +676,8 @@ run_refresh(ConcurrentTask *task)
 	if (view.backfilling)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("delta view \"%s\" is being backfilled",
-						task->data + task->target_off),
+				 errmsg("delta view %s is being backfilled",
+						dj_message_name(task->data + task->target_off)),
 				 errhint("Wait for the concurrent create or refresh that runs (delta_join.progress) to end.")));
 	task_state.view_id = view.view_id;
 	task_state.was_error = view.in_error;

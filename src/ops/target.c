@@ -700,8 +700,8 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counte
 	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("row-level security applies to target \"%s\" for its owner \"%s\"",
-						name, GetUserNameFromId(GetUserId(), false)),
+				 errmsg("row-level security applies to target %s for its owner \"%s\"",
+						dj_message_name(name), GetUserNameFromId(GetUserId(), false)),
 				 errdetail("A target is filled by its owner, and policies would keep the fill from deleting or inserting some of its rows."),
 				 errhint("Let the owner bypass row-level security on the target: ALTER TABLE %s NO FORCE ROW LEVEL SECURITY.",
 						 name)));

@@ -136,7 +136,7 @@ ops_lookup_view(const char *target, ViewRecord *view, LOCKMODE lockmode)
 	if (!OidIsValid(relid) || !catalog_find_view(relid, view))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("\"%s\" is not the target of a delta view", target),
+				 errmsg("%s is not the target of a delta view", dj_message_name(target)),
 				 errhint("delta_join.views lists the delta views.")));
 	return relid;
 }
@@ -236,8 +236,8 @@ create_view(const char *target, Query *query, List *hints,
 		if (((DeltaSource *) lfirst(lc))->relid == relid)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("table \"%s\" cannot be both the target and a source of a view",
-							ops_relation_name(relid)),
+					 errmsg("table %s cannot be both the target and a source of a view",
+							dj_message_name(ops_relation_name(relid))),
 					 errhint("Name a new table as the target.")));
 	}
 	if (OidIsValid(relid))
@@ -245,14 +245,15 @@ create_view(const char *target, Query *query, List *hints,
 		if (catalog_find_view(relid, &existing))
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("table \"%s\" is already the target of a delta view", target),
+					 errmsg("table %s is already the target of a delta view",
+							dj_message_name(target)),
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
 		target_validate(relid, plan, false);
 		target_check_key_index(relid, plan);
 		if (!replace && !ops_relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("target \"%s\" is not empty", ops_relation_name(relid)),
+					 errmsg("target %s is not empty", dj_message_name(ops_relation_name(relid))),
 					 errhint("The target is filled from the query; empty it with TRUNCATE first.")));
 	}
 	else
@@ -419,16 +420,16 @@ ops_drop_view_named(const char *target, bool drop_table)
 	if ((managed_by = catalog_managed_by(relid)) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("view \"%s\" is a shard group of distributed view \"%s\"",
-						target, managed_by),
+				 errmsg("view %s is a shard group of distributed view %s",
+						dj_message_name(target), dj_message_name(managed_by)),
 				 errdetail("The coordinator manages the views of a distributed view's shard groups."),
 				 errhint("Drop the distributed view on the coordinator: SELECT delta_join.drop_view(%s);",
 						 quote_literal_cstr(managed_by))));
 	if (drop_table && OidIsValid(citus_shard_of(relid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("target \"%s\" is a shard of Citus table \"%s\"",
-						target, get_rel_name(citus_shard_of(relid))),
+				 errmsg("target %s is a shard of Citus table \"%s\"",
+						dj_message_name(target), get_rel_name(citus_shard_of(relid))),
 				 errdetail("Dropping it would break its distributed table."),
 				 errhint("Keep the table: SELECT delta_join.drop_view(%s, false);",
 						 quote_literal_cstr(target))));
@@ -457,7 +458,7 @@ ops_refresh_view_named(const char *target)
 	if (view.backfilling)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("delta view \"%s\" is being backfilled", target),
+				 errmsg("delta view %s is being backfilled", dj_message_name(target)),
 				 errhint("Wait for the concurrent create or refresh that runs (delta_join.progress) to end.")));
 	return ops_refresh_view(&view, true);
 }

@@ -564,8 +564,8 @@ catalog_set_error(ViewRecord *view, const ErrorData *error, bool report)
 	view->in_error = true;
 	if (done && report)
 		ereport(WARNING,
-				(errmsg("delta view \"%s\" is in error and no longer maintained: %s",
-						catalog_view_name(view), message),
+				(errmsg("delta view %s is in error and no longer maintained: %s",
+						dj_message_name(catalog_view_name(view)), message),
 				 error->detail ? errdetail_internal("%s", error->detail) : 0,
 				 error->hint ? errhint("%s", error->hint) :
 				 errhint("Fix the cause, then rebuild the view with delta_join.refresh()."),
