@@ -429,3 +429,31 @@ UNION ALL
 SELECT * FROM delta_join._distributed_progress();
 
 GRANT SELECT ON delta_join.progress TO PUBLIC;
+
+--
+-- 9. The replica identity of keyless targets.  A view without a unique key
+-- of its result (a full recompute) writes a target without a primary key,
+-- and a DELETE or UPDATE of such a table logs no old row under the default
+-- replica identity: PostgreSQL refuses them outright once a publication
+-- (FOR ALL TABLES, say) publishes them, which put the view in error.  0.2
+-- makes such targets REPLICA IDENTITY FULL (src/ops/target.c); the targets
+-- 0.1 made get it here.  A replica identity their owner chose (an index,
+-- or NOTHING) stays.
+--
+DO $$
+DECLARE
+	target regclass;
+BEGIN
+	FOR target IN
+		SELECT c.oid::regclass
+		FROM delta_join.view_catalog v
+		JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.target
+		WHERE c.relkind OPERATOR(pg_catalog.=) 'r'
+		  AND c.relreplident OPERATOR(pg_catalog.=) 'd'
+		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_index i
+						  WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid AND i.indisprimary)
+		ORDER BY c.oid
+	LOOP
+		EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', target);
+	END LOOP;
+END $$;
