@@ -279,13 +279,15 @@ distributed_create_view(const char *target, const char *text, const char *strate
  *	   views of groups that moved to it since step 2 (a shard move during
  *	   the create).
  *
- * A failure undoes step 1 (distributed_create_undo).  From step 1 on, the
- * process holds the create's lock for its session, which tells refresh()
- * whether the create still runs.
+ * A failure undoes step 1 (distributed_create_undo), unless a drop_view()
+ * or DROP took the view away meanwhile.  From step 1 on, the process holds
+ * the create's lock for its session, which tells refresh() whether the
+ * create still runs.
  */
 static struct
 {
 	char	   *target;			/* registered: the definition's name */
+	Oid			relid;			/* and its target */
 	bool		created;		/* step 1 made the target */
 } backfill;
 
@@ -349,6 +351,7 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 	create_lock_tag(relid, &lock);
 	(void) LockAcquire(&lock, ExclusiveLock, true, false);
 	backfill.target = MemoryContextStrdup(TopMemoryContext, ops_relation_name(relid));
+	backfill.relid = relid;
 	backfill.created = created;
 	node_sql = psprintf("SELECT delta_join._backfill_node(%s)",
 						quote_literal_cstr(backfill.target));
@@ -377,25 +380,32 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 /*
  * After a failure of distributed_create_steps, in a new transaction: the
  * definition deleted (each node drops the views it made, keeping their
- * targets) and the target dropped if step 1 made it.
+ * targets) and the target dropped if step 1 made it.  Only while the
+ * definition registered in step 1 is still there, being created: a
+ * drop_view() during the create has removed it already, and kept the
+ * target if told to (drop_table => false), or dropped it, and then a table
+ * of that name may be another one.
  */
 void
 distributed_create_undo(void)
 {
-	Oid			relid;
+	Definition *def;
 
 	if (backfill.target == NULL)
 		return;
 	begin_block();
 	ops_lock_views();
-	relid = definition_relid(backfill.target);
-	if (OidIsValid(relid) && definition_of(relid) != NULL)
-		definition_delete(backfill.target);
-	if (OidIsValid(relid) && backfill.created)
+	if (definition_relid(backfill.target) == backfill.relid &&
+		(def = definition_of(backfill.relid)) != NULL && def->backfilling)
 	{
-		SPI_connect();
-		(void) run_statement(psprintf("DROP TABLE %s", backfill.target), 0, NULL, NULL);
-		SPI_finish();
+		definition_delete(backfill.target);
+		if (backfill.created)
+		{
+			SPI_connect();
+			(void) run_statement(psprintf("DROP TABLE %s", ops_relation_name(backfill.relid)),
+								 0, NULL, NULL);
+			SPI_finish();
+		}
 	}
 	end_block();
 }

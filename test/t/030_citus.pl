@@ -241,6 +241,26 @@ like($cerr, qr/delta view "[^"]*joined_d_\d+" was dropped or changed during its 
 is( $node->safe_psql('postgres', leftovers('joined_d')),
 	'0 0 true', 'and nothing is left of it');
 
+# drop_view(drop_table => false) during the create keeps the target, which
+# the failed create then leaves alone; so it leaves a table of the target's
+# name made after a drop_view() alone
+foreach my $case (
+	[ 'joined_k', "SELECT delta_join.drop_view('joined_k', drop_table => false)",
+		'the target drop_view() kept' ],
+	[ 'joined_r', "SELECT delta_join.drop_view('joined_r'); CREATE TABLE joined_r (note text)",
+		'a table made under the target\'s name since' ])
+{
+	my ($name, $drop, $kept) = @$case;
+
+	$creator = start_held_create($name, "a concurrent create of $name waits for a writer");
+	$node->safe_psql('postgres', "SET statement_timeout = '30s'; $drop");
+	$writer->query_safe('COMMIT');
+	$creator->finish;
+	like($cerr, qr/${name}\S*" was dropped/, "the create of $name fails");
+	is($node->safe_psql('postgres', leftovers($name)), '0 0 false', "and $kept is still there");
+	$node->safe_psql('postgres', "DROP TABLE $name");
+}
+
 # A failure on a node (here the fill's division by zero) is the caller's
 # error, and leaves nothing behind.
 my $zero = 'SELECT o.merchant_id, o.order_id, i.name, o.amount / (o.order_id - 7) AS amount '
