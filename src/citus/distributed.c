@@ -557,7 +557,7 @@ distributed_refresh_concurrently(const char *target)
 	relid = definition_relid(target);
 	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
 		return -1;
-	PreventInTransactionBlock(true, "delta_join.refresh(target, concurrently => true)");
+	concurrent_check_caller("delta_join.refresh(target, concurrently => true)");
 	ops_check_owner(relid);
 	check_create_ended(def, relid, true);
 	foreach(lc, run_on_nodes(psprintf("SELECT delta_join._refresh_node_concurrently(%s)",

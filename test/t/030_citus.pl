@@ -205,6 +205,14 @@ like(
 	error_of(q{BEGIN; SELECT delta_join.refresh('joined_c', concurrently => true); COMMIT;}),
 	qr/25001: .*cannot run inside a transaction block/,
 	'refresh(concurrently) of a distributed view is refused in a transaction block');
+like(
+	error_of(
+		q{SET statement_timeout = '20s';
+		WITH w AS (INSERT INTO orders VALUES (1, 600, 1, 1) RETURNING 1)
+		SELECT delta_join.refresh('joined_c', concurrently => true) FROM w}),
+	qr/25001: delta_join.refresh\(target, concurrently => true\) cannot run in a transaction that has written/,
+	'refresh(concurrently) of a distributed view is refused in a transaction that has written a source (the node would wait for it, and it for the node)'
+);
 
 # A target whose name needs quoting, in a schema of its own
 $node->safe_psql('postgres', q{CREATE SCHEMA "Odd Schema"});
