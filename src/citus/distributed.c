@@ -57,6 +57,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -75,20 +76,14 @@
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
 
-/*
- * Should create_view make a distributed view of this query?  Yes on a
- * Citus coordinator when the query reads a Citus table; everywhere else the
- * ordinary path refuses Citus tables, naming the coordinator.
- */
-bool
-distributed_wanted(const char *text)
+/* Does the query read a Citus table? */
+static bool
+reads_citus_table(const char *text)
 {
 	Query	   *query;
 	List	   *hints;
 	ListCell   *lc;
 
-	if (citus_local_group() != 0)
-		return false;
 	query = query_parse(text, &hints);
 	foreach(lc, shard_query_relations(query))
 	{
@@ -96,6 +91,51 @@ distributed_wanted(const char *text)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Should create_view make a distributed view of this query?  Yes on a
+ * Citus coordinator when the query reads a Citus table; everywhere else the
+ * ordinary path refuses Citus tables, naming the coordinator.
+ *
+ * The query is parsed in a subtransaction that is rolled back, whatever the
+ * answer: the caller's transaction keeps none of the locks parsing takes
+ * (on the sources and Citus's catalogs).  A concurrent create runs in a
+ * process of its own, while its caller waits: a lock its caller kept on a
+ * source would hold a DDL on that source back until the create ends, and
+ * every writer queued behind the DDL.
+ */
+bool
+distributed_wanted(const char *text)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool wanted = false;
+
+	if (citus_local_group() != 0)
+		return false;
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		wanted = reads_citus_table(text);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return wanted;
 }
 
 /*

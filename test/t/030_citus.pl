@@ -164,6 +164,16 @@ is( $node->safe_psql(
 		WHERE target = 'public.joined_c'}),
 	'create_view concurrently, waiting for writers, on ' . $node->host . ':' . $node->port,
 	'the coordinator\'s progress shows the group its node is at, under the distributed view\'s name');
+is( scalar $node->psql(
+		'postgres', q{
+		SET lock_timeout = '10s';
+		BEGIN;
+		LOCK TABLE items IN ACCESS EXCLUSIVE MODE;
+		ROLLBACK;
+		SELECT 'locked'}),
+	0,
+	'the caller of the create keeps no lock on a source that the writer does not write (which DDL would wait for, and writers behind the DDL)'
+);
 is( $node->safe_psql(
 		'postgres', q{
 		SET statement_timeout = '20s';
