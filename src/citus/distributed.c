@@ -420,7 +420,10 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 /*
  * After a failure of distributed_create_steps, in a new transaction: the
  * definition deleted (each node drops the views it made, keeping their
- * targets) and the target dropped if step 1 made it.  Only while the
+ * targets) and the target dropped if step 1 made it, or else emptied: step
+ * 1 found it empty, and the groups filled before the failure (each node
+ * commits each group's fill) would leave it holding part of the query's
+ * result, which a new create_view into it refuses.  Only while the
  * definition registered in step 1 is still there, being created: a
  * drop_view() during the create has removed it already, and kept the
  * target if told to (drop_table => false), or dropped it, and then a table
@@ -439,13 +442,11 @@ distributed_create_undo(void)
 		(def = definition_of(backfill.relid)) != NULL && def->backfilling)
 	{
 		definition_delete(backfill.target);
-		if (backfill.created)
-		{
-			SPI_connect();
-			(void) run_statement(psprintf("DROP TABLE %s", ops_relation_name(backfill.relid)),
-								 0, NULL, NULL);
-			SPI_finish();
-		}
+		SPI_connect();
+		(void) run_statement(psprintf(backfill.created ? "DROP TABLE %s" : "TRUNCATE %s",
+									  ops_relation_name(backfill.relid)),
+							 0, NULL, NULL);
+		SPI_finish();
 	}
 	end_block();
 }

@@ -289,6 +289,21 @@ like(
 	'a node\'s failure in a concurrent create is the caller\'s error');
 is( $node->safe_psql('postgres', leftovers('joined_z')),
 	'0 0 true', 'and leaves no shard view, no definition and no target');
+
+# The same failure in the last shard group filled (merchant 18's), into the
+# existing target wide, empty: the groups filled before it are emptied
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT get_shard_id_for_distribution_column('orders', 18) = max(shardid)
+		FROM pg_dist_shard WHERE logicalrelid = 'orders'::regclass}),
+	't', 'merchant 18 is in the last shard group');
+(my $late_zero = $zero) =~ s/o\.order_id - 7/o.merchant_id - 18/;
+like(
+	error_of("SELECT delta_join.create_view('wide', \$q\$ $late_zero \$q\$, concurrently => true)"),
+	qr/delta_join failed on Citus node \d+: ERROR:  division by zero/,
+	'a concurrent create into an existing target fails in its last group');
+is( $node->safe_psql('postgres', leftovers('wide') . q{ || ' ' || (SELECT count(*) FROM wide)}),
+	'0 0 false 0', 'and leaves the target it found empty empty');
 like(
 	error_of("BEGIN; SELECT delta_join.create_view('joined_t', \$q\$ $join \$q\$, concurrently => true); COMMIT;"),
 	qr/25001: .*cannot run inside a transaction block/,
