@@ -526,7 +526,8 @@ distributed_drop_view(const char *target, bool drop_table)
  * A refresh waits for no concurrent create of its view: refused while one
  * runs (it holds the create's lock, distributed_create_steps), and, when
  * one ended without finishing, left to a blocking refresh, which rebuilds
- * each node's views.
+ * each node's views.  The test takes the lock in SHARE mode, which only
+ * the create's conflicts with: another refresh that took it is no create.
  */
 static void
 check_create_ended(Definition *def, Oid relid, bool concurrently)
@@ -536,7 +537,7 @@ check_create_ended(Definition *def, Oid relid, bool concurrently)
 	if (!def->backfilling)
 		return;
 	create_lock_tag(relid, &lock);
-	if (LockAcquire(&lock, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	if (LockAcquire(&lock, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("distributed view \"%s\" is being created concurrently", def->target),

@@ -224,6 +224,24 @@ like(
 	'refresh(concurrently) of a distributed view is refused in a transaction that has written a source (the node would wait for it, and it for the node)'
 );
 
+# A refresh() of a view whose concurrent create ended without finishing (as
+# a restart of the coordinator leaves it; here its definition marked so by
+# hand) rebuilds it; another refresh meanwhile waits for that one, and is not
+# told that a create runs.
+$node->safe_psql('postgres',
+	q{UPDATE delta_join.distributed_catalog SET refreshed = '-infinity' WHERE target = 'public.joined_c'});
+my $first = $node->background_psql('postgres');
+$first->query_safe(q{BEGIN; SELECT delta_join.refresh('joined_c')});
+like(
+	error_of(q{SET lock_timeout = '2s'; SELECT delta_join.refresh('joined_c')}),
+	qr/55P03: canceling statement due to lock timeout/,
+	'a refresh of a view whose create ended unfinished waits for another such refresh');
+$first->query_safe('COMMIT');
+$first->quit;
+is( $node->safe_psql('postgres',
+		q{SELECT refreshed > '-infinity' FROM delta_join.distributed_catalog WHERE target = 'public.joined_c'}),
+	't', 'which rebuilt it');
+
 # A target whose name needs quoting, in a schema of its own
 $node->safe_psql('postgres', q{CREATE SCHEMA "Odd Schema"});
 $node->safe_psql('postgres',
