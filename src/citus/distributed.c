@@ -418,6 +418,19 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 }
 
 /*
+ * Empty the existing target of a failed create, guarded: a failure (a
+ * foreign key that references it, say) leaves its rows, and the definition
+ * deleted all the same.
+ */
+static void
+empty_target(void *arg)
+{
+	SPI_connect();
+	(void) run_statement(psprintf("TRUNCATE %s", ops_relation_name(*(Oid *) arg)), 0, NULL, NULL);
+	SPI_finish();
+}
+
+/*
  * After a failure of distributed_create_steps, in a new transaction: the
  * definition deleted (each node drops the views it made, keeping their
  * targets) and the target dropped if step 1 made it, or else emptied: step
@@ -442,11 +455,17 @@ distributed_create_undo(void)
 		(def = definition_of(backfill.relid)) != NULL && def->backfilling)
 	{
 		definition_delete(backfill.target);
-		SPI_connect();
-		(void) run_statement(psprintf(backfill.created ? "DROP TABLE %s" : "TRUNCATE %s",
-									  ops_relation_name(backfill.relid)),
-							 0, NULL, NULL);
-		SPI_finish();
+		if (backfill.created)
+		{
+			SPI_connect();
+			(void) run_statement(psprintf("DROP TABLE %s", ops_relation_name(backfill.relid)),
+								 0, NULL, NULL);
+			SPI_finish();
+		}
+		else
+			(void) run_guarded(empty_target, &backfill.relid,
+							   psprintf("could not empty target \"%s\" after its failed create",
+										backfill.target));
 	}
 	end_block();
 }

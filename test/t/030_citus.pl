@@ -322,6 +322,21 @@ like(
 	'a concurrent create into an existing target fails in its last group');
 is( $node->safe_psql('postgres', leftovers('wide') . q{ || ' ' || (SELECT count(*) FROM wide)}),
 	'0 0 false 0', 'and leaves the target it found empty empty');
+
+# A target that cannot be emptied (a foreign key references it) keeps those
+# rows, with a warning; the rest of the create is undone all the same
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE wide_notes (merchant_id bigint, order_id bigint, note text,
+	                         FOREIGN KEY (merchant_id, order_id) REFERENCES wide);
+	SELECT create_distributed_table('wide_notes', 'merchant_id', colocate_with => 'orders');});
+like(
+	error_of("SELECT delta_join.create_view('wide', \$q\$ $late_zero \$q\$, concurrently => true)"),
+	qr/division by zero/,
+	'a concurrent create into a target a foreign key references fails in its last group');
+is( $node->safe_psql('postgres', leftovers('wide') . q{ || ' ' || (SELECT count(*) > 0 FROM wide)}),
+	'0 0 false true', 'and leaves no view and no definition, the rows it could not empty');
+$node->safe_psql('postgres', 'DROP TABLE wide_notes; TRUNCATE wide');
 like(
 	error_of("BEGIN; SELECT delta_join.create_view('joined_t', \$q\$ $join \$q\$, concurrently => true); COMMIT;"),
 	qr/25001: .*cannot run inside a transaction block/,
