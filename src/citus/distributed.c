@@ -57,6 +57,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -75,20 +76,14 @@
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
 
-/*
- * Should create_view make a distributed view of this query?  Yes on a
- * Citus coordinator when the query reads a Citus table; everywhere else the
- * ordinary path refuses Citus tables, naming the coordinator.
- */
-bool
-distributed_wanted(const char *text)
+/* Does the query read a Citus table? */
+static bool
+reads_citus_table(const char *text)
 {
 	Query	   *query;
 	List	   *hints;
 	ListCell   *lc;
 
-	if (citus_local_group() != 0)
-		return false;
 	query = query_parse(text, &hints);
 	foreach(lc, shard_query_relations(query))
 	{
@@ -96,6 +91,51 @@ distributed_wanted(const char *text)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Should create_view make a distributed view of this query?  Yes on a
+ * Citus coordinator when the query reads a Citus table; everywhere else the
+ * ordinary path refuses Citus tables, naming the coordinator.
+ *
+ * The query is parsed in a subtransaction that is rolled back, whatever the
+ * answer: the caller's transaction keeps none of the locks parsing takes
+ * (on the sources and Citus's catalogs).  A concurrent create runs in a
+ * process of its own, while its caller waits: a lock its caller kept on a
+ * source would hold a DDL on that source back until the create ends, and
+ * every writer queued behind the DDL.
+ */
+bool
+distributed_wanted(const char *text)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool wanted = false;
+
+	if (citus_local_group() != 0)
+		return false;
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		wanted = reads_citus_table(text);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return wanted;
 }
 
 /*
@@ -279,13 +319,15 @@ distributed_create_view(const char *target, const char *text, const char *strate
  *	   views of groups that moved to it since step 2 (a shard move during
  *	   the create).
  *
- * A failure undoes step 1 (distributed_create_undo).  From step 1 on, the
- * process holds the create's lock for its session, which tells refresh()
- * whether the create still runs.
+ * A failure undoes step 1 (distributed_create_undo), unless a drop_view()
+ * or DROP took the view away meanwhile.  From step 1 on, the process holds
+ * the create's lock for its session, which tells refresh() whether the
+ * create still runs.
  */
 static struct
 {
 	char	   *target;			/* registered: the definition's name */
+	Oid			relid;			/* and its target */
 	bool		created;		/* step 1 made the target */
 } backfill;
 
@@ -349,6 +391,7 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 	create_lock_tag(relid, &lock);
 	(void) LockAcquire(&lock, ExclusiveLock, true, false);
 	backfill.target = MemoryContextStrdup(TopMemoryContext, ops_relation_name(relid));
+	backfill.relid = relid;
 	backfill.created = created;
 	node_sql = psprintf("SELECT delta_join._backfill_node(%s)",
 						quote_literal_cstr(backfill.target));
@@ -375,27 +418,54 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 }
 
 /*
+ * Empty the existing target of a failed create, guarded: a failure (a
+ * foreign key that references it, say) leaves its rows, and the definition
+ * deleted all the same.
+ */
+static void
+empty_target(void *arg)
+{
+	SPI_connect();
+	(void) run_statement(psprintf("TRUNCATE %s", ops_relation_name(*(Oid *) arg)), 0, NULL, NULL);
+	SPI_finish();
+}
+
+/*
  * After a failure of distributed_create_steps, in a new transaction: the
  * definition deleted (each node drops the views it made, keeping their
- * targets) and the target dropped if step 1 made it.
+ * targets) and the target dropped if step 1 made it, or else emptied: step
+ * 1 found it empty, and the groups filled before the failure (each node
+ * commits each group's fill) would leave it holding part of the query's
+ * result, which a new create_view into it refuses.  Only while the
+ * definition registered in step 1 is still there, being created: a
+ * drop_view() during the create has removed it already, and kept the
+ * target if told to (drop_table => false), or dropped it, and then a table
+ * of that name may be another one.
  */
 void
 distributed_create_undo(void)
 {
-	Oid			relid;
+	Definition *def;
 
 	if (backfill.target == NULL)
 		return;
 	begin_block();
 	ops_lock_views();
-	relid = definition_relid(backfill.target);
-	if (OidIsValid(relid) && definition_of(relid) != NULL)
-		definition_delete(backfill.target);
-	if (OidIsValid(relid) && backfill.created)
+	if (definition_relid(backfill.target) == backfill.relid &&
+		(def = definition_of(backfill.relid)) != NULL && def->backfilling)
 	{
-		SPI_connect();
-		(void) run_statement(psprintf("DROP TABLE %s", backfill.target), 0, NULL, NULL);
-		SPI_finish();
+		definition_delete(backfill.target);
+		if (backfill.created)
+		{
+			SPI_connect();
+			(void) run_statement(psprintf("DROP TABLE %s", ops_relation_name(backfill.relid)),
+								 0, NULL, NULL);
+			SPI_finish();
+		}
+		else
+			(void) run_guarded(empty_target, &backfill.relid,
+							   psprintf("could not empty target \"%s\" after its failed create",
+										backfill.target));
 	}
 	end_block();
 }
@@ -475,7 +545,8 @@ distributed_drop_view(const char *target, bool drop_table)
  * A refresh waits for no concurrent create of its view: refused while one
  * runs (it holds the create's lock, distributed_create_steps), and, when
  * one ended without finishing, left to a blocking refresh, which rebuilds
- * each node's views.
+ * each node's views.  The test takes the lock in SHARE mode, which only
+ * the create's conflicts with: another refresh that took it is no create.
  */
 static void
 check_create_ended(Definition *def, Oid relid, bool concurrently)
@@ -485,7 +556,7 @@ check_create_ended(Definition *def, Oid relid, bool concurrently)
 	if (!def->backfilling)
 		return;
 	create_lock_tag(relid, &lock);
-	if (LockAcquire(&lock, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	if (LockAcquire(&lock, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("distributed view %s is being created concurrently",
@@ -548,7 +619,7 @@ distributed_refresh_concurrently(const char *target)
 	relid = definition_relid(target);
 	if (!OidIsValid(relid) || (def = definition_of(relid)) == NULL)
 		return -1;
-	PreventInTransactionBlock(true, "delta_join.refresh(target, concurrently => true)");
+	concurrent_check_caller("delta_join.refresh(target, concurrently => true)");
 	ops_check_owner(relid);
 	check_create_ended(def, relid, true);
 	foreach(lc, run_on_nodes(psprintf("SELECT delta_join._refresh_node_concurrently(%s)",

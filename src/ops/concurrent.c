@@ -181,10 +181,12 @@ task_add(StringInfo data, const char *value)
  * Refuse what a concurrent operation cannot run in: a transaction block (its
  * steps commit on their own), and a transaction that has written (its
  * writes, maybe to the sources, would be waited for by step 2, which it
- * waits for).
+ * waits for; on a Citus coordinator, what it wrote in the shards this
+ * node holds is waited for likewise by this node's part of a distributed
+ * operation, while it waits for that part).
  */
-static void
-check_caller(const char *function)
+void
+concurrent_check_caller(const char *function)
 {
 	PreventInTransactionBlock(true, function);
 	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
@@ -304,7 +306,7 @@ ops_create_view_concurrently(const char *target, const char *text, DeltaOptions 
 	ConcurrentTask answer;
 	StringInfoData data;
 
-	check_caller("delta_join.create_view(..., concurrently => true)");
+	concurrent_check_caller("delta_join.create_view(..., concurrently => true)");
 	task_init(&request, BACKFILL_CREATE, &data, target);
 	request.options = *options;
 	request.query_off = task_add(&data, text);
@@ -324,7 +326,7 @@ ops_create_shard_view_concurrently(const char *target, const char *managed_by)
 	ConcurrentTask answer;
 	StringInfoData data;
 
-	check_caller("delta_join._backfill_node()");
+	concurrent_check_caller("delta_join._backfill_node()");
 	task_init(&request, BACKFILL_CREATE, &data, target);
 	request.managed_by_off = task_add(&data, managed_by);
 	run_task(&request, &data, &answer);
@@ -345,7 +347,7 @@ ops_create_distributed_concurrently(const char *target, const char *text,
 	ConcurrentTask answer;
 	StringInfoData data;
 
-	check_caller("delta_join.create_view(..., concurrently => true)");
+	concurrent_check_caller("delta_join.create_view(..., concurrently => true)");
 	task_init(&request, BACKFILL_CREATE, &data, target);
 	request.distributed = true;
 	request.options = *options;
@@ -366,7 +368,7 @@ ops_refresh_view_concurrently(const char *target)
 	ConcurrentTask answer;
 	StringInfoData data;
 
-	check_caller("delta_join.refresh(target, concurrently => true)");
+	concurrent_check_caller("delta_join.refresh(target, concurrently => true)");
 	task_init(&request, BACKFILL_REFRESH, &data, target);
 	run_task(&request, &data, &answer);
 	return (uint64) answer.result_rows;
@@ -823,7 +825,7 @@ dj_concurrent_main(Datum main_arg)
 	 * pg_blocking_pids() of the caller shows who holds up the backfill (a
 	 * writer that began before it, a lock on the target).  The caller's
 	 * transaction holds no lock that matters to the steps: it runs alone
-	 * (check_caller).
+	 * (concurrent_check_caller).
 	 */
 	if (!BecomeLockGroupMember(&ProcGlobal->allProcs[task->caller_pgprocno],
 							   task->caller_pid))

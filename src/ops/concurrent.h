@@ -41,6 +41,7 @@ extern Oid	ops_create_distributed_concurrently(const char *target, const char *t
 												const char *strategy, Jsonb *options_json,
 												DeltaOptions *options);
 extern uint64 ops_refresh_view_concurrently(const char *target);
+extern void concurrent_check_caller(const char *function);
 extern void concurrent_begin_step(void);
 extern void concurrent_end_step(void);
 

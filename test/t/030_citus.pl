@@ -164,6 +164,16 @@ is( $node->safe_psql(
 		WHERE target = 'public.joined_c'}),
 	'create_view concurrently, waiting for writers, on ' . $node->host . ':' . $node->port,
 	'the coordinator\'s progress shows the group its node is at, under the distributed view\'s name');
+is( scalar $node->psql(
+		'postgres', q{
+		SET lock_timeout = '10s';
+		BEGIN;
+		LOCK TABLE items IN ACCESS EXCLUSIVE MODE;
+		ROLLBACK;
+		SELECT 'locked'}),
+	0,
+	'the caller of the create keeps no lock on a source that the writer does not write (which DDL would wait for, and writers behind the DDL)'
+);
 is( $node->safe_psql(
 		'postgres', q{
 		SET statement_timeout = '20s';
@@ -205,6 +215,32 @@ like(
 	error_of(q{BEGIN; SELECT delta_join.refresh('joined_c', concurrently => true); COMMIT;}),
 	qr/25001: .*cannot run inside a transaction block/,
 	'refresh(concurrently) of a distributed view is refused in a transaction block');
+like(
+	error_of(
+		q{SET statement_timeout = '20s';
+		WITH w AS (INSERT INTO orders VALUES (1, 600, 1, 1) RETURNING 1)
+		SELECT delta_join.refresh('joined_c', concurrently => true) FROM w}),
+	qr/25001: delta_join.refresh\(target, concurrently => true\) cannot run in a transaction that has written/,
+	'refresh(concurrently) of a distributed view is refused in a transaction that has written a source (the node would wait for it, and it for the node)'
+);
+
+# A refresh() of a view whose concurrent create ended without finishing (as
+# a restart of the coordinator leaves it; here its definition marked so by
+# hand) rebuilds it; another refresh meanwhile waits for that one, and is not
+# told that a create runs.
+$node->safe_psql('postgres',
+	q{UPDATE delta_join.distributed_catalog SET refreshed = '-infinity' WHERE target = 'public.joined_c'});
+my $first = $node->background_psql('postgres');
+$first->query_safe(q{BEGIN; SELECT delta_join.refresh('joined_c')});
+like(
+	error_of(q{SET lock_timeout = '2s'; SELECT delta_join.refresh('joined_c')}),
+	qr/55P03: canceling statement due to lock timeout/,
+	'a refresh of a view whose create ended unfinished waits for another such refresh');
+$first->query_safe('COMMIT');
+$first->quit;
+is( $node->safe_psql('postgres',
+		q{SELECT refreshed > '-infinity' FROM delta_join.distributed_catalog WHERE target = 'public.joined_c'}),
+	't', 'which rebuilt it');
 
 # A target whose name needs quoting, in a schema of its own
 $node->safe_psql('postgres', q{CREATE SCHEMA "Odd Schema"});
@@ -241,6 +277,26 @@ like($cerr, qr/delta view "[^"]*joined_d_\d+" was dropped or changed during its 
 is( $node->safe_psql('postgres', leftovers('joined_d')),
 	'0 0 true', 'and nothing is left of it');
 
+# drop_view(drop_table => false) during the create keeps the target, which
+# the failed create then leaves alone; so it leaves a table of the target's
+# name made after a drop_view() alone
+foreach my $case (
+	[ 'joined_k', "SELECT delta_join.drop_view('joined_k', drop_table => false)",
+		'the target drop_view() kept' ],
+	[ 'joined_r', "SELECT delta_join.drop_view('joined_r'); CREATE TABLE joined_r (note text)",
+		'a table made under the target\'s name since' ])
+{
+	my ($name, $drop, $kept) = @$case;
+
+	$creator = start_held_create($name, "a concurrent create of $name waits for a writer");
+	$node->safe_psql('postgres', "SET statement_timeout = '30s'; $drop");
+	$writer->query_safe('COMMIT');
+	$creator->finish;
+	like($cerr, qr/${name}\S*" was dropped/, "the create of $name fails");
+	is($node->safe_psql('postgres', leftovers($name)), '0 0 false', "and $kept is still there");
+	$node->safe_psql('postgres', "DROP TABLE $name");
+}
+
 # A failure on a node (here the fill's division by zero) is the caller's
 # error, and leaves nothing behind.
 my $zero = 'SELECT o.merchant_id, o.order_id, i.name, o.amount / (o.order_id - 7) AS amount '
@@ -251,6 +307,36 @@ like(
 	'a node\'s failure in a concurrent create is the caller\'s error');
 is( $node->safe_psql('postgres', leftovers('joined_z')),
 	'0 0 true', 'and leaves no shard view, no definition and no target');
+
+# The same failure in the last shard group filled (merchant 18's), into the
+# existing target wide, empty: the groups filled before it are emptied
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT get_shard_id_for_distribution_column('orders', 18) = max(shardid)
+		FROM pg_dist_shard WHERE logicalrelid = 'orders'::regclass}),
+	't', 'merchant 18 is in the last shard group');
+(my $late_zero = $zero) =~ s/o\.order_id - 7/o.merchant_id - 18/;
+like(
+	error_of("SELECT delta_join.create_view('wide', \$q\$ $late_zero \$q\$, concurrently => true)"),
+	qr/delta_join failed on Citus node \d+: ERROR:  division by zero/,
+	'a concurrent create into an existing target fails in its last group');
+is( $node->safe_psql('postgres', leftovers('wide') . q{ || ' ' || (SELECT count(*) FROM wide)}),
+	'0 0 false 0', 'and leaves the target it found empty empty');
+
+# A target that cannot be emptied (a foreign key references it) keeps those
+# rows, with a warning; the rest of the create is undone all the same
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE wide_notes (merchant_id bigint, order_id bigint, note text,
+	                         FOREIGN KEY (merchant_id, order_id) REFERENCES wide);
+	SELECT create_distributed_table('wide_notes', 'merchant_id', colocate_with => 'orders');});
+like(
+	error_of("SELECT delta_join.create_view('wide', \$q\$ $late_zero \$q\$, concurrently => true)"),
+	qr/division by zero/,
+	'a concurrent create into a target a foreign key references fails in its last group');
+is( $node->safe_psql('postgres', leftovers('wide') . q{ || ' ' || (SELECT count(*) > 0 FROM wide)}),
+	'0 0 false true', 'and leaves no view and no definition, the rows it could not empty');
+$node->safe_psql('postgres', 'DROP TABLE wide_notes; TRUNCATE wide');
 like(
 	error_of("BEGIN; SELECT delta_join.create_view('joined_t', \$q\$ $join \$q\$, concurrently => true); COMMIT;"),
 	qr/25001: .*cannot run inside a transaction block/,
