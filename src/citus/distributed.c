@@ -464,8 +464,8 @@ distributed_create_undo(void)
 		}
 		else
 			(void) run_guarded(empty_target, &backfill.relid,
-							   psprintf("could not empty target \"%s\" after its failed create",
-										backfill.target));
+							   psprintf("could not empty target %s after its failed create",
+										dj_message_name(backfill.target)));
 	}
 	end_block();
 }
