@@ -31,6 +31,16 @@ typedef struct TargetWriter
 	int			ncolumns;		/* output columns of the view */
 	int		   *attnums;		/* output column i -> target attnum */
 	ApplyCounts *counts;
+	MemoryContext cxt;			/* where the writer lives */
+
+	/*
+	 * The target's other immediate unique and exclusion indexes, each as a
+	 * one-OID list (ExecCheckIndexConstraints' arbiters); and the rows held
+	 * back because they collided in one of them (MinimalTuple), written by
+	 * writer_end.
+	 */
+	List	   *other_unique;
+	List	   *held_back;
 
 	/* a region being replaced (writer_region_begin) */
 	bool		in_region;
