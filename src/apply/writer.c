@@ -20,9 +20,10 @@
  * swap their values of such a column collide whichever is written first.
  * REFRESH MATERIALIZED VIEW CONCURRENTLY deletes the rows that change
  * before it inserts their new versions; the writer does the same for the
- * rows that would collide: such a row is held back, and writer_end deletes
- * the old versions of all held-back rows before it writes the new ones.
- * What still collides then is a result that breaks the index, and fails.
+ * rows that would collide: such a row is held back, and the old versions
+ * of all held-back rows are deleted before their new ones are written, at
+ * the end of the view's work (writer_carry_out, writer_end).  What still
+ * collides then is a result that breaks the index, and fails.
  *
  * Memory: a writer and what it finds live in the caller's memory context
  * (the apply's piece); the executor state is freed by writer_end.
@@ -566,15 +567,18 @@ writer_region_end(TargetWriter *writer)
 
 /*
  * Write the rows held back: first delete the old versions of them all,
- * freeing their values, then write them.  (A row may have been held back
- * twice, or written since by a later upsert: the second pass finds it.)
+ * freeing their values, then write them, holding back again (unless last)
+ * those that still collide.  A row may have been held back twice, or
+ * written since by a later upsert: the second pass finds it.
  */
 static void
-write_held_back(TargetWriter *writer)
+write_held_back(TargetWriter *writer, bool last)
 {
+	List	   *rows = writer->held_back;
 	ListCell   *lc;
 
-	foreach(lc, writer->held_back)
+	writer->held_back = NIL;
+	foreach(lc, rows)
 	{
 		ExecForceStoreMinimalTuple(lfirst(lc), writer->newslot, false);
 		slot_getallattrs(writer->newslot);
@@ -582,18 +586,43 @@ write_held_back(TargetWriter *writer)
 		if (find_target_row(writer) && !rows_equal(writer->oldslot, writer->newslot))
 			delete_old_row(writer);
 	}
-	foreach(lc, writer->held_back)
+	foreach(lc, rows)
 	{
 		ExecForceStoreMinimalTuple(lfirst(lc), writer->newslot, false);
 		slot_getallattrs(writer->newslot);
-		upsert_new_row(writer, false);
+		upsert_new_row(writer, !last);
 	}
+}
+
+/*
+ * A view's work is written a piece at a time, a writer each, in one
+ * transaction: a row may collide with one that a later piece changes.
+ * writer_carry_out writes the rows held back that no longer collide (the
+ * old versions of the others deleted) and returns the others, for
+ * writer_carry_in of the next piece's writer; writer_end writes what is
+ * left, where a row that still collides fails.
+ */
+void
+writer_carry_in(TargetWriter *writer, List *held_back)
+{
+	writer->held_back = list_concat(writer->held_back, held_back);
+}
+
+List *
+writer_carry_out(TargetWriter *writer)
+{
+	List	   *rest;
+
+	write_held_back(writer, false);
+	rest = writer->held_back;
+	writer->held_back = NIL;
+	return rest;
 }
 
 void
 writer_end(TargetWriter *writer)
 {
-	write_held_back(writer);
+	write_held_back(writer, true);
 	AfterTriggerEndQuery(writer->estate);
 	/* the target's indexes, and the relations the triggers opened */
 	ExecCloseResultRelations(writer->estate);
