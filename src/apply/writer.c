@@ -59,6 +59,28 @@
 #include "base/compat.h"
 
 /*
+ * Has rel a deferrable constraint (its trigger: a deferrable unique index's
+ * recheck, a foreign key, a constraint trigger)?  Its check would be
+ * deferred to the commit of the apply's transaction, which PostgreSQL
+ * refuses to queue from within the security-restricted operation an apply
+ * runs in ("cannot fire deferred trigger within security-restricted
+ * operation"), failing the view at its first change; so the writer makes
+ * such checks immediate, run when the writer's rows are written.
+ */
+static bool
+has_deferrable_trigger(Relation rel)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+
+	for (int i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
+	{
+		if (trigdesc->triggers[i].tgdeferrable)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Begin writing into target the rows of plan, counting them into counts:
  * the target, its key index and the executor state of its writes, in
  * CurrentMemoryContext.
@@ -137,6 +159,14 @@ writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	EvalPlanQualInit_compat(&writer->epqstate, writer->estate, NULL, NIL, -1);
 	writer->newslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
 	writer->oldslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
+	if (has_deferrable_trigger(writer->rel))
+	{
+		ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
+
+		/* SET CONSTRAINTS ALL IMMEDIATE, for the rest of the transaction */
+		immediate->deferred = false;
+		AfterTriggerSetState(immediate);
+	}
 	AfterTriggerBeginQuery();
 	return writer;
 }
