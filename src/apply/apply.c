@@ -223,10 +223,12 @@ apply_view_difference(ViewRecord *view, DeltaPlan *plan, ApplyCounts *counts)
 /*
  * Apply one view's batch.  Runs as the target's owner, with the view's
  * pinned settings; raises an error (the worker rolls back the view's
- * subtransaction) if the view cannot be applied.
+ * subtransaction) if the view cannot be applied.  *held_back: the rows the
+ * earlier pieces of the view's work held back (writer.c), and the rows
+ * still held back after this one, for apply_view_held_back.
  */
 void
-apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
+apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, List **held_back)
 {
 	DeltaPlan  *plan = plan_cache_get(view);
 	TargetWriter *writer;
@@ -240,6 +242,7 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 
 	apply_check_access(plan);
 	writer = writer_begin(view->target, plan, counts);
+	writer_carry_in(writer, *held_back);
 	apply_error_place.writer = writer;
 
 	/* full recompute, or an aggregate's one group: the query, the difference */
@@ -275,6 +278,22 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts)
 
 	/* (the piece's keys go next: the error context no longer points at them) */
 	apply_error_clear();
+	*held_back = writer_carry_out(writer);
 	apply_error_place.writer = NULL;
 	writer_end(writer);
+}
+
+/*
+ * Write the rows the last piece of a view's work left held back; a row
+ * that still collides in the target's index fails.
+ */
+void
+apply_view_held_back(ViewRecord *view, List *held_back, ApplyCounts *counts)
+{
+	TargetWriter *writer = writer_begin(view->target, plan_cache_get(view), counts);
+
+	writer_carry_in(writer, held_back);
+	apply_error_place.writer = writer;
+	writer_end(writer);
+	apply_error_place.writer = NULL;
 }

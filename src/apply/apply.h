@@ -15,7 +15,9 @@
 #include "registry/catalog.h"
 
 /* apply.c */
-extern void apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts);
+extern void apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts,
+							 List **held_back);
+extern void apply_view_held_back(ViewRecord *view, List *held_back, ApplyCounts *counts);
 extern bool apply_view_whole(ViewRecord *view);
 extern void apply_view_difference(ViewRecord *view, DeltaPlan *plan, ApplyCounts *counts);
 extern void apply_check_access(DeltaPlan *plan);

@@ -357,6 +357,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		int64		keys_left = PG_INT64_MAX;
 		bool		together = (view->path == DJ_PATH_JOIN_GROUPS);
 		ViewBatch  *piece;
+		List	   *held_back = NIL;
 
 		/*
 		 * A view that asked for batches smaller than the worker's takes at
@@ -398,12 +399,12 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 
 			while ((piece = together ? pieces_together(&pc) :
 					pieces_next(&pc, whole ? PG_INT64_MAX :
-								req->sliced ? Min(ps->keys, keys_left) :
+								req->sliced ? Min(ps->keys, Max(keys_left, 1)) :
 								ps->keys)) != NULL)
 			{
 				TimestampTz piece_started = GetCurrentTimestamp();
 
-				apply_view_batch(view, piece, counts);
+				apply_view_batch(view, piece, counts, &held_back);
 
 				/* the next piece sees what this one wrote */
 				CommandCounterIncrement();
@@ -428,7 +429,13 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 					disable_timeout(STATEMENT_TIMEOUT, false);
 					enable_timeout_after(STATEMENT_TIMEOUT, req->timeout_ms);
 				}
-				if (req->sliced && !whole && !pc.spilled &&
+
+				/*
+				 * A time slice ends after a piece, not while rows are held
+				 * back: the keys that free their values may be among the
+				 * rest.
+				 */
+				if (req->sliced && !whole && !pc.spilled && held_back == NIL &&
 					(keys_left <= 0 ||
 					 TimestampDifferenceExceeds(started, GetCurrentTimestamp(), slice_ms)))
 				{
@@ -439,6 +446,8 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 					break;
 				}
 			}
+			if (held_back != NIL)
+				apply_view_held_back(view, held_back, counts);
 			PopActiveSnapshot();
 		}
 

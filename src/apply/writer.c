@@ -14,6 +14,17 @@
  * one).  Every applier writes through here, as the target's owner, in the
  * apply's transaction.
  *
+ * A target may have unique (or exclusion) indexes of its own beside its
+ * key, which the result satisfies after every source transaction, but not
+ * necessarily after each of the rows written one by one: two rows that
+ * swap their values of such a column collide whichever is written first.
+ * REFRESH MATERIALIZED VIEW CONCURRENTLY deletes the rows that change
+ * before it inserts their new versions; the writer does the same for the
+ * rows that would collide: such a row is held back, and the old versions
+ * of all held-back rows are deleted before their new ones are written, at
+ * the end of the view's work (writer_carry_out, writer_end).  What still
+ * collides then is a result that breaks the index, and fails.
+ *
  * Memory: a writer and what it finds live in the caller's memory context
  * (the apply's piece); the executor state is freed by writer_end.
  *
@@ -28,6 +39,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
 #include "commands/trigger.h"
@@ -45,6 +57,28 @@
 #include "apply/target_shape.h"
 #include "apply/writer.h"
 #include "base/compat.h"
+
+/*
+ * Has rel a deferrable constraint (its trigger: a deferrable unique index's
+ * recheck, a foreign key, a constraint trigger)?  Its check would be
+ * deferred to the commit of the apply's transaction, which PostgreSQL
+ * refuses to queue from within the security-restricted operation an apply
+ * runs in ("cannot fire deferred trigger within security-restricted
+ * operation"), failing the view at its first change; so the writer makes
+ * such checks immediate, run when the writer's rows are written.
+ */
+static bool
+has_deferrable_trigger(Relation rel)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+
+	for (int i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
+	{
+		if (trigdesc->triggers[i].tgdeferrable)
+			return true;
+	}
+	return false;
+}
 
 /*
  * Begin writing into target the rows of plan, counting them into counts:
@@ -104,9 +138,35 @@ writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 	writer->estate->es_opened_result_relations =
 		lappend(writer->estate->es_opened_result_relations, writer->rri);
 	ExecOpenIndices(writer->rri, false);
+	writer->cxt = CurrentMemoryContext;
+	for (int i = 0; i < writer->rri->ri_NumIndices; i++)
+	{
+		Relation	idx = writer->rri->ri_IndexRelationDescs[i];
+		IndexInfo  *info = writer->rri->ri_IndexRelationInfo[i];
+
+		/* (a deferred constraint is checked at commit, after every row) */
+		if ((info->ii_Unique || info->ii_ExclusionOps != NULL) &&
+			info->ii_ReadyForInserts && idx->rd_index->indimmediate &&
+			RelationGetRelid(idx) != writer->key_index)
+		{
+			/* the unique operators that the pre-check searches with */
+			if (info->ii_Unique && info->ii_UniqueOps == NULL)
+				BuildSpeculativeIndexInfo(idx, info);
+			writer->other_unique = lappend(writer->other_unique,
+										   list_make1_oid(RelationGetRelid(idx)));
+		}
+	}
 	EvalPlanQualInit_compat(&writer->epqstate, writer->estate, NULL, NIL, -1);
 	writer->newslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
 	writer->oldslot = table_slot_create(writer->rel, &writer->estate->es_tupleTable);
+	if (has_deferrable_trigger(writer->rel))
+	{
+		ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
+
+		/* SET CONSTRAINTS ALL IMMEDIATE, for the rest of the transaction */
+		immediate->deferred = false;
+		AfterTriggerSetState(immediate);
+	}
 	AfterTriggerBeginQuery();
 	return writer;
 }
@@ -216,13 +276,42 @@ next_command(TargetWriter *writer)
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
 }
 
-/* Insert or update the result row whose output values are given. */
-void
-writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
+/*
+ * Would the row in newslot collide in one of the target's other unique or
+ * exclusion indexes with a row other than self (the row it replaces, or
+ * NULL)?
+ */
+static bool
+collides_elsewhere(TargetWriter *writer, ItemPointer self)
 {
+	ListCell   *lc;
+
+	foreach(lc, writer->other_unique)
+	{
+		ItemPointerData conflict;
+
+		/* one index at a time: each may find the row being replaced */
+		if (!ExecCheckIndexConstraints_compat(writer->rri, writer->newslot, writer->estate,
+											  &conflict, lfirst(lc)) &&
+			(self == NULL || !ItemPointerEquals(&conflict, self)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Insert or update the row in newslot; unless may_hold_back is false, a
+ * row that would collide with another in an index other than the key is
+ * held back for writer_end.
+ */
+static void
+upsert_new_row(TargetWriter *writer, bool may_hold_back)
+{
+	bool		found;
+
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
-	fill_new_slot(writer, values, isnull);
-	if (find_target_row(writer))
+	found = find_target_row(writer);
+	if (found)
 	{
 		if (writer->in_region)
 			(void) hash_search(writer->region_kept, &writer->oldslot->tts_tid, HASH_ENTER, NULL);
@@ -231,6 +320,19 @@ writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
 			writer->counts->rows_unchanged++;
 			return;
 		}
+	}
+	if (may_hold_back && writer->other_unique != NIL &&
+		collides_elsewhere(writer, found ? &writer->oldslot->tts_tid : NULL))
+	{
+		MemoryContext old = MemoryContextSwitchTo(writer->cxt);
+
+		writer->held_back = lappend(writer->held_back,
+									ExecCopySlotMinimalTuple(writer->newslot));
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	if (found)
+	{
 		EvalPlanQualSetSlot(&writer->epqstate, writer->oldslot);
 		ExecSimpleRelationUpdate(writer->rri, writer->estate, &writer->epqstate,
 								 writer->oldslot, writer->newslot);
@@ -239,6 +341,14 @@ writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
 		ExecSimpleRelationInsert(writer->rri, writer->estate, writer->newslot);
 	writer->counts->rows_upserted++;
 	next_command(writer);
+}
+
+/* Insert or update the result row whose output values are given. */
+void
+writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
+{
+	fill_new_slot(writer, values, isnull);
+	upsert_new_row(writer, true);
 }
 
 /* Delete the target row in writer->oldslot. */
@@ -485,9 +595,64 @@ writer_region_end(TargetWriter *writer)
 	writer->region_old = NIL;
 }
 
+/*
+ * Write the rows held back: first delete the old versions of them all,
+ * freeing their values, then write them, holding back again (unless last)
+ * those that still collide.  A row may have been held back twice, or
+ * written since by a later upsert: the second pass finds it.
+ */
+static void
+write_held_back(TargetWriter *writer, bool last)
+{
+	List	   *rows = writer->held_back;
+	ListCell   *lc;
+
+	writer->held_back = NIL;
+	foreach(lc, rows)
+	{
+		ExecForceStoreMinimalTuple(lfirst(lc), writer->newslot, false);
+		slot_getallattrs(writer->newslot);
+		writer->estate->es_output_cid = GetCurrentCommandId(true);
+		if (find_target_row(writer) && !rows_equal(writer->oldslot, writer->newslot))
+			delete_old_row(writer);
+	}
+	foreach(lc, rows)
+	{
+		ExecForceStoreMinimalTuple(lfirst(lc), writer->newslot, false);
+		slot_getallattrs(writer->newslot);
+		upsert_new_row(writer, !last);
+	}
+}
+
+/*
+ * A view's work is written a piece at a time, a writer each, in one
+ * transaction: a row may collide with one that a later piece changes.
+ * writer_carry_out writes the rows held back that no longer collide (the
+ * old versions of the others deleted) and returns the others, for
+ * writer_carry_in of the next piece's writer; writer_end writes what is
+ * left, where a row that still collides fails.
+ */
+void
+writer_carry_in(TargetWriter *writer, List *held_back)
+{
+	writer->held_back = list_concat(writer->held_back, held_back);
+}
+
+List *
+writer_carry_out(TargetWriter *writer)
+{
+	List	   *rest;
+
+	write_held_back(writer, false);
+	rest = writer->held_back;
+	writer->held_back = NIL;
+	return rest;
+}
+
 void
 writer_end(TargetWriter *writer)
 {
+	write_held_back(writer, true);
 	AfterTriggerEndQuery(writer->estate);
 	/* the target's indexes, and the relations the triggers opened */
 	ExecCloseResultRelations(writer->estate);

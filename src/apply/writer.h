@@ -31,6 +31,16 @@ typedef struct TargetWriter
 	int			ncolumns;		/* output columns of the view */
 	int		   *attnums;		/* output column i -> target attnum */
 	ApplyCounts *counts;
+	MemoryContext cxt;			/* where the writer lives */
+
+	/*
+	 * The target's other immediate unique and exclusion indexes, each as a
+	 * one-OID list (ExecCheckIndexConstraints' arbiters); and the rows held
+	 * back because they collided in one of them (MinimalTuple), written at
+	 * the end of the view's work (writer_carry_out, writer_end).
+	 */
+	List	   *other_unique;
+	List	   *held_back;
 
 	/* a region being replaced (writer_region_begin) */
 	bool		in_region;
@@ -71,6 +81,8 @@ extern void writer_output_values(TargetWriter *writer, TupleTableSlot *row, Datu
 extern void writer_region_begin(TargetWriter *writer);
 extern void writer_region_add(TargetWriter *writer, ItemPointer tid);
 extern void writer_region_end(TargetWriter *writer);
+extern void writer_carry_in(TargetWriter *writer, List *held_back);
+extern List *writer_carry_out(TargetWriter *writer);
 extern void writer_end(TargetWriter *writer);
 
 #endif							/* DJ_WRITER_H */

@@ -52,6 +52,8 @@
  *		ReplaceVarsFromTargetList() takes the result relation (0: a SELECT).
  *		RelationGetPrimaryKeyIndex() takes deferrable_ok (false: only an
  *		immediate primary key, the only kind 15 returns).
+ *		ExecCheckIndexConstraints() takes the TID of a row to ignore (NULL:
+ *		none, as on 15).
  *		A query with GROUP BY reads its grouping expressions through Vars of
  *		an RTE_GROUP entry: compat_flatten_grouping() gives the analysis
  *		15's shape back.
@@ -207,6 +209,8 @@ extern bool compat_column_is_virtual(Oid relid, int attno);
 							  (outer_hasSubLinks))
 #define RelationGetPrimaryKeyIndex_compat(relation) \
 	RelationGetPrimaryKeyIndex((relation), false)
+#define ExecCheckIndexConstraints_compat(rri, slot, estate, conflictTid, arbiterIndexes) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflictTid), NULL, (arbiterIndexes))
 #else
 #define ExecutorRun_compat(queryDesc, direction, count, execute_once) \
 	ExecutorRun((queryDesc), (direction), (count), (execute_once))
@@ -222,6 +226,8 @@ extern bool compat_column_is_virtual(Oid relid, int attno);
 							  (outer_hasSubLinks))
 #define RelationGetPrimaryKeyIndex_compat(relation) \
 	RelationGetPrimaryKeyIndex(relation)
+#define ExecCheckIndexConstraints_compat(rri, slot, estate, conflictTid, arbiterIndexes) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflictTid), (arbiterIndexes))
 #endif
 
 #endif							/* DJ_COMPAT_H */
