@@ -207,7 +207,7 @@ sub start_psql
 {
 	my ($dbname, $sql, $out, $err) = @_;
 	return IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr($dbname), '-c', $sql ],
+		[ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr($dbname), '-c', $sql ],
 		'<', \undef, '>', $out, '2>', $err);
 }
 
@@ -215,15 +215,17 @@ sub start_psql
 # creator's harness once the fill is under way.
 sub start_held_create
 {
-	my ($holder, $out, $err) = @_;
+	my ($holder, $out, $err, $target) = @_;
+	$target //= 'held';
+	my $qualified = $target =~ /\./ ? $target : "public.$target";
 	$holder->query_safe('SELECT pg_advisory_lock(7)');
 	my $h = start_psql('postgres',
-		"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)",
+		"SELECT delta_join.create_view('$target', \$q\$ $held_query \$q\$, concurrently => true)",
 		$out, $err);
 	ok( $node->poll_query_until(
-			'postgres', q{
+			'postgres', qq{
 			SELECT phase = 'backfilling' AND rows_expected > 0
-			FROM delta_join.progress WHERE target = 'public.held'}),
+			FROM delta_join.progress WHERE target = '$qualified'}),
 		'delta_join.progress shows the fill, with the rows it expects');
 	return $h;
 }
@@ -317,6 +319,47 @@ like(
 	qr/delta view "held" was dropped or changed during its concurrent backfill/,
 	'the view dropped during its fill: the create fails, naming the view');
 nothing_left('after a drop during the fill');
+
+# ---- the target dropped during the fill ----
+#
+# DROP TABLE of the target, or DROP SCHEMA ... CASCADE of its schema, waits
+# for the fill's lock on it and, once the fill has committed, drops the
+# target and with it the view (the guard's sql_drop).  The create fails as
+# for a drop_view(), with its SQLSTATE and hint, not with an internal error
+# about a relation it can no longer open.
+
+$node->safe_psql('postgres', 'CREATE SCHEMA doomed');
+foreach my $case (
+	[ 'public.held', 'DROP TABLE public.held' ],
+	[ 'doomed.held', 'DROP SCHEMA doomed CASCADE' ])
+{
+	my ($target, $ddl) = @$case;
+
+	($cout, $cerr) = ('', '');
+	$creator = start_held_create($holder, \$cout, \$cerr, $target);
+	($dout, $derr) = ('', '');
+	$dropper = start_psql('postgres', $ddl, \$dout, \$derr);
+	ok( $node->poll_query_until(
+			'postgres', qq{
+			SELECT count(*) = 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query = '$ddl'}),
+		"$ddl waits for the fill");
+	$holder->query_safe('SELECT pg_advisory_unlock(7)');
+	$dropper->finish;
+	$creator->finish;
+	unlike($derr, qr/ERROR/, "$ddl succeeds once the fill has committed");
+	like(
+		$cerr,
+		qr/ERROR:  55000: delta view "\Q$target\E" was dropped or changed during its concurrent backfill.*HINT:  delta_join.views shows/s,
+		"$ddl during the fill: the create fails, naming the view, with its SQLSTATE and a hint");
+	is( $node->safe_psql(
+			'postgres', qq{
+			SELECT (SELECT count(*) FROM delta_join.view_catalog
+				WHERE target::regclass::text LIKE '%held')
+			  || '|' || (to_regclass('$target') IS NULL)
+			  || '|' || (SELECT count(*) FROM delta_join.progress)}),
+		'0|true|0', "$ddl during the fill: no view, no target, no process left");
+}
 
 # ---- the backfill worker terminated during the fill ----
 
