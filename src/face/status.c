@@ -148,7 +148,8 @@ take_in_error(List **views)
  * Wait until every view of *views has applied what was committed before
  * target_lsn (returns true), or the deadline passes (false; 0: no
  * deadline).  A view that goes to error meanwhile is not waited for: it is
- * taken out of *views, and *errors is set.
+ * taken out of *views, and *errors is set.  A view that a concurrent create
+ * or refresh fills is waited for until that has ended.
  */
 static bool
 wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *errors)
@@ -183,6 +184,17 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 
 			if (stat != NULL && stat->in_error)
 				in_error = true;
+
+			/*
+			 * A concurrent create or refresh runs: the worker holds the
+			 * view's changes back until its fill is done, and the target
+			 * may be empty meanwhile, whatever the applied position says
+			 */
+			if (stat != NULL && stat->backfill_pid != 0)
+			{
+				done = false;
+				continue;
+			}
 			if (view->applied_lsn >= target_lsn)
 				continue;
 			if (stat == NULL || stat->applied_lsn < target_lsn)

@@ -361,6 +361,47 @@ foreach my $case (
 		'0|true|0', "$ddl during the fill: no view, no target, no process left");
 }
 
+# ---- wait() while a concurrent create or refresh fills ----
+#
+# The worker holds the view's changes back until the fill is done, and the
+# target is empty (create) or stale (refresh) until then: wait() on the
+# view, or on every view, does not say it is fresh -- false at its timeout
+# -- and says true once the operation has ended, the target equal to its
+# query.
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held', '1s')"),
+	'f', 'wait() on a view that a concurrent create fills: false at its timeout');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '1s')"),
+	'f', 'wait() on every view while one is filled: false at its timeout');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+$creator->finish;
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"),
+	't', 'wait() once the concurrent create has ended');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'after a wait() during its concurrent create',
+	mode => 'upsert');
+
+$holder->query_safe('SELECT pg_advisory_lock(7)');
+($cout, $cerr) = ('', '');
+$creator = start_psql('postgres',
+	"SELECT delta_join.refresh('held', concurrently => true)", \$cout, \$cerr);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT phase = 'backfilling' FROM delta_join.progress WHERE target = 'public.held'}),
+	'delta_join.progress shows the fill of the refresh');
+$node->safe_psql('postgres', q{UPDATE orders SET amount = amount + 1 WHERE order_id = 3});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held', '1s')"),
+	'f', 'wait() on a view that a concurrent refresh fills, after a write: false at its timeout');
+$holder->query_safe('SELECT pg_advisory_unlock(7)');
+$creator->finish;
+is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"),
+	't', 'wait() once the concurrent refresh has ended');
+DeltaJoinTest::target_ok($node, 'held', $held_query, 'after a wait() during its concurrent refresh',
+	mode => 'upsert');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
+nothing_left('after wait() during a concurrent create and refresh');
+
 # ---- the backfill worker terminated during the fill ----
 
 ($cout, $cerr) = ('', '');
