@@ -369,18 +369,32 @@ foreach my $case (
 # -- and says true once the operation has ended, the target equal to its
 # query.
 
+# wait() on view held with timeout $timeout, in test $what
+sub wait_held
+{
+	my ($timeout, $expected, $what) = @_;
+	is($node->safe_psql('postgres', "SELECT delta_join.wait('held', '$timeout')"),
+		$expected, $what);
+}
+
+# The held operation $operation ends: wait() says true, and the target
+# equals its query
+sub release_held
+{
+	my ($operation) = @_;
+	$holder->query_safe('SELECT pg_advisory_unlock(7)');
+	$creator->finish;
+	wait_held('30s', 't', "wait() once the concurrent $operation has ended");
+	DeltaJoinTest::target_ok($node, 'held', $held_query,
+		"after a wait() during its concurrent $operation", mode => 'upsert');
+}
+
 ($cout, $cerr) = ('', '');
 $creator = start_held_create($holder, \$cout, \$cerr);
-is($node->safe_psql('postgres', "SELECT delta_join.wait('held', '1s')"),
-	'f', 'wait() on a view that a concurrent create fills: false at its timeout');
+wait_held('1s', 'f', 'wait() on a view that a concurrent create fills: false at its timeout');
 is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '1s')"),
 	'f', 'wait() on every view while one is filled: false at its timeout');
-$holder->query_safe('SELECT pg_advisory_unlock(7)');
-$creator->finish;
-is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"),
-	't', 'wait() once the concurrent create has ended');
-DeltaJoinTest::target_ok($node, 'held', $held_query, 'after a wait() during its concurrent create',
-	mode => 'upsert');
+release_held('create');
 
 $holder->query_safe('SELECT pg_advisory_lock(7)');
 ($cout, $cerr) = ('', '');
@@ -391,14 +405,9 @@ ok( $node->poll_query_until(
 		SELECT phase = 'backfilling' FROM delta_join.progress WHERE target = 'public.held'}),
 	'delta_join.progress shows the fill of the refresh');
 $node->safe_psql('postgres', q{UPDATE orders SET amount = amount + 1 WHERE order_id = 3});
-is($node->safe_psql('postgres', "SELECT delta_join.wait('held', '1s')"),
-	'f', 'wait() on a view that a concurrent refresh fills, after a write: false at its timeout');
-$holder->query_safe('SELECT pg_advisory_unlock(7)');
-$creator->finish;
-is($node->safe_psql('postgres', "SELECT delta_join.wait('held')"),
-	't', 'wait() once the concurrent refresh has ended');
-DeltaJoinTest::target_ok($node, 'held', $held_query, 'after a wait() during its concurrent refresh',
-	mode => 'upsert');
+wait_held('1s', 'f',
+	'wait() on a view that a concurrent refresh fills, after a write: false at its timeout');
+release_held('refresh');
 $node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
 nothing_left('after wait() during a concurrent create and refresh');
 
