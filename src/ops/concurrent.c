@@ -86,6 +86,7 @@
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
@@ -179,7 +180,10 @@ task_add(StringInfo data, const char *value)
 
 /*
  * Refuse what a concurrent operation cannot run in: a transaction block (its
- * steps commit on their own), and a transaction that has written (its
+ * steps commit on their own), a read-only transaction (its steps write, in
+ * transactions of a process that does not inherit the caller's
+ * default_transaction_read_only: refused as the blocking operation, and
+ * CREATE INDEX CONCURRENTLY, are), and a transaction that has written (its
  * writes, maybe to the sources, would be waited for by step 2, which it
  * waits for).
  */
@@ -187,6 +191,7 @@ static void
 check_caller(const char *function)
 {
 	PreventInTransactionBlock(true, function);
+	PreventCommandIfReadOnly(function);
 	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),

@@ -155,6 +155,32 @@ my ($ret, $out, $err) = $node->psql('postgres',
 like($err, qr/cannot run inside a transaction block/,
 	'refresh concurrently is refused in a transaction block');
 
+# ---- not in a read-only transaction ----
+#
+# The background worker writes in transactions of its own, which do not
+# inherit the session's default_transaction_read_only: the call is refused,
+# as the blocking create and refresh are, and CREATE INDEX CONCURRENTLY.
+
+foreach my $case (
+	[ 'create_view', "SELECT delta_join.create_view('read_only_wide', '$DeltaJoinTest::wide_query', concurrently => true)" ],
+	[ 'refresh', "SELECT delta_join.refresh('wide', concurrently => true)" ])
+{
+	my ($function, $call) = @$case;
+
+	($ret, $out, $err) = $node->psql('postgres',
+		"SET default_transaction_read_only = on;\n$call;",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like(
+		$err,
+		qr/ERROR:  25006: cannot execute delta_join\.$function\(.*concurrently => true\) in a read-only transaction/,
+		"$function concurrently is refused in a read-only transaction, with its SQLSTATE");
+}
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT (to_regclass('read_only_wide') IS NULL)
+		  || '|' || (SELECT count(*) FROM delta_join.progress)}),
+	'true|0', 'a read-only session made nothing, and started no process');
+
 # ---- a role with only SELECT on the sources ----
 
 $node->safe_psql(
