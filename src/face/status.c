@@ -121,8 +121,10 @@ chain_of(List *views, ViewRecord *start, int *rounds)
 }
 
 /*
- * The views of `views` that the catalog, read now, has in error; they are
- * taken out of `views`.
+ * The views of `views` that the catalog, read now, has in error, or left
+ * 'backfilling' by a concurrent create or refresh whose process is gone
+ * (the worker puts them in error when it sees it; their target may be
+ * empty); they are taken out of `views`.
  */
 static List *
 take_in_error(List **views)
@@ -135,7 +137,9 @@ take_in_error(List **views)
 		ViewRecord *view = lfirst(lc);
 		ViewRecord *waited = catalog_view_in(*views, view->view_id);
 
-		if (view->in_error && waited != NULL)
+		if (waited != NULL &&
+			(view->in_error ||
+			 (view->backfilling && !progress_backfill_running(MyDatabaseId, view->view_id))))
 		{
 			in_error = lappend(in_error, waited);
 			*views = list_delete_ptr(*views, waited);

@@ -451,6 +451,7 @@ like(
 	'the creator says its process ended without finishing, and that refresh() rebuilds the view');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM delta_join.progress'),
 	'0', 'delta_join.progress shows no row for the terminated process');
+wait_held('1s', 'f', 'wait() on a view whose concurrent create was terminated: false');
 $holder->query_safe('SELECT pg_advisory_unlock(7)');
 ok( $node->poll_query_until(
 		'postgres', q{
