@@ -296,6 +296,8 @@ progress_backfill_end(int view_id)
 			stat->backfill_pid = 0;
 	}
 	LWLockRelease(worker_shared->lock);
+	/* wait() waits for the end of the operation */
+	ConditionVariableBroadcast(&worker_shared->progress_cv);
 }
 
 /*

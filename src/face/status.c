@@ -121,8 +121,10 @@ chain_of(List *views, ViewRecord *start, int *rounds)
 }
 
 /*
- * The views of `views` that the catalog, read now, has in error; they are
- * taken out of `views`.
+ * The views of `views` that the catalog, read now, has in error, or left
+ * 'backfilling' by a concurrent create or refresh whose process is gone
+ * (the worker puts them in error when it sees it; their target may be
+ * empty); they are taken out of `views`.
  */
 static List *
 take_in_error(List **views)
@@ -135,7 +137,9 @@ take_in_error(List **views)
 		ViewRecord *view = lfirst(lc);
 		ViewRecord *waited = catalog_view_in(*views, view->view_id);
 
-		if (view->in_error && waited != NULL)
+		if (waited != NULL &&
+			(view->in_error ||
+			 (view->backfilling && !progress_backfill_running(MyDatabaseId, view->view_id))))
 		{
 			in_error = lappend(in_error, waited);
 			*views = list_delete_ptr(*views, waited);
@@ -148,7 +152,8 @@ take_in_error(List **views)
  * Wait until every view of *views has applied what was committed before
  * target_lsn (returns true), or the deadline passes (false; 0: no
  * deadline).  A view that goes to error meanwhile is not waited for: it is
- * taken out of *views, and *errors is set.
+ * taken out of *views, and *errors is set.  A view that a concurrent create
+ * or refresh fills is waited for until that has ended.
  */
 static bool
 wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *errors)
@@ -183,6 +188,17 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 
 			if (stat != NULL && stat->in_error)
 				in_error = true;
+
+			/*
+			 * A concurrent create or refresh runs: the worker holds the
+			 * view's changes back until its fill is done, and the target
+			 * may be empty meanwhile, whatever the applied position says
+			 */
+			if (stat != NULL && stat->backfill_pid != 0)
+			{
+				done = false;
+				continue;
+			}
 			if (view->applied_lsn >= target_lsn)
 				continue;
 			if (stat == NULL || stat->applied_lsn < target_lsn)

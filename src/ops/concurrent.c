@@ -86,6 +86,7 @@
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
@@ -179,7 +180,10 @@ task_add(StringInfo data, const char *value)
 
 /*
  * Refuse what a concurrent operation cannot run in: a transaction block (its
- * steps commit on their own), and a transaction that has written (its
+ * steps commit on their own), a read-only transaction (its steps write, in
+ * transactions of a process that does not inherit the caller's
+ * default_transaction_read_only: refused as the blocking operation, and
+ * CREATE INDEX CONCURRENTLY, are), and a transaction that has written (its
  * writes, maybe to the sources, would be waited for by step 2, which it
  * waits for; on a Citus coordinator, what it wrote in the shards this
  * node holds is waited for likewise by this node's part of a distributed
@@ -189,6 +193,7 @@ void
 concurrent_check_caller(const char *function)
 {
 	PreventInTransactionBlock(true, function);
+	PreventCommandIfReadOnly(function);
 	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
@@ -450,7 +455,26 @@ find_own_view(ViewRecord *view)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("delta view %s was dropped or changed during its concurrent backfill",
-						dj_message_name(task_state.name))));
+						dj_message_name(task_state.name)),
+				 errdetail("Another session dropped the view or its target, or DDL on a source put the view in error."),
+				 errhint("delta_join.views shows whether the view is there; create it again once that session has ended.")));
+}
+
+/*
+ * Lock the target registered in step 1 in mode, then read its view again
+ * (find_own_view).  In this order because a DROP TABLE of the target, or
+ * DROP SCHEMA ... CASCADE of its schema, that waited for this operation's
+ * lock deletes the view's catalog row in its own transaction, without the
+ * view lock (guard.c, sql_drop): a row read before the lock is granted may
+ * name a table that is gone once it is.  Read after the lock (under a new
+ * snapshot, as each catalog read takes one), the row is gone too, and the
+ * operation fails as for any view dropped meanwhile.
+ */
+static void
+lock_own_view(LOCKMODE mode, ViewRecord *view)
+{
+	LockRelationOid(task_state.target, mode);
+	find_own_view(view);
 }
 
 /*
@@ -522,14 +546,13 @@ view_still_there(void)
  * key and indexes it lacks.  The DDL guard does not ask for them while the
  * view is backfilling (a create makes them after its fill), so a DROP INDEX
  * that ran while the operation waited for writers, or that waited for the
- * fill's lock and ran once the fill committed, took one away.  The lock
- * keeps the next DROP out until the view is active, when the guard refuses
- * it.
+ * fill's lock and ran once the fill committed, took one away.  The caller
+ * holds a lock on the target that keeps the next DROP out until the view is
+ * active, when the guard refuses it.
  */
 static void
 complete_target(ViewRecord *view)
 {
-	LockRelationOid(view->target, AccessShareLock);
 	target_make_indexes(view->target, view_plan_load_to_fill(view));
 }
 
@@ -550,7 +573,7 @@ activate(void)
 	 */
 	concurrent_begin_step();
 	ops_lock_views();
-	find_own_view(&view);
+	lock_own_view(AccessShareLock, &view);
 	complete_target(&view);
 	catalog_reset_view(task_state.view_id, InvalidXLogRecPtr);
 	launcher_notify();
@@ -593,8 +616,7 @@ next_steps(ConcurrentTask *task, ViewRecord *view)
 	wait_for_writers(task);
 
 	concurrent_begin_step();
-	find_own_view(view);
-	LockRelationOid(view->target, ExclusiveLock);
+	lock_own_view(ExclusiveLock, view);
 
 	/*
 	 * A snapshot taken after the lock: it sees the last batch the worker
@@ -748,6 +770,7 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 		return;
 	concurrent_begin_step();
 	ops_lock_views();
+	LockRelationOid(task_state.target, AccessShareLock);	/* see lock_own_view */
 	if (catalog_find_view(task_state.target, &view) &&
 		view.view_id == task_state.view_id)
 	{

@@ -44,6 +44,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 
 #include "analysis/view_plan.h"
 #include "analysis/analyze.h"
@@ -73,6 +74,21 @@ ops_check_primary(const char *function)
 }
 
 /*
+ * The view lock's table is gone: a DROP EXTENSION committed after this
+ * command's function was found, maybe while it waited for the lock (the
+ * lock is on the table's OID, and is granted once the drop has ended).
+ */
+static void
+extension_dropped(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension \"delta_join\" was dropped"),
+			 errdetail("DROP EXTENSION delta_join committed while this command ran or waited for its turn to change the views."),
+			 errhint("Create the extension again (CREATE EXTENSION delta_join), then the views.")));
+}
+
+/*
  * One change to the views of this database at a time (see the banner), and
  * only to a catalog this library runs.
  */
@@ -81,10 +97,13 @@ ops_lock_views(void)
 {
 	Oid			catalog_oid = catalog_relid("view_catalog");
 
-	catalog_require_version();
 	if (!OidIsValid(catalog_oid))
-		elog(ERROR, "delta_join.view_catalog does not exist");
+		extension_dropped();
 	LockRelationOid(catalog_oid, ShareUpdateExclusiveLock);
+	/* the invalidations of a drop that the lock waited for are read by now */
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(catalog_oid)))
+		extension_dropped();
+	catalog_require_version();
 }
 
 /* ops_lock_views if the lock is free now; false if not */
@@ -94,8 +113,12 @@ ops_try_lock_views(void)
 	Oid			catalog_oid = catalog_relid("view_catalog");
 
 	if (!OidIsValid(catalog_oid))
-		elog(ERROR, "delta_join.view_catalog does not exist");
-	return ConditionalLockRelationOid(catalog_oid, ShareUpdateExclusiveLock);
+		extension_dropped();
+	if (!ConditionalLockRelationOid(catalog_oid, ShareUpdateExclusiveLock))
+		return false;
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(catalog_oid)))
+		extension_dropped();
+	return true;
 }
 
 /* The qualified, quoted name of a relation */

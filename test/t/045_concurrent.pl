@@ -155,6 +155,32 @@ my ($ret, $out, $err) = $node->psql('postgres',
 like($err, qr/cannot run inside a transaction block/,
 	'refresh concurrently is refused in a transaction block');
 
+# ---- not in a read-only transaction ----
+#
+# The background worker writes in transactions of its own, which do not
+# inherit the session's default_transaction_read_only: the call is refused,
+# as the blocking create and refresh are, and CREATE INDEX CONCURRENTLY.
+
+foreach my $case (
+	[ 'create_view', "SELECT delta_join.create_view('read_only_wide', '$DeltaJoinTest::wide_query', concurrently => true)" ],
+	[ 'refresh', "SELECT delta_join.refresh('wide', concurrently => true)" ])
+{
+	my ($function, $call) = @$case;
+
+	($ret, $out, $err) = $node->psql('postgres',
+		"SET default_transaction_read_only = on;\n$call;",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like(
+		$err,
+		qr/ERROR:  25006: cannot execute delta_join\.$function\(.*concurrently => true\) in a read-only transaction/,
+		"$function concurrently is refused in a read-only transaction, with its SQLSTATE");
+}
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT (to_regclass('read_only_wide') IS NULL)
+		  || '|' || (SELECT count(*) FROM delta_join.progress)}),
+	'true|0', 'a read-only session made nothing, and started no process');
+
 # ---- a role with only SELECT on the sources ----
 
 $node->safe_psql(
@@ -207,7 +233,7 @@ sub start_psql
 {
 	my ($dbname, $sql, $out, $err) = @_;
 	return IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr($dbname), '-c', $sql ],
+		[ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr($dbname), '-c', $sql ],
 		'<', \undef, '>', $out, '2>', $err);
 }
 
@@ -215,15 +241,17 @@ sub start_psql
 # creator's harness once the fill is under way.
 sub start_held_create
 {
-	my ($holder, $out, $err) = @_;
+	my ($holder, $out, $err, $target) = @_;
+	$target //= 'held';
+	my $qualified = $target =~ /\./ ? $target : "public.$target";
 	$holder->query_safe('SELECT pg_advisory_lock(7)');
 	my $h = start_psql('postgres',
-		"SELECT delta_join.create_view('held', \$q\$ $held_query \$q\$, concurrently => true)",
+		"SELECT delta_join.create_view('$target', \$q\$ $held_query \$q\$, concurrently => true)",
 		$out, $err);
 	ok( $node->poll_query_until(
-			'postgres', q{
+			'postgres', qq{
 			SELECT phase = 'backfilling' AND rows_expected > 0
-			FROM delta_join.progress WHERE target = 'public.held'}),
+			FROM delta_join.progress WHERE target = '$qualified'}),
 		'delta_join.progress shows the fill, with the rows it expects');
 	return $h;
 }
@@ -318,6 +346,97 @@ like(
 	'the view dropped during its fill: the create fails, naming the view');
 nothing_left('after a drop during the fill');
 
+# ---- the target dropped during the fill ----
+#
+# DROP TABLE of the target, or DROP SCHEMA ... CASCADE of its schema, waits
+# for the fill's lock on it and, once the fill has committed, drops the
+# target and with it the view (the guard's sql_drop).  The create fails as
+# for a drop_view(), with its SQLSTATE and hint, not with an internal error
+# about a relation it can no longer open.
+
+$node->safe_psql('postgres', 'CREATE SCHEMA doomed');
+foreach my $case (
+	[ 'public.held', 'DROP TABLE public.held' ],
+	[ 'doomed.held', 'DROP SCHEMA doomed CASCADE' ])
+{
+	my ($target, $ddl) = @$case;
+
+	($cout, $cerr) = ('', '');
+	$creator = start_held_create($holder, \$cout, \$cerr, $target);
+	($dout, $derr) = ('', '');
+	$dropper = start_psql('postgres', $ddl, \$dout, \$derr);
+	ok( $node->poll_query_until(
+			'postgres', qq{
+			SELECT count(*) = 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query = '$ddl'}),
+		"$ddl waits for the fill");
+	$holder->query_safe('SELECT pg_advisory_unlock(7)');
+	$dropper->finish;
+	$creator->finish;
+	unlike($derr, qr/ERROR/, "$ddl succeeds once the fill has committed");
+	like(
+		$cerr,
+		qr/ERROR:  55000: delta view "\Q$target\E" was dropped or changed during its concurrent backfill.*HINT:  delta_join.views shows/s,
+		"$ddl during the fill: the create fails, naming the view, with its SQLSTATE and a hint");
+	is( $node->safe_psql(
+			'postgres', qq{
+			SELECT (SELECT count(*) FROM delta_join.view_catalog
+				WHERE target::regclass::text LIKE '%held')
+			  || '|' || (to_regclass('$target') IS NULL)
+			  || '|' || (SELECT count(*) FROM delta_join.progress)}),
+		'0|true|0', "$ddl during the fill: no view, no target, no process left");
+}
+
+# ---- wait() while a concurrent create or refresh fills ----
+#
+# The worker holds the view's changes back until the fill is done, and the
+# target is empty (create) or stale (refresh) until then: wait() on the
+# view, or on every view, does not say it is fresh -- false at its timeout
+# -- and says true once the operation has ended, the target equal to its
+# query.
+
+# wait() on view held with timeout $timeout, in test $what
+sub wait_held
+{
+	my ($timeout, $expected, $what) = @_;
+	is($node->safe_psql('postgres', "SELECT delta_join.wait('held', '$timeout')"),
+		$expected, $what);
+}
+
+# The held operation $operation ends: wait() says true, and the target
+# equals its query
+sub release_held
+{
+	my ($operation) = @_;
+	$holder->query_safe('SELECT pg_advisory_unlock(7)');
+	$creator->finish;
+	wait_held('30s', 't', "wait() once the concurrent $operation has ended");
+	DeltaJoinTest::target_ok($node, 'held', $held_query,
+		"after a wait() during its concurrent $operation", mode => 'upsert');
+}
+
+($cout, $cerr) = ('', '');
+$creator = start_held_create($holder, \$cout, \$cerr);
+wait_held('1s', 'f', 'wait() on a view that a concurrent create fills: false at its timeout');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '1s')"),
+	'f', 'wait() on every view while one is filled: false at its timeout');
+release_held('create');
+
+$holder->query_safe('SELECT pg_advisory_lock(7)');
+($cout, $cerr) = ('', '');
+$creator = start_psql('postgres',
+	"SELECT delta_join.refresh('held', concurrently => true)", \$cout, \$cerr);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT phase = 'backfilling' FROM delta_join.progress WHERE target = 'public.held'}),
+	'delta_join.progress shows the fill of the refresh');
+$node->safe_psql('postgres', q{UPDATE orders SET amount = amount + 1 WHERE order_id = 3});
+wait_held('1s', 'f',
+	'wait() on a view that a concurrent refresh fills, after a write: false at its timeout');
+release_held('refresh');
+$node->safe_psql('postgres', "SELECT delta_join.drop_view('held')");
+nothing_left('after wait() during a concurrent create and refresh');
+
 # ---- the backfill worker terminated during the fill ----
 
 ($cout, $cerr) = ('', '');
@@ -332,6 +451,7 @@ like(
 	'the creator says its process ended without finishing, and that refresh() rebuilds the view');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM delta_join.progress'),
 	'0', 'delta_join.progress shows no row for the terminated process');
+wait_held('1s', 'f', 'wait() on a view whose concurrent create was terminated: false');
 $holder->query_safe('SELECT pg_advisory_unlock(7)');
 ok( $node->poll_query_until(
 		'postgres', q{
