@@ -425,9 +425,7 @@ distributed_create_steps(const char *target, const char *text, const char *strat
 static void
 empty_target(void *arg)
 {
-	SPI_connect();
-	(void) run_statement(psprintf("TRUNCATE %s", ops_relation_name(*(Oid *) arg)), 0, NULL, NULL);
-	SPI_finish();
+	run_command(psprintf("TRUNCATE %s", ops_relation_name(*(Oid *) arg)));
 }
 
 /*
@@ -456,12 +454,7 @@ distributed_create_undo(void)
 	{
 		definition_delete(backfill.target);
 		if (backfill.created)
-		{
-			SPI_connect();
-			(void) run_statement(psprintf("DROP TABLE %s", ops_relation_name(backfill.relid)),
-								 0, NULL, NULL);
-			SPI_finish();
-		}
+			run_command(psprintf("DROP TABLE %s", ops_relation_name(backfill.relid)));
 		else
 			(void) run_guarded(empty_target, &backfill.relid,
 							   psprintf("could not empty target %s after its failed create",
@@ -533,11 +526,7 @@ distributed_drop_view(const char *target, bool drop_table)
 
 	definition_delete(def->target);
 	if (drop_table)
-	{
-		SPI_connect();
-		(void) run_statement(psprintf("DROP TABLE %s", def->target), 0, NULL, NULL);
-		SPI_finish();
-	}
+		run_command(psprintf("DROP TABLE %s", def->target));
 	return true;
 }
 

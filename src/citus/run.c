@@ -41,6 +41,15 @@ run_statement(const char *sql, int nargs, Oid *types, Datum *values)
 	return SPI_processed;
 }
 
+/* Run one statement without arguments or result, connecting to SPI for it */
+void
+run_command(const char *sql)
+{
+	SPI_connect();
+	(void) run_statement(sql, 0, NULL, NULL);
+	SPI_finish();
+}
+
 /*
  * Run fn(arg) in a subtransaction; an error is rolled back and logged as a
  * WARNING that begins with what (unless what is NULL), and the caller goes
