@@ -371,10 +371,9 @@ FROM PUBLIC;
 -- the coordinator (issue 21, item 3): each node fills its shard groups'
 -- views one after the other, and delta_join.progress on the coordinator
 -- shows, under the distributed view's name, the group each node is at,
--- with the node.  Like shard_groups, it asks every node as the reader; a
--- node that does not answer shows nothing (shard_groups says why).  Both
--- functions are called by the public view as its reader: PUBLIC, and they
--- read only what delta_join.progress shows.
+-- with the node.  Like shard_groups, it asks every node as the reader
+-- (_on_nodes, which both now use).  The functions are called by the public
+-- views as their reader: PUBLIC, and they read only what those views show.
 --
 CREATE FUNCTION delta_join._node_progress(
 	OUT distributed_view text, OUT pid int, OUT command text, OUT phase text,
@@ -389,10 +388,13 @@ AS $$
 	WHERE v.managed_by IS NOT NULL
 $$;
 
-CREATE FUNCTION delta_join._distributed_progress(
-	OUT target text, OUT pid int, OUT command text, OUT phase text,
-	OUT rows_done bigint, OUT rows_expected bigint, OUT started timestamptz,
-	OUT node text)
+-- What a command gives on every node, as the caller (Citus's
+-- run_command_on_all_nodes), each node named: nothing on a server that is
+-- no Citus coordinator of distributed views.  Read by _shard_groups (0.1
+-- ran the nodes itself) and _distributed_progress; PUBLIC, as they are, and
+-- no more than the Citus function it calls, which PUBLIC may run.
+CREATE FUNCTION delta_join._on_nodes(command text,
+	OUT node text, OUT success boolean, OUT result text)
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -403,16 +405,56 @@ BEGIN
 		RETURN;
 	END IF;
 	RETURN QUERY EXECUTE $q$
-		SELECT p.distributed_view, p.pid, p.command, p.phase, p.rows_done,
-			   p.rows_expected, p.started, n.nodename || ':' || n.nodeport
-		FROM run_command_on_all_nodes(
-			'SELECT coalesce(json_agg(p), ''[]'') FROM delta_join._node_progress() p') r
+		SELECT n.nodename || ':' || n.nodeport, r.success, r.result
+		FROM run_command_on_all_nodes($1) r
 		JOIN pg_dist_node n ON n.nodeid = r.nodeid
-		CROSS JOIN LATERAL json_to_recordset(CASE WHEN r.success THEN r.result::json END)
-			AS p(distributed_view text, pid int, command text, phase text,
-				 rows_done bigint, rows_expected bigint, started timestamptz)
-	$q$;
+	$q$ USING command;
 END $$;
+
+-- a node that does not answer (down, or failing) puts every view in
+-- 'stalled', saying why
+CREATE OR REPLACE FUNCTION delta_join._shard_groups(
+	OUT node text, OUT distributed_view text, OUT shard_target text, OUT state text,
+	OUT reason text, OUT lag_bytes bigint, OUT lag interval,
+	OUT changes_seen bigint, OUT keys_applied bigint, OUT rows_upserted bigint,
+	OUT rows_deleted bigint, OUT rows_unchanged bigint, OUT lookups bigint,
+	OUT cache_hits bigint, OUT last_error text, OUT last_error_time timestamptz,
+	OUT mode text)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH r AS (
+		SELECT * FROM delta_join._on_nodes(
+			'SELECT coalesce(json_agg(g), ''[]'') FROM delta_join._node_shard_groups() g'))
+	SELECT r.node, g.*
+	FROM r CROSS JOIN LATERAL json_populate_recordset(
+		NULL::delta_join._shard_group, CASE WHEN r.success THEN r.result::json END) g
+	UNION ALL
+	SELECT r.node, d.target, NULL, 'stalled',
+		   'node ' || r.node || ' did not answer: ' || coalesce(r.result, ''),
+		   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+	FROM r CROSS JOIN delta_join._distributed_targets() d(target)
+	WHERE NOT r.success
+$$;
+
+-- a node that does not answer shows nothing here (shard_groups says why)
+CREATE FUNCTION delta_join._distributed_progress(
+	OUT target text, OUT pid int, OUT command text, OUT phase text,
+	OUT rows_done bigint, OUT rows_expected bigint, OUT started timestamptz,
+	OUT node text)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT p.distributed_view, p.pid, p.command, p.phase, p.rows_done,
+		   p.rows_expected, p.started, r.node
+	FROM delta_join._on_nodes(
+		'SELECT coalesce(json_agg(p), ''[]'') FROM delta_join._node_progress() p') r
+	CROSS JOIN LATERAL json_to_recordset(CASE WHEN r.success THEN r.result::json END)
+		AS p(distributed_view text, pid int, command text, phase text,
+			 rows_done bigint, rows_expected bigint, started timestamptz)
+$$;
 
 CREATE VIEW delta_join.progress AS
 SELECT delta_join._name(v.target) AS target,
