@@ -499,3 +499,24 @@ BEGIN
 		EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', target);
 	END LOOP;
 END $$;
+
+--
+-- 10. Query views depend on the extension.  0.2 records that dependency
+-- when it binds a view's query (src/analysis/query.c), so that DROP
+-- EXTENSION ... CASCADE drops the query views, as it drops the guard
+-- triggers of the targets.  The query views 0.1 made had none: DROP
+-- EXTENSION ... CASCADE left them in schema delta_join, where they still
+-- kept their sources from being dropped.  They get it here.
+--
+INSERT INTO pg_catalog.pg_depend
+	(classid, objid, objsubid, refclassid, refobjid, refobjsubid, deptype)
+SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, v.query_view, 0,
+	   'pg_catalog.pg_extension'::pg_catalog.regclass, e.oid, 0, 'n'
+FROM delta_join.view_catalog v, pg_catalog.pg_extension e
+WHERE e.extname OPERATOR(pg_catalog.=) 'delta_join'
+  AND v.query_view IS NOT NULL
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+				  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+					AND d.objid OPERATOR(pg_catalog.=) v.query_view
+					AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+					AND d.refobjid OPERATOR(pg_catalog.=) e.oid);

@@ -43,6 +43,8 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
 #include "commands/view.h"
@@ -280,7 +282,12 @@ query_view_name_fits(const char *name, Oid target)
 /*
  * Bind an analyzed query into a new query view owned by the target's owner;
  * returns the view's OID.  What DefineView does, minus the parsing (the
- * query was analyzed as the caller), and as the bootstrap superuser.
+ * query was analyzed as the caller), and as the bootstrap superuser.  The
+ * query view depends on the extension, as the guard trigger of its target
+ * does: DROP EXTENSION refuses while views exist, and DROP EXTENSION ...
+ * CASCADE drops the query views with the rest, instead of leaving them in
+ * schema delta_join (which the extension does not own) to keep their
+ * sources from being dropped.
  */
 Oid
 query_bind(Query *query, Oid target)
@@ -288,6 +295,8 @@ query_bind(Query *query, Oid target)
 	Oid			nspid = get_namespace_oid(DJ_SCHEMA, false);
 	CreateStmt *stmt = makeNode(CreateStmt);
 	ObjectAddress address;
+	ObjectAddress ext_address;
+	Oid			extension;
 	RunAs		runas;
 	ListCell   *lc;
 
@@ -309,6 +318,9 @@ query_bind(Query *query, Oid target)
 	address = DefineRelation(stmt, RELKIND_VIEW, runas_target_owner(target), NULL, NULL);
 	CommandCounterIncrement();
 	StoreViewQuery(address.objectId, query, false);
+	extension = get_extension_oid(DJ_EXTENSION_NAME, false);
+	ObjectAddressSet(ext_address, ExtensionRelationId, extension);
+	recordDependencyOn(&address, &ext_address, DEPENDENCY_NORMAL);
 	CommandCounterIncrement();
 	runas_end(&runas);
 

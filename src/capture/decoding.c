@@ -32,6 +32,7 @@
 #include "replication/logical.h"
 #include "replication/origin.h"
 #include "replication/slot.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -64,6 +65,55 @@ decoding_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
 	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
 		return -1;
 	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+}
+
+/*
+ * Move the acquired slot's confirmed position up to moveto (at most the
+ * flushed WAL) without replaying a transaction, as
+ * pg_replication_slot_advance does: a fast-forward pass only follows the
+ * catalog's history and the running transactions, so that the slot's
+ * restart point moves too.  For WAL no view needs.  Replaying it is not
+ * only wasted work: the changes of an extension dropped since include rows
+ * of its source_catalog, a user catalog table, and core cannot open a
+ * dropped user catalog table to replay them ("could not find pg_class
+ * entry"), so a worker that met them on a slot kept for a new extension
+ * would fail on every start.
+ */
+void
+decoding_skip_to(XLogRecPtr moveto)
+{
+	LogicalDecodingContext *ctx;
+
+	moveto = Min(moveto, GetFlushRecPtr(NULL));
+	if (moveto <= MyReplicationSlot->data.confirmed_flush)
+		return;
+
+	ctx = CreateDecodingContext(InvalidXLogRecPtr, NIL, true,
+								XL_ROUTINE(.page_read = decoding_read_page,
+										   .segment_open = wal_segment_open,
+										   .segment_close = wal_segment_close),
+								NULL, NULL, NULL);
+	InvalidateSystemCaches();
+	XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
+	while (ctx->reader->EndRecPtr < moveto)
+	{
+		char	   *errm = NULL;
+		XLogRecord *record = XLogReadRecord(ctx->reader, &errm);
+
+		if (errm)
+			elog(ERROR, "could not read WAL for logical decoding: %s", errm);
+		if (record == NULL)
+			break;
+		LogicalDecodingProcessRecord(ctx, ctx->reader);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (ctx->reader->EndRecPtr >= moveto)
+	{
+		LogicalConfirmReceivedLocation(moveto);
+		ReplicationSlotMarkDirty();
+	}
+	InvalidateSystemCaches();
+	FreeDecodingContext(ctx);
 }
 
 /*

@@ -17,6 +17,7 @@
 #include "base/batch.h"
 #include "capture/capture.h"
 
+extern void decoding_skip_to(XLogRecPtr moveto);
 extern void decoding_start(MemoryContext cxt, void (*reset) (void));
 extern bool decoding_running(void);
 extern void decoding_stop(void);

@@ -621,6 +621,7 @@ static void
 worker_start_decoding(void)
 {
 	const char *invalidation;
+	XLogRecPtr	skip_to;
 
 	StartTransactionCommand();
 	CheckLogicalDecodingRequirements();
@@ -644,6 +645,14 @@ worker_start_decoding(void)
 						worker_dboid, worker_slot)));
 		proc_exit(0);
 	}
+
+	/* what committed before every view's applied position, no view needs */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	skip_to = OidIsValid(catalog_relid("view_catalog")) ?
+		catalog_oldest_applied_lsn() : InvalidXLogRecPtr;
+	PopActiveSnapshot();
+	if (!XLogRecPtrIsInvalid(skip_to))
+		decoding_skip_to(skip_to);
 
 	decoding_start(worker_cxt, plan_cache_reset_system_caches);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;

@@ -404,6 +404,28 @@ catalog_mark_views_stale(const char *reason)
 	SPI_finish();
 }
 
+/*
+ * The oldest applied_lsn of the views of this database: no view needs a
+ * change that committed before it.  InvalidXLogRecPtr when there are none.
+ */
+XLogRecPtr
+catalog_oldest_applied_lsn(void)
+{
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	bool		isnull;
+	Datum		value;
+
+	SPI_connect();
+	if (catalog_exec("SELECT pg_catalog.min(applied_lsn) FROM delta_join.view_catalog",
+					 0, NULL, NULL, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read delta_join.view_catalog");
+	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		lsn = DatumGetLSN(value);
+	SPI_finish();
+	return lsn;
+}
+
 /* Every view of the database, in view_id order (ViewRecord *). */
 List *
 catalog_list_views(void)

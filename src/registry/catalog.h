@@ -74,6 +74,7 @@ extern int	catalog_insert_view(Oid target, Oid query_view, DeltaKind kind, Delta
 extern bool catalog_find_view(Oid target, ViewRecord *view);
 extern char *catalog_managed_by(Oid target);
 extern List *catalog_list_views(void);
+extern XLogRecPtr catalog_oldest_applied_lsn(void);
 extern ViewRecord *catalog_view_in(List *views, int view_id);
 extern Oid	catalog_relid(const char *relname);
 extern void catalog_mark_views_stale(const char *reason);

@@ -9,7 +9,8 @@
 # (This once lost changes: the worker kept decoding with what it knew of
 # the dropped extension.)  The cycle is run twice, the second time while
 # writes go on, and with the old view's target taken over by the new view.
-# Finally the comparison is shown able to fail.
+# Then the comparison is shown able to fail.  Last, a view made with the
+# new extension on a slot that must decode the old extension's changes.
 
 use strict;
 use warnings;
@@ -115,6 +116,58 @@ $node->safe_psql(
 my $c = DeltaJoinTest::target_diff($node, 'wide', $wide);
 is("$c->{missing}|$c->{extra}|@{ $c->{dependent} }", '1|1|',
 	'self-check: a tampered target row is reported, and nothing else');
+
+# ---- the new extension on a slot that must decode the old one's changes ----
+
+# The slot is confirmed after a batch's commit is flushed, at the worker's
+# next round, and saved to disk at checkpoints: after a crash, it decodes
+# again from where the last checkpoint left it.  Here that is before a view
+# of the old extension was made, so the worker of the new extension meets
+# the old one's rows of its source_catalog, a user catalog table core
+# cannot open once dropped ("could not find pg_class entry").  It once
+# failed on them on every start, for good, while status showed the new
+# view stalled: no view needs that WAL, and the worker now skips what
+# committed before every view's start.  DROP EXTENSION ... CASCADE once also
+# left the old view's query view in schema delta_join, which kept its
+# sources from being dropped.
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE scratch_a (id int PRIMARY KEY, b_id int);
+	CREATE TABLE scratch_b (id int PRIMARY KEY, label text);
+	CREATE INDEX ON scratch_a (b_id);
+	CHECKPOINT;});
+my $scratch = 'SELECT a.id, a.b_id, b.label FROM scratch_a a JOIN scratch_b b ON b.id = a.b_id';
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('scratch_old', \$q\$ $scratch \$q\$)");
+$node->safe_psql('postgres',
+	"INSERT INTO scratch_b VALUES (1, 'b 1'); INSERT INTO scratch_a VALUES (1, 1)");
+ok(DeltaJoinWorkload::wait_views($node, 'scratch_old'), 'a view of the old extension is fresh');
+# in one transaction: the worker cannot see the new extension without a
+# view, which would make it drop the old slot
+$node->safe_psql(
+	'postgres', qq{
+	BEGIN;
+	DROP EXTENSION delta_join CASCADE;
+	CREATE EXTENSION delta_join;
+	SELECT delta_join.create_view('scratch_new', \$q\$ $scratch \$q\$);
+	COMMIT;});
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT count(*) FROM pg_class
+		WHERE relnamespace = 'delta_join'::regnamespace AND relname = 'public.scratch_old'}),
+	'0',
+	'DROP EXTENSION ... CASCADE dropped the query view');
+$node->stop('immediate');
+$node->start;
+$node->safe_psql('postgres',
+	"INSERT INTO scratch_b VALUES (2, 'b 2'); INSERT INTO scratch_a VALUES (2, 2); UPDATE scratch_b SET label = 'again'");
+DeltaJoinWorkload::check_views($node, { scratch_new => $scratch },
+	'a view of the new extension after a crash');
+DeltaJoinWorkload::status_ok($node, 'scratch_new', 'a view of the new extension after a crash');
+# the old view's query view no longer keeps its source
+$node->safe_psql('postgres',
+	"SELECT delta_join.drop_view('scratch_new'); DROP TABLE scratch_a");
+ok(1, 'a source of a view of a dropped extension can be dropped');
 
 $node->stop;
 done_testing();

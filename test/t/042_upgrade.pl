@@ -203,6 +203,16 @@ is( $node->safe_psql('postgres',
 is( $node->safe_psql('postgres', "SELECT slot_name FROM pg_replication_slots"),
 	(split / /, $slot_before)[0],
 	'the views kept their slot');
+# (0.1 made query views without a dependency on the extension: DROP
+# EXTENSION ... CASCADE left them behind, keeping their sources)
+is( $node->safe_psql(
+		'postgres', q{
+		SELECT count(*) FILTER (WHERE d.objid IS NULL) || ' of ' || count(*)
+		FROM delta_join.view_catalog v
+		LEFT JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = v.query_view
+		  AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'n'}),
+	'0 of ' . scalar(keys %views),
+	'the update makes the query views of 0.1 depend on the extension');
 
 # ---- the same objects and privileges as a fresh 0.2 install ----
 
