@@ -283,11 +283,7 @@ query_view_name_fits(const char *name, Oid target)
  * Bind an analyzed query into a new query view owned by the target's owner;
  * returns the view's OID.  What DefineView does, minus the parsing (the
  * query was analyzed as the caller), and as the bootstrap superuser.  The
- * query view depends on the extension, as the guard trigger of its target
- * does: DROP EXTENSION refuses while views exist, and DROP EXTENSION ...
- * CASCADE drops the query views with the rest, instead of leaving them in
- * schema delta_join (which the extension does not own) to keep their
- * sources from being dropped.
+ * query view depends on the extension (query_depend_on_extension).
  */
 Oid
 query_bind(Query *query, Oid target)
@@ -295,8 +291,6 @@ query_bind(Query *query, Oid target)
 	Oid			nspid = get_namespace_oid(DJ_SCHEMA, false);
 	CreateStmt *stmt = makeNode(CreateStmt);
 	ObjectAddress address;
-	ObjectAddress ext_address;
-	Oid			extension;
 	RunAs		runas;
 	ListCell   *lc;
 
@@ -318,13 +312,33 @@ query_bind(Query *query, Oid target)
 	address = DefineRelation(stmt, RELKIND_VIEW, runas_target_owner(target), NULL, NULL);
 	CommandCounterIncrement();
 	StoreViewQuery(address.objectId, query, false);
-	extension = get_extension_oid(DJ_EXTENSION_NAME, false);
-	ObjectAddressSet(ext_address, ExtensionRelationId, extension);
-	recordDependencyOn(&address, &ext_address, DEPENDENCY_NORMAL);
+	query_depend_on_extension(address.objectId);
 	CommandCounterIncrement();
 	runas_end(&runas);
 
 	return address.objectId;
+}
+
+/*
+ * Make a query view depend on the extension, as the guard trigger of its
+ * target does: DROP EXTENSION refuses while views exist, and DROP
+ * EXTENSION ... CASCADE drops the query views with the rest, instead of
+ * leaving them in schema delta_join (which the extension does not own) to
+ * keep their sources from being dropped.  Idempotent: refresh() calls it
+ * too, for the query views a restore made as plain views.
+ */
+void
+query_depend_on_extension(Oid query_view)
+{
+	ObjectAddress view;
+	ObjectAddress extension;
+
+	ObjectAddressSet(view, RelationRelationId, query_view);
+	ObjectAddressSet(extension, ExtensionRelationId,
+					 get_extension_oid(DJ_EXTENSION_NAME, false));
+	deleteDependencyRecordsForSpecific(RelationRelationId, query_view, DEPENDENCY_NORMAL,
+									   ExtensionRelationId, extension.objectId);
+	recordDependencyOn(&view, &extension, DEPENDENCY_NORMAL);
 }
 
 /*

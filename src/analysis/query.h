@@ -12,6 +12,7 @@
 
 extern Query *query_parse(const char *text, List **hints);
 extern Oid	query_bind(Query *query, Oid target);
+extern void query_depend_on_extension(Oid query_view);
 extern Query *query_load(Oid query_view);
 extern void query_follow_target(Oid query_view, Oid target);
 extern void query_drop(Oid query_view);

@@ -781,6 +781,7 @@ clean_up(ConcurrentTask *task, ErrorData *error)
 		else if (view.backfilling)
 		{
 			complete_target(&view);
+			query_depend_on_extension(view.query_view);
 			catalog_reset_view(view.view_id, InvalidXLogRecPtr);
 		}
 		launcher_notify();

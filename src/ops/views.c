@@ -402,6 +402,7 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 	 */
 	rows = target_fill(view->target, view->query_view, view->settings, true);
 	target_make_indexes(view->target, plan);
+	query_depend_on_extension(view->query_view);
 	catalog_rewrite_sources(view->view_id, view_plan_source_records(plan));
 	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
 	launcher_notify();

@@ -58,6 +58,19 @@ is( $node->safe_psql('copy',
 is($node->safe_psql('copy', 'SELECT n || \'/\' || total FROM summary'),
 	'3/15.00', 'the restored aggregate view is maintained');
 
+# A restore makes the query views as plain views; refresh() makes them
+# depend on the extension again, so that DROP EXTENSION ... CASCADE takes
+# them along instead of leaving them to keep their sources.
+my $query_views = q{
+	SELECT count(*) FROM pg_class c
+	WHERE c.relnamespace = 'delta_join'::regnamespace
+	  AND c.relname IN ('public.wide', 'public.summary')};
+is($node->safe_psql('copy', $query_views), '2', 'the restored database has both query views');
+$node->safe_psql('copy', 'DROP EXTENSION delta_join CASCADE');
+is($node->safe_psql('copy', $query_views), '0',
+	'after refresh(), DROP EXTENSION ... CASCADE drops the restored query views');
+$node->safe_psql('copy', 'DROP TABLE orders, items');
+
 # the original database is not disturbed
 $node->safe_psql('src', "INSERT INTO orders VALUES (1, 2, 13, 1)");
 is($node->safe_psql('src', 'SELECT delta_join.wait(NULL, \'30s\')'),
