@@ -28,7 +28,8 @@
  *		starts with the OLD and NEW placeholders -- the view's own check
  *		stays with its range-table entry, which the rewriter turns into the
  *		subquery while keeping the view's OID (compat_* below).
- *		pg_class_ownercheck() became object_ownercheck(RelationRelationId).
+ *		pg_class_ownercheck() and pg_database_ownercheck() became
+ *		object_ownercheck(RelationRelationId / DatabaseRelationId).
  *		stringToQualifiedNameList() takes an error context (NULL: throw).
  *		flatten_join_alias_vars() takes the PlannerInfo (NULL outside the
  *		planner).
@@ -96,13 +97,16 @@ struct TupleDescData;
 #define EvalPlanQualInit_compat(epqstate, parentestate, subplan, auxrowmarks, epqParam) \
 	EvalPlanQualInit((epqstate), (parentestate), (subplan), (auxrowmarks), (epqParam), NIL)
 #else
+#include "catalog/pg_database.h"
 #define stringToQualifiedNameList_compat(string) \
 	stringToQualifiedNameList(string)
 #define EvalPlanQualInit_compat(epqstate, parentestate, subplan, auxrowmarks, epqParam) \
 	EvalPlanQualInit((epqstate), (parentestate), (subplan), (auxrowmarks), (epqParam))
 #define object_ownercheck(classid, objectid, roleid) \
-	(AssertMacro((classid) == RelationRelationId), \
-	 pg_class_ownercheck((objectid), (roleid)))
+	((classid) == DatabaseRelationId ? \
+	 pg_database_ownercheck((objectid), (roleid)) : \
+	 (AssertMacro((classid) == RelationRelationId), \
+	  pg_class_ownercheck((objectid), (roleid))))
 #endif
 
 extern struct Node *flatten_join_alias_vars_compat(struct Query *query, struct Node *node);

@@ -19,6 +19,11 @@
  * and on a server whose WAL cannot be decoded, rather than letting views
  * be created that nothing would maintain.
  *
+ * With shared memory, it also installs a ProcessUtility hook for DROP
+ * DATABASE, which core refuses while the database's slot exists: the
+ * launcher drops the slot first when nothing else would stop the command
+ * (launcher_before_drop_database).
+ *
  * The hint is the face's own: PostgreSQL refuses the engine's statements
  * in its parser, before any of our code runs, and the error's report is the
  * one place left to say what to write instead (analysis/dialect_statement.c
@@ -31,11 +36,13 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
@@ -57,11 +64,16 @@ PG_MODULE_MAGIC;
 static bool dj_preloaded = false;
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility = NULL;
 
 void		_PG_init(void);
 
 static char *config_line_adding(const char *name, const char *current);
 static void dj_emit_log(ErrorData *edata);
+static void dj_process_utility(PlannedStmt *pstmt, const char *queryString,
+							   bool readOnlyTree, ProcessUtilityContext context,
+							   ParamListInfo params, QueryEnvironment *queryEnv,
+							   DestReceiver *dest, QueryCompletion *qc);
 
 PG_FUNCTION_INFO_V1(dj_check_environment);
 
@@ -96,6 +108,42 @@ _PG_init(void)
 	dj_preloaded = true;
 	node_init();
 	launcher_init();
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = dj_process_utility;
+}
+
+/*
+ * DROP DATABASE of a database with views: its slot goes first, when the
+ * command can then go through (launcher_before_drop_database).  Outside a
+ * transaction block only, as core runs the command.
+ */
+static void
+dj_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				   ProcessUtilityContext context, ParamListInfo params,
+				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	if (IsA(pstmt->utilityStmt, DropdbStmt) && !IsTransactionBlock() &&
+		context == PROCESS_UTILITY_TOPLEVEL)
+	{
+		DropdbStmt *stmt = (DropdbStmt *) pstmt->utilityStmt;
+		bool		force = false;
+		ListCell   *lc;
+
+		foreach(lc, stmt->options)
+		{
+			DefElem    *opt = lfirst(lc);
+
+			if (strcmp(opt->defname, "force") == 0)
+				force = true;
+		}
+		launcher_before_drop_database(stmt->dbname, force);
+	}
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
+							 queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
 }
 
 

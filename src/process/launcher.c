@@ -40,7 +40,10 @@
 #include "access/xlog_internal.h"
 #include "access/xlogutils.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_subscription.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -52,15 +55,19 @@
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "registry/catalog.h"
+#include "base/compat.h"
 #include "base/delta_join.h"
 #include "base/shmem.h"
 #include "process/launcher.h"
@@ -147,6 +154,130 @@ void
 launcher_slot_name(char *name, Oid dboid)
 {
 	snprintf(name, NAMEDATALEN, LAUNCHER_SLOT_PREFIX "%u", dboid);
+}
+
+/* ----------------
+ * DROP DATABASE
+ * ----------------
+ */
+
+/* The pid of the slot's holder (0 if none), or -1 if there is no such slot */
+static pid_t
+slot_holder(const char *name)
+{
+	ReplicationSlot *slot;
+	pid_t		pid = -1;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot = SearchNamedReplicationSlot(name, false);
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		pid = slot->active_pid;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	return pid;
+}
+
+/* The pid of the database's apply worker, 0 if none runs */
+static pid_t
+worker_pid_of(Oid dboid)
+{
+	DbWorker   *db;
+	pid_t		pid;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	db = shmem_find_db(dboid, false);
+	pid = (db != NULL) ? db->pid : 0;
+	LWLockRelease(worker_shared->lock);
+	return pid;
+}
+
+/*
+ * Called before DROP DATABASE runs (module.c).  Core refuses to drop a
+ * database while a replication slot of it exists, or while any process
+ * is connected to it: a database with views, whose slot is ours and whose
+ * apply worker is connected, could not be dropped until its views were
+ * dropped and the worker had noticed.  When nothing else would stop the
+ * command -- the caller owns the database, it is no template, no other
+ * slot, subscription or session uses it (or FORCE terminates the
+ * sessions) -- stop the worker and drop the slot first.  Otherwise leave
+ * both be: core's own error says what stops the command, or ours says it
+ * for other sessions, since core would blame the slot.
+ */
+void
+launcher_before_drop_database(const char *dbname, bool force)
+{
+	char		name[NAMEDATALEN];
+	Oid			dboid = get_database_oid(dbname, true);
+	HeapTuple	tuple;
+	bool		is_template;
+	int			nslots;
+	int			nactive;
+	int			nbackends;
+	int			nprepared;
+
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
+		!object_ownercheck(DatabaseRelationId, dboid, GetUserId()))
+		return;
+	launcher_slot_name(name, dboid);
+	if (slot_holder(name) < 0)
+		return;
+	tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	if (!HeapTupleIsValid(tuple))
+		return;
+	is_template = ((Form_pg_database) GETSTRUCT(tuple))->datistemplate;
+	ReleaseSysCache(tuple);
+	if (is_template ||
+		(ReplicationSlotsCountDBSlots(dboid, &nslots, &nactive) && nslots > 1) ||
+		CountDBSubscriptions(dboid) > 0)
+		return;
+
+	/*
+	 * Stop the worker, and wait for the slot to be free: the launcher starts
+	 * another only LAUNCHER_RESTART_MS after, and not once the slot is gone.
+	 * A slot held by another process (a session making it) is left to
+	 * core's error about the sessions.
+	 */
+	for (int waited_ms = 0;; waited_ms += 10)
+	{
+		pid_t		worker = worker_pid_of(dboid);
+		pid_t		holder = slot_holder(name);
+
+		if (holder < 0)
+			return;
+		if (worker == 0 && holder == 0)
+			break;
+		if (waited_ms >= 10000)
+			return;
+		if (worker != 0 && waited_ms % 1000 == 0)
+			(void) kill(worker, SIGTERM);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	/* core would check the slot first, and blame it: say what core would */
+	if (!force && CountOtherDBBackends(dboid, &nbackends, &nprepared))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("database \"%s\" is being accessed by other users", dbname),
+				 nprepared == 0 ?
+				 errdetail_plural("There is %d other session using the database.",
+								  "There are %d other sessions using the database.",
+								  nbackends, nbackends) :
+				 nbackends == 0 ?
+				 errdetail_plural("There is %d prepared transaction using the database.",
+								  "There are %d prepared transactions using the database.",
+								  nprepared, nprepared) :
+				 errdetail("There are %d other session(s) and %d prepared transaction(s) using the database.",
+						   nbackends, nprepared),
+				 errhint("Its delta views and their slot are kept.")));
+	ReplicationSlotDrop(name, true);
+	ereport(LOG,
+			(errmsg("replication slot \"%s\" of database \"%s\" dropped for DROP DATABASE",
+					name, dbname)));
 }
 
 /* ----------------

@@ -38,6 +38,7 @@ extern void launcher_init(void);
 extern void launcher_ensure_slot(void);
 extern void launcher_notify(void);
 extern char *launcher_slot_wait_reason(void);
+extern void launcher_before_drop_database(const char *dbname, bool force);
 
 /* for the apply worker and its helpers */
 extern void launcher_slot_name(char *name, Oid dboid);

@@ -1,0 +1,116 @@
+# DROP DATABASE of a database with views.
+#
+# Core refuses to drop a database while a replication slot of it exists,
+# and while any process, the apply worker included, is connected to it: a
+# database with views could not be dropped until its views were dropped and
+# the worker had noticed, and DROP DATABASE ... WITH (FORCE) did not help.
+# The library now stops the worker and drops the slot first, but only when
+# the command can then go through: the database's owner runs it, outside a
+# transaction block, and no other session uses the database (or FORCE
+# terminates them).  Otherwise core's own error says what stops it, and the
+# views go on.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DeltaJoinTest;
+
+my $node = DeltaJoinTest::new_node('drop_database');
+$node->safe_psql('postgres', 'CREATE ROLE other LOGIN');
+
+# A database with a view, applied; returns its slot's name.
+sub database_with_view
+{
+	my ($db) = @_;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql(
+		$db, q{
+		CREATE EXTENSION delta_join;
+		CREATE TABLE acct (id bigint PRIMARY KEY, v text);
+		INSERT INTO acct VALUES (1, 'one');
+		SELECT delta_join.create_view('acct_copy', 'SELECT id, v FROM acct');});
+	$node->safe_psql($db, "INSERT INTO acct VALUES (2, 'two')");
+	is($node->safe_psql($db, "SELECT delta_join.wait('acct_copy', '30s')"),
+		't', "$db: the view is applied");
+	my $oid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = '$db'");
+	return "delta_join_$oid";
+}
+
+sub slot_exists
+{
+	my ($slot) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'") eq '1';
+}
+
+# The views of $db are still maintained.
+sub views_go_on
+{
+	my ($db, $name) = @_;
+	$node->safe_psql($db, "UPDATE acct SET v = v || '+'");
+	is( $node->safe_psql(
+			$db, q{
+			SELECT delta_join.wait('acct_copy', '30s'),
+			       (SELECT string_agg(v, ',' ORDER BY id) FROM acct_copy)}),
+		"t|one+,two+", "$name: the views go on");
+}
+
+# ---- the database's owner, nobody else connected ----
+
+my $slot = database_with_view('one');
+my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE one');
+is($ret, 0, 'DROP DATABASE of a database with views goes through') or diag($err);
+ok(!slot_exists($slot), '... and its slot is gone');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_database WHERE datname = 'one'"),
+	'0', '... and the database');
+
+# ---- what stops the command stops us too ----
+
+$slot = database_with_view('two');
+
+# inside a transaction block
+($ret, $out, $err) = $node->psql('postgres', 'BEGIN; DROP DATABASE two; COMMIT');
+like($err, qr/DROP DATABASE cannot run inside a transaction block/,
+	'in a transaction block: core refuses');
+ok(slot_exists($slot), '... and the slot is kept');
+
+# by a role that does not own the database
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE two', extra_params => [ '-U', 'other' ]);
+like($err, qr/must be owner of database two/, 'by another role: core refuses');
+ok(slot_exists($slot), '... and the slot is kept');
+
+# while another session uses the database
+my $session = $node->background_psql('two');
+$session->query_safe('SELECT 1');
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE two');
+like($err, qr/database "two" is being accessed by other users/,
+	'with another session connected: core refuses');
+ok(slot_exists($slot), '... and the slot is kept');
+views_go_on('two', 'after the refused drops');
+
+# FORCE terminates that session: the slot goes, then the database
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE two WITH (FORCE)');
+is($ret, 0, 'DROP DATABASE ... WITH (FORCE) with another session connected goes through')
+  or diag($err);
+ok(!slot_exists($slot), '... and the slot is gone');
+eval { $session->quit };
+
+# ---- no worker is left trying to start for a dropped database ----
+
+my $log_offset = -s $node->logfile;
+sleep 3;
+my $log = slurp_file($node->logfile, $log_offset);
+unlike($log, qr/delta_join worker for database \d+/,
+	'no worker started for the dropped databases since');
+
+# the other databases' views are not disturbed
+$node->safe_psql('postgres', q{
+	CREATE TABLE acct (id bigint PRIMARY KEY, v text);
+	INSERT INTO acct VALUES (1, 'one'), (2, 'two');
+	SELECT delta_join.create_view('acct_copy', 'SELECT id, v FROM acct');});
+views_go_on('postgres', 'a view of another database, made after the drops');
+
+$node->stop;
+done_testing();
