@@ -162,14 +162,24 @@ typedef enum CatalogCheck
 	CATALOG_VIEWS,				/* the database has views */
 	CATALOG_NO_VIEWS,			/* it has none: the slot is dropped */
 	CATALOG_BUSY,				/* a transaction is changing the views */
-	CATALOG_WAIT				/* the library does not run the extension's
+	CATALOG_WAIT,				/* the library does not run the extension's
 								 * version here: wait for its update */
+	CATALOG_REMADE				/* the extension was dropped and created
+								 * again: start afresh */
 } CatalogCheck;
 
 /* What the Citus layer does for the worker (worker.h); set at _PG_init */
 WorkerCitus worker_citus = {NULL, NULL};
 
 static Oid	worker_dboid = InvalidOid;
+
+/*
+ * The catalog this worker read: what it keeps in memory about views (their
+ * plans, retries, carried keys, all by view_id) is about that catalog's
+ * views, and view_ids start again in a new one.
+ */
+static Oid	worker_catalog = InvalidOid;
+static bool worker_recheck = false; /* a batch found another catalog */
 static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
 static MemoryContext batch_cxt = NULL;	/* the capture's; reset by each batch */
@@ -360,8 +370,9 @@ worker_loop(void)
 		generation = shmem_find_db(worker_dboid, false)->generation;
 		LWLockRelease(worker_shared->lock);
 		now = GetCurrentTimestamp();
-		if (generation != seen_generation || now >= next_check)
+		if (generation != seen_generation || now >= next_check || worker_recheck)
 		{
+			worker_recheck = false;
 			/* a view was created, dropped or refreshed: rebuild plans */
 			if (generation != seen_generation)
 				plan_cache_forget_all();
@@ -378,6 +389,14 @@ worker_loop(void)
 				ereport(LOG,
 						(errmsg("delta_join worker for database %u exiting: no views left; replication slot \"%s\" dropped",
 								worker_dboid, worker_slot)));
+				return;
+			}
+			if (check == CATALOG_REMADE)
+			{
+				/* the launcher starts another, which skips the old WAL */
+				ereport(LOG,
+						(errmsg("delta_join worker for database %u exiting: the extension was dropped and created again",
+								worker_dboid)));
 				return;
 			}
 		}
@@ -467,6 +486,8 @@ worker_check_views(void)
 	catalog_oid = catalog_relid("view_catalog");
 	if (!OidIsValid(catalog_oid))
 		result = CATALOG_NO_VIEWS;	/* the extension was dropped */
+	else if (OidIsValid(worker_catalog) && catalog_oid != worker_catalog)
+		result = CATALOG_REMADE;
 	else if ((problem = catalog_version_problem()) != NULL)
 	{
 		/* said once; delta_join.status says it to every reader */
@@ -491,6 +512,7 @@ worker_check_views(void)
 						 list_length(views), InvalidXLogRecPtr);
 		MemoryContextSwitchTo(oldcxt);
 		result = (views != NIL) ? CATALOG_VIEWS : CATALOG_NO_VIEWS;
+		worker_catalog = catalog_oid;
 
 		/* a node of distributed views keeps its slot for the groups to come */
 		if (worker_citus.defined != NULL && worker_citus.defined())
@@ -721,6 +743,19 @@ worker_batch(bool retry_due)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+
+	/*
+	 * The extension dropped since the last look at the catalog: its WAL is
+	 * not to be decoded any further (its source_catalog can no longer be
+	 * opened), and the look decides what comes next.
+	 */
+	if (OidIsValid(worker_catalog) && catalog_relid("view_catalog") != worker_catalog)
+	{
+		UnregisterSnapshot(snapshot);
+		CommitTransactionCommand();
+		worker_recheck = true;
+		return;
+	}
 	upto = progress_wal_position_now();
 	caught_up = decoding_read(policy, snapshot, upto);
 
