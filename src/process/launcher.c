@@ -205,6 +205,14 @@ worker_pid_of(Oid dboid)
  * sessions) -- stop the worker and drop the slot first.  Otherwise leave
  * both be: core's own error says what stops the command, or ours says it
  * for other sessions, since core would blame the slot.
+ *
+ * Dropping the slot cannot be undone, so everything that could still stop
+ * the command is settled before: the database's lock is taken first, as
+ * dropdb() takes it, so that no session connects meanwhile (a worker the
+ * launcher starts again waits for it, and finds the database gone); with
+ * FORCE, the sessions are terminated here, which fails as core would for
+ * a prepared transaction of the database or a session the caller may not
+ * terminate; and then no other session may be left.
  */
 void
 launcher_before_drop_database(const char *dbname, bool force)
@@ -224,6 +232,7 @@ launcher_before_drop_database(const char *dbname, bool force)
 	launcher_slot_name(name, dboid);
 	if (slot_holder(name) < 0)
 		return;
+	LockSharedObject(DatabaseRelationId, dboid, 0, AccessExclusiveLock);
 	tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
 	if (!HeapTupleIsValid(tuple))
 		return;
@@ -235,10 +244,10 @@ launcher_before_drop_database(const char *dbname, bool force)
 		return;
 
 	/*
-	 * Stop the worker, and wait for the slot to be free: the launcher starts
-	 * another only LAUNCHER_RESTART_MS after, and not once the slot is gone.
-	 * A slot held by another process (a session making it) is left to
-	 * core's error about the sessions.
+	 * Stop the worker, and wait for the slot to be free: a worker the
+	 * launcher starts again meanwhile waits for the database's lock before
+	 * it takes the slot.  A slot held by another process (a session making
+	 * it) is left to core's error about the sessions.
 	 */
 	for (int waited_ms = 0;; waited_ms += 10)
 	{
@@ -258,8 +267,10 @@ launcher_before_drop_database(const char *dbname, bool force)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (force)
+		TerminateOtherDBBackends(dboid);
 	/* core would check the slot first, and blame it: say what core would */
-	if (!force && CountOtherDBBackends(dboid, &nbackends, &nprepared))
+	if (CountOtherDBBackends(dboid, &nbackends, &nprepared))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("database \"%s\" is being accessed by other users", dbname),

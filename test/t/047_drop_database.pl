@@ -8,7 +8,10 @@
 # the command can then go through: the database's owner runs it, outside a
 # transaction block, and no other session uses the database (or FORCE
 # terminates them).  Otherwise core's own error says what stops it, and the
-# views go on.
+# views go on.  That includes what stops FORCE itself -- a prepared
+# transaction of the database, a session FORCE may not terminate --, which
+# once came after the slot had been dropped: the command failed, and the
+# views had lost their slot.
 
 use strict;
 use warnings;
@@ -17,7 +20,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use DeltaJoinTest;
 
-my $node = DeltaJoinTest::new_node('drop_database');
+my $node = DeltaJoinTest::new_node('drop_database',
+	conf => { max_prepared_transactions => 2 });
 $node->safe_psql('postgres', 'CREATE ROLE other LOGIN');
 
 # A database with a view, applied; returns its slot's name.
@@ -50,11 +54,12 @@ sub views_go_on
 {
 	my ($db, $name) = @_;
 	$node->safe_psql($db, "UPDATE acct SET v = v || '+'");
+	# (two statements: the second's snapshot is taken after the wait)
 	is( $node->safe_psql(
 			$db, q{
-			SELECT delta_join.wait('acct_copy', '30s'),
-			       (SELECT string_agg(v, ',' ORDER BY id) FROM acct_copy)}),
-		"t|one+,two+", "$name: the views go on");
+			SELECT delta_join.wait('acct_copy', '30s');
+			SELECT string_agg(v, ',' ORDER BY id) FROM acct_copy}),
+		"t\none+,two+", "$name: the views go on");
 }
 
 # ---- the database's owner, nobody else connected ----
@@ -96,6 +101,38 @@ is($ret, 0, 'DROP DATABASE ... WITH (FORCE) with another session connected goes 
   or diag($err);
 ok(!slot_exists($slot), '... and the slot is gone');
 eval { $session->quit };
+
+# ---- what stops FORCE stops us too ----
+
+# a prepared transaction of the database: FORCE cannot end it
+$slot = database_with_view('three');
+$node->safe_psql('three', q{
+	CREATE TABLE scratch (i int);
+	BEGIN; INSERT INTO scratch VALUES (1); PREPARE TRANSACTION 'in_three';});
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE three WITH (FORCE)');
+like($err, qr/database "three" is being used by prepared transactions/,
+	'FORCE with a prepared transaction: core refuses');
+ok(slot_exists($slot), '... and the slot is kept');
+$node->safe_psql('three', "ROLLBACK PREPARED 'in_three'");
+views_go_on('three', 'after FORCE was refused for a prepared transaction');
+
+# a superuser's session, which the database's owner, no superuser, may not
+# terminate
+$node->safe_psql('postgres', 'ALTER DATABASE three OWNER TO other');
+$session = $node->background_psql('three');
+$session->query_safe('SELECT 1');
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE three WITH (FORCE)',
+	extra_params => [ '-U', 'other' ]);
+like($err, qr/terminate/,
+	'FORCE by the owner with a superuser connected: core refuses to terminate it');
+ok(slot_exists($slot), '... and the slot is kept');
+$node->safe_psql('three', "UPDATE acct SET v = rtrim(v, '+')");
+views_go_on('three', 'after FORCE was refused for a session');
+$session->quit;
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE three WITH (FORCE)',
+	extra_params => [ '-U', 'other' ]);
+is($ret, 0, 'FORCE by the owner, no superuser, once alone: goes through') or diag($err);
+ok(!slot_exists($slot), '... and the slot is gone');
 
 # ---- no worker is left trying to start for a dropped database ----
 
