@@ -19,10 +19,13 @@
  * and on a server whose WAL cannot be decoded, rather than letting views
  * be created that nothing would maintain.
  *
- * With shared memory, it also installs a ProcessUtility hook for DROP
- * DATABASE, which core refuses while the database's slot exists: the
- * launcher drops the slot first when nothing else would stop the command
- * (launcher_before_drop_database).
+ * With shared memory, it also installs a ProcessUtility hook for the
+ * commands on a database that core refuses while a process is connected
+ * to it (the apply worker is) -- CREATE DATABASE ... TEMPLATE, ALTER
+ * DATABASE ... RENAME or SET TABLESPACE, DROP DATABASE -- or, for DROP
+ * DATABASE, while the database has a slot: the launcher stops the worker,
+ * and for DROP DATABASE drops the slot, when nothing else would stop the
+ * command (launcher_pause_worker, launcher_before_drop_database).
  *
  * The hint is the face's own: PostgreSQL refuses the engine's statements
  * in its parser, before any of our code runs, and the error's report is the
@@ -38,6 +41,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "commands/defrem.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -112,31 +116,61 @@ _PG_init(void)
 	ProcessUtility_hook = dj_process_utility;
 }
 
+/* The option of a CREATE or ALTER DATABASE, DROP DATABASE, or NULL */
+static DefElem *
+database_option(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, name) == 0)
+			return opt;
+	}
+	return NULL;
+}
+
 /*
- * DROP DATABASE of a database with views: its slot goes first, when the
- * command can then go through (launcher_before_drop_database).  Outside a
- * transaction block only, as core runs the command.
+ * Commands on a database that core refuses while any process is connected
+ * to it, our apply worker included, or (DROP DATABASE) while it has a
+ * replication slot: the launcher stops the worker first, and drops the
+ * slot for DROP DATABASE, when the command can then go through (launcher.c).
+ * Outside a transaction block only, as core runs them.
  */
 static void
 dj_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				   ProcessUtilityContext context, ParamListInfo params,
 				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
-	if (IsA(pstmt->utilityStmt, DropdbStmt) && !IsTransactionBlock() &&
-		context == PROCESS_UTILITY_TOPLEVEL)
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (context == PROCESS_UTILITY_TOPLEVEL && !IsTransactionBlock())
 	{
-		DropdbStmt *stmt = (DropdbStmt *) pstmt->utilityStmt;
-		bool		force = false;
-		ListCell   *lc;
-
-		foreach(lc, stmt->options)
+		if (IsA(parsetree, DropdbStmt))
 		{
-			DefElem    *opt = lfirst(lc);
+			DropdbStmt *stmt = (DropdbStmt *) parsetree;
 
-			if (strcmp(opt->defname, "force") == 0)
-				force = true;
+			launcher_before_drop_database(stmt->dbname,
+										  database_option(stmt->options, "force") != NULL);
 		}
-		launcher_before_drop_database(stmt->dbname, force);
+		else if (IsA(parsetree, CreatedbStmt))
+		{
+			DefElem    *template = database_option(((CreatedbStmt *) parsetree)->options,
+												   "template");
+
+			if (template != NULL && template->arg != NULL)
+				launcher_pause_worker(defGetString(template), ShareLock);
+		}
+		else if (IsA(parsetree, RenameStmt) &&
+				 ((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
+			launcher_pause_worker(((RenameStmt *) parsetree)->subname, AccessExclusiveLock);
+		else if (IsA(parsetree, AlterDatabaseStmt) &&
+				 database_option(((AlterDatabaseStmt *) parsetree)->options,
+								 "tablespace") != NULL)
+			launcher_pause_worker(((AlterDatabaseStmt *) parsetree)->dbname,
+								  AccessExclusiveLock);
 	}
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,

@@ -195,6 +195,59 @@ worker_pid_of(Oid dboid)
 }
 
 /*
+ * Stop the database's apply worker, and wait until it is gone and the
+ * database's slot, if it still exists, is free: for at most 10 s.  The
+ * caller holds a lock on the database that keeps the worker the launcher
+ * starts again (LAUNCHER_RESTART_MS later) from connecting meanwhile.
+ * False if the time ran out: the worker would not go, or another process
+ * holds the slot.
+ */
+static bool
+stop_worker(Oid dboid, const char *slot)
+{
+	for (int waited_ms = 0;; waited_ms += 10)
+	{
+		pid_t		worker = worker_pid_of(dboid);
+
+		if (worker == 0 && slot_holder(slot) <= 0)
+			return true;
+		if (waited_ms >= 10000)
+			return false;
+		if (worker != 0 && waited_ms % 1000 == 0)
+			(void) kill(worker, SIGTERM);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Called before a command that core refuses while any process is
+ * connected to the database, our apply worker included: CREATE DATABASE
+ * ... TEMPLATE it, ALTER DATABASE ... RENAME or SET TABLESPACE (module.c).
+ * Stop the worker, holding the lock the command takes (lockmode), so that
+ * the worker the launcher starts again waits until the command is done.
+ * Only for the database's owner or a superuser, so that no other role can
+ * stop a worker at will; and the slot stays, so the views miss nothing.
+ * (A copy made from a template with views has their catalog but no slot:
+ * its views say so, and refresh() starts them.)
+ */
+void
+launcher_pause_worker(const char *dbname, LOCKMODE lockmode)
+{
+	char		name[NAMEDATALEN];
+	Oid			dboid = get_database_oid(dbname, true);
+
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId || worker_pid_of(dboid) == 0 ||
+		!object_ownercheck(DatabaseRelationId, dboid, GetUserId()))
+		return;
+	LockSharedObject(DatabaseRelationId, dboid, 0, lockmode);
+	launcher_slot_name(name, dboid);
+	(void) stop_worker(dboid, name);
+}
+
+/*
  * Called before DROP DATABASE runs (module.c).  Core refuses to drop a
  * database while a replication slot of it exists, or while any process
  * is connected to it: a database with views, whose slot is ours and whose
@@ -243,30 +296,9 @@ launcher_before_drop_database(const char *dbname, bool force)
 		CountDBSubscriptions(dboid) > 0)
 		return;
 
-	/*
-	 * Stop the worker, and wait for the slot to be free: a worker the
-	 * launcher starts again meanwhile waits for the database's lock before
-	 * it takes the slot.  A slot held by another process (a session making
-	 * it) is left to core's error about the sessions.
-	 */
-	for (int waited_ms = 0;; waited_ms += 10)
-	{
-		pid_t		worker = worker_pid_of(dboid);
-		pid_t		holder = slot_holder(name);
-
-		if (holder < 0)
-			return;
-		if (worker == 0 && holder == 0)
-			break;
-		if (waited_ms >= 10000)
-			return;
-		if (worker != 0 && waited_ms % 1000 == 0)
-			(void) kill(worker, SIGTERM);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+	/* A slot another process holds (a session making it) is core's to report */
+	if (!stop_worker(dboid, name) || slot_holder(name) < 0)
+		return;
 	if (force)
 		TerminateOtherDBBackends(dboid);
 	/* core would check the slot first, and blame it: say what core would */

@@ -28,6 +28,7 @@
 
 #include "fmgr.h"
 #include "postmaster/bgworker.h"
+#include "storage/lockdefs.h"
 
 /* Name of a database's slot: this prefix, then the database OID */
 #define LAUNCHER_SLOT_PREFIX	"delta_join_"
@@ -39,6 +40,7 @@ extern void launcher_ensure_slot(void);
 extern void launcher_notify(void);
 extern char *launcher_slot_wait_reason(void);
 extern void launcher_before_drop_database(const char *dbname, bool force);
+extern void launcher_pause_worker(const char *dbname, LOCKMODE lockmode);
 
 /* for the apply worker and its helpers */
 extern void launcher_slot_name(char *name, Oid dboid);

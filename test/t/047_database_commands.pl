@@ -1,4 +1,4 @@
-# DROP DATABASE of a database with views.
+# DROP DATABASE, and other commands on a database, with views.
 #
 # Core refuses to drop a database while a replication slot of it exists,
 # and while any process, the apply worker included, is connected to it: a
@@ -11,7 +11,9 @@
 # views go on.  That includes what stops FORCE itself -- a prepared
 # transaction of the database, a session FORCE may not terminate --, which
 # once came after the slot had been dropped: the command failed, and the
-# views had lost their slot.
+# views had lost their slot.  CREATE DATABASE ... TEMPLATE and ALTER
+# DATABASE ... RENAME of such a database, which core also refuses while
+# the worker is connected, go through the same way, the slot kept.
 
 use strict;
 use warnings;
@@ -141,6 +143,40 @@ sleep 3;
 my $log = slurp_file($node->logfile, $log_offset);
 unlike($log, qr/delta_join worker for database \d+/,
 	'no worker started for the dropped databases since');
+
+# ---- CREATE DATABASE ... TEMPLATE, ALTER DATABASE ... RENAME ----
+
+# Core refuses both while any process is connected to the database, the
+# apply worker included: the worker steps aside for the database's owner
+# (the launcher starts it again once the command is done), and the views
+# keep their slot.
+$slot = database_with_view('four');
+($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE four_copy TEMPLATE four');
+is($ret, 0, 'CREATE DATABASE ... TEMPLATE a database with views goes through') or diag($err);
+ok(slot_exists($slot), '... and the slot is kept');
+views_go_on('four', 'after the copy');
+# the copy has the views' catalog but no slot: it says so, refresh() starts them
+like( $node->safe_psql('four_copy', q{SELECT state || ': ' || reason FROM delta_join.status}),
+	qr/^stalled: the replication slot of this database is missing/,
+	'the copy says its view has no slot');
+$node->safe_psql('four_copy', "SELECT delta_join.refresh('acct_copy')");
+views_go_on('four_copy', 'the copy, once refreshed');
+
+($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE four RENAME TO five');
+is($ret, 0, 'ALTER DATABASE ... RENAME of a database with views goes through') or diag($err);
+ok(slot_exists($slot), '... and the slot is kept');
+$node->safe_psql('five', "UPDATE acct SET v = rtrim(v, '+')");
+views_go_on('five', 'after the rename');
+
+# another role cannot make the worker step aside
+my $worker_of_five = q{
+	SELECT pid FROM pg_stat_activity
+	WHERE backend_type = 'delta_join worker' AND datname = 'five'};
+my $pid = $node->safe_psql('postgres', $worker_of_five);
+($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE five RENAME TO six',
+	extra_params => [ '-U', 'other' ]);
+like($err, qr/must be owner of database five/, 'a rename by another role: core refuses');
+is($node->safe_psql('postgres', $worker_of_five), $pid, '... and the worker was left alone');
 
 # the other databases' views are not disturbed
 $node->safe_psql('postgres', q{
