@@ -11,9 +11,10 @@
 # views go on.  That includes what stops FORCE itself -- a prepared
 # transaction of the database, a session FORCE may not terminate --, which
 # once came after the slot had been dropped: the command failed, and the
-# views had lost their slot.  CREATE DATABASE ... TEMPLATE and ALTER
-# DATABASE ... RENAME of such a database, which core also refuses while
-# the worker is connected, go through the same way, the slot kept.
+# views had lost their slot.  CREATE DATABASE ... TEMPLATE, ALTER
+# DATABASE ... RENAME and SET TABLESPACE of such a database, which core
+# also refuses while the worker is connected, go through the same way,
+# the slot kept.
 
 use strict;
 use warnings;
@@ -167,6 +168,16 @@ is($ret, 0, 'ALTER DATABASE ... RENAME of a database with views goes through') o
 ok(slot_exists($slot), '... and the slot is kept');
 $node->safe_psql('five', "UPDATE acct SET v = rtrim(v, '+')");
 views_go_on('five', 'after the rename');
+
+my $tablespace = $node->basedir . '/elsewhere';
+mkdir $tablespace or die "mkdir $tablespace: $!";
+$node->safe_psql('postgres', "CREATE TABLESPACE elsewhere LOCATION '$tablespace'");
+($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE five SET TABLESPACE elsewhere');
+is($ret, 0, 'ALTER DATABASE ... SET TABLESPACE of a database with views goes through')
+  or diag($err);
+ok(slot_exists($slot), '... and the slot is kept');
+$node->safe_psql('five', "UPDATE acct SET v = rtrim(v, '+')");
+views_go_on('five', 'after the move');
 
 # another role cannot make the worker step aside
 my $worker_of_five = q{
