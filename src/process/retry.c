@@ -56,7 +56,6 @@
 #define RETRY_TIMEOUT_TRIES		3	/* lookup_timeouts before an error */
 #define RETRY_INTERNAL_TRIES	3	/* internal errors before an error */
 #define RETRY_INTERNAL_MS		5000	/* ... and for how long, at least */
-#define RETRY_HELD_REASON		"backfilling: its changes are applied once the backfill ends"
 #define RETRY_HELD_POLL_MS		100 /* a held view's catalog row looked at */
 #define SHARE_BACKOFF			8	/* large batches a view whose shares
 									 * conflicted is applied alone */
@@ -451,19 +450,19 @@ retry_free(DeferredView *dv)
  */
 
 /*
- * Hold a backfilling view's batch (NULL: none) back, with its deferred
- * view's work (dv, or a new one), until retry_release: its keys must be
- * applied after the backfill, never before it, and never lost -- the slot
- * is not confirmed past the first batch it holds, so a worker that starts
- * again decodes them again.  The view is due again every
- * RETRY_HELD_POLL_MS: the backfill's end is a write to delta_join's
+ * Hold a view's batch (NULL: none) back, with its deferred view's work (dv,
+ * or a new one), until retry_release, saying why (reason): a backfilling
+ * view's keys must be applied after the backfill, never before it, and
+ * never lost -- the slot is not confirmed past the first batch it holds,
+ * so a worker that starts again decodes them again.  The view is due again
+ * every RETRY_HELD_POLL_MS: the backfill's end is a write to delta_join's
  * catalog, which wakes no batch by itself (no source changed), and until a
  * batch sees the view active its keys stay held, the slot with them, and
  * wait() waits.
  */
 DeferredView *
 retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch, XLogRecPtr since_lsn,
-		   TimestampTz now)
+		   TimestampTz now, const char *reason)
 {
 	if (dv == NULL)
 		dv = retry_defer(view, NULL, since_lsn, now);
@@ -471,17 +470,17 @@ retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch, XLogRecPtr sinc
 		retry_add(dv, batch);
 	dv->held = true;
 	dv->next_try = TimestampTzPlusMilliseconds(now, RETRY_HELD_POLL_MS);
-	if (dv->reason == NULL || strcmp(dv->reason, RETRY_HELD_REASON) != 0)
+	if (dv->reason == NULL || strcmp(dv->reason, reason) != 0)
 	{
 		if (dv->reason)
 			pfree(dv->reason);
-		dv->reason = MemoryContextStrdup(retry_cxt, RETRY_HELD_REASON);
+		dv->reason = MemoryContextStrdup(retry_cxt, reason);
 	}
 	return dv;
 }
 
 /*
- * The view is no longer backfilling: what it held is applied at once, and
+ * The view's keys are no longer held: what it held is applied at once, and
  * its failures and the time it holds the slot are counted from its first
  * try (not from when it was held).
  */

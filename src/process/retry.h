@@ -61,7 +61,7 @@ extern bool retry_held_too_long(DeferredView *dv, TimestampTz now, ErrorData **e
 extern void retry_forget(DeferredView *dv);
 extern void retry_forget_dropped(List *views);
 extern DeferredView *retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch,
-								XLogRecPtr since_lsn, TimestampTz now);
+								XLogRecPtr since_lsn, TimestampTz now, const char *reason);
 extern void retry_release(int view_id, TimestampTz now);
 
 extern TimestampTz retry_recompute_due(ViewRecord *view, DeferredView *dv);

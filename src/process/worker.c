@@ -184,6 +184,7 @@ static char worker_slot[NAMEDATALEN];
 static MemoryContext worker_cxt = NULL;
 static MemoryContext batch_cxt = NULL;	/* the capture's; reset by each batch */
 static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
+static bool batch_caught_up = true; /* the batch read all its snapshot sees */
 static bool worker_waiting = false; /* for the extension's update */
 
 /* An earlier worker of the database ended in error (worker_note_failure) */
@@ -768,6 +769,7 @@ worker_batch(bool retry_due)
 		return;
 	}
 
+	batch_caught_up = caught_up;
 	worker_apply_batch(snapshot);
 	if (caught_up)
 		next_round = batch_policy_next_round(policy, GetCurrentTimestamp());
@@ -995,7 +997,31 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 			vp->in_error = true;
 			return NULL;
 		}
-		dv = retry_hold(view, dv, batch, batch_start_lsn, now);
+		dv = retry_hold(view, dv, batch, batch_start_lsn, now,
+						"backfilling: its changes are applied once the backfill ends");
+		retry_defer_spilled(dv, view, policy.max_keys);
+		vp->deferred = true;
+		vp->retry_reason = dv->reason;
+		return NULL;
+	}
+
+	/*
+	 * Keyed recompute of groups through joins finds its dirty groups by
+	 * joining the images of the batch's changed rows with the other sources
+	 * as the batch's snapshot sees them (apply_agg.c), which holds only when
+	 * that snapshot sees no change the batch lacks.  A batch cut short
+	 * because it was full has a snapshot that already sees the changes left
+	 * to the next batches: a group whose rows changed on two sources, one in
+	 * this batch and one in a later one, would be found by neither (an order
+	 * deleted here, its customer deleted there: each batch joins its own
+	 * image with the other's row as it is now, gone) and stay in the target
+	 * for good.  So its keys are held until the first batch that reaches its
+	 * position, which finds the groups of all of them together, each once.
+	 */
+	if (view->path == DJ_PATH_JOIN_GROUPS && !batch_caught_up)
+	{
+		dv = retry_hold(view, dv, batch, batch_start_lsn, now,
+						"a backlog: its changes are applied once the worker has caught up");
 		retry_defer_spilled(dv, view, policy.max_keys);
 		vp->deferred = true;
 		vp->retry_reason = dv->reason;
