@@ -214,6 +214,8 @@ static void worker_batch(bool retry_due);
 static void worker_new_batch(void);
 static void worker_apply_batch(Snapshot snapshot);
 typedef struct AppliedViews AppliedViews;
+static void worker_hold(ViewRecord *view, ViewProgress *vp, DeferredView *dv, ViewBatch *batch,
+						TimestampTz now, const char *reason);
 static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches,
 								  TimestampTz now);
 static ViewResult worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot,
@@ -952,6 +954,17 @@ worker_apply_batch(Snapshot snapshot)
 	}
 }
 
+/* Hold the view's keys, with those its deferred view has (dv), saying why */
+static void
+worker_hold(ViewRecord *view, ViewProgress *vp, DeferredView *dv, ViewBatch *batch,
+			TimestampTz now, const char *reason)
+{
+	dv = retry_hold(view, dv, batch, batch_start_lsn, now, reason);
+	retry_defer_spilled(dv, view, policy.max_keys);
+	vp->deferred = true;
+	vp->retry_reason = dv->reason;
+}
+
 /*
  * What a view applies in this batch: its part of the batch (batches), or,
  * when it waits for another try, the keys waiting with it; NULL when it
@@ -997,11 +1010,8 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 			vp->in_error = true;
 			return NULL;
 		}
-		dv = retry_hold(view, dv, batch, batch_start_lsn, now,
-						"backfilling: its changes are applied once the backfill ends");
-		retry_defer_spilled(dv, view, policy.max_keys);
-		vp->deferred = true;
-		vp->retry_reason = dv->reason;
+		worker_hold(view, vp, dv, batch, now,
+					"backfilling: its changes are applied once the backfill ends");
 		return NULL;
 	}
 
@@ -1020,11 +1030,8 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	 */
 	if (view->path == DJ_PATH_JOIN_GROUPS && !batch_caught_up)
 	{
-		dv = retry_hold(view, dv, batch, batch_start_lsn, now,
-						"a backlog: its changes are applied once the worker has caught up");
-		retry_defer_spilled(dv, view, policy.max_keys);
-		vp->deferred = true;
-		vp->retry_reason = dv->reason;
+		worker_hold(view, vp, dv, batch, now,
+					"a backlog: its changes are applied once the worker has caught up");
 		return NULL;
 	}
 	if (dv != NULL && dv->held)
