@@ -116,7 +116,7 @@ _PG_init(void)
 	ProcessUtility_hook = dj_process_utility;
 }
 
-/* The option of a CREATE or ALTER DATABASE, DROP DATABASE, or NULL */
+/* The option called name of a CREATE, ALTER or DROP DATABASE, or NULL */
 static DefElem *
 database_option(List *options, const char *name)
 {
