@@ -10,13 +10,14 @@
  * dirty key's own row is the one its last change in the batch left, when
  * decoding kept it (batch.h), or else the row fetched by the key; the other
  * sources' rows are always looked up as they are now.  Batches are applied
- * in order, so a key's row as of its last change is applied last.  Keys
- * applied out of order -- those of a deferred view, or spilled to disk, or
- * sent to a helper -- come without their rows and are fetched.  A dirty key
- * whose row is gone produces nothing;
- * its earlier result rows stay (residual rows of the upsert semantics) --
- * unless the view is in retract mode: then the target rows holding the
- * key (its slice) that the walk does not produce again are deleted.
+ * in order (keys spilled to disk first, with their rows, then those in
+ * memory), so a key's row as of its last change is applied last.  Keys
+ * applied out of order -- those of a deferred view, or sent to a helper --
+ * come without their rows and are fetched.  A dirty key whose row is gone
+ * produces nothing; its earlier result rows stay (residual rows of the
+ * upsert semantics) -- unless the view is in retract mode: then the target
+ * rows holding the key (its slice) that the walk does not produce again
+ * are deleted.
  *
  * The rows of all sources of one join are laid side by side in one "wide"
  * virtual slot: source s occupies attributes offset[s] + 1 ... offset[s] +

@@ -571,11 +571,21 @@ capture_carried_ready(Capture *cap)
  *
  * Each view has a spill file of its own, so that its keys are read back
  * alone, when it is applied.  A spilled key is a record: the source's
- * ordinal (int32), the length of the key's image (uint32) and its image
- * (batch.c).  The shape of each source's key is in its SourceBatch, which
- * stays in memory.
+ * ordinal (int32), the length of the key's image (uint32), its image
+ * (batch.c), then what is known of its row (uint8, SPILL_ROW_*) and, for a
+ * kept row, its length (uint32) and its bytes.  The shape of each source's
+ * key, and the row type of its rows, are in its SourceBatch, which stays in
+ * memory.  Keeping the rows spares the join applier a fetch of each spilled
+ * key's row, most of what a large transaction's keys would otherwise cost
+ * beyond its own.  A chunk is read back in the order it was written, before
+ * the keys still in memory: a key changed again after it spilled is applied
+ * twice, its later row last.
  * ----------------
  */
+
+#define SPILL_ROW_UNKNOWN	0	/* to be fetched */
+#define SPILL_ROW_DELETED	1	/* the key's last change deleted it */
+#define SPILL_ROW_KEPT		2	/* the row follows */
 
 /* The keys of one view spilled to disk */
 typedef struct ViewSpill
@@ -620,6 +630,29 @@ spill_read(BufFile *file, void *data, size_t len)
 				 errmsg("could not read the dirty keys spilled to a temporary file")));
 }
 
+/* Read what a spilled key's record says of its row into the key */
+static void
+spill_read_row(BufFile *file, DirtyKey *key)
+{
+	uint8		state;
+	uint32		len;
+	HeapTuple	row;
+
+	spill_read(file, &state, sizeof(state));
+	key->row_known = (state != SPILL_ROW_UNKNOWN);
+	key->row = NULL;
+	if (state != SPILL_ROW_KEPT)
+		return;
+	spill_read(file, &len, sizeof(len));
+	row = (HeapTuple) palloc(HEAPTUPLESIZE + len);
+	row->t_len = len;
+	ItemPointerSetInvalid(&row->t_self);
+	row->t_tableOid = InvalidOid;
+	row->t_data = (HeapTupleHeader) ((char *) row + HEAPTUPLESIZE);
+	spill_read(file, row->t_data, len);
+	key->row = row;
+}
+
 /* Write the keys the capture holds to the spill files and drop them. */
 static void
 capture_spill_keys(Capture *cap)
@@ -651,6 +684,18 @@ capture_spill_keys(Capture *cap)
 			dirty_key_image(&record, &sb->shape, key->values, key->isnull);
 			len = record.len - sizeof(ordinal) - sizeof(len);
 			memcpy(record.data + sizeof(ordinal), &len, sizeof(len));
+			if (!key->row_known)
+				appendStringInfoChar(&record, SPILL_ROW_UNKNOWN);
+			else if (key->row == NULL)
+				appendStringInfoChar(&record, SPILL_ROW_DELETED);
+			else
+			{
+				uint32		row_len = key->row->t_len;
+
+				appendStringInfoChar(&record, SPILL_ROW_KEPT);
+				appendBinaryStringInfo(&record, (char *) &row_len, sizeof(row_len));
+				appendBinaryStringInfo(&record, (char *) key->row->t_data, row_len);
+			}
 			BufFileWrite(spill->file, record.data, record.len);
 			spill->nkeys++;
 		}
@@ -724,6 +769,7 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 		SourceBatch *sb = palloc(sizeof(SourceBatch));
 
 		*sb = *(SourceBatch *) lfirst(lc);
+		sb->rows_off |= sb->truncated;	/* see below */
 		sb->truncated = false;
 		sb->keys = NIL;
 		chunk->sources = lappend(chunk->sources, sb);
@@ -756,6 +802,18 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 		if (used != len)
 			elog(ERROR, "spilled dirty key of view %d, source %d, does not match its source's key",
 				 view_id, ordinal);
+		spill_read_row(spill->file, key);
+
+		/*
+		 * A TRUNCATE of the source, or a change of its columns, in the
+		 * batch: its keys' rows are fetched (as capture_truncate and
+		 * capture_keep_row make those in memory).
+		 */
+		if (sb->rows_off)
+		{
+			key->row_known = false;
+			key->row = NULL;
+		}
 		sb->keys = lappend(sb->keys, key);
 		n++;
 		spill->nread++;
