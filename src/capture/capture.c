@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "lib/bloomfilter.h"
 #include "storage/buffile.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
@@ -577,15 +578,30 @@ capture_carried_ready(Capture *cap)
  * key, and the row type of its rows, are in its SourceBatch, which stays in
  * memory.  Keeping the rows spares the join applier a fetch of each spilled
  * key's row, most of what a large transaction's keys would otherwise cost
- * beyond its own.  A chunk is read back in the order it was written, before
- * the keys still in memory: a key changed again after it spilled is applied
- * twice, its later row last.
+ * beyond its own.
+ *
+ * A spilled row is the key's last row in the batch only if the key did not
+ * change again after it spilled, and only then is it read back with its
+ * row: a key spilled again later, or in memory at the end of the batch, is
+ * read back without it, and fetched, each time it is applied (as before
+ * rows were spilled).  Otherwise a row that a transaction left only in
+ * passing -- an item shown and hidden again, an order updated and then
+ * deleted -- would be applied: a target row no committed state ever had,
+ * left as a residual row in upsert mode, and in retract mode, walked with
+ * the key's later row in one replacement of its slice, left for good.
+ * Which keys spilled more than once is told by two Bloom filters of the
+ * keys spilled (spilled_once, spilled_again), of fixed size: a false
+ * positive only fetches a row that was known.
  * ----------------
  */
 
 #define SPILL_ROW_UNKNOWN	0	/* to be fetched */
 #define SPILL_ROW_DELETED	1	/* the key's last change deleted it */
 #define SPILL_ROW_KEPT		2	/* the row follows */
+
+/* Each Bloom filter of the keys spilled: its size, and the keys it is for */
+#define SPILL_BLOOM_KB		4096
+#define SPILL_BLOOM_KEYS	(4 * 1024 * 1024)
 
 /* The keys of one view spilled to disk */
 typedef struct ViewSpill
@@ -630,6 +646,51 @@ spill_read(BufFile *file, void *data, size_t len)
 				 errmsg("could not read the dirty keys spilled to a temporary file")));
 }
 
+/* A spilled key as the Bloom filters know it, in elem */
+static void
+spill_element(StringInfo elem, int view_id, int32 ordinal, const char *image, uint32 len)
+{
+	resetStringInfo(elem);
+	appendBinaryStringInfo(elem, (char *) &view_id, sizeof(view_id));
+	appendBinaryStringInfo(elem, (char *) &ordinal, sizeof(ordinal));
+	appendBinaryStringInfo(elem, image, len);
+}
+
+/* Note a key being spilled: once, or again */
+static void
+spill_note_key(Capture *cap, StringInfo elem)
+{
+	if (cap->spilled_once == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(cap->batch_cxt);
+
+		cap->spilled_once = bloom_create(SPILL_BLOOM_KEYS, SPILL_BLOOM_KB, 0);
+		cap->spilled_again = bloom_create(SPILL_BLOOM_KEYS, SPILL_BLOOM_KB, 0);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	if (bloom_lacks_element(cap->spilled_once, (unsigned char *) elem->data, elem->len))
+		bloom_add_element(cap->spilled_once, (unsigned char *) elem->data, elem->len);
+	else
+		bloom_add_element(cap->spilled_again, (unsigned char *) elem->data, elem->len);
+}
+
+/*
+ * Is the row a spilled key was written with its last in the batch?  Not
+ * when the key spilled again, or is in memory now (elem: for the key).
+ */
+static bool
+spill_row_is_last(Capture *cap, int view_id, int32 ordinal, const StringInfo image,
+				  StringInfo elem)
+{
+	DirtyKey  **slot;
+
+	spill_element(elem, view_id, ordinal, image->data, image->len);
+	if (!bloom_lacks_element(cap->spilled_again, (unsigned char *) elem->data, elem->len))
+		return false;
+	slot = key_set_find(cap->keys, view_id, ordinal, image);
+	return slot == NULL || *slot == NULL;
+}
+
 /* Read what a spilled key's record says of its row into the key */
 static void
 spill_read_row(BufFile *file, DirtyKey *key)
@@ -660,8 +721,10 @@ capture_spill_keys(Capture *cap)
 	HASH_SEQ_STATUS status;
 	SourceEntry *sentry;
 	StringInfoData record;
+	StringInfoData elem;
 
 	initStringInfo(&record);
+	initStringInfo(&elem);
 	hash_seq_init(&status, cap->sources);
 	while ((sentry = hash_seq_search(&status)) != NULL)
 	{
@@ -684,6 +747,9 @@ capture_spill_keys(Capture *cap)
 			dirty_key_image(&record, &sb->shape, key->values, key->isnull);
 			len = record.len - sizeof(ordinal) - sizeof(len);
 			memcpy(record.data + sizeof(ordinal), &len, sizeof(len));
+			spill_element(&elem, sentry->tag.view_id, ordinal,
+						  record.data + sizeof(ordinal) + sizeof(len), len);
+			spill_note_key(cap, &elem);
 			if (!key->row_known)
 				appendStringInfoChar(&record, SPILL_ROW_UNKNOWN);
 			else if (key->row == NULL)
@@ -702,6 +768,7 @@ capture_spill_keys(Capture *cap)
 		sb->keys = NIL;
 	}
 	pfree(record.data);
+	pfree(elem.data);
 
 	cap->nspilled += cap->nkeys;
 	cap->nkeys = 0;
@@ -738,6 +805,7 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 	ViewEntry  *ventry;
 	ViewBatch  *chunk;
 	StringInfoData image;
+	StringInfoData elem;
 	ListCell   *lc;
 	int64		n = 0;
 
@@ -777,6 +845,7 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 	view_batch_sort_sources(chunk);
 
 	initStringInfo(&image);
+	initStringInfo(&elem);
 	while (n < max_keys && spill->nread < spill->nkeys)
 	{
 		int32		ordinal;
@@ -796,8 +865,10 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 				 view_id, ordinal);
 
 		spill_read(spill->file, &len, sizeof(len));
+		resetStringInfo(&image);
 		enlargeStringInfo(&image, len);
 		spill_read(spill->file, image.data, len);
+		image.len = len;
 		key = dirty_key_from_image(&sb->shape, image.data, &used);
 		if (used != len)
 			elog(ERROR, "spilled dirty key of view %d, source %d, does not match its source's key",
@@ -807,10 +878,14 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 		/*
 		 * A TRUNCATE of the source, or a change of its columns, in the
 		 * batch: its keys' rows are fetched (as capture_truncate and
-		 * capture_keep_row make those in memory).
+		 * capture_keep_row make those in memory); and the key's row if it
+		 * changed again after this record (see the top of the section).
 		 */
-		if (sb->rows_off)
+		if (key->row_known &&
+			(sb->rows_off || !spill_row_is_last(cap, view_id, ordinal, &image, &elem)))
 		{
+			if (key->row != NULL)
+				pfree(key->row);
 			key->row_known = false;
 			key->row = NULL;
 		}
@@ -819,5 +894,6 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 		spill->nread++;
 	}
 	pfree(image.data);
+	pfree(elem.data);
 	return chunk;
 }

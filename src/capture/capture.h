@@ -105,6 +105,8 @@ typedef struct Capture
 	int64		spill_at;		/* spill the keys when this many (0: never) */
 	List	   *spills;			/* the views' spill files (capture.c) */
 	int64		nspilled;		/* keys written to them */
+	struct bloom_filter *spilled_once;	/* keys spilled, and those spilled */
+	struct bloom_filter *spilled_again; /* more than once (capture.c) */
 	int64		nchanges;		/* changes of sources captured */
 	List	   *broken;			/* BrokenView *, one per view */
 	TimestampTz first_change_time;	/* when the first change was captured */
