@@ -237,7 +237,7 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, List *
 	if (batch->chunk && (plan->path == DJ_PATH_FULL || plan->whole))
 		return;
 
-	if (plan->path != DJ_PATH_DELTA)
+	if (plan->path != DJ_PATH_DELTA || batch->whole)
 		counts->recomputed_at = GetCurrentTimestamp();
 
 	apply_check_access(plan);
@@ -245,8 +245,11 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, List *
 	writer_carry_in(writer, *held_back);
 	apply_error_place.writer = writer;
 
-	/* full recompute, or an aggregate's one group: the query, the difference */
-	if (plan->path == DJ_PATH_FULL || plan->whole)
+	/*
+	 * Full recompute, an aggregate's one group, or a view that waited with
+	 * more keys than the worker keeps (retry.c): the query, the difference
+	 */
+	if (plan->path == DJ_PATH_FULL || plan->whole || batch->whole)
 	{
 		counts->keys_applied++;
 		apply_full(plan, writer);

@@ -337,7 +337,8 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 	pc.view = view;
 	pc.read_spilled = req->read_spilled;
 	pc.chunk_keys = req->chunk_keys;
-	pc.spilled = req->read_spilled != NULL && view->path != DJ_PATH_FULL;
+	pc.spilled = req->read_spilled != NULL && view->path != DJ_PATH_FULL &&
+		!(req->batch != NULL && req->batch->whole);
 	pc.rewind = true;
 	pc.batch = req->batch;
 	pc.chunk_cxt = AllocSetContextCreate(oldcxt, "delta_join pieces",
@@ -353,7 +354,8 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		RunAs		runas;
 		TimestampTz started = GetCurrentTimestamp();
 		int			slice_ms = APPLY_SLICE_MS;
-		bool		whole = (view->path == DJ_PATH_FULL);
+		bool		whole = (view->path == DJ_PATH_FULL ||
+							 (req->batch != NULL && req->batch->whole));
 		int64		keys_left = PG_INT64_MAX;
 		bool		together = (view->path == DJ_PATH_JOIN_GROUPS);
 		ViewBatch  *piece;

@@ -446,20 +446,25 @@ view_batch_take(ViewBatch *batch, int64 n, bool first)
 /*
  * Add the work of batch "from" to batch "into" (same view): its counts, its
  * TRUNCATEs and those of its keys that "seen", the set of keys already in
- * "into", lacks.  What is added is copied into cxt, which holds "into" and
- * "seen".
+ * "into", lacks -- no key once either is a recompute of the whole, which
+ * covers them all.  What is added is copied into cxt, which holds "into"
+ * and "seen".
  */
 void
 view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryContext cxt)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	MemoryContext oldcxt;
 	StringInfoData image;
 	ListCell   *lc;
 
 	Assert(into->view_id == from->view_id);
 	into->changes += from->changes;
 	into->commit_time = Max(into->commit_time, from->commit_time);
+	into->whole |= from->whole;
+	if (into->whole)
+		return;
 
+	oldcxt = MemoryContextSwitchTo(cxt);
 	initStringInfo(&image);
 	foreach(lc, from->sources)
 	{

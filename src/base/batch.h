@@ -79,6 +79,9 @@ typedef struct ViewBatch
 	bool		caches_stale;	/* the lookup caches may hold rows older than
 								 * the batch: empty them all (a helper's
 								 * share, parallel.c) */
+	bool		whole;			/* recompute the whole view: more keys waited
+								 * than the worker keeps (retry.c), and they
+								 * were dropped */
 } ViewBatch;
 
 /* What applying one view's batch did, added to the view's counters. */

@@ -45,7 +45,9 @@
 
 #include <limits.h>
 
+#include "access/xact.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "capture/decoding.h"
@@ -80,6 +82,7 @@ static MemoryContext retry_cxt = NULL;
 static List *retries = NIL;		/* ViewRetry * */
 
 int			dj_max_retry_time_ms = 60 * 60 * 1000;
+static int	dj_max_waiting_keys = 1000000;
 
 /* Define delta_join.max_retry_time (_PG_init) */
 void
@@ -96,9 +99,21 @@ retry_define_settings(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("delta_join.max_waiting_keys",
+							"Most dirty keys the apply worker keeps for one view that waits.",
+							"A view that waits (for another try, for its concurrent "
+							"backfill, for the worker to catch up) with more distinct "
+							"dirty keys drops them all, and is recomputed whole when "
+							"it is applied.",
+							&dj_max_waiting_keys,
+							1000000,
+							1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 }
 
-static void retry_add(DeferredView *dv, ViewBatch *batch);
+static void retry_add(DeferredView *dv, const ViewRecord *view, ViewBatch *batch);
 static void retry_free(DeferredView *dv);
 
 /* What is remembered of a view, made (in retry_cxt) when create, or NULL */
@@ -198,7 +213,7 @@ retry_defer(ViewRecord *view, ViewBatch *batch, XLogRecPtr since_lsn, TimestampT
 		vr->deferred = dv;
 	}
 	if (batch != NULL)
-		retry_add(dv, batch);
+		retry_add(dv, view, batch);
 	return dv;
 }
 
@@ -228,7 +243,7 @@ retry_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest, bool progress,
 		dv->batch = NULL;
 	}
 	if (rest != NULL)
-		retry_add(dv, rest);
+		retry_add(dv, view, rest);
 	if (old_cxt != NULL)
 		MemoryContextDelete(old_cxt);
 
@@ -249,9 +264,19 @@ retry_rest(ViewRecord *view, DeferredView *dv, ViewBatch *rest, bool progress,
 	return dv;
 }
 
-/* Add a batch of a deferred view's to the work waiting, each key once */
+/*
+ * Add a batch of a deferred view's to the work waiting, each key once.
+ * Beyond delta_join.max_waiting_keys keys, the work becomes a recompute of
+ * the whole view (ViewBatch.whole), and its keys are freed: a view held for
+ * an hour of writes, or for a long backfill, or behind a backlog of
+ * millions of changes, would otherwise keep every key they touched in the
+ * worker's memory, and the worker of a database is one process that the
+ * kernel may kill (taking the server through crash recovery).  Any view's
+ * query can be recomputed whole (apply_full), as refresh() does, and the
+ * result is the query under the batch's snapshot, whatever the keys were.
+ */
 static void
-retry_add(DeferredView *dv, ViewBatch *batch)
+retry_add(DeferredView *dv, const ViewRecord *view, ViewBatch *batch)
 {
 	if (dv->batch == NULL)
 	{
@@ -259,6 +284,23 @@ retry_add(DeferredView *dv, ViewBatch *batch)
 		dv->batch->view_id = dv->view_id;
 	}
 	view_batch_merge(dv->batch, batch, dv->seen, dv->cxt);
+	if (!dv->batch->whole && view_batch_nkeys(dv->batch) > dj_max_waiting_keys)
+	{
+		ViewBatch	counts = *dv->batch;
+		char	   *name = IsTransactionState() ? get_rel_name(view->target) : NULL;
+
+		ereport(LOG,
+				(errmsg("delta_join view \"%s\" waits with more than %d dirty keys: they are dropped, and the view is recomputed whole when it is applied",
+						name ? name : psprintf("%u", view->target), dj_max_waiting_keys),
+				 errhint("Raise delta_join.max_waiting_keys to keep more keys in the apply worker's memory.")));
+		MemoryContextReset(dv->cxt);
+		dv->seen = key_set_create(dv->cxt);
+		dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
+		dv->batch->view_id = dv->view_id;
+		dv->batch->changes = counts.changes;
+		dv->batch->commit_time = counts.commit_time;
+		dv->batch->whole = true;
+	}
 }
 
 /*
@@ -281,7 +323,7 @@ retry_defer_spilled(DeferredView *dv, ViewRecord *view, int max_keys)
 	oldcxt = MemoryContextSwitchTo(chunk_cxt);
 	while ((chunk = decoding_batch_next_chunk(view->view_id, rewind, max_keys)) != NULL)
 	{
-		retry_add(dv, chunk);
+		retry_add(dv, view, chunk);
 		MemoryContextReset(chunk_cxt);
 		rewind = false;
 	}
@@ -467,7 +509,7 @@ retry_hold(ViewRecord *view, DeferredView *dv, ViewBatch *batch, XLogRecPtr sinc
 	if (dv == NULL)
 		dv = retry_defer(view, NULL, since_lsn, now);
 	if (batch != NULL)
-		retry_add(dv, batch);
+		retry_add(dv, view, batch);
 	dv->held = true;
 	dv->next_try = TimestampTzPlusMilliseconds(now, RETRY_HELD_POLL_MS);
 	if (dv->reason == NULL || strcmp(dv->reason, reason) != 0)

@@ -116,7 +116,8 @@ share_begin(List *todo, bool spilled, XLogRecPtr end_lsn, bool *shared_chunks)
 		vw->share_by = palloc(sizeof(int) * Max(list_length(vw->work->sources), 1));
 		if (vw->view->path == DJ_PATH_DELTA)
 			share_prepare_view(vw->view);
-		if (!retry_shares_view(vw->view->view_id))
+		/* (a recompute of the whole is one statement: not shared) */
+		if (!retry_shares_view(vw->view->view_id) || vw->work->whole)
 			vw->share_by = NULL;
 		else if (plan_cache_shareable(vw->view, vw->work, vw->share_by))
 			nkeys += view_batch_nkeys(vw->work);
