@@ -252,6 +252,8 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, List *
 	if (plan->path == DJ_PATH_FULL || plan->whole || batch->whole)
 	{
 		counts->keys_applied++;
+		if (batch->whole)
+			apply_join_forget_caches(plan);
 		apply_full(plan, writer);
 	}
 	else if (plan->branches != NIL)

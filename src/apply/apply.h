@@ -25,6 +25,7 @@ extern void apply_check_access(DeltaPlan *plan);
 /* the appliers */
 extern void apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 					   ApplyCounts *counts);
+extern void apply_join_forget_caches(DeltaPlan *plan);
 extern void apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 							ApplyCounts *counts);
 extern void apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,

@@ -345,6 +345,23 @@ reset_changed_caches(DeltaPlan *plan, ViewBatch *batch)
 }
 
 /*
+ * Empty every lookup cache of the plan and of its branches: its work is a
+ * recompute of the whole (retry.c dropped the keys it waited with), so
+ * the changes of its sources that the dropped keys stood for empty no
+ * cache, and the next batch's lookups would find rows older than them.
+ */
+void
+apply_join_forget_caches(DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->caches)
+		lookup_cache_reset(((PlanCache *) lfirst(lc))->cache);
+	foreach(lc, plan->branches)
+		apply_join_forget_caches(lfirst(lc));
+}
+
+/*
  * Are two values of each of the first natts columns of the index equal
  * under its equality exactly when their bytes are?  Dirty keys are told
  * apart by their bytes (batch.c).  Where the index calls different bytes
