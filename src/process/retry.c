@@ -287,12 +287,16 @@ retry_add(DeferredView *dv, const ViewRecord *view, ViewBatch *batch)
 	if (!dv->batch->whole && view_batch_nkeys(dv->batch) > dj_max_waiting_keys)
 	{
 		ViewBatch	counts = *dv->batch;
-		char	   *name = IsTransactionState() ? get_rel_name(view->target) : NULL;
+		char	   *name = NULL;
 
-		ereport(LOG,
-				(errmsg("delta_join view \"%s\" waits with more than %d dirty keys: they are dropped, and the view is recomputed whole when it is applied",
-						name ? name : psprintf("%u", view->target), dj_max_waiting_keys),
-				 errhint("Raise delta_join.max_waiting_keys to keep more keys in the apply worker's memory.")));
+		/* (a full recompute is whole anyway: nothing to say) */
+		if (view->path != DJ_PATH_FULL && IsTransactionState())
+			name = get_rel_name(view->target);
+		if (view->path != DJ_PATH_FULL)
+			ereport(LOG,
+					(errmsg("delta_join view \"%s\" waits with more than %d dirty keys: they are dropped, and the view is recomputed whole when it is applied",
+							name ? name : psprintf("%u", view->target), dj_max_waiting_keys),
+					 errhint("Raise delta_join.max_waiting_keys to keep more keys in the apply worker's memory.")));
 		MemoryContextReset(dv->cxt);
 		dv->seen = key_set_create(dv->cxt);
 		dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
@@ -305,8 +309,8 @@ retry_add(DeferredView *dv, const ViewRecord *view, ViewBatch *batch)
 
 /*
  * The keys the batch spilled for a deferred view join those waiting (a
- * full recompute needs none), read a chunk of max_keys at a time, each in
- * memory freed before the next.
+ * full recompute needs none, nor a view to be recomputed whole), read a
+ * chunk of max_keys at a time, each in memory freed before the next.
  */
 void
 retry_defer_spilled(DeferredView *dv, ViewRecord *view, int max_keys)
@@ -316,7 +320,7 @@ retry_defer_spilled(DeferredView *dv, ViewRecord *view, int max_keys)
 	ViewBatch  *chunk;
 	bool		rewind = true;
 
-	if (view->path == DJ_PATH_FULL)
+	if (view->path == DJ_PATH_FULL || (dv->batch != NULL && dv->batch->whole))
 		return;
 	chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "delta_join batch chunk",
 									  ALLOCSET_DEFAULT_SIZES);
