@@ -34,7 +34,8 @@
  * Memory: everything here lives in retry_cxt, for the life of the worker
  * (what concerns a view until it is dropped); a deferred view's waiting
  * work in a context of its own, freed when it is applied, given up or
- * dropped.
+ * dropped, and when it passes delta_join.max_waiting_keys keys (its work
+ * then becomes a recompute of the whole, retry_add).
  *
  * IDENTIFICATION
  *	  src/process/retry.c
