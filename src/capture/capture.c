@@ -676,7 +676,9 @@ spill_note_key(Capture *cap, StringInfo elem)
 
 /*
  * Is the row a spilled key was written with its last in the batch?  Not
- * when the key spilled again, or is in memory now (elem: for the key).
+ * when the key spilled again, or is in memory now, or a transaction the
+ * snapshot does not see touched it, as capture_keep_row has it for the
+ * keys in memory (elem: for the key).
  */
 static bool
 spill_row_is_last(Capture *cap, int view_id, int32 ordinal, const StringInfo image,
@@ -686,6 +688,9 @@ spill_row_is_last(Capture *cap, int view_id, int32 ordinal, const StringInfo ima
 
 	spill_element(elem, view_id, ordinal, image->data, image->len);
 	if (!bloom_lacks_element(cap->spilled_again, (unsigned char *) elem->data, elem->len))
+		return false;
+	if (cap->hidden_keys != NULL &&
+		key_set_find(cap->hidden_keys, view_id, ordinal, image) != NULL)
 		return false;
 	slot = key_set_find(cap->keys, view_id, ordinal, image);
 	return slot == NULL || *slot == NULL;
