@@ -687,7 +687,8 @@ spill_row_is_last(Capture *cap, int view_id, int32 ordinal, const StringInfo ima
 	DirtyKey  **slot;
 
 	spill_element(elem, view_id, ordinal, image->data, image->len);
-	if (!bloom_lacks_element(cap->spilled_again, (unsigned char *) elem->data, elem->len))
+	if (cap->spilled_again == NULL ||
+		!bloom_lacks_element(cap->spilled_again, (unsigned char *) elem->data, elem->len))
 		return false;
 	if (cap->hidden_keys != NULL &&
 		key_set_find(cap->hidden_keys, view_id, ordinal, image) != NULL)
