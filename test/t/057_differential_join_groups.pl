@@ -191,7 +191,7 @@ ROLLBACK;
 		]);
 }
 
-foreach my $seed (@seeds)
+foreach my $seed (DeltaJoinTest::seeds($node, @seeds))
 {
 	# set-based apply for every seed but the second, generic plans for that one
 	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);
