@@ -158,9 +158,14 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 				stat->applied_lsn < end_lsn)
 				stat->applied_lsn = end_lsn;
 		}
-		/* a reason is a deferred view's: none once it no longer waits */
+		/*
+		 * A reason is a deferred view's: none once it no longer waits.  That
+		 * it dropped its keys comes first, where the length never cuts it.
+		 */
 		if (vp->deferred)
-			strlcpy(stat->retry_reason, vp->retry_reason, PROGRESS_REASON_LEN);
+			snprintf(stat->retry_reason, PROGRESS_REASON_LEN, "%s%s",
+					 vp->whole ? "to be recomputed whole (over max_waiting_keys): " : "",
+					 vp->retry_reason);
 		else
 			stat->retry_reason[0] = '\0';
 		stat->changes_seen += vp->changes;

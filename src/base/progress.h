@@ -25,6 +25,7 @@ typedef struct ViewProgress
 	bool		applied;		/* its batch was applied now */
 	bool		deferred;		/* it waits for another try */
 	const char *retry_reason;	/* why, when deferred */
+	bool		whole;			/* deferred, and to be recomputed whole */
 	XLogRecPtr	catalog_lsn;	/* applied_lsn in the catalog */
 	int64		changes;		/* changes the batch had for it */
 	TimestampTz commit_time;	/* of its newest change */

@@ -227,6 +227,7 @@ static void worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_ls
 static void worker_confirm(XLogRecPtr end_lsn);
 static void worker_confirm_flushed(void);
 static ViewProgress *worker_progress_rows(List *views);
+static void view_deferred(ViewProgress *vp, DeferredView *dv);
 static List *worker_readers_first(List *todo);
 
 /* ----------------
@@ -616,6 +617,15 @@ worker_check_backfills(List *views)
 	}
 }
 
+/* A view's progress row: it waits (dv), and why */
+static void
+view_deferred(ViewProgress *vp, DeferredView *dv)
+{
+	vp->deferred = true;
+	vp->retry_reason = dv->reason;
+	vp->whole = dv->batch != NULL && dv->batch->whole;
+}
+
 /* Progress rows for views, with nothing applied yet (batch memory) */
 static ViewProgress *
 worker_progress_rows(List *views)
@@ -632,8 +642,8 @@ worker_progress_rows(List *views)
 		vp->view_id = view->view_id;
 		vp->in_error = view->in_error;
 		vp->catalog_lsn = view->applied_lsn;
-		vp->deferred = (dv != NULL);
-		vp->retry_reason = dv ? dv->reason : NULL;
+		if (dv != NULL)
+			view_deferred(vp, dv);
 	}
 	return rows;
 }
@@ -961,8 +971,7 @@ worker_hold(ViewRecord *view, ViewProgress *vp, DeferredView *dv, ViewBatch *bat
 {
 	dv = retry_hold(view, dv, batch, batch_start_lsn, now, reason);
 	retry_defer_spilled(dv, view, policy.max_keys);
-	vp->deferred = true;
-	vp->retry_reason = dv->reason;
+	view_deferred(vp, dv);
 }
 
 /*
@@ -1045,8 +1054,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 		if (dv->next_try > now)
 		{
 			retry_defer_spilled(dv, view, policy.max_keys);
-			vp->deferred = true;
-			vp->retry_reason = dv->reason;
+			view_deferred(vp, dv);
 			return NULL;
 		}
 		work = dv->batch;
@@ -1071,8 +1079,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 		if (due > now)
 		{
 			dv = retry_wait_recompute(view, dv, batch, batch_start_lsn, now);
-			vp->deferred = true;
-			vp->retry_reason = dv->reason;
+			view_deferred(vp, dv);
 			return NULL;
 		}
 	}
@@ -1192,8 +1199,7 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *er
 		vp->applied = (result == VIEW_PARTIAL);	/* its counts */
 		if (!retry_held_too_long(dv, now, &error))
 		{
-			vp->deferred = true;
-			vp->retry_reason = dv->reason;
+			view_deferred(vp, dv);
 			return;
 		}
 		result = VIEW_FAILED;
@@ -1207,8 +1213,7 @@ worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest, ErrorData *er
 		retry_failed(dv, error);
 		if (!retry_gives_up(dv, view, error, now))
 		{
-			vp->deferred = true;
-			vp->retry_reason = dv->reason;
+			view_deferred(vp, dv);
 			return;
 		}
 		result = VIEW_FAILED;

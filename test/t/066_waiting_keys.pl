@@ -81,7 +81,7 @@ sub views_wait
 	my ($what) = @_;
 	ok( $node->poll_query_until(
 			'postgres', q{
-			SELECT count(*) = 4 FROM delta_join.status WHERE reason ~ '^retrying'}),
+			SELECT count(*) = 4 FROM delta_join.status WHERE reason ~ 'retrying \\('}),
 		$what);
 }
 
@@ -119,6 +119,12 @@ foreach my $m (1 .. 3)
 		DELETE FROM items WHERE merchant_id = $m AND item_id = 9;});
 }
 views_wait('every view waits behind the lock again');
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT string_agg(target::text, ',' ORDER BY 1) FROM delta_join.status
+		 WHERE reason ~ '^to be recomputed whole \\(over max_waiting_keys\\): retrying \\('},
+		'public.by_name,public.outer_retract,public.wide'),
+	'status says which views will be recomputed whole, before why they wait');
 $locker->query_safe('COMMIT');
 check_all('hundreds of keys waited behind a lock');
 is(dropped_lines($offset), 'by_name,outer_retract,wide',
