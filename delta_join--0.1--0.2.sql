@@ -520,3 +520,16 @@ WHERE e.extname OPERATOR(pg_catalog.=) 'delta_join'
 					AND d.objid OPERATOR(pg_catalog.=) v.query_view
 					AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
 					AND d.refobjid OPERATOR(pg_catalog.=) e.oid);
+
+--
+-- 11. The DDL guard fires whatever session_replication_role says.  Event
+-- triggers, like triggers, are skipped in a session whose
+-- session_replication_role is replica (as a migration or bulk-load tool
+-- sets it to keep triggers quiet) unless enabled ALWAYS: ALTER TABLE ...
+-- DETACH PARTITION there left the partition's rows in the views' targets,
+-- the views active and wait() true -- silently wrong -- because nothing
+-- was refused and no refresh ran (test/t/069_replica_role_guard.pl).
+--
+ALTER EVENT TRIGGER delta_join_ddl_start ENABLE ALWAYS;
+ALTER EVENT TRIGGER delta_join_ddl_end ENABLE ALWAYS;
+ALTER EVENT TRIGGER delta_join_sql_drop ENABLE ALWAYS;
