@@ -27,8 +27,11 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "replication/slot.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/regproc.h"
 #include "utils/timestamp.h"
@@ -38,6 +41,7 @@
 #include "registry/catalog.h"
 #include "registry/citus_tables.h"
 #include "citus/distributed.h"
+#include "base/compat.h"
 #include "base/delta_join.h"
 #include "base/progress.h"
 #include "base/shmem.h"
@@ -148,6 +152,60 @@ take_in_error(List **views)
 	return in_error;
 }
 
+/* The error of check_lock_against_apply: relid is held in mode */
+static void
+lock_against_apply_error(Oid relid, LOCKMODE mode)
+{
+	char	   *name = get_rel_name(relid);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+			 errmsg("delta_join.wait() would wait for its own transaction"),
+			 errdetail("This transaction holds %s on table \"%s\", which the apply worker needs to apply the changes waited for.",
+					   GetLockmodeName(DEFAULT_LOCKMETHOD, mode),
+					   name ? name : "?"),
+			 errhint("Call delta_join.wait() before taking the lock, or in another transaction.")));
+}
+
+/*
+ * Does this transaction hold a lock that applying one of the views, which
+ * the worker retries, waits for -- its target in SHARE mode or stronger
+ * (apply writes it in ROW EXCLUSIVE mode), or one of its sources in ACCESS
+ * EXCLUSIVE mode (apply reads it)?  The worker would wait for this
+ * transaction to end, and this transaction for the worker, a deadlock that
+ * PostgreSQL cannot see: the worker gives up on each lock after a second
+ * and tries again later.  Raises the error that says so.  (A view with
+ * nothing to apply needs no lock: only a view the worker retries is
+ * known to need them.)
+ */
+static void
+check_lock_against_apply(List *views)
+{
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+		LOCKTAG		tag;
+		ListCell   *sc;
+
+		SET_LOCKTAG_RELATION(tag, MyDatabaseId, view->target);
+		for (LOCKMODE mode = ShareLock; mode <= AccessExclusiveLock; mode++)
+		{
+			if (LockHeldByMe_compat(&tag, mode))
+				lock_against_apply_error(view->target, mode);
+		}
+		foreach(sc, view->sources)
+		{
+			SourceRecord *source = lfirst(sc);
+
+			SET_LOCKTAG_RELATION(tag, MyDatabaseId, source->relid);
+			if (LockHeldByMe_compat(&tag, AccessExclusiveLock))
+				lock_against_apply_error(source->relid, AccessExclusiveLock);
+		}
+	}
+}
+
 /*
  * Wait until every view of *views has applied what was committed before
  * target_lsn (returns true), or the deadline passes (false; 0: no
@@ -177,6 +235,7 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 	{
 		bool		in_error = false;
 		long		sleep_ms = 1000;
+		List	   *retried = NIL;
 		ListCell   *lc;
 
 		done = true;
@@ -203,11 +262,15 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 				continue;
 			if (stat == NULL || stat->applied_lsn < target_lsn)
 				done = false;
+			if (stat != NULL && stat->applied_lsn < target_lsn && stat->retry_reason[0] != '\0')
+				retried = lappend(retried, view);
 		}
 		LWLockRelease(worker_shared->lock);
 
 		if (done)
 			break;
+		check_lock_against_apply(retried);
+		list_free(retried);
 
 		/*
 		 * The worker publishes an error after committing it, but a flag left
