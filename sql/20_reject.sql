@@ -143,6 +143,15 @@ CREATE INDEX events_user_id_idx ON events (user_id);
 SELECT * FROM try_create('t', $$
   SELECT e.region, e.event_id, u.firstname, e.payload
   FROM events e JOIN users u ON u.id = e.user_id $$);
+-- ... and misses an index as well (event_id is not the leading column of
+-- the primary key): the partition key is named first, since no index
+-- would do without it; explain names both
+SELECT * FROM try_create('t', $$
+  SELECT e.region, e.event_id, u.firstname, e.payload
+  FROM events e JOIN users u ON u.id = e.event_id $$);
+SELECT * FROM delta_join.explain($$
+  SELECT e.region, e.event_id, u.firstname, e.payload
+  FROM events e JOIN users u ON u.id = e.event_id $$);
 
 ----------------------------------------------------------------------
 -- Rule 3: join key columns are not computed.

@@ -430,6 +430,11 @@ check_join_edges(Analysis *a)
 						component[i] = to;
 			}
 
+			/*
+			 * The partition key first: no index can make up for its absence,
+			 * so the hint of a missing index alone would lead nowhere.
+			 */
+			analysis_check_partition_key(a, t, bindable, "join key");
 			lookup = analysis_choose_lookup(a, t, bindable);
 			if (lookup == NULL)
 			{
@@ -447,7 +452,6 @@ check_join_edges(Analysis *a)
 					   create_index_hint(src, bindable));
 				continue;
 			}
-			analysis_check_partition_key(a, t, bindable, "join key");
 			if (!OidIsValid(src->lookup_index))
 			{
 				src->lookup_index = lookup->index;
