@@ -118,6 +118,19 @@ CREATE INDEX items_item_name_idx ON items (item_name);
 SELECT * FROM delta_join.explain($$
   SELECT i.merchant_id, i.item_id, i.item_name, t.descr
   FROM items i JOIN tags t ON i.item_name = t.tag $$);
+-- a join under a nondeterministic collation (the other side's, which
+-- beats the default) needs an index under it: the hint's CREATE INDEX
+-- says so, and makes it eligible
+CREATE COLLATION rej_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE tags_ci (tag text COLLATE rej_ci PRIMARY KEY, descr text);
+SELECT * FROM try_create('t', $$
+  SELECT i.merchant_id, i.item_id, i.item_name, t.tag, t.descr
+  FROM items i JOIN tags_ci t ON i.item_name = t.tag $$);
+CREATE INDEX items_item_name_ci_idx ON items (item_name COLLATE rej_ci);
+SELECT * FROM delta_join.explain($$
+  SELECT i.merchant_id, i.item_id, i.item_name, t.tag, t.descr
+  FROM items i JOIN tags_ci t ON i.item_name = t.tag $$);
+DROP INDEX items_item_name_ci_idx;
 
 -- the join key covers only a non-leading column of items' primary key
 -- (item_id is the second column of (merchant_id, item_id))

@@ -26,6 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 
 #include "analysis/analysis.h"
 
@@ -342,26 +343,42 @@ bindable_from_conds(Analysis *a, int source, Bitmapset *bound)
 	return result;
 }
 
-/* "CREATE INDEX ON orders (merchant_id, item_id);" for a hint */
+/*
+ * "CREATE INDEX ON orders (merchant_id, item_id);" for a hint.  A column
+ * the join compares under a collation its own does not agree with (see
+ * collations_agree) is indexed under the join's: "(name COLLATE ci)", the
+ * only index a lookup could use.
+ */
 static char *
 create_index_hint(DeltaSource *src, List *bindable)
 {
 	AttrNumber *attnums = palloc(sizeof(AttrNumber) * Max(list_length(bindable), 1));
 	int			n = 0;
+	StringInfoData cols;
 	ListCell   *lc;
 
+	initStringInfo(&cols);
 	foreach(lc, bindable)
 	{
 		BindableColumn *col = lfirst(lc);
 		bool		dup = false;
+		Oid			type;
+		int32		typmod;
+		Oid			own;
 
 		for (int i = 0; i < n; i++)
 			dup |= (attnums[i] == col->attno);
-		if (!dup)
-			attnums[n++] = col->attno;
+		if (dup)
+			continue;
+		attnums[n++] = col->attno;
+		appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
+						 quote_identifier(get_attname(src->relid, col->attno, false)));
+		get_atttypetypmodcoll(src->relid, col->attno, &type, &typmod, &own);
+		if (OidIsValid(col->collation) && !collations_agree(col->collation, own))
+			appendStringInfo(&cols, " COLLATE %s", generate_collation_name(col->collation));
 	}
-	return psprintf("Create an index whose leading columns the join binds: CREATE INDEX ON %s %s;",
-					src->relname, analysis_column_list(src->relid, n, attnums));
+	return psprintf("Create an index whose leading columns the join binds: CREATE INDEX ON %s (%s);",
+					src->relname, cols.data);
 }
 
 /* Every partition key column of a partitioned source must be bindable. */
