@@ -64,12 +64,16 @@ typedef struct WalkScans
 	TupleTableSlot **cache_slots;	/* per cached lookup: its rows stored in */
 } WalkScans;
 
-/* The lookup cache of a source, index and bound columns (DeltaPlan.caches) */
+/*
+ * The lookup cache of a source, index, bound columns and types of the
+ * values bound (DeltaPlan.caches)
+ */
 typedef struct PlanCache
 {
 	int			source;
 	Oid			index;
 	int			nkeys;
+	Oid			types[INDEX_MAX_KEYS];	/* of the values looked up */
 	LookupCache *cache;
 } PlanCache;
 
@@ -279,6 +283,11 @@ walk_from(JoinApply *ja, WalkScans *ws, int level)
  * The lookup cache of a lookup, kept with the plan (in its memory), or
  * NULL when its source is not cached: the cache is off for it, or it is
  * lookup-only (its changes are not captured, so nothing would empty it).
+ * Lookups of one source through one index share a cache only when they
+ * bind values of the same types: walks from different sources may bind
+ * one index column with values of different types (a text column looked
+ * up by a text and by a name, a date by a date and by a timestamp), whose
+ * images the cache could neither read nor tell apart.
  */
 static LookupCache *
 plan_cache(DeltaPlan *plan, DeltaLookup *lookup)
@@ -298,9 +307,13 @@ plan_cache(DeltaPlan *plan, DeltaLookup *lookup)
 		return NULL;
 	foreach(lc, plan->caches)
 	{
+		bool		same_types = true;
+
 		pc = lfirst(lc);
+		for (int k = 0; k < lookup->nkeys && k < pc->nkeys; k++)
+			same_types &= (pc->types[k] == lookup->keys[k].from_type);
 		if (pc->source == lookup->source && pc->index == lookup->index &&
-			pc->nkeys == lookup->nkeys)
+			pc->nkeys == lookup->nkeys && same_types)
 			return pc->cache;
 	}
 	for (int k = 0; k < lookup->nkeys; k++)
@@ -310,6 +323,8 @@ plan_cache(DeltaPlan *plan, DeltaLookup *lookup)
 	pc->source = lookup->source;
 	pc->index = lookup->index;
 	pc->nkeys = lookup->nkeys;
+	for (int k = 0; k < lookup->nkeys; k++)
+		pc->types[k] = lookup->keys[k].from_type;
 	pc->cache = lookup_cache_create(plan_cxt, capacity, lookup->nkeys, typlen, typbyval);
 	plan->caches = lappend(plan->caches, pc);
 	MemoryContextSwitchTo(oldcxt);

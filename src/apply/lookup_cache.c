@@ -5,10 +5,12 @@
  *	  source found, by the values looked up, least recently used first out.
  *
  * A cache belongs to a view's delta plan (it lives as long as the plan,
- * apply.c) and to one source, index and number of bound columns.  It is
- * emptied before a batch in which its source changed (apply_join.c), so
- * that a change is never applied with rows of its source older than the
- * change; between such batches it serves the rows it read.  Values are
+ * apply.c) and to one source, index, number of bound columns and types
+ * of the values bound (walks from two sources may bind one column with
+ * values of two types, whose images do not compare).  It is emptied
+ * before a batch in which its source changed (apply_join.c), so that a
+ * change is never applied with rows of its source older than the change;
+ * between such batches it serves the rows it read.  Values are
  * compared by their images (datum_image_eq): two values a btree would call
  * equal but that differ in image (1.0 and 1.00) are two entries, which only
  * costs a miss.  The values looked up are kept whole (detoasted), the rows

@@ -56,7 +56,8 @@ $locker->query_safe('LOCK TABLE either, joined IN ACCESS EXCLUSIVE MODE');
 $node->safe_psql('postgres', q{UPDATE items SET name = 'new ' || id});
 ok( $node->poll_query_until(
 		'postgres', q{
-		SELECT count(*) = 2 FROM delta_join.status WHERE reason ~ '^retrying'}),
+		SELECT count(*) = 2 FROM delta_join.status
+		WHERE reason ~ '^to be recomputed whole \\(over max_waiting_keys\\): retrying \\('}),
 	'the two views wait behind the lock on their target');
 $locker->query_safe('COMMIT');
 $locker->quit;
