@@ -303,7 +303,8 @@ piece_took(PieceSize *ps, int64 keys, long ms)
  * batch's snapshot does not see -- created, refreshed, rewritten or
  * truncated after it was taken -- cannot be applied under it (a rewrite is
  * not MVCC-safe: to that snapshot the table looks empty): VIEW_LATER, with
- * all the work in *rest for the next batch.
+ * all the work in *rest for the next batch (rest may be NULL when not
+ * sliced: the caller then keeps the work it passed).
  *
  * With req->sliced, the view's work is applied a piece at a time and stops
  * after its time slice (APPLY_SLICE_MS, or half its lookup_timeout if
@@ -461,7 +462,12 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
 
-		if (result == VIEW_LATER)
+		/*
+		 * All of the work waits.  A caller that gave no rest (the worker's
+		 * own share of a shared view) still has it, and applies the view
+		 * again alone once the round is over (share_settle).
+		 */
+		if (result == VIEW_LATER && rest != NULL)
 			*rest = pieces_rest(&pc);
 	}
 	PG_CATCH();
