@@ -22,6 +22,7 @@
 #include "access/xlog_internal.h"
 #include "access/xlogrecovery.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -30,7 +31,9 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/procarray.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/regproc.h"
@@ -207,6 +210,33 @@ check_lock_against_apply(List *views)
 }
 
 /*
+ * Does the apply worker (pid) wait for a lock this transaction holds -- a
+ * row of a target it locked, say?  Then it waits for us, and we for it.  It
+ * gives up each lock after a second and tries again later, so this sees it
+ * only while it waits: a check to repeat, which never errs the other way
+ * (we hold what we hold until wait() returns).
+ */
+static bool
+worker_waits_for_me(int pid)
+{
+	ArrayType  *blockers;
+	Datum	   *pids;
+	int			npids;
+
+	if (pid == 0)
+		return false;
+	blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid)));
+	deconstruct_array(blockers, INT4OID, sizeof(int32), true, TYPALIGN_INT,
+					  &pids, NULL, &npids);
+	for (int i = 0; i < npids; i++)
+	{
+		if (DatumGetInt32(pids[i]) == MyProcPid)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Wait until every view of *views has applied what was committed before
  * target_lsn (returns true), or the deadline passes (false; 0: no
  * deadline).  A view that goes to error meanwhile is not waited for: it is
@@ -235,11 +265,19 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 	{
 		bool		in_error = false;
 		long		sleep_ms = 1000;
-		List	   *retried = NIL;
+		List	   *pending = NIL;	/* views not fresh yet */
+		List	   *retried = NIL;	/* of them, those the worker retries */
+		int			worker_pid = 0;
 		ListCell   *lc;
 
 		done = true;
 		LWLockAcquire(worker_shared->lock, LW_SHARED);
+		{
+			DbWorker   *db = shmem_find_db(MyDatabaseId, false);
+
+			if (db != NULL)
+				worker_pid = db->pid;
+		}
 		foreach(lc, *views)
 		{
 			ViewRecord *view = lfirst(lc);
@@ -260,9 +298,11 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 			}
 			if (view->applied_lsn >= target_lsn)
 				continue;
-			if (stat == NULL || stat->applied_lsn < target_lsn)
-				done = false;
-			if (stat != NULL && stat->applied_lsn < target_lsn && stat->retry_reason[0] != '\0')
+			if (stat != NULL && stat->applied_lsn >= target_lsn)
+				continue;
+			done = false;
+			pending = lappend(pending, view);
+			if (stat != NULL && stat->retry_reason[0] != '\0')
 				retried = lappend(retried, view);
 		}
 		LWLockRelease(worker_shared->lock);
@@ -270,7 +310,18 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 		if (done)
 			break;
 		check_lock_against_apply(retried);
+		if (worker_waits_for_me(worker_pid))
+		{
+			/* the lock it waits for, if we can name it; else just that */
+			check_lock_against_apply(pending);
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+					 errmsg("delta_join.wait() would wait for its own transaction"),
+					 errdetail("The apply worker waits for a lock this transaction holds, to apply the changes waited for."),
+					 errhint("Call delta_join.wait() before taking the lock, or in another transaction.")));
+		}
 		list_free(retried);
+		list_free(pending);
 
 		/*
 		 * The worker publishes an error after committing it, but a flag left

@@ -4,12 +4,14 @@
 # The worker applies a view's changes by writing its target (ROW
 # EXCLUSIVE) and reading its sources (ACCESS SHARE).  A transaction that
 # holds its target in SHARE mode or stronger, or a source in ACCESS
-# EXCLUSIVE mode, and then calls wait() waits for the worker, which waits
-# for that transaction: a deadlock PostgreSQL cannot see, since the worker
-# gives up on each lock after a second and tries again.  wait() ran to its
-# timeout and returned false, or with a NULL timeout never returned.  It
-# now fails with SQLSTATE 40P01 once the worker retries such a view, and
-# names the lock; with nothing to apply, it returns true as before.
+# EXCLUSIVE mode, or rows of the target the worker must update, and then
+# calls wait() waits for the worker, which waits for that transaction: a
+# deadlock PostgreSQL cannot see, since the worker gives up on each lock
+# after a second and tries again.  wait() ran to its timeout and returned
+# false, or with a NULL timeout never returned.  It now fails with SQLSTATE
+# 40P01: for a relation lock once the worker retries such a view, naming
+# the lock; for rows, once it sees the worker wait for its transaction.
+# With nothing to apply, it returns true as before.
 
 use strict;
 use warnings;
@@ -65,6 +67,18 @@ like(
 	$err,
 	qr/would wait for its own transaction.*AccessExclusiveLock on table "orders"/s,
 	'wait() under an ACCESS EXCLUSIVE lock on a source the change is walked to fails too');
+
+# Rows of the target locked: the worker waits for them only while it
+# updates them (a second each try), which wait() looks for as it waits
+($out, $err) = wait_under_lock(
+	'SELECT count(*) FROM (SELECT * FROM wide WHERE merchant_id = 2 FOR UPDATE) locked',
+	'UPDATE orders SET amount = amount + 1 WHERE merchant_id = 2 AND order_id <= 5');
+like(
+	$err,
+	qr/would wait for its own transaction.*The apply worker waits for a lock this transaction holds/s,
+	'wait() holding rows of the target that the worker must update fails too');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"),
+	't', 'once the rows are free, the change is applied');
 
 ($out, $err) = wait_under_lock('LOCK TABLE wide IN ROW EXCLUSIVE MODE',
 	'UPDATE orders SET amount = amount + 1 WHERE merchant_id = 3 AND order_id <= 5');
