@@ -30,6 +30,7 @@
 #include "replication/slot.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -247,6 +248,7 @@ static bool
 wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *errors)
 {
 	Latch	   *worker_latch = NULL;
+	TimestampTz started = GetCurrentTimestamp();
 	bool		done = false;
 
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
@@ -310,7 +312,14 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 		if (done)
 			break;
 		check_lock_against_apply(retried);
-		if (worker_waits_for_me(worker_pid))
+
+		/*
+		 * Whether the worker waits for us takes every lock partition's lock
+		 * (as the deadlock detector does): look only once this wait has
+		 * lasted deadlock_timeout, as it does, not at every short wait().
+		 */
+		if (TimestampDifferenceExceeds(started, GetCurrentTimestamp(), DeadlockTimeout) &&
+			worker_waits_for_me(worker_pid))
 		{
 			/* the lock it waits for, if we can name it; else just that */
 			check_lock_against_apply(pending);
