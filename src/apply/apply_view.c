@@ -490,7 +490,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		/* a piece that ran out of time: the next try takes smaller ones */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 			ps->keys = Max(ps->keys / 4, 1);
-		/* a helper's share that fails is applied again by the worker */
+		/*
+		 * a share that fails (a helper's, the worker's own) is applied
+		 * again by the worker alone, at once
+		 */
 		if (result == VIEW_DEFERRED && !req->quiet)
 			ereport(LOG,
 					(errmsg("delta view %s could not be applied now, trying again later: %s",

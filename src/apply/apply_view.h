@@ -51,7 +51,8 @@ typedef struct ApplyRequest
 								 * no bound */
 	bool		sliced;			/* stop after the view's time slice */
 	bool		quiet;			/* do not log an error another try may not
-								 * meet (a helper's share: the worker tries) */
+								 * meet (a share, the worker's own too: the
+								 * worker applies the view again alone) */
 } ApplyRequest;
 
 extern void apply_session_setup(void);

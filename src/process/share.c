@@ -320,6 +320,7 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 		parallel_round_start(round);
 	}
 	MemoryContextSwitchTo(keep);	/* (where the error goes) */
+	req.quiet = (round != NULL);	/* a share: retried at once, alone */
 	result = apply_view(&req, &counts, NULL, &error);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -342,6 +343,7 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 		elog(DEBUG1, "delta view \"%s\": a share failed, the worker applies the chunk alone",
 			 catalog_view_name(vw->view));
 		req.batch = batch;
+		req.quiet = false;
 		result = apply_view(&req, &counts, NULL, &error);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
