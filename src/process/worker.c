@@ -828,7 +828,7 @@ worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot, bool sliced
 	req.snapshot = snapshot;
 	req.sliced = sliced;
 	/* its own share of a shared view: a failure is retried at once, alone */
-	req.quiet = (batch == vw->mine);
+	req.quiet = (vw->mine != NULL && batch == vw->mine);
 	pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
 	result = apply_view(&req, &vw->vp->counts, rest, error);
 	pgstat_report_activity(STATE_IDLE, NULL);

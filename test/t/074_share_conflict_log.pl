@@ -57,13 +57,17 @@ UPDATE ca SET v = v + 1 WHERE id % 100 = :r;
 COMMIT;
 }
 	]);
-DeltaJoinWorkload::pgbench_ok($node, $scripts, 'writes at both ends',
-	clients => 2, seconds => 25);
-ok(DeltaJoinWorkload::wait_views($node, undef, '120s'), 'wait() returns true');
-DeltaJoinTest::target_ok($node, 'c3', $c3, 'c3');
-
-my $log = slurp_file($node->logfile, $log_offset);
-my $failed = () = $log =~ /"public\.c3": a share failed, the worker applies the view alone/g;
+# (rounds until shares have met: how soon they do depends on the machine)
+my ($log, $failed) = ('', 0);
+for (my $round = 1; $round <= 4 && $failed == 0; $round++)
+{
+	DeltaJoinWorkload::pgbench_ok($node, $scripts, "writes at both ends, round $round",
+		clients => 2, seconds => 15);
+	ok(DeltaJoinWorkload::wait_views($node, undef, '120s'), "round $round: wait() returns true");
+	DeltaJoinTest::target_ok($node, 'c3', $c3, "round $round: c3");
+	$log = slurp_file($node->logfile, $log_offset);
+	$failed = () = $log =~ /"public\.c3": a share failed, the worker applies the view alone/g;
+}
 ok($failed > 0, "shares met ($failed times), and the worker applied the view alone");
 my @waits = $log =~ /(delta view \S*c3\S* could not be applied now[^\n]*)/g;
 is(scalar(@waits), 0, 'no share said the view waits for another try')
