@@ -195,28 +195,6 @@ sub new_node
 
 =pod
 
-=item seeds($node, @seeds)
-
-The seeds a randomized test runs on C<$node>'s major: all of them on
-PostgreSQL 15, and on each later major about half of them, a different
-half on 17 than on 18 (the seeds of odd position on odd majors), so that
-CI, which runs every major, still runs each seed at least twice and stays
-within its time.  C<DJ_ALL_SEEDS=1> in the environment runs all of them on
-every major.
-
-=cut
-
-sub seeds
-{
-	my ($node, @seeds) = @_;
-	my $major = $node->pg_version->major;
-
-	return @seeds if $major == 15 || $ENV{DJ_ALL_SEEDS} || @seeds < 2;
-	return @seeds[ grep { ($_ + $major) % 2 == 0 } 0 .. $#seeds ];
-}
-
-=pod
-
 =back
 
 =head1 THE WORKED EXAMPLE

@@ -114,7 +114,7 @@ ROLLBACK;
 		]);
 }
 
-foreach my $seed (DeltaJoinTest::seeds($node, @seeds))
+foreach my $seed (@seeds)
 {
 	my $s = "s$seed";
 	my $t = "$s.order_item_wide";

@@ -125,7 +125,7 @@ ROLLBACK;
 		]);
 }
 
-foreach my $seed (DeltaJoinTest::seeds($node, @seeds))
+foreach my $seed (@seeds)
 {
 	# set-based apply for every seed but the second, generic plans for that one
 	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);

@@ -323,7 +323,7 @@ sub check_schema
 	  or diag(DeltaJoinTest::status_text($node));
 }
 
-foreach my $seed (DeltaJoinTest::seeds($node, @seeds))
+foreach my $seed (@seeds)
 {
 	# set-based apply for every seed but the second, generic plans for that one
 	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);

@@ -191,7 +191,7 @@ $node->safe_psql(
 	SELECT delta_join.create_view('public.loose_copy', 'SELECT a, b FROM public.loose',
 	  strategy => 'auto');});
 
-foreach my $seed (DeltaJoinTest::seeds($node, @seeds))
+foreach my $seed (@seeds)
 {
 	my $s = "s$seed";
 

@@ -272,7 +272,7 @@ sub check_views
 	}
 }
 
-foreach my $seed (DeltaJoinTest::seeds($node, @seeds))
+foreach my $seed (@seeds)
 {
 	# set-based apply for every seed but the second, generic plans for that one
 	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);
