@@ -101,7 +101,7 @@
  * the keys it waits for into memory of its own (retry.c), each key once
  * however many batches brought it.
  *
- * Length: about 1,100 lines, a tenth of them this comment.  What is
+ * Length: about 1,300 lines, a tenth of them this comment.  What is
  * left is the one job of the worker -- its loop, its batch's transaction
  * and what each view does in it, confirming the slot --, which reads best
  * in one place; the state that outlives a batch is retry.c's, and parallel
