@@ -55,6 +55,8 @@ use DeltaJoinTest;
 use DeltaJoinWorkload;
 use DeltaJoinOuter;
 
+# every seed on every major (not DeltaJoinTest::seeds): the kinds of rows
+# the queries must have are counted over the seeds together (count_kinds)
 my @seeds = (17, 4242, 90001);
 my $clients = 4;
 my $transactions = 2000;    # per client

@@ -220,7 +220,10 @@ $node->safe_psql(
 	SELECT delta_join.create_view('public.loose_copy', 'SELECT a, b FROM public.loose',
 	  strategy => 'auto');});
 
-foreach my $seed (@seeds)
+# the seeds this major runs (DeltaJoinTest::seeds); what follows the loop
+# uses the first or the last of them
+my @run = DeltaJoinTest::seeds($node, @seeds);
+foreach my $seed (@run)
 {
 	my $s = "s$seed";
 
@@ -328,7 +331,7 @@ foreach my $seed (@seeds)
 
 # ---- the comparison can fail ----
 {
-	my $s = "s$seeds[0]";
+	my $s = "s$run[0]";
 	my $t = "$s.sku_ranks";
 	$node->safe_psql(
 		'postgres', qq{
