@@ -95,9 +95,11 @@ cleanup() {
 trap 'cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
+# (DJ_ALL_SEEDS, when set, goes through: DeltaJoinTest::seeds)
 in_chroot() {
 	chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
+		HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+		${DJ_ALL_SEEDS:+DJ_ALL_SEEDS=$DJ_ALL_SEEDS} "$@"
 }
 
 # ---- set-up ----

@@ -247,6 +247,32 @@ sub status_ok
 
 =pod
 
+=item statuses_ok($node, \@targets, $name)
+
+C<status_ok> of each target, in order, from one query of
+C<delta_join.status>.
+
+=cut
+
+sub statuses_ok
+{
+	my ($node, $targets, $name) = @_;
+	my $values = join(', ', map { "($_, '$targets->[$_]')" } 0 .. $#$targets);
+	my @rows = split /\n/, $node->safe_psql(
+		'postgres', qq{
+		SELECT (SELECT concat_ws('|', state, changes_seen > 0, last_error IS NULL)
+		        FROM delta_join.status s WHERE s.target::regclass = v.t::regclass)
+		FROM (VALUES $values) v(n, t) ORDER BY n});
+	foreach my $i (0 .. $#$targets)
+	{
+		is($rows[$i] // '', 'active|t|t',
+			"$name: $targets->[$i] is active with no error and has seen changes")
+		  or diag(DeltaJoinTest::status_text($node));
+	}
+}
+
+=pod
+
 =item check_views($node, \%views, $name, %options)
 
 C<wait()> returns true, then every target of C<%views> (target => query)
@@ -258,10 +284,8 @@ sub check_views
 {
 	my ($node, $views, $name, %opts) = @_;
 	ok(wait_views($node), "$name: wait() returns true");
-	foreach my $t (sort keys %$views)
-	{
-		DeltaJoinTest::target_ok($node, $t, $views->{$t}, $name, %opts);
-	}
+	DeltaJoinTest::targets_ok($node, $name,
+		[ map { [ $_, $views->{$_}, %opts ] } sort keys %$views ]);
 }
 
 =pod

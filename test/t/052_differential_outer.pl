@@ -55,6 +55,8 @@ use DeltaJoinTest;
 use DeltaJoinWorkload;
 use DeltaJoinOuter;
 
+# every seed on every major (not DeltaJoinTest::seeds): the kinds of rows
+# the queries must have are counted over the seeds together (count_kinds)
 my @seeds = (17, 4242, 90001);
 my $clients = 4;
 my $transactions = 2000;    # per client
@@ -84,18 +86,14 @@ sub check_views
 	my ($views, $name) = @_;
 	ok(DeltaJoinWorkload::wait_views($node, undef, '180s'),
 		"$name: wait() returns true");
-	foreach my $t (sort keys %$views)
-	{
-		my ($q, $spec) = @{ $views->{$t} };
-		if (defined $spec)
-		{
-			DeltaJoinTest::target_ok($node, $t, $q, $name, %$spec);
-		}
-		else
-		{
-			DeltaJoinTest::target_ok($node, $t, $q, "$name (retract)");
-		}
-	}
+	DeltaJoinTest::targets_ok(
+		$node, $name,
+		[
+			map {
+				my ($q, $spec) = @{ $views->{$_} };
+				defined $spec ? [ $_, $q, %$spec ] : [ $_, $q, name => "$name (retract)" ]
+			} sort keys %$views
+		]);
 }
 
 # The query's null-extended and joined rows, for each side of each outer
@@ -108,23 +106,30 @@ my %kinds;
 sub count_kinds
 {
 	my ($views, $s) = @_;
+	my (@kinds, @queries);
 	foreach my $t (grep { defined $views->{$_}[1] } sort keys %$views)
 	{
 		my ($q, $spec) = @{ $views->{$t} };
 		foreach my $side (@{ $spec->{sides} })
 		{
 			my ($preserved, $partner) = @$side;
-			my $counts = $node->safe_psql(
-				'postgres', qq{
-				SELECT count(*) FILTER (WHERE $partner IS NULL),
-				       count(*) FILTER (WHERE $partner IS NOT NULL)
-				FROM ($q) q WHERE $preserved->[0] IS NOT NULL});
 			(my $view = $t) =~ s/^\Q$s.\E//;
-			my $kind = $kinds{"$view, rows of $preserved->[0]"} //= [ 0, 0 ];
-			my ($null_extended, $joined) = split /\|/, $counts;
-			$kind->[0] += $null_extended;
-			$kind->[1] += $joined;
+			push @kinds, "$view, rows of $preserved->[0]";
+			push @queries, qq{SELECT count(*) FILTER (WHERE $partner IS NULL),
+				       count(*) FILTER (WHERE $partner IS NOT NULL)
+				FROM ($q) q WHERE $preserved->[0] IS NOT NULL;\n};
 		}
+	}
+	# one line of counts per query, in order
+	my @counts = split /\n/, $node->safe_psql('postgres', join('', @queries));
+	die 'count_kinds: expected ' . scalar(@queries) . ' lines, got ' . scalar(@counts)
+	  unless @counts == @queries;
+	foreach my $i (0 .. $#kinds)
+	{
+		my $kind = $kinds{ $kinds[$i] } //= [ 0, 0 ];
+		my ($null_extended, $joined) = split /\|/, $counts[$i];
+		$kind->[0] += $null_extended;
+		$kind->[1] += $joined;
 	}
 }
 
@@ -135,18 +140,16 @@ foreach my $seed (@seeds)
 	my $s = "s$seed";
 	DeltaJoinOuter::create_schema($node, $s, $seed);
 	my $views = views_of($s);
+	my $create = '';
 	foreach my $t (sort keys %$views)
 	{
 		my ($q, $spec) = @{ $views->{$t} };
 		my $options = defined $spec ? '{}' : '{"retract": true}';
-		$node->safe_psql('postgres',
-			"SELECT delta_join.create_view('$t', \$q\$ $q \$q\$, options => '$options')");
+		$create .= "SELECT delta_join.create_view('$t', \$q\$ $q \$q\$, options => '$options');\n";
 	}
-	foreach my $t (sort keys %$views)
-	{
-		DeltaJoinTest::target_ok($node, $t, $views->{$t}[0],
-			"seed $seed: after backfill");
-	}
+	$node->safe_psql('postgres', $create);
+	DeltaJoinTest::targets_ok($node, "seed $seed: after backfill",
+		[ map { [ $_, $views->{$_}[0] ] } sort keys %$views ]);
 
 	# ---- concurrent inserts, updates, deletes and key moves everywhere ----
 	DeltaJoinWorkload::pgbench_ok(
@@ -157,15 +160,15 @@ foreach my $seed (@seeds)
 		transactions => $transactions);
 	check_views($views, "seed $seed");
 	count_kinds($views, $s);
-	DeltaJoinWorkload::status_ok($node, $_, "seed $seed") foreach sort keys %$views;
+	DeltaJoinWorkload::statuses_ok($node, [ sort keys %$views ], "seed $seed");
 
 	# ---- refresh() clears the residual rows of upsert views ----
-	foreach my $t (grep { defined $views->{$_}[1] } sort keys %$views)
-	{
-		$node->safe_psql('postgres', "SELECT delta_join.refresh('$t')");
-		DeltaJoinTest::target_ok($node, $t, $views->{$t}[0],
-			"seed $seed: after refresh()");
-	}
+	# (each refresh() writes its own target only)
+	my @upsert = grep { defined $views->{$_}[1] } sort keys %$views;
+	$node->safe_psql('postgres',
+		join('', map { "SELECT delta_join.refresh('$_');\n" } @upsert));
+	DeltaJoinTest::targets_ok($node, "seed $seed: after refresh()",
+		[ map { [ $_, $views->{$_}[0] ] } @upsert ]);
 
 	# ---- a second burst after the refresh ----
 	DeltaJoinWorkload::pgbench_ok(
@@ -176,8 +179,8 @@ foreach my $seed (@seeds)
 	check_views($views, "seed $seed, second burst");
 
 	# the views of this seed stop here (the worker has less to decode)
-	$node->safe_psql('postgres', "SELECT delta_join.drop_view('$_')")
-	  foreach sort keys %$views;
+	$node->safe_psql('postgres',
+		join('', map { "SELECT delta_join.drop_view('$_');\n" } sort keys %$views));
 }
 
 foreach my $kind (sort keys %kinds)

@@ -296,8 +296,8 @@ sub converged
 {
 	my ($label) = @_;
 	ok(DeltaJoinWorkload::wait_views($node, undef, '120s'), "$label: wait() returns true");
-	DeltaJoinTest::target_ok($node, $_, $views{$_}[0], $label, %{ $check{$_} // {} })
-	  foreach sort keys %views;
+	DeltaJoinTest::targets_ok($node, $label,
+		[ map { [ $_, $views{$_}[0], %{ $check{$_} // {} } ] } sort keys %views ]);
 	is( $node->safe_psql('postgres', 'SELECT string_agg(view, \',\' ORDER BY view) FROM invariants WHERE NOT holds'),
 		'', "$label: every invariant holds after wait()");
 }
