@@ -57,12 +57,7 @@ like(
 	'... on which the role depends');
 
 # a dump gives them back, its CREATE EXTENSION making the functions anew
-my $dump = $node->basedir . '/grants.dump';
-command_ok([ 'pg_dump', '-d', $node->connstr('postgres'), '-f', $dump ], 'pg_dump');
-$node->safe_psql('postgres', 'CREATE DATABASE restored');
-command_ok(
-	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('restored'), '-f', $dump ],
-	'the dump restores');
+DeltaJoinTest::dump_restore($node, 'postgres', 'restored', 'a dump of the updated database');
 is($node->safe_psql('restored', $privileges), $expected, 'the restored database has them');
 
 $node->stop;
