@@ -69,16 +69,6 @@ apply_session_setup(void)
 					PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
-	/*
-	 * The dirty keys a large transaction spills and a full recompute's
-	 * result are temporary files of the worker.  A temp_file_limit meant
-	 * for the queries of the database's users stopped the worker at every
-	 * try, its views stalled and the slot holding WAL meanwhile: the
-	 * limit is not the worker's, as it is not that of the reorder buffer
-	 * spilling the same transaction for the decoding the worker drives.
-	 */
-	SetConfigOption("temp_file_limit", "-1", PGC_SUSET, PGC_S_OVERRIDE);
-
 	/* never wait long for a lock, and be the one a deadlock stops */
 	SetConfigOption("lock_timeout", APPLY_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("deadlock_timeout", APPLY_DEADLOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
