@@ -293,6 +293,35 @@ ALTER TABLE delta_join.view_catalog
 	ADD CONSTRAINT view_catalog_state_check
 		CHECK (state IN ('active', 'error', 'backfilling'));
 
+-- An object of the database's that depends on one of them (a function
+-- whose body is SQL-standard, BEGIN ATOMIC, calling it) would keep the
+-- update from dropping it: say so under the name the user knows.
+DO $$
+DECLARE
+	dep record;
+BEGIN
+	SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) AS what,
+		   'delta_join.' OPERATOR(pg_catalog.||) p.proname OPERATOR(pg_catalog.||) '('
+		   OPERATOR(pg_catalog.||) pg_catalog.pg_get_function_identity_arguments(p.oid)
+		   OPERATOR(pg_catalog.||) ')' AS func
+	INTO dep
+	FROM pg_catalog.pg_depend d
+	JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) d.refobjid
+	WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+	  AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[
+			'delta_join.create_view(text, text, text, jsonb)'::pg_catalog.regprocedure,
+			'delta_join.refresh(text)'::pg_catalog.regprocedure]::pg_catalog.oid[])
+	  AND d.deptype OPERATOR(pg_catalog.=) 'n'
+	ORDER BY 1
+	LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'cannot update delta_join: % depends on function %, which the update replaces',
+			dep.what, dep.func
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = 'The function gains the argument concurrently, so the update makes it anew.',
+				  HINT = 'Drop that object, run ALTER EXTENSION delta_join UPDATE, then make it again.';
+	END IF;
+END $$;
 ALTER FUNCTION delta_join.create_view(text, text, text, jsonb) RENAME TO _create_view_0_1;
 CREATE FUNCTION delta_join.create_view(target text, query text,
 									   strategy text DEFAULT NULL,

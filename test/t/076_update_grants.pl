@@ -40,6 +40,21 @@ my $expected =
   . 'Alice Admin delta_join.refresh(text,boolean) true true, '
   . 'someone delta_join.refresh(text,boolean) true false';
 
+# An object depending on a function the update replaces keeps it from
+# running; the error names the function as the user knows it (the update
+# renames the old one before it drops it)
+$node->safe_psql('postgres',
+	q{CREATE FUNCTION nightly() RETURNS bigint LANGUAGE sql
+	  BEGIN ATOMIC SELECT delta_join.refresh('t'); END;});
+my ($ret, $out, $err) =
+  $node->psql('postgres', 'ALTER EXTENSION delta_join UPDATE',
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like(
+	$err,
+	qr/ERROR:  2BP01: cannot update delta_join: function public\.nightly\(\) depends on function delta_join\.refresh\(target text\), which the update replaces/,
+	'an object depending on refresh(text) is named');
+$node->safe_psql('postgres', 'DROP FUNCTION nightly()');
+
 $node->safe_psql('postgres', 'ALTER EXTENSION delta_join UPDATE');
 is($node->safe_psql('postgres', $privileges),
 	$expected, 'the update keeps the privileges given to create_view and refresh');
@@ -50,7 +65,7 @@ is( $node->safe_psql(
 	'0',
 	'... as current privileges, not initial ones, as after a fresh install');
 
-my ($ret, $out, $err) = $node->psql('postgres', 'DROP ROLE "Alice Admin"');
+($ret, $out, $err) = $node->psql('postgres', 'DROP ROLE "Alice Admin"');
 like(
 	$err,
 	qr/privileges for function delta_join\.create_view/,
