@@ -280,8 +280,9 @@ AS $$ SELECT CASE WHEN path = 'keyed' THEN 'keyed recompute'
 -- under a newer snapshot, then made 'active'.  A view left 'backfilling' by
 -- a process that ended is put in error by the worker.  The functions get
 -- the new argument last, with a default, so every call of 0.1 means what
--- it meant; they are dropped and made again (a second signature would make
--- the calls of 0.1 ambiguous).  The library reads a missing argument as
+-- it meant; they are made again, and those of 0.1 dropped once their
+-- privileges are carried over (a second signature would make the calls
+-- of 0.1 ambiguous).  The library reads a missing argument as
 -- false, so it runs the functions of 0.1 as before.
 --
 -- delta_join.progress shows each concurrent create or refresh running, as
@@ -292,7 +293,36 @@ ALTER TABLE delta_join.view_catalog
 	ADD CONSTRAINT view_catalog_state_check
 		CHECK (state IN ('active', 'error', 'backfilling'));
 
-DROP FUNCTION delta_join.create_view(text, text, text, jsonb);
+-- An object of the database's that depends on one of them (a function
+-- whose body is SQL-standard, BEGIN ATOMIC, calling it) would keep the
+-- update from dropping it: say so under the name the user knows.
+DO $$
+DECLARE
+	dep record;
+BEGIN
+	SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) AS what,
+		   'delta_join.' OPERATOR(pg_catalog.||) p.proname OPERATOR(pg_catalog.||) '('
+		   OPERATOR(pg_catalog.||) pg_catalog.pg_get_function_identity_arguments(p.oid)
+		   OPERATOR(pg_catalog.||) ')' AS func
+	INTO dep
+	FROM pg_catalog.pg_depend d
+	JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) d.refobjid
+	WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+	  AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[
+			'delta_join.create_view(text, text, text, jsonb)'::pg_catalog.regprocedure,
+			'delta_join.refresh(text)'::pg_catalog.regprocedure]::pg_catalog.oid[])
+	  AND d.deptype OPERATOR(pg_catalog.=) 'n'
+	ORDER BY 1
+	LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'cannot update delta_join: % depends on function %, which the update replaces',
+			dep.what, dep.func
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = 'The function gains the argument concurrently, so the update makes it anew.',
+				  HINT = 'Drop that object, run ALTER EXTENSION delta_join UPDATE, then make it again.';
+	END IF;
+END $$;
+ALTER FUNCTION delta_join.create_view(text, text, text, jsonb) RENAME TO _create_view_0_1;
 CREATE FUNCTION delta_join.create_view(target text, query text,
 									   strategy text DEFAULT NULL,
 									   options jsonb DEFAULT NULL,
@@ -301,11 +331,54 @@ RETURNS regclass
 AS 'MODULE_PATHNAME', 'dj_create_view'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
-DROP FUNCTION delta_join.refresh(text);
+ALTER FUNCTION delta_join.refresh(text) RENAME TO _refresh_0_1;
 CREATE FUNCTION delta_join.refresh(target text, concurrently boolean DEFAULT false)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'dj_refresh'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
+-- The privileges an administrator gave the functions of 0.1 (REVOKE
+-- EXECUTE ... FROM PUBLIC, so that only some roles make views; GRANT ...
+-- TO a role) are the new functions' too: made anew, they were executable
+-- by PUBLIC again.  Granted here, they would count as the extension's
+-- initial privileges, which pg_dump leaves out and a restore would not
+-- give back: the new functions keep none, as after a fresh install (the
+-- shared dependency PostgreSQL 17 and later record for them goes too).
+DO $$
+DECLARE
+	pair record;
+	item record;
+BEGIN
+	FOR pair IN
+		SELECT o.proacl, o.proowner, p.new
+		FROM (VALUES ('delta_join._create_view_0_1(text, text, text, jsonb)'::pg_catalog.regprocedure,
+					  'delta_join.create_view(text, text, text, jsonb, boolean)'::pg_catalog.regprocedure),
+					 ('delta_join._refresh_0_1(text)'::pg_catalog.regprocedure,
+					  'delta_join.refresh(text, boolean)'::pg_catalog.regprocedure)) AS p(old, new)
+		JOIN pg_catalog.pg_proc o ON o.oid OPERATOR(pg_catalog.=) p.old
+		WHERE o.proacl IS NOT NULL
+	LOOP
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC, %I', pair.new,
+								  pg_catalog.pg_get_userbyid(pair.proowner));
+		FOR item IN
+			SELECT a.grantee, a.is_grantable FROM pg_catalog.aclexplode(pair.proacl) a
+		LOOP
+			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', pair.new,
+									  CASE WHEN item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+										   ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(item.grantee)) END,
+									  CASE WHEN item.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
+		DELETE FROM pg_catalog.pg_init_privs
+		WHERE classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+		  AND objoid OPERATOR(pg_catalog.=) pair.new;
+		DELETE FROM pg_catalog.pg_shdepend
+		WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+		  AND objid OPERATOR(pg_catalog.=) pair.new
+		  AND deptype OPERATOR(pg_catalog.=) 'i';
+	END LOOP;
+END $$;
+DROP FUNCTION delta_join._create_view_0_1(text, text, text, jsonb);
+DROP FUNCTION delta_join._refresh_0_1(text);
 
 -- the concurrent creates and refreshes running, from shared memory
 CREATE FUNCTION delta_join._progress(OUT view_id int, OUT pid int, OUT command text,

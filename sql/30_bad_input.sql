@@ -102,6 +102,15 @@ SELECT * FROM try_create('',
   'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
 SELECT * FROM try_create('"bad_target',
   'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
+-- a target or a source in information_schema: pg_dump does not dump the
+-- tables of that schema, so the catalog rows naming one would make the
+-- restore of every view of the database fail
+SELECT * FROM try_create('information_schema.bad_target',
+  'SELECT merchant_id, count(*) AS n FROM orders GROUP BY merchant_id');
+CREATE TABLE information_schema.bad_source (id int PRIMARY KEY, v text);
+SELECT * FROM try_create('bad_target', 'SELECT id, v FROM information_schema.bad_source');
+SELECT * FROM delta_join.explain('SELECT DISTINCT v FROM information_schema.bad_source', 'auto');
+DROP TABLE information_schema.bad_source;
 -- explain has the same errors for the same text
 SELECT * FROM try_explain('');
 SELECT * FROM try_explain('DELETE FROM orders');

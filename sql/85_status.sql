@@ -44,6 +44,22 @@ SELECT delta_join.wait('honest.per_item', interval '-5 minutes') IS NOT NULL AS 
 SELECT delta_join.wait('honest.no_such_view');
 
 --
+-- 2b. wait() in a REPEATABLE READ or SERIALIZABLE transaction block, whose
+--     snapshot predates the call, is refused: it would return true while
+--     the rest of the transaction still read the old rows.  Alone, the
+--     call is its own transaction, and the next one sees what it waited
+--     for.
+--
+INSERT INTO orders VALUES (1, 1, 106, 3);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT delta_join.wait('honest.order_item_wide');
+ROLLBACK;
+SET default_transaction_isolation = 'serializable';
+SELECT delta_join.wait('honest.order_item_wide');
+SELECT amount FROM order_item_wide WHERE order_id = 106;
+RESET default_transaction_isolation;
+
+--
 -- 3. refresh() fails when it cannot make a view correct, and says why;
 --    the view stays in error.
 --

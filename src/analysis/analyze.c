@@ -518,6 +518,15 @@ make_source(Analysis *a, RangeTblEntry *rte, int rtindex, List **indexes)
 			   pstrdup("Read the tables they are made of, or a view's target."));
 		return NULL;
 	}
+	if (get_rel_namespace(rte->relid) == get_namespace_oid(DJ_UNDUMPED_SCHEMA, true))
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: source %s is in schema %s", label, DJ_UNDUMPED_SCHEMA),
+			   psprintf("pg_dump does not dump the tables of schema %s: a dump of the database would not restore its delta views.",
+						DJ_UNDUMPED_SCHEMA),
+			   pstrdup("Keep the table in another schema."));
+		return NULL;
+	}
 
 	if (rte->relkind == RELKIND_RELATION && has_subclass(rte->relid) &&
 		find_inheritance_children(rte->relid, AccessShareLock) != NIL)

@@ -99,6 +99,16 @@ note_table(TableWalk *walk, Oid relid, char relkind, Oid parent)
 			   pstrdup("Read ordinary, logged tables."));
 		return;
 	}
+	if (get_rel_namespace(relid) == get_namespace_oid(DJ_UNDUMPED_SCHEMA, true))
+	{
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 1: %s, read by the query, is in schema %s",
+						label, DJ_UNDUMPED_SCHEMA),
+			   psprintf("pg_dump does not dump the tables of schema %s: a dump of the database would not restore its delta views.",
+						DJ_UNDUMPED_SCHEMA),
+			   pstrdup("Keep the table in another schema."));
+		return;
+	}
 	if (!analysis_check_citus(a, relid, label))
 		return;
 	if (relkind == RELKIND_PARTITIONED_TABLE &&

@@ -36,6 +36,13 @@
 #define DJ_EXTENSION_NAME	"delta_join"
 
 /*
+ * The schema whose tables pg_dump never dumps (initdb makes it): a view
+ * naming one, as source or target, would make the restore of the views'
+ * catalog fail, every view's row with it
+ */
+#define DJ_UNDUMPED_SCHEMA	"information_schema"
+
+/*
  * Versions of the extension's SQL objects (its catalog, views and
  * functions: pg_extension.extversion).  This library is made for
  * DJ_VERSION (default_version in delta_join.control) and runs the objects

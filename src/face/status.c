@@ -383,6 +383,19 @@ dj_wait(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	ops_check_primary("wait");
+
+	/*
+	 * A transaction block whose snapshot is fixed took it before this call:
+	 * what the worker applies while we wait stays invisible to the rest of
+	 * it, and a true would promise reads it cannot make.  (Alone, the call
+	 * is its own transaction, and the next one sees what it waited for.)
+	 */
+	if (IsolationUsesXactSnapshot() && IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("delta_join.wait() cannot be called in a REPEATABLE READ or SERIALIZABLE transaction block"),
+				 errdetail("The transaction's snapshot was taken before the call, so the rest of the transaction would not see what was applied while it waited."),
+				 errhint("Call delta_join.wait() before BEGIN, or use READ COMMITTED.")));
 	shmem_check();
 	catalog_require_version();
 	views = catalog_list_views();

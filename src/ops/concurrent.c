@@ -384,7 +384,10 @@ ops_refresh_view_concurrently(const char *target)
  * ----------------------------------------------------------------
  */
 
-/* Take the caller's pinned settings and search_path for this session */
+/*
+ * Take the caller's pinned settings and search_path for this session, and
+ * the transactions its steps need
+ */
 static void
 take_caller_settings(ConcurrentTask *task)
 {
@@ -408,6 +411,19 @@ take_caller_settings(ConcurrentTask *task)
 	}
 	SetConfigOption("search_path", task->data + task->search_path_off,
 					PGC_USERSET, PGC_S_SESSION);
+
+	/*
+	 * This process logged in anew, so it took the defaults that ALTER
+	 * DATABASE or ALTER ROLE ... SET give, which the caller's session may
+	 * have set otherwise: its steps must write (a read-only caller is
+	 * refused, concurrent_check_caller) and take snapshots of their own,
+	 * which only READ COMMITTED allows.  A database whose default is
+	 * SERIALIZABLE refused a caller that runs READ COMMITTED, naming the
+	 * isolation level it does not use.
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("default_transaction_read_only", "off", PGC_USERSET, PGC_S_SESSION);
 
 	/*
 	 * The caller's lock_timeout bounds every lock wait of the steps, the

@@ -236,6 +236,7 @@ create_view(const char *target, Query *query, List *hints,
 	DeltaPlan  *plan;
 	RangeVar   *rv;
 	Oid			relid;
+	Oid			target_nsp;
 	bool		created = false;
 	Oid			query_view;
 	int			view_id;
@@ -247,12 +248,18 @@ create_view(const char *target, Query *query, List *hints,
 	rv = makeRangeVarFromNameList(stringToQualifiedNameList_compat(target));
 	relid = RangeVarGetRelidExtended(rv, ExclusiveLock, RVR_MISSING_OK,
 									 check_owner_before_lock, NULL);
-	if ((OidIsValid(relid) ? get_rel_namespace(relid) : RangeVarGetCreationNamespace(rv)) ==
-		get_namespace_oid(DJ_SCHEMA, false))
+	target_nsp = OidIsValid(relid) ? get_rel_namespace(relid) : RangeVarGetCreationNamespace(rv);
+	if (target_nsp == get_namespace_oid(DJ_SCHEMA, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
 				 errmsg("a target cannot be in schema %s", DJ_SCHEMA),
 				 errdetail("That schema holds delta_join's catalog and the views' queries."),
+				 errhint("Name a table in another schema.")));
+	if (target_nsp == get_namespace_oid(DJ_UNDUMPED_SCHEMA, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("a target cannot be in schema %s", DJ_UNDUMPED_SCHEMA),
+				 errdetail("pg_dump does not dump the tables of that schema: a dump of the database would not restore its delta views."),
 				 errhint("Name a table in another schema.")));
 	foreach(lc, plan->sources)
 	{

@@ -668,6 +668,28 @@ sub _target_report
 
 =pod
 
+=item dump_restore($node, $from, $to, $name)
+
+pg_dump of database C<$from> (plain SQL), restored with psql into a new
+database C<$to> of the same node: two tests, named after C<$name>.
+
+=cut
+
+sub dump_restore
+{
+	my ($node, $from, $to, $name) = @_;
+	my $dump = $node->basedir . "/$from.sql";
+
+	command_ok([ 'pg_dump', '-d', $node->connstr($from), '-f', $dump ], "$name: pg_dump");
+	$node->safe_psql('postgres', "CREATE DATABASE $to");
+	command_ok(
+		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($to), '-f', $dump ],
+		"$name: restored");
+	return;
+}
+
+=pod
+
 =item status_text($node, $dbname)
 
 C<delta_join.status> as text, for diagnostics.

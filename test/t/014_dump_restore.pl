@@ -29,11 +29,7 @@ $node->safe_psql(
 		SELECT merchant_id, count(*) AS n, sum(amount) AS total FROM orders GROUP BY merchant_id $$);
 });
 
-my $dump = $node->basedir . '/src.sql';
-command_ok([ 'pg_dump', '-d', $node->connstr('src'), '-f', $dump ], 'pg_dump');
-$node->safe_psql('postgres', 'CREATE DATABASE copy');
-command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('copy'), '-f', $dump ],
-	'restore into another database');
+DeltaJoinTest::dump_restore($node, 'src', 'copy', 'into another database');
 
 is( $node->safe_psql('copy',
 		'SELECT string_agg(target || \':\' || array_to_string(sources, \',\'), \' \' ORDER BY target) FROM delta_join.views'),

@@ -318,12 +318,8 @@ $node->safe_psql(
 	INSERT INTO orders VALUES (10, 1, 5), (11, 2, 7), (12, 1, 1);
 	SELECT delta_join.create_view('joined_exact', \$q\$ $join \$q\$, options => '{"retract": true}');
 	SELECT delta_join.create_view('per_customer', \$q\$ $views{per_customer}[0] \$q\$);});
-my $dump = $node->basedir . '/old.sql';
-command_ok([ 'pg_dump', '-d', $node->connstr('old'), '-f', $dump ], 'pg_dump of a 0.1 database');
-$node->safe_psql('postgres', 'CREATE DATABASE restored');
-command_ok(
-	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('restored'), '-f', $dump ],
-	'restored where the default version is 0.2');
+DeltaJoinTest::dump_restore($node, 'old', 'restored',
+	'a 0.1 database, where the default version is 0.2');
 is(version('restored'), '0.2', 'the restored database has version 0.2');
 ok($node->safe_psql('restored', $objects) eq $fresh,
 	'with the objects and privileges of a fresh install');
