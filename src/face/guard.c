@@ -32,7 +32,10 @@
  *					are the views over a table one of whose generated
  *					columns got another expression (SET EXPRESSION: a
  *					stored column is rewritten without decodable changes,
- *					a virtual one computed anew).  A target renamed or
+ *					a virtual one computed anew); and so is a view whose
+ *					target had a column's type changed (the rewrite
+ *					converted the stored values, not the query's).  A
+ *					target renamed or
  *					given to another owner takes its query view along.
  *					What a query is made of, changed -- a view, function,
  *					operator, type ... it uses, or a type whose values its
@@ -680,6 +683,7 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 	List	   *relids = NIL;
 	List	   *refresh = NIL;
 	List	   *regenerated = NIL;
+	List	   *retyped = NIL;
 	List	   *classids = NIL;
 	List	   *objids = NIL;
 	bool		live;
@@ -718,6 +722,21 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 					regenerated = list_concat_unique_oid(regenerated,
 														 list_concat(self_and_ancestors(relid),
 																	 find_all_inheritors(relid, NoLock, NULL)));
+				continue;
+			}
+			/*
+			 * A column given another type: the table rewrite converted
+			 * the stored values from the old type (or by USING), not
+			 * from the query's values, so a target's rows may differ
+			 * from what the view would write (USING upper(name), a
+			 * numeric widened after it was rounded).  Its view is
+			 * refreshed.
+			 */
+			if (cmd->subtype == AT_AlterColumnType)
+			{
+				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+				if (OidIsValid(relid))
+					retyped = list_append_unique_oid(retyped, relid);
 				continue;
 			}
 			if (cmd->subtype != AT_AttachPartition &&
@@ -840,6 +859,16 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 								  get_rel_name(lfirst_oid(rc)), command));
 			break;
 		}
+	}
+
+	foreach(lc, views)
+	{
+		ViewRecord *view = lfirst(lc);
+
+		if (list_member_oid(retyped, view->target))
+			guard_repair(view, command,
+						 psprintf("a column of its target \"%s\" changed type, its values converted by the table rewrite (%s)",
+								  get_rel_name(view->target), command));
 	}
 
 	/*
