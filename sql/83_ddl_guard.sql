@@ -83,6 +83,9 @@ SELECT * FROM events_by_tenant ORDER BY tenant_id;
 --
 ALTER TABLE tenants SET UNLOGGED;
 ALTER TABLE events_by_tenant SET UNLOGGED;
+-- (a target's column renamed is refused too, the refusal naming both names:
+-- the target's columns are the query's, by name and in order)
+ALTER TABLE events_by_tenant RENAME COLUMN n TO event_count;
 
 -- ... nor may a partition of a source be unlogged, or a foreign table
 CREATE UNLOGGED TABLE events_4 PARTITION OF events FOR VALUES IN (4);

@@ -521,6 +521,10 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 			!can_coerce_type(1, &plan->coltypes[col], &att->atttypid, COERCION_ASSIGNMENT))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 strcmp(NameStr(att->attname), plan->colnames[col]) != 0 ?
+					 errmsg("column %d of target %s is named \"%s\" where the query outputs \"%s\"",
+							col + 1, dj_message_name(name), NameStr(att->attname),
+							plan->colnames[col]) :
 					 errmsg("column %d of target %s does not match the query", col + 1, dj_message_name(name)),
 					 errdetail("The target has %s %s; the query outputs %s %s.",
 							   quote_identifier(NameStr(att->attname)),
