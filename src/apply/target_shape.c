@@ -33,6 +33,8 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_subscription.h"
+#include "catalog/pg_subscription_rel.h"
 #include "catalog/pg_trigger.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
@@ -44,6 +46,8 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/catcache.h"
+#include "utils/syscache.h"
 
 #include "apply/target_shape.h"
 #include "base/delta_join.h"
@@ -338,6 +342,24 @@ target_is_guarded(Relation rel)
 }
 
 /*
+ * The subscription, if any, whose apply worker writes relid (the tables of
+ * pg_subscription_rel, those it applies changes to), or NULL.
+ */
+static char *
+target_subscription(Oid relid)
+{
+	CatCList   *list = SearchSysCacheList1(SUBSCRIPTIONRELMAP, ObjectIdGetDatum(relid));
+	char	   *result = NULL;
+
+	if (list->n_members > 0)
+		result = get_subscription_name(((Form_pg_subscription_rel)
+										GETSTRUCT(&list->members[0]->tuple))->srsubid,
+									   true);
+	ReleaseSysCacheList(list);
+	return result;
+}
+
+/*
  * Nothing but delta_join may change a target's rows, so nothing may write
  * them without its guard trigger seeing it: no rule rewriting statements
  * on it, no parent or partitioned table whose statements reach its rows, no
@@ -348,6 +370,7 @@ static void
 check_target_is_closed(Relation rel, const char *name, bool guarded)
 {
 	char	   *problem = NULL;
+	char	   *subscription;
 
 	if (rel->rd_rules != NULL)
 		problem = "has rules";
@@ -373,6 +396,13 @@ check_target_is_closed(Relation rel, const char *name, bool guarded)
 				 errmsg("target %s %s", dj_message_name(name), problem),
 				 errdetail("Statements on other tables, rules or row triggers could change its rows without delta_join knowing."),
 				 errhint("Use a plain table that nothing else writes (AFTER triggers are fine).")));
+
+	if ((subscription = target_subscription(RelationGetRelid(rel))) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target %s is a table of subscription \"%s\"", dj_message_name(name), subscription),
+				 errdetail("A subscription's apply worker fires row triggers only, so it would write the target past its guard trigger."),
+				 errhint("Take the table out of the subscription (out of the publication, then ALTER SUBSCRIPTION ... REFRESH PUBLICATION), or drop the subscription.")));
 
 	if (guarded && !target_is_guarded(rel))
 		ereport(ERROR,

@@ -20,7 +20,8 @@
  *					recompute, see below), an unlogged or foreign one, a
  *					partition created without the replica identity the view needs or
  *					unlogged, a target column added or changed, a rule on a
- *					target, its guard trigger disabled, a table inheriting
+ *					target, its guard trigger disabled, a target among the
+ *					tables of a subscription, a table inheriting
  *					it or a table it becomes a partition of ...  (Triggers
  *					and rules count as their table.)  A partition attached
  *					to or detached from a source brings rows in or out
@@ -778,6 +779,18 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 			if (OidIsValid(nspid) && get_rel_namespace(view->target) == nspid)
 				relids = list_append_unique_oid(relids, view->target);
 		}
+	}
+
+	/*
+	 * A subscription created or refreshed may take a target among the
+	 * tables its apply worker writes (pg_subscription_rel), past the guard
+	 * trigger: it fires row triggers only.  Every target is checked.
+	 */
+	if (IsA(trigdata->parsetree, CreateSubscriptionStmt) ||
+		IsA(trigdata->parsetree, AlterSubscriptionStmt))
+	{
+		foreach(lc, views)
+			relids = list_append_unique_oid(relids, ((ViewRecord *) lfirst(lc))->target);
 	}
 
 	/* (GRANT and REVOKE on tables name them only in the statement) */
