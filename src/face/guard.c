@@ -878,10 +878,19 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 	{
 		ViewRecord *view = lfirst(lc);
 
-		if (list_member_oid(retyped, view->target))
-			guard_repair(view, command,
-						 psprintf("a column of its target \"%s\" changed type, its values converted by the table rewrite (%s)",
-								  get_rel_name(view->target), command));
+		if (!list_member_oid(retyped, view->target))
+			continue;
+		/* (the fill of a concurrent create or refresh owns the target) */
+		if (view->backfilling)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot run %s: delta view %s is being backfilled",
+							command, dj_message_name(catalog_view_name(view))),
+					 errdetail("A column of its target changed type, and the view must be refreshed."),
+					 errhint("Wait for the concurrent create or refresh that runs (delta_join.progress) to end.")));
+		guard_repair(view, command,
+					 psprintf("a column of its target \"%s\" changed type, its values converted by the table rewrite (%s)",
+							  get_rel_name(view->target), command));
 	}
 
 	/*
