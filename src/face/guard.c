@@ -399,6 +399,19 @@ guard_repair(ViewRecord *view, const char *command, const char *why)
 {
 	if (view->in_error)
 		return;
+
+	/*
+	 * A concurrent create or refresh owns the view until it ends (between
+	 * its steps too): a refresh now would rebuild it behind its back, as
+	 * delta_join.refresh() would, which is refused alike.
+	 */
+	if (view->backfilling)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot run %s: delta view %s is being backfilled",
+						command, dj_message_name(catalog_view_name(view))),
+				 errdetail("The view must be refreshed because %s.", why),
+				 errhint("Wait for the concurrent create or refresh that runs (delta_join.progress) to end.")));
 	if (!runner_owns(view))
 	{
 		guard_set_error(view, command, why);
@@ -880,14 +893,6 @@ dj_on_ddl_end(PG_FUNCTION_ARGS)
 
 		if (!list_member_oid(retyped, view->target))
 			continue;
-		/* (the fill of a concurrent create or refresh owns the target) */
-		if (view->backfilling)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot run %s: delta view %s is being backfilled",
-							command, dj_message_name(catalog_view_name(view))),
-					 errdetail("A column of its target changed type, and the view must be refreshed."),
-					 errhint("Wait for the concurrent create or refresh that runs (delta_join.progress) to end.")));
 		guard_repair(view, command,
 					 psprintf("a column of its target \"%s\" changed type, its values converted by the table rewrite (%s)",
 							  get_rel_name(view->target), command));

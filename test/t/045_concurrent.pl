@@ -595,6 +595,12 @@ $node->safe_psql('lonely',
 	"SET statement_timeout = '5s'; SELECT delta_join.refresh('after_writer')");
 like($err, qr/delta view "after_writer" is being backfilled/,
 	'after_writer: a blocking refresh while the create runs is refused, not queued behind it');
+# a target column's type changed must refresh the view (the rewrite
+# converted its values): refused too, as that refresh would be
+($ret, $out, $err) = $node->psql('lonely',
+	"SET statement_timeout = '5s'; ALTER TABLE after_writer ALTER COLUMN amount TYPE numeric");
+like($err, qr/cannot run ALTER TABLE: delta view "public.after_writer" is being backfilled.*must be refreshed because a column of its target/s,
+	'after_writer: a target column retyped while the create runs is refused, not refreshed behind it');
 $writer->query_safe('COMMIT');
 $writer->quit;
 $waiting->finish;
