@@ -99,13 +99,7 @@ sub query_of
 sub text_diff
 {
 	my ($target, $query, $settings) = @_;
-	return $node->safe_psql(
-		'postgres', qq{
-		$settings
-		SELECT count(*) FROM (
-		  (SELECT q::text FROM ($query) q EXCEPT ALL SELECT t::text FROM $target t)
-		  UNION ALL
-		  (SELECT t::text FROM $target t EXCEPT ALL SELECT q::text FROM ($query) q)) d});
+	return (text_diffs([ $target, $query, $settings ]))[0];
 }
 
 # text_diff of each [ target, query, settings ], in one psql session: each
