@@ -31,6 +31,7 @@
 #include "access/table.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_subscription.h"
@@ -359,18 +360,55 @@ target_subscription(Oid relid)
 	return result;
 }
 
+/* Does a foreign key's referential action write the referencing rows? */
+static bool
+fk_action_writes(char action)
+{
+	return action != FKCONSTR_ACTION_NOACTION && action != FKCONSTR_ACTION_RESTRICT;
+}
+
+/*
+ * The name of a foreign key of rel whose ON DELETE or ON UPDATE action
+ * (CASCADE, SET NULL, SET DEFAULT) writes rel's rows when the referenced
+ * table changes, or NULL
+ */
+static char *
+writing_foreign_key(Relation rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, RelationGetFKeyList(rel))
+	{
+		ForeignKeyCacheInfo *fk = lfirst(lc);
+		HeapTuple	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(fk->conoid));
+		Form_pg_constraint con;
+		char	   *name = NULL;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		con = (Form_pg_constraint) GETSTRUCT(tuple);
+		if (fk_action_writes(con->confdeltype) || fk_action_writes(con->confupdtype))
+			name = pstrdup(NameStr(con->conname));
+		ReleaseSysCache(tuple);
+		if (name != NULL)
+			return name;
+	}
+	return NULL;
+}
+
 /*
  * Nothing but delta_join may change a target's rows, so nothing may write
  * them without its guard trigger seeing it: no rule rewriting statements
  * on it, no parent or partitioned table whose statements reach its rows, no
- * child whose rows its statements show.  Once guarded, the guard must stay
- * enabled in every replication role.
+ * child whose rows its statements show, no foreign key whose actions write
+ * it.  Once guarded, the guard must stay enabled in every replication role.
  */
 static void
 check_target_is_closed(Relation rel, const char *name, bool guarded)
 {
 	char	   *problem = NULL;
 	char	   *subscription;
+	char	   *foreign_key;
 
 	if (rel->rd_rules != NULL)
 		problem = "has rules";
@@ -390,12 +428,15 @@ check_target_is_closed(Relation rel, const char *name, bool guarded)
 			trigger->tgenabled != TRIGGER_DISABLED)
 			problem = psprintf("has BEFORE ROW trigger \"%s\"", trigger->tgname);
 	}
+	if (!problem && (foreign_key = writing_foreign_key(rel)) != NULL)
+		problem = psprintf("has foreign key \"%s\" whose ON DELETE or ON UPDATE action writes it",
+						   foreign_key);
 	if (problem)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target %s %s", dj_message_name(name), problem),
 				 errdetail("Statements on other tables, rules or row triggers could change its rows without delta_join knowing."),
-				 errhint("Use a plain table that nothing else writes (AFTER triggers are fine).")));
+				 errhint("Use a plain table that nothing else writes (AFTER triggers, and foreign keys whose actions are NO ACTION or RESTRICT, are fine).")));
 
 	if ((subscription = target_subscription(RelationGetRelid(rel))) != NULL)
 		ereport(ERROR,

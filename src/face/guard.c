@@ -297,6 +297,7 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 				(errcode(failure->sqlerrcode),
 				 errmsg("cannot run %s: delta view %s would no longer be correct",
 						command, dj_message_name(catalog_view_name(view))),
+				 failure->detail ? errdetail("%s. %s", failure->message, failure->detail) :
 				 errdetail("%s", failure->message),
 				 errhint("Drop the view with delta_join.drop_view() first, or leave the table as it is.")));
 	catalog_set_error(view,
