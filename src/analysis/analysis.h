@@ -3,8 +3,8 @@
  * analysis.h
  *	  What the files of the analyzer share: the state of one analysis and
  *	  the helpers every rule uses.  Private to the files of the analyzer
- *	  (analyze*.c, determinism.c, row_order.c, flatten.c, explain.c); the
- *	  rest of the library sees analyze.h.
+ *	  (analyze*.c, determinism.c, row_order.c, flatten.c, semi_join.c,
+ *	  explain.c); the rest of the library sees analyze.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -152,9 +152,12 @@ extern void analysis_full(Analysis *a, Query *query, List *hints);
 
 /* flatten.c */
 extern void analysis_flatten(Analysis *a, Query *query);
+extern bool analysis_is_simple_subquery(Query *sub);
+extern Bitmapset *analysis_referenced_rtes(Query *query);
+
+/* semi_join.c */
 extern bool analysis_holds_semi_join(Node *node);
 extern bool analysis_pull_up_semi_joins(Analysis *a, Query *query);
 extern void analysis_restore_anti_joins(Analysis *a, Query *query);
-extern Bitmapset *analysis_referenced_rtes(Query *query);
 
 #endif							/* DJ_ANALYSIS_H */

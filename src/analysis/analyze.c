@@ -39,8 +39,8 @@
  * analyze_tree.c the join tree and its outer joins; analyze_join.c the
  * join (rules 2, 3, 6 and 8); analyze_agg.c aggregates (rule 7);
  * analyze_union.c UNION ALL; analyze_full.c the full-recompute path;
- * flatten.c what is inlined first; explain.c the text of
- * delta_join.explain().
+ * flatten.c what is inlined first, semi_join.c the semi-joins and
+ * anti-joins pulled up; explain.c the text of delta_join.explain().
  *
  *-------------------------------------------------------------------------
  */

@@ -125,7 +125,7 @@ typedef struct DeltaPlan
 	bool		distinct;		/* SELECT DISTINCT taken as GROUP BY (groups
 								 * through joins): query has the GROUP BY */
 	bool		semi_join;		/* an EXISTS or IN taken as a DISTINCT join
-								 * (groups through joins, flatten.c) */
+								 * (groups through joins, semi_join.c) */
 	bool		anti_join;		/* a NOT EXISTS or NOT IN, its subquery's
 								 * tables among the sources (anti_join) */
 	Query	   *query;			/* analyzed query; join alias vars flattened */
