@@ -90,22 +90,26 @@ typedef struct Analysis
 
 /* analyze.c */
 extern void analysis_reject(Analysis *a, int code, char *message, char *detail, char *hint);
-extern bool analysis_check_citus(Analysis *a, Oid relid, const char *label);
-extern bool analysis_check_rls(Analysis *a, Oid relid, const char *label);
 extern bool analysis_some_source_drives(Analysis *a);
 extern char *analysis_source_name(DeltaSource *src);
 extern char *analysis_source_label(DeltaSource *src);
 extern char *analysis_column_label(DeltaSource *src, AttrNumber attno);
 extern char *analysis_column_list(Oid relid, int n, const AttrNumber *attnums);
-extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **attnums);
 extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,
 								 const DeltaOptions *options);
 extern void analysis_output(Analysis *a);
+
+/* analyze_source.c */
+extern DeltaSource *analysis_make_source(Analysis *a, RangeTblEntry *rte, int rtindex,
+										 List **indexes);
+extern bool analysis_check_citus(Analysis *a, Oid relid, const char *label);
+extern bool analysis_check_rls(Analysis *a, Oid relid, const char *label);
+extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
+extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **attnums);
 extern bool analysis_passes_as_array(DeltaSource *src, AttrNumber att, Oid *type);
 extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
 extern bool analysis_refuse_virtual(Analysis *a, DeltaSource *src, AttrNumber att,
 									const char *rule);
-extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
 
 /* analyze_agg.c */
 extern void analysis_aggregate(Analysis *a);

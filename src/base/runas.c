@@ -8,7 +8,7 @@
  * styles (timestamptz::text, ::date, to_char, ...), float output, the
  * lc_* categories that can be set per session, bytea output, the default
  * text search configuration, the XML options, how array input reads NULL,
- * and the time zone abbreviations timestamp input knows.  Rule 4 (analyze.c) lets
+ * and the time zone abbreviations timestamp input knows.  Rule 4 (determinism.c) lets
  * stable built-ins through because of this pinning.
  *
  * A runas_begin() is undone by runas_end(), or by the abort of the
