@@ -332,6 +332,35 @@ progress_backfill_running(Oid dboid, int view_id)
  * ----------------------------------------------------------------
  */
 
+/* Publish where the worker's new batch reads the WAL up to */
+void
+progress_set_reading(Oid dboid, XLogRecPtr upto)
+{
+	DbWorker   *db;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	if ((db = shmem_find_db(dboid, false)) != NULL)
+		db->reading_upto = upto;
+	LWLockRelease(worker_shared->lock);
+}
+
+/*
+ * Where the running worker of the database reads the WAL up to in its
+ * batch being made, or read to in its last one (invalid: none runs)
+ */
+XLogRecPtr
+progress_reading(Oid dboid)
+{
+	XLogRecPtr	result = InvalidXLogRecPtr;
+	DbWorker   *db;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	if ((db = shmem_find_db(dboid, false)) != NULL && db->pid != 0)
+		result = db->reading_upto;
+	LWLockRelease(worker_shared->lock);
+	return result;
+}
+
 /*
  * The WAL position every change committed so far lies before: the insert
  * position, moved back over a page header if it sits just past one (no

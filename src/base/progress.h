@@ -40,6 +40,8 @@ extern void progress_advance(Oid dboid, XLogRecPtr end_lsn);
 extern bool progress_room(void);
 extern bool progress_reserve(int view_id, List *live_view_ids);
 extern XLogRecPtr progress_wal_position_now(void);
+extern void progress_set_reading(Oid dboid, XLogRecPtr upto);
+extern XLogRecPtr progress_reading(Oid dboid);
 
 extern void progress_backfill_begin(int view_id, BackfillCommand command);
 extern void progress_backfill_phase(int view_id, BackfillPhase phase, int64 rows_expected);

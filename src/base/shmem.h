@@ -89,6 +89,8 @@ typedef struct DbWorker
 	pid_t		pid;			/* the running worker, 0 if none */
 	Latch	   *latch;			/* its latch, while pid != 0 */
 	uint64		generation;		/* bumped when the catalog changed */
+	XLogRecPtr	reading_upto;	/* where the batch being made (or the last
+								 * one) reads the WAL up to */
 	bool		distributed;	/* the database has distributed views
 								 * (citus/): its slot is kept without
 								 * views, and a transaction that changes

@@ -27,6 +27,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogutils.h"
+#include "access/xlogreader.h"
 #include "miscadmin.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
@@ -76,6 +77,61 @@ decoding_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
 	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
 		return -1;
 	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+}
+
+/*
+ * The end of the last transaction record (a commit, a prepare, an abort)
+ * that starts between from and upto, or from when none does: whatever
+ * committed before upto committed before that position too.  from and upto
+ * are record boundaries, and the WAL before upto is flushed.  A range
+ * longer than max_bytes is not read: then upto.
+ *
+ * For delta_join.wait(), which waits for the views to be applied up to the
+ * insert position at its call.  The writes of the batch being applied
+ * follow that batch's end, and with nothing committed among them the batch
+ * that reaches its end already holds every change wait() is for; without
+ * this, the next batch would first have to read all of the worker's own
+ * writes.
+ */
+XLogRecPtr
+decoding_last_xact_end(XLogRecPtr from, XLogRecPtr upto, uint64 max_bytes)
+{
+	XLogReaderState *reader;
+	volatile XLogRecPtr result = from;
+
+	if (from >= upto || upto - from > max_bytes)
+		return upto;
+	reader = XLogReaderAllocate(wal_segment_size, NULL,
+								XL_ROUTINE(.page_read = decoding_read_page,
+										   .segment_open = wal_segment_open,
+										   .segment_close = wal_segment_close),
+								NULL);
+	if (reader == NULL)
+		return upto;
+	PG_TRY();
+	{
+		if (XLogRecPtrIsInvalid(XLogFindNextRecord(reader, from)))
+			result = upto;
+		while (result < upto && reader->EndRecPtr < upto)
+		{
+			char	   *errm = NULL;
+
+			/* what cannot be read is taken for a commit at upto */
+			if (XLogReadRecord(reader, &errm) == NULL)
+				result = upto;
+			else if (XLogRecGetRmid(reader) == RM_XACT_ID &&
+					 (XLogRecGetInfo(reader) & XLOG_XACT_OPMASK) != XLOG_XACT_ASSIGNMENT &&
+					 (XLogRecGetInfo(reader) & XLOG_XACT_OPMASK) != XLOG_XACT_INVALIDATIONS)
+				result = Min(reader->EndRecPtr, upto);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_FINALLY();
+	{
+		XLogReaderFree(reader);
+	}
+	PG_END_TRY();
+	return result;
 }
 
 /*

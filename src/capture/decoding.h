@@ -24,6 +24,7 @@ extern void decoding_stop(void);
 extern XLogRecPtr decoding_position(void);
 extern bool decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto);
 extern bool decoding_behind(void);
+extern XLogRecPtr decoding_last_xact_end(XLogRecPtr from, XLogRecPtr upto, uint64 max_bytes);
 
 extern void decoding_new_batch(MemoryContext cxt);
 extern void decoding_end_batch(void);

@@ -49,6 +49,7 @@
 #include "base/delta_join.h"
 #include "base/progress.h"
 #include "base/shmem.h"
+#include "capture/decoding.h"
 #include "process/launcher.h"
 
 PG_FUNCTION_INFO_V1(dj_wait);
@@ -59,6 +60,13 @@ PG_FUNCTION_INFO_V1(dj_progress);
 
 /* A timeout longer than this is no timeout (and cannot overflow) */
 #define WAIT_FOREVER_MS		INT64CONST(1000000000000)
+
+/*
+ * The most WAL wait() reads to learn that the worker's batch holds all it
+ * waits for (decoding_last_xact_end): more costs it more than the next
+ * batch would
+ */
+#define WAIT_READ_MAX_BYTES		(64 * 1024 * 1024)
 
 /* An interval as milliseconds, at least 0, at most WAIT_FOREVER_MS */
 static int64
@@ -460,8 +468,16 @@ dj_wait(PG_FUNCTION_ARGS)
 	{
 		/* what we wait for must be flushed for the worker to read it */
 		XLogRecPtr	target_lsn = progress_wal_position_now();
+		XLogRecPtr	reading = progress_reading(MyDatabaseId);
 
 		XLogFlush(target_lsn);
+
+		/*
+		 * Past where the worker reads to, the WAL may hold nothing but its
+		 * own writes: then the batch it makes is enough (decoding.c)
+		 */
+		if (!XLogRecPtrIsInvalid(reading))
+			target_lsn = decoding_last_xact_end(reading, target_lsn, WAIT_READ_MAX_BYTES);
 		done = wait_round(&waited, target_lsn, deadline, &errors);
 	}
 

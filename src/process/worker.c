@@ -258,6 +258,7 @@ dj_worker_main(Datum main_arg)
 	{
 		db->pid = MyProcPid;
 		db->latch = MyLatch;
+		db->reading_upto = InvalidXLogRecPtr;
 	}
 	LWLockRelease(worker_shared->lock);
 	if (taken)
@@ -770,6 +771,7 @@ worker_batch(bool retry_due)
 		return;
 	}
 	upto = progress_wal_position_now();
+	progress_set_reading(worker_dboid, upto);
 	caught_up = decoding_read(policy, snapshot, upto);
 
 	if (decoding_batch_empty() && !retry_due)
