@@ -55,6 +55,21 @@ SELECT delta_join.wait('uni.float_tagged');
 SELECT * FROM float_tagged ORDER BY channel, order_id;
 SELECT * FROM diff('float_tagged', :'float_tags');
 
+-- a tag under COLLATE: the parser leaves a collated literal in a branch of
+-- type unknown (it gives the UNION ALL's type only to bare literals); the
+-- branch takes the column's type, as the planner gives it, and the tag
+-- keeps its collation, the target's key column's
+\set collated_tags 'SELECT ''web'' COLLATE "C" AS channel, w.id AS order_id, w.amount FROM web_orders w UNION ALL SELECT ''store'', s.id, s.amount FROM store_orders s'
+SELECT * FROM delta_join.explain(:'collated_tags');
+SELECT delta_join.create_view('collated_tagged', :'collated_tags', options => '{"retract": true}');
+SELECT atttypid::regtype, attcollation::regcollation
+FROM pg_attribute WHERE attrelid = 'collated_tagged'::regclass AND attname = 'channel';
+INSERT INTO store_orders VALUES (5, 1, 50);
+DELETE FROM web_orders WHERE id = 4;
+SELECT delta_join.wait('uni.collated_tagged');
+SELECT * FROM collated_tagged ORDER BY channel, order_id;
+SELECT * FROM diff('collated_tagged', :'collated_tags');
+
 -- branches that cannot be told apart: the error names the column to add
 SELECT * FROM delta_join.explain($$
   SELECT w.id AS order_id, w.amount FROM web_orders w
@@ -75,6 +90,11 @@ SELECT * FROM delta_join.explain($$
 SELECT * FROM delta_join.explain($$
   SELECT 'w'::bpchar AS channel, w.id AS order_id FROM web_orders w
   UNION ALL SELECT 'w  '::bpchar, s.id FROM store_orders s $$);
+-- nor 'web' and 'WEB' under a case-insensitive collation
+CREATE COLLATION uni_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+SELECT * FROM delta_join.explain($$
+  SELECT 'web' COLLATE uni_ci AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 'WEB', s.id FROM store_orders s $$);
 -- UNION (without ALL) compares rows across branches
 SELECT * FROM delta_join.explain($$
   SELECT 'web' AS channel, w.id AS order_id FROM web_orders w
