@@ -70,6 +70,24 @@ SELECT delta_join.wait('uni.collated_tagged');
 SELECT * FROM collated_tagged ORDER BY channel, order_id;
 SELECT * FROM diff('collated_tagged', :'collated_tags');
 
+-- a source key of another type in one branch than in the result (an
+-- integer order id beside a numeric one): the query casts it, while apply
+-- finds a branch's rows in the target by its keys as they are -- refused,
+-- where apply looks rows up by it (retract mode), instead of reading an
+-- integer as a numeric
+CREATE TABLE kiosk_orders (id int PRIMARY KEY, amount int);
+CREATE TABLE legacy_orders (id numeric PRIMARY KEY, amount int);
+INSERT INTO kiosk_orders VALUES (1, 10);
+INSERT INTO legacy_orders VALUES (1.0, 20);
+\set mixed_keys 'SELECT ''kiosk'' AS channel, k.id, k.amount FROM kiosk_orders k UNION ALL SELECT ''legacy'', l.id, l.amount FROM legacy_orders l'
+SELECT delta_join.create_view('mixed_keys_exact', :'mixed_keys', options => '{"retract": true}');
+-- (upsert mode finds rows by the target's key only, to which apply casts)
+SELECT delta_join.create_view('mixed_keys', :'mixed_keys');
+DELETE FROM kiosk_orders;
+INSERT INTO kiosk_orders VALUES (2, 30);
+SELECT delta_join.wait('uni.mixed_keys');
+SELECT * FROM mixed_keys ORDER BY channel, id;
+
 -- branches that cannot be told apart: the error names the column to add
 SELECT * FROM delta_join.explain($$
   SELECT w.id AS order_id, w.amount FROM web_orders w
