@@ -142,6 +142,28 @@ SELECT delta_join.create_view('ledger_by_acct', :'q');
 SELECT * FROM ledger_by_acct ORDER BY entry_id;
 SELECT * FROM diff('ledger_by_acct', :'q');
 
+-- in retract mode a source's key must be in the output in a column of its
+-- own type: apply finds the target's rows by the key's values as they are,
+-- and through an index of integers a bigint 4294967297 would be read as 1
+CREATE TABLE wide_keys (id bigint PRIMARY KEY, note text);
+CREATE TABLE narrow_refs (ref_id int PRIMARY KEY, id int);
+CREATE INDEX narrow_refs_id_idx ON narrow_refs (id);
+INSERT INTO wide_keys VALUES (1, 'one'), (4294967297, '2^32 + 1');
+INSERT INTO narrow_refs VALUES (1, 1);
+SELECT * FROM delta_join.explain($$
+  SELECT r.ref_id, r.id, w.note
+  FROM narrow_refs r JOIN wide_keys w ON r.id = w.id $$, options => '{"retract": true}');
+-- with w.id in the output, the row of key 1 stays when key 4294967297 goes
+SELECT $$
+  SELECT r.ref_id, r.id, w.id AS wide_id, w.note
+  FROM narrow_refs r JOIN wide_keys w ON r.id = w.id
+$$ AS q \gset
+SELECT delta_join.create_view('narrow_exact', :'q', options => '{"retract": true}');
+DELETE FROM wide_keys WHERE id = 4294967297;
+SELECT delta_join.wait('types.narrow_exact');
+SELECT * FROM narrow_exact;
+SELECT * FROM diff('narrow_exact', :'q');
+
 -- varchar(8) = text, and uuid = uuid
 SELECT $$
   SELECT l.entry_id, a.acct, a.code, l.ref

@@ -55,6 +55,39 @@ SELECT delta_join.wait('uni.float_tagged');
 SELECT * FROM float_tagged ORDER BY channel, order_id;
 SELECT * FROM diff('float_tagged', :'float_tags');
 
+-- a tag under COLLATE: the parser leaves a collated literal in a branch of
+-- type unknown (it gives the UNION ALL's type only to bare literals); the
+-- branch takes the column's type, as the planner gives it, and the tag
+-- keeps its collation, the target's key column's
+\set collated_tags 'SELECT ''web'' COLLATE "C" AS channel, w.id AS order_id, w.amount FROM web_orders w UNION ALL SELECT ''store'', s.id, s.amount FROM store_orders s'
+SELECT * FROM delta_join.explain(:'collated_tags');
+SELECT delta_join.create_view('collated_tagged', :'collated_tags', options => '{"retract": true}');
+SELECT atttypid::regtype, attcollation::regcollation
+FROM pg_attribute WHERE attrelid = 'collated_tagged'::regclass AND attname = 'channel';
+INSERT INTO store_orders VALUES (5, 1, 50);
+DELETE FROM web_orders WHERE id = 4;
+SELECT delta_join.wait('uni.collated_tagged');
+SELECT * FROM collated_tagged ORDER BY channel, order_id;
+SELECT * FROM diff('collated_tagged', :'collated_tags');
+
+-- a source key of another type in one branch than in the result (an
+-- integer order id beside a numeric one): the query casts it, while apply
+-- finds a branch's rows in the target by its keys as they are -- refused,
+-- where apply looks rows up by it (retract mode), instead of reading an
+-- integer as a numeric
+CREATE TABLE kiosk_orders (id int PRIMARY KEY, amount int);
+CREATE TABLE legacy_orders (id numeric PRIMARY KEY, amount int);
+INSERT INTO kiosk_orders VALUES (1, 10);
+INSERT INTO legacy_orders VALUES (1.0, 20);
+\set mixed_keys 'SELECT ''kiosk'' AS channel, k.id, k.amount FROM kiosk_orders k UNION ALL SELECT ''legacy'', l.id, l.amount FROM legacy_orders l'
+SELECT delta_join.create_view('mixed_keys_exact', :'mixed_keys', options => '{"retract": true}');
+-- (upsert mode finds rows by the target's key only, to which apply casts)
+SELECT delta_join.create_view('mixed_keys', :'mixed_keys');
+DELETE FROM kiosk_orders;
+INSERT INTO kiosk_orders VALUES (2, 30);
+SELECT delta_join.wait('uni.mixed_keys');
+SELECT * FROM mixed_keys ORDER BY channel, id;
+
 -- branches that cannot be told apart: the error names the column to add
 SELECT * FROM delta_join.explain($$
   SELECT w.id AS order_id, w.amount FROM web_orders w
@@ -75,6 +108,11 @@ SELECT * FROM delta_join.explain($$
 SELECT * FROM delta_join.explain($$
   SELECT 'w'::bpchar AS channel, w.id AS order_id FROM web_orders w
   UNION ALL SELECT 'w  '::bpchar, s.id FROM store_orders s $$);
+-- nor 'web' and 'WEB' under a case-insensitive collation
+CREATE COLLATION uni_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+SELECT * FROM delta_join.explain($$
+  SELECT 'web' COLLATE uni_ci AS channel, w.id AS order_id FROM web_orders w
+  UNION ALL SELECT 'WEB', s.id FROM store_orders s $$);
 -- UNION (without ALL) compares rows across branches
 SELECT * FROM delta_join.explain($$
   SELECT 'web' AS channel, w.id AS order_id FROM web_orders w

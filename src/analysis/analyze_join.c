@@ -22,6 +22,7 @@
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -578,10 +579,11 @@ plan_walks(Analysis *a)
  * Output column (0-based) that is a plain Var of column class `cls` and
  * of a source null-extended exactly when `source` is, or -1: in the rows
  * where `source` is null-extended, it must be NULL too.  With source -1,
- * of any source.
+ * of any source.  With a valid type, only a column of a type that one is
+ * binary-coercible to (or of a domain over such a type).
  */
 static int
-output_of_class(Analysis *a, int cls, int source)
+output_of_class(Analysis *a, int cls, int source, Oid type)
 {
 	int			i = 0;
 	ListCell   *lc;
@@ -596,7 +598,9 @@ output_of_class(Analysis *a, int cls, int source)
 			continue;
 		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
 			class_of(a, analysis_column_id(a, s, att)) == cls &&
-			(source < 0 || bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling)))
+			(source < 0 || bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling)) &&
+			(!OidIsValid(type) ||
+			 IsBinaryCoercible(type, getBaseType(exprType((Node *) tle->expr)))))
 			return i;
 		i++;
 	}
@@ -640,7 +644,7 @@ analysis_map_key(Analysis *a, List *key_ids)
 	{
 		int			id = lfirst_int(lc);
 		int			s = source_of_id(a, id);
-		int			col = output_of_class(a, class_of(a, id), s);
+		int			col = output_of_class(a, class_of(a, id), s, InvalidOid);
 		bool		dup = false;
 
 		if (col < 0)
@@ -749,6 +753,7 @@ map_source_keys(Analysis *a)
 		StringInfoData missing;
 		bool		needed;
 		bool		any_partner = false;
+		bool		mistyped = false;
 
 		initStringInfo(&missing);
 		src->key_output = palloc(sizeof(int) * Max(src->key_natts, 1));
@@ -757,27 +762,39 @@ map_source_keys(Analysis *a)
 		for (int k = 0; k < src->key_natts; k++)
 		{
 			int			id = analysis_column_id(a, s, src->key_attnums[k]);
+			Oid			type = get_atttype(src->relid, src->key_attnums[k]);
 
-			src->key_output[k] = output_of_class(a, class_of(a, id), s);
+			/*
+			 * (Apply finds target rows by the key's values as the source
+			 * has them: not in a column of another type that the join
+			 * equates with it, an int4 beside an int8 key.)
+			 */
+			src->key_output[k] = output_of_class(a, class_of(a, id), s, type);
 			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
-				output_of_class(a, class_of(a, id), -1);
+				output_of_class(a, class_of(a, id), -1, type);
 			any_partner |= (src->partner_output[k] >= 0);
 			if (src->key_output[k] < 0)
 			{
+				mistyped |= (output_of_class(a, class_of(a, id), s, InvalidOid) >= 0);
 				src->key_in_output = false;
 				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
 								 analysis_column_label(src, src->key_attnums[k]));
 			}
 		}
 
-		/* the key sources' own columns are reported by analysis_map_key */
+		/*
+		 * (The key sources' own columns are reported by analysis_map_key,
+		 * when none is in the output.)
+		 */
 		needed = ((plan->options.retract && !src->lookup_only) ||
 				  list_member_int(plan->anchors, s)) &&
-			!bms_is_member(s, a->key_sources);
+			(!bms_is_member(s, a->key_sources) || mistyped);
 		if (needed && !src->key_in_output)
 			analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
 							psprintf("delta view rule 8: the select list lacks %s, the key of %s",
 									 missing.data, analysis_source_label(src)),
+							mistyped ?
+							pstrdup("It has the key's value only in a column of another type, which the target's rows cannot be found by with the key's values.") :
 							plan->options.retract ?
 							pstrdup("In retract mode each target row carries the key of every source row it came from, to be replaced when that row changes.") :
 							pstrdup("With outer joins the rows of the result are told apart by the keys of the sources that are in them."),
@@ -833,7 +850,8 @@ check_join_filters(Analysis *a)
 		{
 			Var		   *var = lfirst(lc2);
 			int			s = a->rt_source[var->varno];
-			int			col = output_of_class(a, class_of(a, analysis_column_id(a, s, var->varattno)), s);
+			int			col = output_of_class(a, class_of(a, analysis_column_id(a, s, var->varattno)), s,
+											  InvalidOid);
 			bool		in_key = false;
 
 			for (int k = 0; k < a->plan->key_ncolumns; k++)

@@ -23,6 +23,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
@@ -53,6 +54,34 @@ union_all_leaves(Node *node, List **leaves)
 	return false;
 }
 
+/*
+ * Give a branch's output columns that the parser left of type unknown the
+ * UNION ALL's column type, as the planner does when it runs the query.
+ * The parser resolves only bare literals in a branch; a literal under
+ * COLLATE ('web' COLLATE "C" AS channel) stays unknown there, and a
+ * branch analysed on its own must output what the target's column takes.
+ */
+static void
+branch_resolve_unknowns(Query *branch, SetOperationStmt *op)
+{
+	int			col = 0;
+	ListCell   *lc;
+
+	foreach(lc, branch->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (exprType((Node *) tle->expr) == UNKNOWNOID)
+			tle->expr = (Expr *) coerce_type(NULL, (Node *) tle->expr, UNKNOWNOID,
+											 list_nth_oid(op->colTypes, col),
+											 list_nth_int(op->colTypmods, col),
+											 COERCION_IMPLICIT, COERCE_IMPLICIT_CAST, -1);
+		col++;
+	}
+}
+
 /* Output column col of a branch: its constant (not NULL), or NULL */
 static Const *
 branch_constant(Query *branch, int col)
@@ -70,6 +99,9 @@ branch_constant(Query *branch, int col)
 		if (n++ != col)
 			continue;
 		expr = strip_implicit_coercions((Node *) tle->expr);
+		/* (COLLATE changes how a constant compares, not the constant) */
+		if (IsA(expr, CollateExpr))
+			expr = strip_implicit_coercions((Node *) ((CollateExpr *) expr)->arg);
 		if (IsA(expr, Const) && !((Const *) expr)->constisnull)
 			return (Const *) expr;
 		return NULL;
@@ -242,6 +274,7 @@ analysis_union(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 
 		ba->collect = a->collect;
 		ba->label = psprintf("branch %d of the UNION ALL", b + 1);
+		branch_resolve_unknowns(rte->subquery, (SetOperationStmt *) query->setOperations);
 		branch = analysis_query(ba, rte->subquery, branch_hints(hints, b), options);
 		a->branch_analyses = lappend(a->branch_analyses, ba);
 		plan->branches = lappend(plan->branches, branch);

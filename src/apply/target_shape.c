@@ -486,7 +486,8 @@ column_is_key(DeltaPlan *plan, int col)
  * the region columns of each source whose slice retract mode replaces or
  * that anchors outer joins (region true), and the partner columns of each
  * source outer joins can null-extend (region false, only when the output
- * holds some).
+ * holds some).  fn gets the view's plan and the branch's (the view's own
+ * without a UNION ALL).
  */
 void
 target_foreach_lookup_columns(DeltaPlan *plan, TargetLookupColumnsFn fn, void *arg)
@@ -510,10 +511,10 @@ target_foreach_lookup_columns(DeltaPlan *plan, TargetLookupColumnsFn fn, void *a
 				 list_member_int(p->anchors, s)) && src->key_in_output)
 			{
 				ncols = target_region_columns(p, src, cols);
-				fn(plan, ncols, cols, true, arg);
+				fn(plan, p, ncols, cols, true, arg);
 			}
 			if (!src->lookup_only && (ncols = target_partner_columns(p, src, cols)) > 0)
-				fn(plan, ncols, cols, false, arg);
+				fn(plan, p, ncols, cols, false, arg);
 		}
 	}
 }
@@ -533,12 +534,51 @@ target_column_names(DeltaPlan *plan, int ncols, const int *cols)
 
 /* Mark the lookup columns in the array arg (target_foreach_lookup_columns) */
 static void
-mark_lookup_columns(DeltaPlan *plan, int ncols, const int *cols, bool region, void *arg)
+mark_lookup_columns(DeltaPlan *plan, DeltaPlan *branch, int ncols, const int *cols,
+					bool region, void *arg)
 {
 	bool	   *looked_up = arg;
 
 	for (int k = 0; k < ncols; k++)
 		looked_up[cols[k]] = true;
+}
+
+/*
+ * Check that a branch of a UNION ALL outputs the UNION's type (or one
+ * binary-coercible to it) in the columns apply finds target rows by
+ * (target_foreach_lookup_columns; the tag is cast apart).  The planner
+ * casts a branch's column to the UNION's type (an integer key beside a
+ * numeric one); apply looks the rows up by a branch's source keys as they
+ * are, and the index would read an integer as a numeric, a pointer.
+ */
+static void
+check_branch_lookup_types(DeltaPlan *plan, DeltaPlan *branch, int ncols, const int *cols,
+						  bool region, void *arg)
+{
+	for (int k = 0; k < ncols; k++)
+	{
+		int			col = cols[k];
+		Oid			type = branch->coltypes[col];
+
+		if (col == branch->tag_column || type == plan->coltypes[col] ||
+			IsBinaryCoercible(type, plan->coltypes[col]))
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" is of type %s in a branch of the UNION ALL and of type %s in its result",
+						plan->colnames[col], format_type_be(type),
+						format_type_be(plan->coltypes[col])),
+				 errdetail("Apply finds the target's rows by this column, which holds a source's key, with the key's values as the branch has them."),
+				 errhint("Give the key columns that this column takes the same type in the sources of every branch.")));
+	}
+}
+
+/* Check the branches of a UNION ALL (check_branch_lookup_types) */
+void
+target_check_branch_types(DeltaPlan *plan)
+{
+	if (plan->branches != NIL)
+		target_foreach_lookup_columns(plan, check_branch_lookup_types, NULL);
 }
 
 /*
@@ -562,6 +602,7 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 	int			col = 0;
 
 	target_foreach_lookup_columns(plan, mark_lookup_columns, looked_up);
+	target_check_branch_types(plan);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -708,7 +749,8 @@ target_check_key_index(Oid relid, DeltaPlan *plan)
 
 /* Refuse a target lacking an index on region columns (arg: its OID) */
 static void
-check_lookup_index(DeltaPlan *plan, int ncols, const int *cols, bool region, void *arg)
+check_lookup_index(DeltaPlan *plan, DeltaPlan *branch, int ncols, const int *cols,
+				   bool region, void *arg)
 {
 	Oid			relid = *(Oid *) arg;
 	char	   *names;

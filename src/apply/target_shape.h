@@ -28,11 +28,12 @@ extern void target_check_key_index(Oid relid, DeltaPlan *plan);
 extern void target_check_lookup_indexes(Oid relid, DeltaPlan *plan);
 
 /* One set of lookup columns, for target_foreach_lookup_columns */
-typedef void (*TargetLookupColumnsFn) (DeltaPlan *plan, int ncols, const int *cols,
-									   bool region, void *arg);
+typedef void (*TargetLookupColumnsFn) (DeltaPlan *plan, DeltaPlan *branch, int ncols,
+									   const int *cols, bool region, void *arg);
 extern void target_foreach_lookup_columns(DeltaPlan *plan, TargetLookupColumnsFn fn,
 										  void *arg);
 extern char *target_column_names(DeltaPlan *plan, int ncols, const int *cols);
+extern void target_check_branch_types(DeltaPlan *plan);
 extern Oid	target_guard_function(void);
 extern bool target_is_guarded(Relation rel);
 extern char *target_qualified_name(Oid relid);

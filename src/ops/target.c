@@ -307,7 +307,8 @@ typedef struct AddedIndexes
  * *arg, the list of those made (target_foreach_lookup_columns)
  */
 static void
-add_index_on(DeltaPlan *plan, int ncols, const int *cols, bool region, void *arg)
+add_index_on(DeltaPlan *plan, DeltaPlan *branch, int ncols, const int *cols, bool region,
+			 void *arg)
 {
 	AddedIndexes *added = arg;
 	char	   *names;

@@ -288,6 +288,7 @@ create_view(const char *target, Query *query, List *hints,
 	}
 	else
 	{
+		target_check_branch_types(plan);
 		relid = target_create(rv, plan);
 		created = true;
 	}
