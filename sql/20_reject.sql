@@ -182,6 +182,10 @@ SELECT * FROM try_create('t', $$
 SELECT * FROM try_create('t', $$
   SELECT i.merchant_id, i.item_id, t.descr
   FROM items i JOIN tags t ON i.item_id::text = t.tag $$);
+-- a column compared under another collation than its own
+SELECT * FROM try_create('t', $$
+  SELECT i.merchant_id, i.item_id, t.descr
+  FROM items i JOIN tags t ON i.item_name COLLATE "C" = t.tag $$);
 
 ----------------------------------------------------------------------
 -- Rule 4: no volatile functions anywhere.

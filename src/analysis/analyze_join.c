@@ -158,6 +158,53 @@ equality_keeps_column(Analysis *a, int source, AttrNumber attno, Oid opno, Oid c
 }
 
 /*
+ * Reject a join condition one side of which is not a plain column: say
+ * how it changes the column, when it only casts it or gives it another
+ * collation, which a plain column's own type or collation would avoid.
+ */
+static void
+reject_computed_join(Analysis *a, Node *side, Bitmapset *lsources, Bitmapset *rsources)
+{
+	List	   *vars = pull_var_clause(side, 0);
+	Var		   *var = linitial(vars);
+	DeltaSource *src = SOURCE(a, a->rt_source[var->varno]);
+	Node	   *inner = NULL;
+	const char *how = "is computed";
+	const char *hint = "Compare plain columns (store the computed value in a column of the source, with an index on it).";
+
+	side = strip_relabel(side);
+	if (IsA(side, FuncExpr) && ((FuncExpr *) side)->args != NIL &&
+		(((FuncExpr *) side)->funcformat == COERCE_IMPLICIT_CAST ||
+		 ((FuncExpr *) side)->funcformat == COERCE_EXPLICIT_CAST))
+		inner = linitial(((FuncExpr *) side)->args);
+	else if (IsA(side, CoerceViaIO))
+		inner = (Node *) ((CoerceViaIO *) side)->arg;
+	else if (IsA(side, CollateExpr))
+		inner = (Node *) ((CollateExpr *) side)->arg;
+	if (inner != NULL && IsA(strip_relabel(inner), Var))
+	{
+		if (IsA(side, CollateExpr))
+		{
+			how = psprintf("is compared under collation %s",
+						   generate_collation_name(((CollateExpr *) side)->collOid));
+			hint = "Compare the column under its own collation, or give it the collation the join needs (ALTER TABLE ... ALTER COLUMN ... TYPE ... COLLATE ...), with an index on it.";
+		}
+		else
+		{
+			how = psprintf("is cast to %s", format_type_be(exprType(side)));
+			hint = "Join columns of one type, or of types compared without a cast (integer and bigint); or store the cast value in a column of the source, with an index on it.";
+		}
+	}
+	a->computed_joins = lappend(a->computed_joins, bms_union(lsources, rsources));
+	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+					psprintf("delta view rule 3: join key %s %s in a join condition between %s and %s",
+							 analysis_column_label(src, var->varattno), how,
+							 sources_label(a, lsources), sources_label(a, rsources)),
+					pstrdup("Join keys must reach the join unchanged, so that a lookup through an index finds the same rows."),
+					pstrdup(hint));
+}
+
+/*
  * Split the quals into join conditions and filters.  A qual is a join
  * condition when it is a btree equality between plain columns of two
  * different sources; a btree equality between columns of different sources
@@ -220,19 +267,7 @@ classify_quals(Analysis *a, List *quals)
 				class_merge(a, analysis_column_id(a, ls, la), analysis_column_id(a, rs, ra));
 		}
 		else
-		{
-			List	   *vars = pull_var_clause(lplain ? r : l, 0);
-			Var		   *var = linitial(vars);
-			DeltaSource *src = SOURCE(a, a->rt_source[var->varno]);
-
-			a->computed_joins = lappend(a->computed_joins, bms_union(lsources, rsources));
-			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-				   psprintf("delta view rule 3: join key %s is computed in a join condition between %s and %s",
-							analysis_column_label(src, var->varattno),
-							sources_label(a, lsources), sources_label(a, rsources)),
-				   pstrdup("Join keys must reach the join unchanged, so that a lookup through an index finds the same rows."),
-				   pstrdup("Compare plain columns (store the computed value in a column of the source, with an index on it)."));
-		}
+			reject_computed_join(a, lplain ? r : l, lsources, rsources);
 	}
 }
 
