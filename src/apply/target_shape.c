@@ -345,6 +345,12 @@ target_is_guarded(Relation rel)
 /*
  * The subscription, if any, whose apply worker writes relid (the tables of
  * pg_subscription_rel, those it applies changes to), or NULL.
+ *
+ * A Citus shard move's or split's own subscription ("citus_shard_move_..."
+ * or "citus_shard_split_...") is not one: it lists the shard being split on
+ * every node a half goes to, the node that holds it too, but Citus's
+ * decoder sends its rows to the halves only, and a moved shard gets its
+ * view once the move has committed.
  */
 static char *
 target_subscription(Oid relid)
@@ -352,10 +358,19 @@ target_subscription(Oid relid)
 	CatCList   *list = SearchSysCacheList1(SUBSCRIPTIONRELMAP, ObjectIdGetDatum(relid));
 	char	   *result = NULL;
 
-	if (list->n_members > 0)
-		result = get_subscription_name(((Form_pg_subscription_rel)
-										GETSTRUCT(&list->members[0]->tuple))->srsubid,
-									   true);
+	for (int i = 0; result == NULL && i < list->n_members; i++)
+	{
+		char	   *name = get_subscription_name(((Form_pg_subscription_rel)
+												  GETSTRUCT(&list->members[i]->tuple))->srsubid,
+												 true);
+
+		if (name == NULL ||
+			((strncmp(name, "citus_shard_move_subscription_", 30) == 0 ||
+			  strncmp(name, "citus_shard_split_subscription_", 31) == 0) &&
+			 OidIsValid(citus_shard_of(relid))))
+			continue;
+		result = name;
+	}
 	ReleaseSysCacheList(list);
 	return result;
 }

@@ -589,6 +589,8 @@ options_resolve(DeltaOptions *options, const char *strategy, Jsonb *json)
 	options->retract = false;
 	options->manual_writes = false;
 	options->refresh_interval_ms = DJ_DEFAULT_REFRESH_INTERVAL_MS;
+	options->distributed = false;
+	options->catalog_01 = false;
 	options->seed_queue_size = -1;
 	options->seed_max_inflight = -1;
 	options->seed_buffer_capacity = -1;

@@ -22,9 +22,16 @@ chomp $pkglibdir;
 plan skip_all => "Citus is not installed ($pkglibdir/citus.so)"
   unless -f "$pkglibdir/citus.so";
 
-my $node = DeltaJoinTest::new_node('citus',
-	conf => { shared_preload_libraries => 'citus,delta_join', max_connections => '60' },
-	extension => 0);
+# (a split connects to the node over TCP, as citus.local_hostname)
+my %conf = (
+	shared_preload_libraries => 'citus,delta_join',
+	max_connections => '60',
+	listen_addresses => '127.0.0.1',
+	'citus.local_hostname' => '127.0.0.1');
+# Citus's splits decode with its own plugin
+$conf{output_plugin_libraries} = 'pgoutput, test_decoding, delta_join, citus'
+  if DeltaJoinTest::has_output_plugin_libraries();
+my $node = DeltaJoinTest::new_node('citus', conf => \%conf, extension => 0);
 $node->safe_psql(
 	'postgres', q{
 	CREATE EXTENSION citus;
@@ -83,6 +90,25 @@ DeltaJoinTest::target_ok($node, 'joined', $join, 'a distributed view refreshed',
 is( $node->safe_psql('postgres',
 		q{SELECT target || ' ' || state || ' ' || shard_groups FROM delta_join.distributed_status}),
 	'public.joined active 4', 'distributed_status shows it, over its 4 shard groups');
+
+# A shard split that keeps a half on the node of the shard it splits, as
+# isolate_tenant_to_new_shard does (here every half: one node).  Citus's
+# split subscription on that node lists the shard being split, the target
+# shard of the group's view among them, although its decoder sends their
+# rows to the halves only: the check that refuses a subscription writing a
+# target refused it, and the split failed.
+my ($ret, $out, $err) = $node->psql('postgres',
+	"SELECT isolate_tenant_to_new_shard('orders', 11, 'CASCADE', shard_transfer_mode => 'force_logical')");
+is($ret, 0, 'isolate_tenant_to_new_shard of the sources of a distributed view') or diag($err);
+$node->safe_psql('postgres',
+	'CALL citus_cleanup_orphaned_resources(); UPDATE orders SET amount = amount + 1 WHERE merchant_id BETWEEN 9 AND 12');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('joined', '60s')"), 't',
+	'wait() after the split');
+DeltaJoinTest::target_ok($node, 'joined', $join, 'a distributed view after its tenant was isolated',
+	mode => 'upsert');
+is( $node->safe_psql('postgres',
+		q{SELECT target || ' ' || state || ' ' || shard_groups FROM delta_join.distributed_status}),
+	'public.joined active 6', 'the split shard group became three, each with its view');
 
 like(
 	error_of(q{SELECT delta_join.create_view('rates', 'SELECT code, rate FROM currencies')}),
@@ -196,7 +222,7 @@ is($node->safe_psql('postgres', "SELECT delta_join.wait('joined_c')"), 't', 'wai
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) || ' ' || bool_and(state = 'active')
 		  FROM delta_join.views WHERE managed_by = 'public.joined_c'}),
-	'4 true', 'every shard group has its view, active');
+	'6 true', 'every shard group has its view, active');
 is( $node->safe_psql('postgres',
 		q{SELECT refreshed IS NULL FROM delta_join.distributed_catalog WHERE target = 'public.joined_c'}),
 	't', 'and the definition no longer says the create is running');
@@ -249,7 +275,7 @@ $node->safe_psql('postgres',
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) || ' ' || bool_and(state = 'active') FROM delta_join.views
 		  WHERE managed_by = '"Odd Schema"."Wide ''n'' Odd"'}),
-	'4 true', 'a concurrent create into a target whose names need quoting');
+	'6 true', 'a concurrent create into a target whose names need quoting');
 is( $node->safe_psql('postgres',
 		qq{SELECT count(*) FROM (($join) EXCEPT ALL SELECT * FROM "Odd Schema"."Wide 'n' Odd") missing}),
 	'0', 'its target holds every row of the query');

@@ -379,6 +379,18 @@ like(
 	error_of($coord, "SELECT delta_join.create_view('local_target', \$q\$ $agg \$q\$)"),
 	qr/55000: target "local_target" is not distributed by column "merchant_id", co-located with orders/,
 	'an existing target must be distributed and co-located');
+# On a worker node (whose Citus catalog lists the distributed tables too)
+# a view over them is refused, as everywhere but on the coordinator: the
+# check read the options' "distributed" flag, which create_view and
+# explain left uninitialised, and let the view be made (it went to error)
+like(
+	error_of($workers[0], "SELECT delta_join.create_view('on_worker', \$q\$ $agg \$q\$)"),
+	qr/0A000: delta view rule 1: source "public.orders" is a distributed table of Citus.*HINT:  Create the view on the Citus coordinator/s,
+	'create_view over a distributed table on a worker node is refused, naming the coordinator');
+like(
+	$workers[0]->safe_psql('postgres', "SELECT string_agg(e, E'\\n') FROM delta_join.explain(\$q\$ $agg \$q\$) e"),
+	qr/delta view rule 1: source "public.orders" is a distributed table of Citus/,
+	'and explain() there says why');
 
 # An existing distributed target must be empty, its rows read through Citus
 # from the worker nodes; once emptied, it is taken
