@@ -189,6 +189,10 @@ CREATE TABLE shop_notes (note_id bigint PRIMARY KEY, note text);
 CREATE INDEX ON shop_orders (i);
 SELECT delta_join.create_view('shop_noted',
   'SELECT o.m, o.o, n.note FROM shop_orders o LEFT JOIN shop_notes n ON n.note_id = o.i');
+-- ... nor by one of another type (an int key beside the bigint o.i)
+CREATE TABLE shop_labels (label_id int PRIMARY KEY, label text);
+SELECT delta_join.create_view('shop_labelled',
+  'SELECT o.m, o.o, o.i, l.label FROM shop_orders o LEFT JOIN shop_labels l ON l.label_id = o.i');
 
 --
 -- 8. Upsert mode, a key whose equal values differ in their bytes (numeric

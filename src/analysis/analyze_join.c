@@ -789,6 +789,7 @@ map_source_keys(Analysis *a)
 		bool		needed;
 		bool		any_partner = false;
 		bool		mistyped = false;
+		bool		partner_mistyped = false;
 
 		initStringInfo(&missing);
 		src->key_output = palloc(sizeof(int) * Max(src->key_natts, 1));
@@ -808,6 +809,8 @@ map_source_keys(Analysis *a)
 			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
 				output_of_class(a, class_of(a, id), -1, type);
 			any_partner |= (src->partner_output[k] >= 0);
+			partner_mistyped |= (src->partner_output[k] < 0 &&
+								 output_of_class(a, class_of(a, id), -1, InvalidOid) >= 0);
 			if (src->key_output[k] < 0)
 			{
 				mistyped |= (output_of_class(a, class_of(a, id), s, InvalidOid) >= 0);
@@ -844,9 +847,14 @@ map_source_keys(Analysis *a)
 		if (!plan->options.retract && !bms_is_empty(src->nulling) && !src->lookup_only &&
 			src->key_natts > 0 && !any_partner)
 			analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
-							psprintf("delta view rule 8: the select list holds no column equal to a key column of %s, which an outer join can null-extend",
+							psprintf(partner_mistyped ?
+									 "delta view rule 8: the select list holds columns equal to a key column of %s, which an outer join can null-extend, only of other types" :
+									 "delta view rule 8: the select list holds no column equal to a key column of %s, which an outer join can null-extend",
 									 analysis_source_label(src)),
 							pstrdup("When its row goes, the rows it was joined in are found in the target by such a column, and get their null-extended row back."),
+							partner_mistyped ?
+							psprintf("Add %s to the select list (the key's values cannot find rows by a column of another type); or use retract mode.",
+									 analysis_column_label(src, src->key_attnums[0])) :
 							psprintf("Add %s, or the column of the preserved side the join equates with it, to the select list; or use retract mode.",
 									 analysis_column_label(src, src->key_attnums[0])));
 	}
