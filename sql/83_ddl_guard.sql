@@ -424,6 +424,12 @@ SELECT * FROM diff('kept_c', :'q_c');
 SELECT * FROM diff('kept_cast', :'q_cast');
 SELECT target, state FROM delta_join.status WHERE target::text LIKE 'guard.kept%' ORDER BY target;
 
+-- a target dropped takes its view along, and says so
+CREATE TABLE drop_src (id int PRIMARY KEY, v int);
+SELECT delta_join.create_view('dropped_with', 'SELECT id, v FROM drop_src');
+DROP TABLE dropped_with;
+SELECT count(*) FROM delta_join.views WHERE target::text LIKE '%dropped_with';
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

@@ -991,6 +991,11 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 		if (list_member_oid(dropped, view->target))
 		{
 			/* the table is gone, and with it the view */
+			char	   *name = OidIsValid(view->query_view) ? get_rel_name(view->query_view) : NULL;
+
+			if (name != NULL)
+				ereport(NOTICE,
+						(errmsg("delta view %s is dropped with its target", dj_message_name(name))));
 			catalog_delete_view(view->view_id);
 			if (OidIsValid(view->query_view) && !list_member_oid(dropped, view->query_view))
 				query_drop(view->query_view);
