@@ -217,6 +217,9 @@ SELECT * FROM try_create('refused', 'SELECT g, ARRAY(SELECT s.id FROM scores s W
 SELECT * FROM try_create('refused', 'SELECT g, string_agg(n::text, '','' ORDER BY n) AS ns FROM scores GROUP BY g');
 SELECT * FROM try_create('refused', 'SELECT g, string_agg(x, '','') AS xs FROM scores GROUP BY g');
 SELECT * FROM try_create('refused', 'SELECT g, array_agg(DISTINCT n) AS ns FROM scores GROUP BY g');
+-- an ordered-set aggregate's WITHIN GROUP takes no tie-breaking column:
+-- the hint asks for a sort value whose equal values are the same
+SELECT * FROM try_create('refused', 'SELECT g, percentile_disc(0.5) WITHIN GROUP (ORDER BY n) AS p FROM scores GROUP BY g');
 SELECT * FROM try_create('refused', 'SELECT id FROM scores TABLESAMPLE SYSTEM (50) WHERE g IN (SELECT g FROM groups TABLESAMPLE BERNOULLI (50))');
 
 --

@@ -771,6 +771,16 @@ row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level)
 			   pstrdup("Aggregate values whose equal values are the same (e.g. cast to text), or remove DISTINCT."));
 		return;
 	}
+	if (agg->aggkind == AGGKIND_ORDERED_SET)
+	{
+		/* its WITHIN GROUP takes no more columns to break ties with */
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 4: the ORDER BY inside aggregate %s() can leave ties", name),
+			   pstrdup("Its result depends on which of the rows that tie it reads first, which recomputing a group reproduces only if equal values are the same value."),
+			   psprintf("Sort on a value of a type whose equal values are the same (an integer, a date, text under a deterministic collation; not numeric or float), e.g. %s(...) WITHIN GROUP (ORDER BY x).",
+						name));
+		return;
+	}
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 		   agg->aggorder == NIL ?
 		   psprintf("delta view rule 4: aggregate %s() needs ORDER BY inside the call", name) :
