@@ -616,7 +616,12 @@ varies_walker(Node *node, VariesWalk *walk)
 		return false;
 	foreach(lc, walk->keys)
 	{
-		if (equal(node, ((OrderKey *) lfirst(lc))->expr))
+		Node	   *key = ((OrderKey *) lfirst(lc))->expr;
+
+		/* a COLLATE clause changes how values compare, not the values */
+		if (IsA(key, CollateExpr) && equal(node, ((CollateExpr *) key)->arg))
+			return false;
+		if (equal(node, key))
 			return false;
 	}
 	if (drops_what_ties_differ_in(node, walk->tied))
