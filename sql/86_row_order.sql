@@ -168,6 +168,9 @@ SELECT * FROM full_path('SELECT g, string_agg(r::text, '','' ORDER BY r) AS rs F
 SELECT * FROM full_path('SELECT g, array_agg(DISTINCT n) AS ns FROM scores GROUP BY g');
 SELECT * FROM full_path('SELECT g, percentile_disc(0.5) WITHIN GROUP (ORDER BY n) AS p FROM scores GROUP BY g');
 SELECT * FROM full_path('SELECT g, string_agg(x COLLATE "C", '','' ORDER BY x COLLATE "C") AS xs FROM scores GROUP BY g');
+-- (the COLLATE of the sort alone is enough: it changes how values compare,
+-- not the values, and under "C" equal values are the same)
+SELECT * FROM full_path('SELECT g, string_agg(x, '','' ORDER BY x COLLATE "C") AS xs FROM scores GROUP BY g');
 SELECT * FROM full_path('SELECT g, string_agg(x, '','' ORDER BY u) AS xs FROM scores GROUP BY g');
 -- ties that cannot change the value: percentile_cont over an integer sorts
 -- on its cast to float8, which is never -0; a char sorted on and shown as
@@ -217,6 +220,9 @@ SELECT * FROM try_create('refused', 'SELECT g, ARRAY(SELECT s.id FROM scores s W
 SELECT * FROM try_create('refused', 'SELECT g, string_agg(n::text, '','' ORDER BY n) AS ns FROM scores GROUP BY g');
 SELECT * FROM try_create('refused', 'SELECT g, string_agg(x, '','') AS xs FROM scores GROUP BY g');
 SELECT * FROM try_create('refused', 'SELECT g, array_agg(DISTINCT n) AS ns FROM scores GROUP BY g');
+-- an ordered-set aggregate's WITHIN GROUP takes no tie-breaking column:
+-- the hint asks for a sort value whose equal values are the same
+SELECT * FROM try_create('refused', 'SELECT g, percentile_disc(0.5) WITHIN GROUP (ORDER BY n) AS p FROM scores GROUP BY g');
 SELECT * FROM try_create('refused', 'SELECT id FROM scores TABLESAMPLE SYSTEM (50) WHERE g IN (SELECT g FROM groups TABLESAMPLE BERNOULLI (50))');
 
 --
@@ -228,7 +234,7 @@ SELECT * FROM try_create('refused', 'SELECT id FROM scores TABLESAMPLE SYSTEM (5
 \set distinct_on_q 'SELECT DISTINCT ON (g) g, id, x FROM scores ORDER BY g, x, id'
 \set numbered_q 'SELECT g, x, row_number() OVER (PARTITION BY g ORDER BY x) AS rn FROM scores'
 \set running_q 'SELECT id, string_agg(x, '''') OVER (PARTITION BY g ORDER BY x) AS acc, first_value(x) OVER (PARTITION BY g ORDER BY x) AS f FROM scores'
-\set lists_q 'SELECT g, string_agg(name, '','' ORDER BY name) AS names, string_agg(pos::text, '','' ORDER BY pos) AS ps FROM scores GROUP BY g'
+\set lists_q 'SELECT g, string_agg(name, '','' ORDER BY name) AS names, string_agg(pos::text, '','' ORDER BY pos) AS ps, string_agg(x, '','' ORDER BY x COLLATE "C") AS xs FROM scores GROUP BY g'
 \set alike_q 'SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY pos) AS m, percentile_cont(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY u) AS q FROM scores GROUP BY g'
 \set pads_q 'SELECT g, string_agg(c::text, '','' ORDER BY c) AS cs FROM pads GROUP BY g'
 \set arrays_q 'SELECT g, ARRAY(SELECT s.x FROM scores s WHERE s.g = groups.g ORDER BY s.x) AS xs, (SELECT s.id FROM scores s WHERE s.g = groups.g ORDER BY s.x, s.id LIMIT 1) AS first_id FROM groups'

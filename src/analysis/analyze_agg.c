@@ -284,7 +284,7 @@ analysis_aggregate(Analysis *a)
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 			   pstrdup("delta view rule 7: aggregates over a join are not supported"),
 			   pstrdup("An aggregate view groups the rows of one table."),
-			   pstrdup("Aggregate one table, or keep the join as a view of its own."));
+			   pstrdup("Aggregate one table, keep the join as a view of its own, or let strategy auto maintain the view by keyed recompute of groups through joins."));
 		return;
 	}
 	src = SOURCE(a, 0);

@@ -616,7 +616,12 @@ varies_walker(Node *node, VariesWalk *walk)
 		return false;
 	foreach(lc, walk->keys)
 	{
-		if (equal(node, ((OrderKey *) lfirst(lc))->expr))
+		Node	   *key = ((OrderKey *) lfirst(lc))->expr;
+
+		/* a COLLATE clause changes how values compare, not the values */
+		if (IsA(key, CollateExpr) && equal(node, ((CollateExpr *) key)->arg))
+			return false;
+		if (equal(node, key))
 			return false;
 	}
 	if (drops_what_ties_differ_in(node, walk->tied))
@@ -769,6 +774,16 @@ row_order_check_aggregate(Analysis *a, Aggref *agg, Query *level)
 			   psprintf("delta view rule 4: DISTINCT inside aggregate %s() keeps one of values that are equal but can differ", name),
 			   pstrdup("Of the values its DISTINCT finds equal, it keeps the one it reads first, which recomputing a group reproduces only if equal values are the same value."),
 			   pstrdup("Aggregate values whose equal values are the same (e.g. cast to text), or remove DISTINCT."));
+		return;
+	}
+	if (agg->aggkind == AGGKIND_ORDERED_SET)
+	{
+		/* its WITHIN GROUP takes no more columns to break ties with */
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+			   psprintf("delta view rule 4: the ORDER BY inside aggregate %s() can leave ties", name),
+			   pstrdup("Its result depends on which of the rows that tie it reads first, which recomputing a group reproduces only if equal values are the same value."),
+			   psprintf("Sort on a value of a type whose equal values are the same (an integer, a date, text under a deterministic collation; not numeric or float), e.g. %s(...) WITHIN GROUP (ORDER BY x).",
+						name));
 		return;
 	}
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
