@@ -743,7 +743,14 @@ dj_launcher_main(Datum main_arg)
 						 nap_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	proc_exit(0);
+
+	/*
+	 * Not 0, which tells the postmaster that we are done for good: it would
+	 * forget us, and no worker would be started again until a restart.
+	 * Terminated by someone, we come back after bgw_restart_time, as core's
+	 * logical replication launcher does; at shutdown nothing restarts.
+	 */
+	proc_exit(1);
 }
 
 static void

@@ -7,6 +7,12 @@
 # and after a few DROP DATABASE the server refused every new view, "too
 # many delta views", though far fewer than max_views existed.  An entry of
 # a database that no longer exists is free.
+#
+# The launcher, terminated (pg_terminate_backend, or SIGTERM from the
+# shell), ended as a background worker that has finished: the postmaster
+# forgot it, and no apply worker that stopped was ever started again
+# until the server restarted -- every view of a database whose worker then
+# died stayed stalled.  It is restarted like any worker that died.
 
 use strict;
 use warnings;
@@ -54,6 +60,34 @@ is( $node->safe_psql(
 		'second', "SELECT string_agg(state, ',') FROM delta_join.status"),
 	'active,active,active',
 	'after DROP DATABASE of a database with views, their places serve new views');
+
+# ---- the launcher, terminated, comes back ----
+
+# (no database connection: not in pg_stat_activity; a child of the postmaster)
+sub launcher_pid
+{
+	my ($pid) = grep { /delta_join launcher/ } split /\n/,
+	  `ps -o pid=,args= --ppid $node->{_pid}`;
+	return defined $pid ? ($pid =~ /^\s*(\d+)/)[0] : undef;
+}
+
+my $launcher = launcher_pid();
+ok(defined $launcher, 'the launcher runs');
+kill 'TERM', $launcher;
+for (my $i = 0; kill(0, $launcher) && $i < 300; $i++)
+{
+	select(undef, undef, undef, 0.1);
+}
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+	  . " WHERE backend_type = 'delta_join worker' AND datname = 'second'");
+$node->safe_psql('second', "INSERT INTO acct VALUES (3, 'three')");
+is( $node->safe_psql(
+		'second', q{
+		SELECT delta_join.wait(NULL, '60s');
+		SELECT string_agg(v, ',' ORDER BY id) FROM acct_copy3}),
+	"t\none,two,three",
+	'after the launcher was terminated, the worker is started again and catches up');
 
 $node->stop;
 done_testing();
