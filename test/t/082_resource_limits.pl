@@ -13,6 +13,11 @@
 # forgot it, and no apply worker that stopped was ever started again
 # until the server restarted -- every view of a database whose worker then
 # died stayed stalled.  It is restarted like any worker that died.
+#
+# The worker of a database drops its slot once the last view is gone.  A
+# database that got no worker (max_worker_processes) kept its slot after
+# its last view was dropped, and with it the WAL from then on, with no view
+# left to say so: drop_view drops it then.
 
 use strict;
 use warnings;
@@ -88,6 +93,45 @@ is( $node->safe_psql(
 		SELECT string_agg(v, ',' ORDER BY id) FROM acct_copy3}),
 	"t\none,two,three",
 	'after the launcher was terminated, the worker is started again and catches up');
+
+$node->stop;
+
+# ---- the slot of a database without a worker goes with its last view ----
+
+# the launcher, core's logical replication launcher, and one apply worker
+my $few = DeltaJoinTest::new_node('few_workers',
+	conf => { max_worker_processes => 3 },
+	extension => 0);
+$node = $few;
+database_with_views('served', 1);
+$node->safe_psql('postgres', 'CREATE DATABASE unserved');
+$node->safe_psql(
+	'unserved', q{
+	CREATE EXTENSION delta_join;
+	CREATE TABLE acct (id bigint PRIMARY KEY, v text);
+	INSERT INTO acct VALUES (1, 'one');});
+$node->safe_psql('unserved',
+	"SELECT delta_join.create_view('acct_copy', 'SELECT id, v FROM acct')");
+$node->safe_psql('unserved', "INSERT INTO acct VALUES (2, 'two')");
+like($node->safe_psql('unserved', 'SELECT state || \': \' || reason FROM delta_join.status'),
+	qr/^stalled: no apply worker runs/, 'a database that gets no worker says so');
+my $slot = 'delta_join_'
+  . $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'unserved'");
+$node->safe_psql('unserved', "SELECT delta_join.drop_view('acct_copy')");
+ok( $node->poll_query_until('postgres',
+		"SELECT NOT EXISTS (SELECT FROM pg_replication_slots WHERE slot_name = '$slot')"),
+	'its slot is dropped with its last view');
+
+# dropped in a transaction that rolls back, the view keeps its slot
+$node->safe_psql('unserved',
+	"SELECT delta_join.create_view('acct_copy', 'SELECT id, v FROM acct')");
+$node->safe_psql('unserved',
+	"BEGIN; SELECT delta_join.drop_view('acct_copy'); ROLLBACK;");
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'"),
+	'1', 'a drop rolled back keeps the slot');
+is($node->safe_psql('unserved', 'SELECT state FROM delta_join.status'),
+	'stalled', '... and the view waits for a worker');
 
 $node->stop;
 done_testing();
