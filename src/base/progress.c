@@ -23,6 +23,7 @@
 #include "access/xlog_internal.h"
 #include "miscadmin.h"
 #include "storage/procarray.h"
+#include "utils/syscache.h"
 
 #include "base/progress.h"
 #include "base/shmem.h"
@@ -57,12 +58,57 @@ progress_find(Oid dboid, int view_id, bool create)
 	return free_entry;
 }
 
+/*
+ * Free the entries of databases that no longer exist.  The worker of a
+ * database frees the entries of its dropped views (progress_publish), but
+ * a database dropped with its views has no worker left to do it.  The
+ * catalog is read without the lock held: a database found gone stays gone.
+ */
+static void
+forget_dropped_databases(void)
+{
+	List	   *known = NIL;
+	List	   *gone = NIL;
+	ListCell   *lc;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		Oid			dboid = worker_shared->views[i].dboid;
+
+		if (OidIsValid(dboid) && dboid != MyDatabaseId)
+			known = list_append_unique_oid(known, dboid);
+	}
+	LWLockRelease(worker_shared->lock);
+
+	foreach(lc, known)
+	{
+		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(lfirst_oid(lc))))
+			gone = lappend_oid(gone, lfirst_oid(lc));
+	}
+	list_free(known);
+	if (gone == NIL)
+		return;
+
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (list_member_oid(gone, stat->dboid))
+			stat->dboid = InvalidOid;
+	}
+	LWLockRelease(worker_shared->lock);
+	list_free(gone);
+}
+
 /* Is there room in shared memory for one more view? */
 bool
 progress_room(void)
 {
 	bool		room = false;
 
+	forget_dropped_databases();
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
 	for (int i = 0; i < worker_shared->max_views && !room; i++)
 		room = (worker_shared->views[i].dboid == InvalidOid);
@@ -81,6 +127,7 @@ progress_reserve(int view_id, List *live_view_ids)
 {
 	ViewStat   *found = NULL;
 
+	forget_dropped_databases();
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
 
 	/* an entry left by a view of the same number (the extension created again) */

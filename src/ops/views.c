@@ -466,6 +466,8 @@ ops_drop_view_named(const char *target, bool drop_table)
 				 errhint("Keep the table: SELECT delta_join.drop_view(%s, false);",
 						 quote_literal_cstr(target))));
 	ops_drop_view(&view, drop_table);
+	CommandCounterIncrement();
+	launcher_drop_slot_if_unused();
 }
 
 /*

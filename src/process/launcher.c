@@ -81,6 +81,9 @@ static bool notify_pending = false;
 
 /* A slot recreated in this transaction, with views marked stale for it */
 static char slot_to_drop_on_abort[NAMEDATALEN];
+
+/* The slot of a database whose last view this transaction dropped */
+static char slot_to_drop_on_commit[NAMEDATALEN];
 static bool xact_callback_registered = false;
 
 static void launcher_xact_callback(XactEvent event, void *arg);
@@ -89,6 +92,7 @@ static void launcher_wake_worker(Oid dboid);
 static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
 static void launcher_drop_slot_on_abort(void);
+static void launcher_drop_slot_on_commit(void);
 
 /* A slot being created by this backend (launcher_ensure_slot) */
 typedef struct SlotWait
@@ -579,6 +583,31 @@ launcher_notify(void)
 }
 
 /*
+ * The transaction dropped the last view of this database: drop its slot at
+ * commit if no worker runs to do it.  None may run for want of a
+ * background worker slot (max_worker_processes), and the slot would keep
+ * its WAL until one did, with no view left to say so.  Only when no other
+ * transaction changes the views meanwhile: the ShareLock kept until commit
+ * makes a creator that found the slot (launcher_ensure_slot) wait, and then
+ * find it gone.  Not where the slot is kept without views (distributed
+ * views).
+ */
+void
+launcher_drop_slot_if_unused(void)
+{
+	char		name[NAMEDATALEN];
+
+	shmem_check();
+	launcher_slot_name(name, MyDatabaseId);
+	if (catalog_list_views() != NIL || shmem_is_distributed(MyDatabaseId) ||
+		worker_pid_of(MyDatabaseId) != 0 || slot_holder(name) != 0 ||
+		!ConditionalLockRelationOid(catalog_relid("view_catalog"), ShareLock))
+		return;
+	strlcpy(slot_to_drop_on_commit, name, NAMEDATALEN);
+	launcher_notify();
+}
+
+/*
  * A transaction that wrote committed: wake the apply worker of its
  * database, if there is one, so that the change is applied now rather than
  * at its next poll.  Costs a scan of a small array without a lock: a latch
@@ -626,6 +655,7 @@ launcher_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PREPARE:
 			slot_to_drop_on_abort[0] = '\0';
+			slot_to_drop_on_commit[0] = '\0';
 			if (notify_pending)
 			{
 				notify_pending = false;
@@ -634,6 +664,8 @@ launcher_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 			slot_to_drop_on_abort[0] = '\0';
+			if (slot_to_drop_on_commit[0] != '\0')
+				launcher_drop_slot_on_commit();
 			if (notify_pending)
 			{
 				notify_pending = false;
@@ -642,6 +674,7 @@ launcher_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 			notify_pending = false;
+			slot_to_drop_on_commit[0] = '\0';
 			if (slot_to_drop_on_abort[0] != '\0')
 				launcher_drop_slot_on_abort();
 			break;
@@ -673,6 +706,34 @@ launcher_drop_slot_on_abort(void)
 				(errmsg("could not drop replication slot \"%s\" after the transaction that recreated it aborted",
 						name),
 				 errhint("Drop it with pg_drop_replication_slot(), then refresh the views of this database.")));
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Drop the slot of launcher_drop_slot_if_unused.  Runs after commit: a
+ * worker that took the slot meanwhile drops it itself, since it finds no
+ * views; report nothing then, and raise nothing.
+ */
+static void
+launcher_drop_slot_on_commit(void)
+{
+	char		name[NAMEDATALEN];
+	MemoryContext cxt = CurrentMemoryContext;
+
+	strlcpy(name, slot_to_drop_on_commit, NAMEDATALEN);
+	slot_to_drop_on_commit[0] = '\0';
+	PG_TRY();
+	{
+		ReplicationSlotDrop(name, true);
+		ereport(LOG,
+				(errmsg("replication slot \"%s\" dropped: its database has no delta views left",
+						name)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
 	}
 	PG_END_TRY();
 }
@@ -743,7 +804,14 @@ dj_launcher_main(Datum main_arg)
 						 nap_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	proc_exit(0);
+
+	/*
+	 * Not 0, which tells the postmaster that we are done for good: it would
+	 * forget us, and no worker would be started again until a restart.
+	 * Terminated by someone, we come back after bgw_restart_time, as core's
+	 * logical replication launcher does; at shutdown nothing restarts.
+	 */
+	proc_exit(1);
 }
 
 static void
