@@ -468,6 +468,9 @@ launcher_ensure_slot(void)
 	catalog_require_version();
 	launcher_slot_name(name, MyDatabaseId);
 
+	/* a view made after this transaction dropped the last one needs it */
+	slot_to_drop_on_commit[0] = '\0';
+
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

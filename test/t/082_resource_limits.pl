@@ -17,7 +17,8 @@
 # The worker of a database drops its slot once the last view is gone.  A
 # database that got no worker (max_worker_processes) kept its slot after
 # its last view was dropped, and with it the WAL from then on, with no view
-# left to say so: drop_view drops it then.
+# left to say so: drop_view drops it then (not when the same transaction
+# makes a view again).
 
 use strict;
 use warnings;
@@ -132,6 +133,19 @@ is( $node->safe_psql('postgres',
 	'1', 'a drop rolled back keeps the slot');
 is($node->safe_psql('unserved', 'SELECT state FROM delta_join.status'),
 	'stalled', '... and the view waits for a worker');
+
+# the last view dropped and another made in the same transaction: the new
+# view needs the slot, which must stay (dropped at commit, the view would
+# have none, and the changes until one was made again would be lost)
+$node->safe_psql(
+	'unserved', q{
+	BEGIN;
+	SELECT delta_join.drop_view('acct_copy');
+	SELECT delta_join.create_view('acct_copy2', 'SELECT id, v FROM acct');
+	COMMIT;});
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'"),
+	'1', 'a view made after the last one was dropped, in one transaction, keeps the slot');
 
 $node->stop;
 done_testing();
