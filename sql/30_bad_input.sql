@@ -169,6 +169,38 @@ ALTER TABLE "Odd Schema"."Wide n" ADD COLUMN extra int;
 SELECT delta_join.drop_view('"Odd Schema"."Wide n"');
 DROP SCHEMA "Odd Schema" CASCADE;
 
+-- An existing target whose NOT NULL column takes a value that can be NULL
+-- (a nullable group key, a column an outer join null-extends) is taken with
+-- a WARNING: the view would go to error at the first NULL.  A target
+-- lacking the key is told to add one that takes NULL.
+CREATE TABLE nn_regions (id int PRIMARY KEY, region text, code text NOT NULL);
+CREATE TABLE nn_orders (id int PRIMARY KEY, region_id int NOT NULL, amt int);
+CREATE INDEX ON nn_orders (region_id);
+CREATE TABLE nn_by_region (region text, n bigint NOT NULL);
+SELECT delta_join.create_view('nn_by_region', $$
+  SELECT r.region, count(*) AS n FROM nn_orders o JOIN nn_regions r ON o.region_id = r.id
+  GROUP BY r.region $$, strategy => 'auto');
+ALTER TABLE nn_by_region ADD PRIMARY KEY (region);
+SELECT delta_join.create_view('nn_by_region', $$
+  SELECT r.region, count(*) AS n FROM nn_orders o JOIN nn_regions r ON o.region_id = r.id
+  GROUP BY r.region $$, strategy => 'auto');
+-- the same over a NOT NULL column: no warning
+CREATE TABLE nn_by_code (code text PRIMARY KEY, n bigint NOT NULL);
+SELECT delta_join.create_view('nn_by_code', $$
+  SELECT r.code, count(*) AS n FROM nn_orders o JOIN nn_regions r ON o.region_id = r.id
+  GROUP BY r.code $$, strategy => 'auto');
+-- a NOT NULL column of a table an outer join null-extends
+CREATE TABLE nn_wide (id int PRIMARY KEY, rid int, code text NOT NULL);
+SELECT delta_join.create_view('nn_wide', $$
+  SELECT o.id, r.id AS rid, r.code FROM nn_orders o LEFT JOIN nn_regions r ON o.region_id = r.id $$,
+  options => '{"retract": true}');
+INSERT INTO nn_regions VALUES (1, NULL, 'x');
+INSERT INTO nn_orders VALUES (1, 1, 5), (2, 2, 6);
+SELECT delta_join.wait();
+SELECT target, state FROM delta_join.status WHERE target::text LIKE '%nn\_%' ORDER BY 1;
+SELECT * FROM nn_by_code;
+SELECT delta_join.drop_view(t) FROM unnest(ARRAY['nn_by_region', 'nn_by_code', 'nn_wide']) t;
+
 SET client_min_messages = warning;
 DROP SCHEMA bad CASCADE;
 RESET client_min_messages;

@@ -28,6 +28,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
@@ -44,13 +45,16 @@
 #include "nodes/nodeFuncs.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_func.h"
+#include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/catcache.h"
 #include "utils/syscache.h"
 
+#include "analysis/analyze.h"
 #include "apply/target_shape.h"
+#include "base/compat.h"
 #include "base/delta_join.h"
 #include "registry/citus_tables.h"
 
@@ -740,6 +744,126 @@ target_lacks_key(Oid relid, DeltaPlan *plan)
 	return lacks;
 }
 
+/* The select-list entry of output column col (0-based). */
+static TargetEntry *
+output_entry(DeltaPlan *plan, int col)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (i++ == col)
+			return tle;
+	}
+	elog(ERROR, "output column %d not found", col);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Can output column col be NULL?  Only plain NOT NULL columns of sources
+ * that are never null-extended cannot.  A delta view's sources know
+ * whether an outer join null-extends them (after the joins a WHERE
+ * condition makes inner); a query of the full path, an aggregate over an
+ * outer join say, is read as written.
+ */
+bool
+target_output_nullable(DeltaPlan *plan, int col)
+{
+	TargetEntry *tle = output_entry(plan, col);
+	Var		   *var;
+	RangeTblEntry *rte;
+	Relation	rel;
+	bool		notnull;
+	ListCell   *lc;
+
+	if (!IsA(tle->expr, Var))
+		return true;
+	var = (Var *) tle->expr;
+	rte = rt_fetch(var->varno, plan->query->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return true;
+	if (plan->path == DJ_PATH_FULL &&
+		analysis_under_nullable_side((Node *) plan->query->jointree, var->varno) != 0)
+		return true;
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (src->rtindex == (int) var->varno && !bms_is_empty(src->nulling))
+			return true;
+	}
+	rel = relation_open(rte->relid, AccessShareLock);
+	notnull = compat_column_not_null(RelationGetDescr(rel), var->varattno);
+	relation_close(rel, AccessShareLock);
+	return !notnull;
+}
+
+/* Can a column of the result's key be NULL (target_output_nullable)? */
+bool
+target_key_nullable(DeltaPlan *plan)
+{
+	for (int k = 0; k < plan->key_ncolumns; k++)
+		if (target_output_nullable(plan, plan->key_columns[k]))
+			return true;
+	return false;
+}
+
+/*
+ * Warn where an existing target's NOT NULL column takes an output column
+ * that can be NULL: a plain column of a source, nullable or null-extended
+ * by an outer join (an expression's nullability is not known here, and is
+ * left alone).  The view would go to error at its first NULL there -- a
+ * group of NULL keys, say -- so the creator is told now, with what to do.
+ */
+void
+target_warn_not_null(Oid relid, DeltaPlan *plan)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			col = 0;
+
+	for (int i = 0; i < desc->natts && col < plan->ncolumns; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		TargetEntry *tle;
+		Var		   *var;
+		RangeTblEntry *rte;
+		Relation	source;
+		bool		column_nullable;
+
+		if (att->attisdropped)
+			continue;
+		tle = output_entry(plan, col++);
+		if (!att->attnotnull || !IsA(tle->expr, Var))
+			continue;
+		var = (Var *) tle->expr;
+		rte = rt_fetch(var->varno, plan->query->rtable);
+		if (rte->rtekind != RTE_RELATION || !target_output_nullable(plan, col - 1))
+			continue;
+		source = relation_open(rte->relid, AccessShareLock);
+		column_nullable = !compat_column_not_null(RelationGetDescr(source), var->varattno);
+		relation_close(source, AccessShareLock);
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("column \"%s\" of target %s is NOT NULL, but the query can output NULL there",
+						NameStr(att->attname), dj_message_name(target_qualified_name(relid))),
+				 errdetail("Its value comes from column \"%s\" of table %s, which %s. The view goes to state error at the first NULL.",
+						   get_attname(rte->relid, var->varattno, false),
+						   dj_message_name(target_qualified_name(rte->relid)),
+						   column_nullable ? "may be NULL" : "an outer join can null-extend"),
+				 column_is_key(plan, col - 1) ?
+				 errhint("Make the target's key UNIQUE NULLS NOT DISTINCT instead of a primary key, or keep NULLs out of the query (WHERE ... IS NOT NULL).") :
+				 errhint("Drop the NOT NULL of the target's column (ALTER TABLE %s ALTER COLUMN %s DROP NOT NULL), or keep NULLs out of the query (WHERE ... IS NOT NULL).",
+						 target_qualified_name(relid), quote_identifier(NameStr(att->attname)))));
+	}
+	table_close(rel, AccessShareLock);
+}
+
 /*
  * Refuse a target without an index on the result's key.  Separate from
  * target_validate: a concurrent create makes the key of the target it
@@ -759,7 +883,9 @@ target_check_key_index(Oid relid, DeltaPlan *plan)
 			 errmsg("target %s has no primary key or unique index on the result's unique key (%s)",
 					dj_message_name(name), target_key_column_list(plan)),
 			 errdetail("Result rows are upserted by that key."),
-			 errhint("Add it: ALTER TABLE %s ADD PRIMARY KEY (%s);", name, target_key_column_list(plan))));
+			 errhint("Add it: ALTER TABLE %s ADD %s (%s);", name,
+					 target_key_nullable(plan) ? "UNIQUE NULLS NOT DISTINCT" : "PRIMARY KEY",
+					 target_key_column_list(plan))));
 }
 
 /* Refuse a target lacking an index on region columns (arg: its OID) */

@@ -37,6 +37,9 @@ extern void target_check_branch_types(DeltaPlan *plan);
 extern Oid	target_guard_function(void);
 extern bool target_is_guarded(Relation rel);
 extern char *target_qualified_name(Oid relid);
+extern bool target_output_nullable(DeltaPlan *plan, int col);
+extern bool target_key_nullable(DeltaPlan *plan);
+extern void target_warn_not_null(Oid relid, DeltaPlan *plan);
 extern void target_coerce_output(Query *query, DeltaPlan *plan, Oid target);
 extern List *target_coerce_exprs(Oid target, DeltaPlan *plan, List *exprs);
 

@@ -39,7 +39,6 @@
  */
 #include "postgres.h"
 
-#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -53,7 +52,6 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "parser/parsetree.h"
 #include "replication/origin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -64,7 +62,6 @@
 #include "utils/syscache.h"
 
 #include "apply/target_shape.h"
-#include "base/compat.h"
 #include "base/delta_join.h"
 #include "base/runas.h"
 #include "base/progress.h"
@@ -80,65 +77,6 @@ static Oid	target_filling_relid = InvalidOid;
  *		Making
  * ----------------------------------------------------------------
  */
-
-/* The select-list entry of output column col (0-based). */
-static TargetEntry *
-output_entry(DeltaPlan *plan, int col)
-{
-	ListCell   *lc;
-	int			i = 0;
-
-	foreach(lc, plan->query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (tle->resjunk)
-			continue;
-		if (i++ == col)
-			return tle;
-	}
-	elog(ERROR, "output column %d not found", col);
-	return NULL;				/* keep compiler quiet */
-}
-
-/*
- * Can output column col be NULL?  Only plain NOT NULL columns of sources
- * that are never null-extended cannot.  A delta view's sources know
- * whether an outer join null-extends them (after the joins a WHERE
- * condition makes inner); a query of the full path, an aggregate over an
- * outer join say, is read as written.
- */
-static bool
-output_nullable(DeltaPlan *plan, int col)
-{
-	TargetEntry *tle = output_entry(plan, col);
-	Var		   *var;
-	RangeTblEntry *rte;
-	Relation	rel;
-	bool		notnull;
-	ListCell   *lc;
-
-	if (!IsA(tle->expr, Var))
-		return true;
-	var = (Var *) tle->expr;
-	rte = rt_fetch(var->varno, plan->query->rtable);
-	if (rte->rtekind != RTE_RELATION)
-		return true;
-	if (plan->path == DJ_PATH_FULL &&
-		analysis_under_nullable_side((Node *) plan->query->jointree, var->varno) != 0)
-		return true;
-	foreach(lc, plan->sources)
-	{
-		DeltaSource *src = lfirst(lc);
-
-		if (src->rtindex == (int) var->varno && !bms_is_empty(src->nulling))
-			return true;
-	}
-	rel = relation_open(rte->relid, AccessShareLock);
-	notnull = compat_column_not_null(RelationGetDescr(rel), var->varattno);
-	relation_close(rel, AccessShareLock);
-	return !notnull;
-}
 
 static int
 spi_run(const char *sql)
@@ -258,14 +196,13 @@ has_primary_key(Oid relid)
 void
 target_add_key(Oid relid, DeltaPlan *plan)
 {
-	bool		nullable_key = false;
+	bool		nullable_key;
 	bool		other_pkey;
 
 	/* a result without a key: see target_create */
 	if (plan->key_ncolumns == 0)
 		return;
-	for (int k = 0; k < plan->key_ncolumns; k++)
-		nullable_key |= output_nullable(plan, plan->key_columns[k]);
+	nullable_key = target_key_nullable(plan);
 	other_pkey = has_primary_key(relid);
 	spi_run_once(psprintf("ALTER TABLE %s ADD %s (%s)", target_qualified_name(relid),
 						  nullable_key ? "UNIQUE NULLS NOT DISTINCT" :

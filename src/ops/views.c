@@ -280,6 +280,7 @@ create_view(const char *target, Query *query, List *hints,
 					 errhint("Drop that view first with delta_join.drop_view, or name another target.")));
 		target_validate(relid, plan, false);
 		target_check_key_index(relid, plan);
+		target_warn_not_null(relid, plan);
 		if (!replace && !ops_relation_is_empty(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
