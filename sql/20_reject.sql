@@ -275,6 +275,9 @@ SELECT * FROM try_create('t', $$
   SELECT merchant_id, item_id, count(*) AS n FROM orders GROUP BY ROLLUP (merchant_id, item_id) $$);
 SELECT * FROM try_create('t', $$
   SELECT merchant_id, count(*) AS n FROM orders GROUP BY GROUPING SETS ((merchant_id), ()) $$);
+-- GROUP BY () is one grouping set: said as such, with what to write instead
+SELECT * FROM try_create('t', $$
+  SELECT count(*) AS n, sum(amount) AS total FROM orders GROUP BY () $$);
 -- an outer join whose result's unique key (both sides' for a FULL JOIN)
 -- is not in the select list
 SELECT * FROM try_create('t', $$

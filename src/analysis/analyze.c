@@ -223,7 +223,12 @@ check_query_shape(Analysis *a, Query *query)
 		reject_shape(a, "ORDER BY is");
 	if (query->limitCount || query->limitOffset)
 		reject_shape(a, "LIMIT and OFFSET are");
-	if (query->groupingSets)
+	if (query->groupingSets && query->groupClause == NIL)
+		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+						pstrdup("delta view rule 5: GROUP BY () is not supported"),
+						pstrdup("PostgreSQL takes it as a grouping set, and grouping sets are not maintained."),
+						pstrdup("Leave GROUP BY () out: with aggregates, the query without it has the same one row."));
+	else if (query->groupingSets)
 		reject_shape(a, "GROUPING SETS, ROLLUP and CUBE are");
 	if (query->hasTargetSRFs)
 		reject_shape(a, "set-returning functions in the select list are");
