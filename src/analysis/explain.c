@@ -299,6 +299,8 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 												analysis_column_list(src->relid, src->key_natts,
 																	 src->key_attnums)));
 		}
+		if (plan->query->havingQual == NULL && !plan->semi_join && !plan->anti_join)
+			lines = lappend(lines, pstrdup("  a batch that dirties delta_join.whole_recompute_fraction of the target's rows or more: the whole query recomputed, only the difference written"));
 	}
 	else if (plan->branches != NIL)
 	{

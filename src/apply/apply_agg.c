@@ -796,6 +796,22 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	groups = finder.groups;
 	if (truncated)
 		groups = list_concat(target_groups(writer, gr.nkeys, gr.key_output), groups);
+
+	/*
+	 * Most of the target dirty: the whole query, and only the difference
+	 * written (apply_full, exact under the same snapshot), reads less than
+	 * the groups one by one.  Only where the target's rows are the query's
+	 * groups: a HAVING or a semi-join keeps fewer rows than the groups a
+	 * batch can dirty, and in upsert mode a group that stops passing HAVING
+	 * keeps its row, which the difference would delete.
+	 */
+	if (plan->query->havingQual == NULL && !plan->semi_join && !plan->anti_join &&
+		recompute_whole_pays(writer->rel, list_length(groups)))
+	{
+		counts->keys_applied += list_length(groups);
+		apply_full(plan, writer);
+		return;
+	}
 	foreach(lc, groups)
 		group_recompute_one(&gr, lfirst(lc), counts);
 	group_recompute_flush(&gr, counts);

@@ -89,6 +89,7 @@
  */
 #include "postgres.h"
 
+#include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
@@ -120,6 +121,9 @@
 
 /* delta_join.set_apply_min_keys */
 static int	dj_set_apply_min_keys = 1000;
+
+/* delta_join.whole_recompute_fraction */
+static double dj_whole_recompute_fraction = 0.5;
 
 /* ----------------------------------------------------------------
  *		What the forms share
@@ -238,6 +242,36 @@ recompute_define_settings(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomRealVariable("delta_join.whole_recompute_fraction",
+							 "Share of a target's rows that the groups one batch dirties must reach for the whole query to be recomputed instead (groups through joins).",
+							 "0 recomputes the whole query on every batch; a value above 1 only when a batch dirties more groups than the target has rows.",
+							 &dj_whole_recompute_fraction,
+							 0.5,
+							 0.0, 1000.0,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/*
+ * Does recomputing the whole query pay, for ngroups dirty groups of a
+ * target whose rows are the query's groups?  Each dirty group reads its
+ * rows again, so once the dirty groups make up most of the target they read
+ * most of what the whole query reads, one group query at a time.  The
+ * target's rows are estimated as the planner does (its pages, and the
+ * density of its last VACUUM or ANALYZE, or of its tuple width).
+ */
+bool
+recompute_whole_pays(Relation target, int64 ngroups)
+{
+	BlockNumber pages;
+	double		tuples;
+	double		allvisfrac;
+
+	if (ngroups == 0)
+		return false;
+	table_relation_estimate_size(target, NULL, &pages, &tuples, &allvisfrac);
+	return (double) ngroups >= dj_whole_recompute_fraction * tuples;
 }
 
 /*

@@ -91,6 +91,7 @@ extern FinderQuery *recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replace
 extern void recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest);
 extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
 extern void recompute_define_settings(void);
+extern bool recompute_whole_pays(Relation target, int64 ngroups);
 extern int	recompute_chunk_size(int nkeys, int generic_chunk);
 extern int	recompute_chunk_count(DirtyKey **keys, int n, int chunk, int ncols,
 								  const int16 *typlen, const bool *typbyval);

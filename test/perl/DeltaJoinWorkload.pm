@@ -226,6 +226,29 @@ sub set_based_apply
 
 =pod
 
+=item whole_recompute($node, $when)
+
+Sets C<delta_join.whole_recompute_fraction>: with C<$when> 'default', the
+default (a batch of groups through joins that dirties half of its target's
+rows or more recomputes the whole query, as small test tables often do);
+with 'never', the largest value, so that every batch recomputes its dirty
+groups one set at a time.  The differential tests of groups through joins
+switch it from seed to seed, so that both are compared with the queries.
+
+=cut
+
+sub whole_recompute
+{
+	my ($node, $when) = @_;
+	$node->safe_psql('postgres',
+		$when eq 'never'
+		? 'ALTER SYSTEM SET delta_join.whole_recompute_fraction = 1000; SELECT pg_reload_conf()'
+		: 'ALTER SYSTEM RESET delta_join.whole_recompute_fraction; SELECT pg_reload_conf()');
+	note("whole recompute: $when");
+}
+
+=pod
+
 =item status_ok($node, $target, $name)
 
 Asserts that the view's state in C<delta_join.status> is active and that it

@@ -52,6 +52,12 @@
 # them although no order leads from the merchant to its old region any
 # more (nor a DISTINCT row), and the merchant leaves semi_exists and
 # enters anti_exists, which the merchant its orders moved to leaves.
+#
+# The seeds vary how a batch is applied: set-based apply or generic plans,
+# and for the first seed the default delta_join.whole_recompute_fraction,
+# under which a batch that dirties half of a target's groups (most batches
+# of these small tables) recomputes the whole query and writes the
+# difference; the other seeds recompute each batch's dirty groups only.
 
 use strict;
 use warnings;
@@ -196,8 +202,11 @@ ROLLBACK;
 my @run = DeltaJoinTest::seeds($node, @seeds);
 foreach my $seed (@run)
 {
-	# set-based apply for every seed but the second, generic plans for that one
+	# set-based apply for every seed but the second, generic plans for that
+	# one; the whole query recomputed when a batch dirties half of a target
+	# (the default) for the first seed, never for the others
 	DeltaJoinWorkload::set_based_apply($node, $seed != $seeds[1]);
+	DeltaJoinWorkload::whole_recompute($node, $seed == $seeds[0] ? 'default' : 'never');
 	my $s = "s$seed";
 	my %views = queries($s);
 
