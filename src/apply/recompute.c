@@ -244,7 +244,7 @@ recompute_define_settings(void)
 							NULL, NULL, NULL);
 	DefineCustomRealVariable("delta_join.whole_recompute_fraction",
 							 "Share of a target's rows that the groups one batch dirties must reach for the whole query to be recomputed instead (groups through joins).",
-							 "0 recomputes the whole query on every batch; a value above 1 only when a batch dirties more groups than the target has rows.",
+							 "Only for at least delta_join.set_apply_min_keys groups, or all of them; a value above 1 only when a batch dirties more groups than the target has rows.",
 							 &dj_whole_recompute_fraction,
 							 0.5,
 							 0.0, 1000.0,
@@ -260,6 +260,13 @@ recompute_define_settings(void)
  * most of what the whole query reads, one group query at a time.  The
  * target's rows are estimated as the planner does (its pages, and the
  * density of its last VACUUM or ANALYZE, or of its tuple width).
+ *
+ * Groups can differ in size: a few dirty small groups beside clean large
+ * ones read far less than the whole query.  Fewer groups than set-based
+ * apply takes are each reached through an index, in time that follows
+ * their own rows, so for them the whole query pays only once every group
+ * is dirty; a set as large as set-based apply takes is planned as one
+ * join over the sources, which reads the large groups' tables anyway.
  */
 bool
 recompute_whole_pays(Relation target, int64 ngroups)
@@ -271,6 +278,8 @@ recompute_whole_pays(Relation target, int64 ngroups)
 	if (ngroups == 0)
 		return false;
 	table_relation_estimate_size(target, NULL, &pages, &tuples, &allvisfrac);
+	if (ngroups < dj_set_apply_min_keys && (double) ngroups < tuples)
+		return false;
 	return (double) ngroups >= dj_whole_recompute_fraction * tuples;
 }
 
