@@ -299,6 +299,39 @@ SELECT refusal('SELECT i, j FROM mv_base_a LIMIT 10 OFFSET 5');
 SELECT refusal('SELECT DISTINCT ON (i) i, j FROM mv_base_a');
 SELECT refusal('WITH d AS (DELETE FROM mv_base_a RETURNING NULL) SELECT * FROM mv_base_a');
 
+-- pg_ivm's user-defined type, whose "=" is in a btree operator class but
+-- was made without MERGES: not mergejoinable, so it joins nothing on the
+-- delta path, and rule 2 names the operator (not "no equality"); auto
+-- maintains the join by recompute.
+SET client_min_messages = warning;
+CREATE TYPE mytype;
+CREATE FUNCTION mytype_in(cstring) RETURNS mytype AS 'int4in' LANGUAGE internal STRICT IMMUTABLE;
+CREATE FUNCTION mytype_out(mytype) RETURNS cstring AS 'int4out' LANGUAGE internal STRICT IMMUTABLE;
+CREATE TYPE mytype (LIKE = int4, INPUT = mytype_in, OUTPUT = mytype_out);
+RESET client_min_messages;
+CREATE FUNCTION mytype_eq(mytype, mytype) RETURNS bool AS 'int4eq' LANGUAGE internal STRICT IMMUTABLE;
+CREATE FUNCTION mytype_lt(mytype, mytype) RETURNS bool AS 'int4lt' LANGUAGE internal STRICT IMMUTABLE;
+CREATE FUNCTION mytype_cmp(mytype, mytype) RETURNS integer AS 'btint4cmp' LANGUAGE internal STRICT IMMUTABLE;
+CREATE OPERATOR = (leftarg = mytype, rightarg = mytype, procedure = mytype_eq);
+CREATE OPERATOR < (leftarg = mytype, rightarg = mytype, procedure = mytype_lt);
+CREATE OPERATOR CLASS mytype_ops DEFAULT FOR TYPE mytype USING btree AS
+  OPERATOR 1 <, OPERATOR 3 =, FUNCTION 1 mytype_cmp(mytype, mytype);
+CREATE TABLE my_k (x mytype PRIMARY KEY, v int);
+CREATE TABLE my_r (id int PRIMARY KEY, x mytype);
+CREATE INDEX ON my_r (x);
+INSERT INTO my_k VALUES ('1', 10), ('2', 20);
+INSERT INTO my_r VALUES (1, '1'), (2, '1'), (3, '3');
+SELECT * FROM delta_join.explain('SELECT k.x, k.v, r.id FROM my_k k JOIN my_r r ON r.x = k.x') e
+  WHERE e LIKE '%rule 2%';
+SELECT * FROM delta_join.explain('SELECT k.x, r.id FROM my_k k LEFT JOIN my_r r ON r.x = k.x') e
+  WHERE e LIKE '%rule 2%';
+SELECT make('my_join', 'SELECT k.x, k.v, r.id FROM my_k k JOIN my_r r ON r.x = k.x', 'auto');
+UPDATE my_r SET x = '2' WHERE id = 3;
+DELETE FROM my_k WHERE x = '1';
+SELECT * FROM ivm_step();
+SELECT delta_join.drop_view('ivm2.my_join');
+DELETE FROM ivm_cases WHERE target = 'my_join';
+
 SELECT delta_join.drop_view('ivm2.chain_r');
 SELECT count(delta_join.drop_view(target)) FROM delta_join.views WHERE target LIKE 'ivm2.%';
 SET client_min_messages = warning;

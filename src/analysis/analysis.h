@@ -69,6 +69,9 @@ typedef struct Analysis
 	List	   *filters;		/* quals that are not join conditions */
 	List	   *computed_joins; /* Bitmapset *: the sources of each equality
 								 * that rule 3 refused (for rule 2's errors) */
+	List	   *unmergeable_joins;	/* OpExpr *: "=" between plain columns of
+									 * two sources that is not mergejoinable
+									 * (for rule 2's errors) */
 	int		   *col_offset;		/* per source: first column id */
 	int		   *class_parent;	/* union-find over column ids */
 	int			ncolumn_ids;	/* size of class_parent */

@@ -26,6 +26,7 @@
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
@@ -245,6 +246,20 @@ classify_quals(Analysis *a, List *quals)
 			bms_overlap(lsources, rsources) ||
 			!op_mergejoinable(op->opno, exprType(l)))
 		{
+			/*
+			 * An "=" that is not mergejoinable (a type's own operator made
+			 * without MERGES) joins nothing: rule 2's error names it, rather
+			 * than saying that there is no equality at all.
+			 */
+			if (!bms_is_empty(lsources) && !bms_is_empty(rsources) &&
+				!bms_overlap(lsources, rsources) &&
+				IsA(strip_relabel(l), Var) && IsA(strip_relabel(r), Var))
+			{
+				char	   *opname = get_opname(op->opno);
+
+				if (opname != NULL && strcmp(opname, "=") == 0)
+					a->unmergeable_joins = lappend(a->unmergeable_joins, op);
+			}
 			a->filters = lappend(a->filters, qual);
 			continue;
 		}
@@ -525,6 +540,7 @@ check_join_edges(Analysis *a)
 		int			member = t;
 		int			other = 0;
 		bool		first_of_group = true;
+		OpExpr	   *unmergeable = NULL;
 
 		if (component[t] == component[0])
 			continue;
@@ -552,6 +568,40 @@ check_join_edges(Analysis *a)
 				other = outside;
 				break;
 			}
+		}
+		foreach(lc, a->unmergeable_joins)
+		{
+			OpExpr	   *op = lfirst(lc);
+			Bitmapset  *joined = bms_union(analysis_node_sources(a, linitial(op->args)),
+										   analysis_node_sources(a, lsecond(op->args)));
+			int			inside = -1;
+			int			outside = -1;
+			int			s = -1;
+
+			while ((s = bms_next_member(joined, s)) >= 0)
+			{
+				if (component[s] == component[t] && inside < 0)
+					inside = s;
+				else if (component[s] != component[t] && outside < 0)
+					outside = s;
+			}
+			if (inside >= 0 && outside >= 0)
+			{
+				unmergeable = op;
+				member = inside;
+				other = outside;
+				break;
+			}
+		}
+		if (unmergeable != NULL)
+		{
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+				   psprintf("delta view rule 2: %s is joined to %s by operator %s, which is not mergejoinable",
+							analysis_source_label(SOURCE(a, member)), analysis_source_label(SOURCE(a, other)),
+							format_operator(unmergeable->opno)),
+				   pstrdup("A join condition is an equality the planner can merge join: an operator made with MERGES that a btree operator family of its type holds, so that an index lookup finds the rows it matches."),
+				   pstrdup("Create the operator with MERGES (CREATE OPERATOR ... MERGES), in a btree operator class of its type, or join by columns of another type."));
+			continue;
 		}
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 			   psprintf("delta view rule 2: %s is not joined to %s by an equality of columns",
