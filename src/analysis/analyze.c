@@ -374,7 +374,10 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 		if (!bms_is_member(rtindex, referenced))
 			continue;
 		if (rte->lateral)
-			reject_shape(a, "LATERAL is");
+			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
+							pstrdup("delta view rule 5: LATERAL is not supported"),
+							pstrdup("Only projection and filter may stand between the sources, the join and the target."),
+							pstrdup("Write a LATERAL subquery of tables as a join of them, its correlated conditions in ON; or use strategy => 'auto', which maintains the query by full recompute."));
 		rte_rejected |= (rte->rtekind != RTE_RELATION && rte->rtekind != RTE_JOIN);
 		switch (rte->rtekind)
 		{
