@@ -506,6 +506,19 @@ launcher_ensure_slot(void)
 	 * Ephemeral until its start point is found: an error drops it.  The
 	 * launcher leaves it alone meanwhile (launcher_scan).
 	 */
+	/*
+	 * A new slot: where the workers left an earlier one tells nothing about
+	 * it (worker_check_slot_moved).  No worker can hold it before we have.
+	 */
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		DbWorker   *db = shmem_find_db(MyDatabaseId, false);
+
+		if (db != NULL)
+			db->slot_confirmed = InvalidXLogRecPtr;
+	}
+	LWLockRelease(worker_shared->lock);
+
 	wait.slot = name;
 	wait.prepared = slot_wait_warn();
 	ReplicationSlotCreate_compat(name, true, RS_EPHEMERAL, false);
