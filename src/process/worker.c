@@ -116,12 +116,14 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "replication/logical.h"
 #include "replication/slot.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -205,6 +207,7 @@ static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
 static void worker_check_slot_moved(void);
+static const char *worker_slot_wal_missing(void);
 static void worker_note_slot_position(void);
 static void worker_check_citus(List *views);
 static bool worker_backfill_orphaned(ViewRecord *view);
@@ -669,7 +672,8 @@ worker_start_decoding(void)
 	 * An invalidated slot cannot decode: for retaining too much WAL, or (18)
 	 * for having been idle too long while no worker held it.
 	 */
-	if ((invalidation = compat_slot_invalidation()) != NULL)
+	if ((invalidation = compat_slot_invalidation()) != NULL ||
+		(invalidation = worker_slot_wal_missing()) != NULL)
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
 		catalog_mark_views_stale(psprintf("replication slot \"%s\" was invalidated %s",
@@ -698,6 +702,50 @@ worker_start_decoding(void)
 	decoding_start(worker_cxt, plan_cache_reset_system_caches);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;
 	CommitTransactionCommand();
+}
+
+/*
+ * The acquired slot cannot decode because the WAL from its restart point
+ * is not in pg_wal, and never will be (decoding reads pg_wal only): a copy
+ * of the data directory that kept the replication slots of the original --
+ * a low-level backup restored to a point in time, say -- has none of the
+ * WAL from before the backup.  Without this the worker failed on every
+ * start ("requested WAL segment ... has already been removed"), refresh()
+ * could not help, and the slot kept every WAL segment from then on.
+ * NULL when the segment is there (under any timeline).
+ */
+static const char *
+worker_slot_wal_missing(void)
+{
+	XLogRecPtr	restart_lsn;
+	XLogSegNo	needed;
+	DIR		   *dir;
+	struct dirent *de;
+	bool		found = false;
+
+	SpinLockAcquire(&MyReplicationSlot->mutex);
+	restart_lsn = MyReplicationSlot->data.restart_lsn;
+	SpinLockRelease(&MyReplicationSlot->mutex);
+	if (XLogRecPtrIsInvalid(restart_lsn))
+		return NULL;
+	XLByteToSeg(restart_lsn, needed, wal_segment_size);
+
+	dir = AllocateDir(XLOGDIR);
+	while (!found && (de = ReadDir(dir, XLOGDIR)) != NULL)
+	{
+		TimeLineID	tli;
+		XLogSegNo	segno;
+
+		if (!IsXLogFileName(de->d_name))
+			continue;
+		XLogFromFileName(de->d_name, &tli, &segno, wal_segment_size);
+		found = (segno == needed);
+	}
+	FreeDir(dir);
+	if (found)
+		return NULL;
+	return psprintf("because the WAL it needs from %X/%X is not in pg_wal (a copy or a restore of the data directory that kept its replication slots)",
+					LSN_FORMAT_ARGS(restart_lsn));
 }
 
 /*
