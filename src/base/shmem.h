@@ -96,6 +96,13 @@ typedef struct DbWorker
 								 * views, and a transaction that changes
 								 * views may be prepared (two-phase commit
 								 * of Citus) */
+	XLogRecPtr	slot_confirmed; /* the confirmed position the workers of
+								 * this server last left the database's
+								 * slot at (InvalidXLogRecPtr: not known
+								 * yet, or the slot was made anew): a
+								 * slot found further on was moved by
+								 * someone else, its changes in between
+								 * lost (worker_start_decoding) */
 	char		failure[PROGRESS_REASON_LEN];	/* why the last worker ended
 												 * in error, until a worker
 												 * applies a batch ("" if

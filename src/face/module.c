@@ -161,16 +161,16 @@ dj_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 												   "template");
 
 			if (template != NULL && template->arg != NULL)
-				launcher_pause_worker(defGetString(template), ShareLock);
+				launcher_pause_worker(defGetString(template), ShareLock, false);
 		}
 		else if (IsA(parsetree, RenameStmt) &&
 				 ((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
-			launcher_pause_worker(((RenameStmt *) parsetree)->subname, AccessExclusiveLock);
+			launcher_pause_worker(((RenameStmt *) parsetree)->subname, AccessExclusiveLock, false);
 		else if (IsA(parsetree, AlterDatabaseStmt) &&
 				 database_option(((AlterDatabaseStmt *) parsetree)->options,
 								 "tablespace") != NULL)
 			launcher_pause_worker(((AlterDatabaseStmt *) parsetree)->dbname,
-								  AccessExclusiveLock);
+								  AccessExclusiveLock, true);
 	}
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,

@@ -245,6 +245,16 @@ worker_waits_for_me(int pid)
 	return false;
 }
 
+/* Whether this database's replication slot exists */
+static bool
+slot_present(void)
+{
+	char		slot[NAMEDATALEN];
+
+	launcher_slot_name(slot, MyDatabaseId);
+	return SearchNamedReplicationSlot(slot, true) != NULL;
+}
+
 /*
  * Wait until every view of *views has applied what was committed before
  * target_lsn (returns true), or the deadline passes (false; 0: no
@@ -319,6 +329,21 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 
 		if (done)
 			break;
+
+		/*
+		 * The database's slot is gone (dropped by hand; a copy, a restore,
+		 * a promoted standby, which have none): nothing applies the views
+		 * until refresh() makes it again, and they have missed changes.  As
+		 * for a view in error, do not wait for ever.  (A slot being made is
+		 * there already, ephemeral.)
+		 */
+		if (!slot_present())
+		{
+			*errors = true;
+			list_free(retried);
+			list_free(pending);
+			break;
+		}
 		check_lock_against_apply(retried);
 
 		/*

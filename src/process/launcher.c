@@ -70,6 +70,7 @@
 #include "base/compat.h"
 #include "base/delta_join.h"
 #include "base/shmem.h"
+#include "capture/decoding.h"
 #include "process/launcher.h"
 
 #define LAUNCHER_NAP_MS			1000	/* launcher's look at the slots */
@@ -89,6 +90,7 @@ static bool xact_callback_registered = false;
 static void launcher_xact_callback(XactEvent event, void *arg);
 static void launcher_commit_wakeup(XactEvent event, void *arg);
 static void launcher_wake_worker(Oid dboid);
+static void wait_slot_caught_up(Oid dboid, const char *dbname, const char *name);
 static void launcher_on_exit(int code, Datum arg);
 static void launcher_scan(long *nap_ms);
 static void launcher_drop_slot_on_abort(void);
@@ -238,17 +240,73 @@ stop_worker(Oid dboid, const char *slot)
  * its views say so, and refresh() starts them.)
  */
 void
-launcher_pause_worker(const char *dbname, LOCKMODE lockmode)
+launcher_pause_worker(const char *dbname, LOCKMODE lockmode, bool catch_up)
 {
 	char		name[NAMEDATALEN];
 	Oid			dboid = get_database_oid(dbname, true);
 
-	if (!OidIsValid(dboid) || dboid == MyDatabaseId || worker_pid_of(dboid) == 0 ||
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
+		(worker_pid_of(dboid) == 0 && !catch_up) ||
 		!object_ownercheck(DatabaseRelationId, dboid, GetUserId()))
 		return;
 	LockSharedObject(DatabaseRelationId, dboid, 0, lockmode);
 	launcher_slot_name(name, dboid);
-	(void) stop_worker(dboid, name);
+	if (catch_up)
+		wait_slot_caught_up(dboid, dbname, name);
+	if (worker_pid_of(dboid) != 0)
+		(void) stop_worker(dboid, name);
+}
+
+/*
+ * Before ALTER DATABASE ... SET TABLESPACE: wait until the database's slot
+ * has confirmed every transaction committed so far, or fail.  Logical
+ * decoding maps a change to its table by the tablespace its WAL record
+ * names, and a table in the database's default tablespace is found by
+ * the database's tablespace as it is when decoding runs: a change written
+ * before the move and decoded after it cannot be mapped ("could not map
+ * filenode ... to relation OID"), on every start of the worker, and
+ * refresh() cannot help.  The caller holds the database's lock, so no
+ * session writes it meanwhile.
+ */
+static void
+wait_slot_caught_up(Oid dboid, const char *dbname, const char *name)
+{
+	XLogRecPtr	target = GetXLogInsertRecPtr();
+
+	XLogFlush(target);
+	for (int waited_ms = 0;; waited_ms += 10)
+	{
+		ReplicationSlot *slot;
+		XLogRecPtr	confirmed = InvalidXLogRecPtr;
+
+		LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+		slot = SearchNamedReplicationSlot(name, false);
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			confirmed = slot->data.confirmed_flush;
+			SpinLockRelease(&slot->mutex);
+		}
+		LWLockRelease(ReplicationSlotControlLock);
+
+		/* no slot, or nothing committed after its position: nothing to decode */
+		if (slot == NULL || XLogRecPtrIsInvalid(confirmed) ||
+			decoding_last_xact_end(confirmed, target, UINT64CONST(64) * 1024 * 1024) <= confirmed)
+			return;
+		if (waited_ms >= 15000)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot move database \"%s\" to another tablespace while its delta views have changes not yet applied",
+							dbname),
+					 errdetail("Logical decoding cannot read a change written before the move once the database has moved: replication slot \"%s\" has confirmed up to %X/%X, and changes were committed up to %X/%X.",
+							   name, LSN_FORMAT_ARGS(confirmed), LSN_FORMAT_ARGS(target)),
+					 errhint("Call delta_join.wait() in the database (see delta_join.status for views that wait) and try again.")));
+		launcher_wake_worker(dboid);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /*
@@ -506,6 +564,19 @@ launcher_ensure_slot(void)
 	 * Ephemeral until its start point is found: an error drops it.  The
 	 * launcher leaves it alone meanwhile (launcher_scan).
 	 */
+	/*
+	 * A new slot: where the workers left an earlier one tells nothing about
+	 * it (worker_check_slot_moved).  No worker can hold it before we have.
+	 */
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	{
+		DbWorker   *db = shmem_find_db(MyDatabaseId, false);
+
+		if (db != NULL)
+			db->slot_confirmed = InvalidXLogRecPtr;
+	}
+	LWLockRelease(worker_shared->lock);
+
 	wait.slot = name;
 	wait.prepared = slot_wait_warn();
 	ReplicationSlotCreate_compat(name, true, RS_EPHEMERAL, false);

@@ -41,7 +41,7 @@ extern void launcher_notify(void);
 extern void launcher_drop_slot_if_unused(void);
 extern char *launcher_slot_wait_reason(void);
 extern void launcher_before_drop_database(const char *dbname, bool force);
-extern void launcher_pause_worker(const char *dbname, LOCKMODE lockmode);
+extern void launcher_pause_worker(const char *dbname, LOCKMODE lockmode, bool catch_up);
 
 /* for the apply worker and its helpers */
 extern void launcher_slot_name(char *name, Oid dboid);

@@ -116,12 +116,14 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "replication/logical.h"
 #include "replication/slot.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -204,6 +206,9 @@ static void worker_clear_failure(void);
 static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
 static void worker_start_decoding(void);
+static void worker_check_slot_moved(void);
+static const char *worker_slot_wal_missing(void);
+static void worker_note_slot_position(void);
 static void worker_check_citus(List *views);
 static bool worker_backfill_orphaned(ViewRecord *view);
 static void worker_check_backfills(List *views);
@@ -667,7 +672,8 @@ worker_start_decoding(void)
 	 * An invalidated slot cannot decode: for retaining too much WAL, or (18)
 	 * for having been idle too long while no worker held it.
 	 */
-	if ((invalidation = compat_slot_invalidation()) != NULL)
+	if ((invalidation = compat_slot_invalidation()) != NULL ||
+		(invalidation = worker_slot_wal_missing()) != NULL)
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
 		catalog_mark_views_stale(psprintf("replication slot \"%s\" was invalidated %s",
@@ -682,6 +688,8 @@ worker_start_decoding(void)
 		proc_exit(0);
 	}
 
+	worker_check_slot_moved();
+
 	/* what committed before every view's applied position, no view needs */
 	PushActiveSnapshot(GetTransactionSnapshot());
 	skip_to = OidIsValid(catalog_relid("view_catalog")) ?
@@ -689,10 +697,111 @@ worker_start_decoding(void)
 	PopActiveSnapshot();
 	if (!XLogRecPtrIsInvalid(skip_to))
 		decoding_skip_to(skip_to);
+	worker_note_slot_position();
 
 	decoding_start(worker_cxt, plan_cache_reset_system_caches);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;
 	CommitTransactionCommand();
+}
+
+/*
+ * The acquired slot cannot decode because the WAL from its restart point
+ * is not in pg_wal, and never will be (decoding reads pg_wal only): a copy
+ * of the data directory that kept the replication slots of the original --
+ * a low-level backup restored to a point in time, say -- has none of the
+ * WAL from before the backup.  Without this the worker failed on every
+ * start ("requested WAL segment ... has already been removed"), refresh()
+ * could not help, and the slot kept every WAL segment from then on.
+ * NULL when the segment is there (under any timeline).
+ */
+static const char *
+worker_slot_wal_missing(void)
+{
+	XLogRecPtr	restart_lsn;
+	XLogSegNo	needed;
+	DIR		   *dir;
+	struct dirent *de;
+	bool		found = false;
+
+	SpinLockAcquire(&MyReplicationSlot->mutex);
+	restart_lsn = MyReplicationSlot->data.restart_lsn;
+	SpinLockRelease(&MyReplicationSlot->mutex);
+	if (XLogRecPtrIsInvalid(restart_lsn))
+		return NULL;
+	XLByteToSeg(restart_lsn, needed, wal_segment_size);
+
+	dir = AllocateDir(XLOGDIR);
+	while (!found && (de = ReadDir(dir, XLOGDIR)) != NULL)
+	{
+		TimeLineID	tli;
+		XLogSegNo	segno;
+
+		if (!IsXLogFileName(de->d_name))
+			continue;
+		XLogFromFileName(de->d_name, &tli, &segno, wal_segment_size);
+		found = (segno == needed);
+	}
+	FreeDir(dir);
+	if (found)
+		return NULL;
+	return psprintf("because the WAL it needs from %X/%X is not in pg_wal (a copy or a restore of the data directory that kept its replication slots)",
+					LSN_FORMAT_ARGS(restart_lsn));
+}
+
+/*
+ * The slot just acquired is further on than the workers of this server
+ * left it: someone moved it while no worker held it
+ * (pg_replication_slot_advance, pg_logical_slot_get_changes after
+ * terminating the worker), and the changes it skipped are lost to the
+ * views.  Say so, as for a slot that was dropped: every view goes to error
+ * until refresh() rebuilds it.  In the acquiring transaction.
+ */
+static void
+worker_check_slot_moved(void)
+{
+	XLogRecPtr	left_at = InvalidXLogRecPtr;
+	XLogRecPtr	found_at;
+	DbWorker   *db;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	db = shmem_find_db(worker_dboid, false);
+	if (db != NULL)
+		left_at = db->slot_confirmed;
+	LWLockRelease(worker_shared->lock);
+
+	SpinLockAcquire(&MyReplicationSlot->mutex);
+	found_at = MyReplicationSlot->data.confirmed_flush;
+	SpinLockRelease(&MyReplicationSlot->mutex);
+
+	if (XLogRecPtrIsInvalid(left_at) || found_at <= left_at ||
+		!OidIsValid(catalog_relid("view_catalog")))
+		return;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	catalog_mark_views_stale(psprintf("replication slot \"%s\" was moved from %X/%X to %X/%X by another process while no apply worker held it; changes committed in between were not applied",
+									 worker_slot, LSN_FORMAT_ARGS(left_at),
+									 LSN_FORMAT_ARGS(found_at)));
+	PopActiveSnapshot();
+	ereport(LOG,
+			(errmsg("replication slot \"%s\" was moved from %X/%X to %X/%X while no delta_join worker held it; the delta views of database %u missed changes",
+					worker_slot, LSN_FORMAT_ARGS(left_at), LSN_FORMAT_ARGS(found_at),
+					worker_dboid)));
+}
+
+/* Remember where this worker leaves the slot (worker_check_slot_moved) */
+static void
+worker_note_slot_position(void)
+{
+	XLogRecPtr	lsn;
+	DbWorker   *db;
+
+	SpinLockAcquire(&MyReplicationSlot->mutex);
+	lsn = MyReplicationSlot->data.confirmed_flush;
+	SpinLockRelease(&MyReplicationSlot->mutex);
+	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
+	db = shmem_find_db(worker_dboid, false);
+	if (db != NULL)
+		db->slot_confirmed = lsn;
+	LWLockRelease(worker_shared->lock);
 }
 
 /*
@@ -1301,5 +1410,6 @@ worker_confirm_flushed(void)
 		return;
 	LogicalConfirmReceivedLocation(confirm_lsn);
 	ReplicationSlotMarkDirty();
+	worker_note_slot_position();
 	confirm_lsn = InvalidXLogRecPtr;
 }

@@ -4,7 +4,9 @@
 # function that recreates the slot puts the views in error ("missed
 # changes"), and refresh() brings them back.  Should that function fail, its
 # marking rolls back, so the slot it recreated is dropped again: the views
-# are marked by the next one instead of staying "active" and stale.
+# are marked by the next one instead of staying "active" and stale.  While
+# the slot is missing, wait() returns false instead of waiting for ever for
+# what nothing applies.
 
 use strict;
 use warnings;
@@ -65,6 +67,13 @@ is( $node->safe_psql('dj',
 		"SELECT state, reason FROM delta_join.status WHERE target = 'public.acct_copy'"),
 	'stalled|the replication slot of this database is missing: refresh the view',
 	'while the slot is missing, the status says the view is stalled and why');
+
+# wait() does not wait for ever for what nothing applies: it returns false,
+# as for a view in error (it waited until statement_timeout, or for ever)
+my ($wret, $wout, $werr) = $node->psql('dj',
+	"SET statement_timeout = '20s'; SELECT delta_join.wait('acct_copy'); SELECT delta_join.wait()");
+is($wout, "f\nf", 'wait() without a timeout returns false while the slot is missing');
+is($werr, '', 'and fails nothing');
 
 # The next view function recreates the slot for good and marks the view.
 $node->safe_psql('dj',
