@@ -74,6 +74,7 @@ typedef struct Analysis
 									 * (for rule 2's errors) */
 	int		   *col_offset;		/* per source: first column id */
 	int		   *class_parent;	/* union-find over column ids */
+	List	   *equalities;		/* ColumnEquality *: what class_parent merged */
 	int			ncolumn_ids;	/* size of class_parent */
 	bool		bad_columns;	/* a system column or whole row is read */
 	Bitmapset  *key_sources;	/* sources whose key is in the result's key */
@@ -139,6 +140,7 @@ extern bool row_order_covers_unique_key(RangeTblEntry *rte, Bitmapset *columns,
 extern List *analysis_join_tree(Analysis *a, Query *query);
 extern void analysis_tree_anchors(Analysis *a);
 extern bool analysis_tree_on_qual(Analysis *a, Node *qual);
+extern Bitmapset *analysis_tree_qual_sides(Analysis *a, Node *qual);
 
 /* analyze_join.c */
 extern int	analysis_column_id(Analysis *a, int source, AttrNumber attno);

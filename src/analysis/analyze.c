@@ -451,6 +451,7 @@ analysis_query(Analysis *a, Query *query, List *hints, const DeltaOptions *optio
 	a->class_parent = palloc(sizeof(int) * Max(ncolumns, 1));
 	for (int i = 0; i < ncolumns; i++)
 		a->class_parent[i] = i;
+	a->equalities = NIL;
 
 	/* expressions, with join alias vars replaced by the columns they stand for */
 	query->targetList = (List *) flatten_join_alias_vars_compat(query, (Node *) query->targetList);

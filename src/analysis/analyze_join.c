@@ -61,6 +61,70 @@ class_merge(Analysis *a, int id1, int id2)
 	a->class_parent[class_of(a, id1)] = class_of(a, id2);
 }
 
+/*
+ * An equality of two columns that a join condition states, and the sides
+ * of outer joins (bits of DeltaSource.nulling) that must have found
+ * partners for it to hold: those of the outer join in whose ON it is
+ * written, and those that null-extend its columns' sources.
+ */
+typedef struct ColumnEquality
+{
+	int			id1;
+	int			id2;
+	Bitmapset  *needs;
+} ColumnEquality;
+
+static int	source_of_id(Analysis *a, int id);
+
+static int
+find_root(int *parent, int id)
+{
+	while (parent[id] != id)
+		id = parent[id] = parent[parent[id]];
+	return id;
+}
+
+/*
+ * Do two columns hold the same value in every row where both their sources
+ * are (not null-extended)?  They do when a chain of equalities ties them
+ * whose every link holds in those rows: one written in the ON of an outer
+ * join, or reading a source an outer join null-extends, holds only where
+ * that join found partners.  The classes (class_of) merge every equality,
+ * in whatever rows it holds: "a LEFT JOIN c ON a.k1 = c.x AND a.k2 = c.x"
+ * puts a.k1 and a.k2 in one class, but they are equal only in the rows
+ * where a has a partner, and a row of a with none -- k1 1, k2 2 -- is not
+ * told from another (1, 3) by k1 alone.
+ */
+static bool
+same_value(Analysis *a, int id1, int id2)
+{
+	Bitmapset  *rows;
+	int		   *parent;
+	ListCell   *lc;
+	bool		result;
+
+	if (id1 == id2)
+		return true;
+	if (class_of(a, id1) != class_of(a, id2))
+		return false;
+	rows = bms_union(SOURCE(a, source_of_id(a, id1))->nulling,
+					 SOURCE(a, source_of_id(a, id2))->nulling);
+	parent = palloc(sizeof(int) * a->ncolumn_ids);
+	for (int i = 0; i < a->ncolumn_ids; i++)
+		parent[i] = i;
+	foreach(lc, a->equalities)
+	{
+		ColumnEquality *e = lfirst(lc);
+
+		if (bms_is_subset(e->needs, rows))
+			parent[find_root(parent, e->id1)] = find_root(parent, e->id2);
+	}
+	result = (find_root(parent, id1) == find_root(parent, id2));
+	pfree(parent);
+	bms_free(rows);
+	return result;
+}
+
 /* The source and column of a plain Var of this query level, or false. */
 bool
 analysis_var_source(Analysis *a, Node *node, int *source, AttrNumber *attno)
@@ -279,7 +343,16 @@ classify_quals(Analysis *a, List *quals)
 			a->plan->conds = lappend(a->plan->conds, cond);
 			if (equality_keeps_column(a, ls, la, op->opno, op->inputcollid) &&
 				equality_keeps_column(a, rs, ra, op->opno, op->inputcollid))
-				class_merge(a, analysis_column_id(a, ls, la), analysis_column_id(a, rs, ra));
+			{
+				ColumnEquality *e = palloc(sizeof(ColumnEquality));
+
+				e->id1 = analysis_column_id(a, ls, la);
+				e->id2 = analysis_column_id(a, rs, ra);
+				e->needs = bms_union(analysis_tree_qual_sides(a, qual),
+									 bms_union(SOURCE(a, ls)->nulling, SOURCE(a, rs)->nulling));
+				a->equalities = lappend(a->equalities, e);
+				class_merge(a, e->id1, e->id2);
+			}
 		}
 		else
 			reject_computed_join(a, lplain ? r : l, lsources, rsources);
@@ -661,14 +734,14 @@ plan_walks(Analysis *a)
  */
 
 /*
- * Output column (0-based) that is a plain Var of column class `cls` and
- * of a source null-extended exactly when `source` is, or -1: in the rows
- * where `source` is null-extended, it must be NULL too.  With source -1,
- * of any source.  With a valid type, only a column of a type that one is
- * binary-coercible to (or of a domain over such a type).
+ * Output column (0-based) that is a plain Var equal to column id `id`
+ * (same_value) and of a source null-extended exactly when `source` is, or
+ * -1: in the rows where `source` is null-extended, it must be NULL too.
+ * With source -1, of any source.  With a valid type, only a column of a
+ * type that one is binary-coercible to (or of a domain over such a type).
  */
 static int
-output_of_class(Analysis *a, int cls, int source, Oid type)
+output_equal_to(Analysis *a, int id, int source, Oid type)
 {
 	int			i = 0;
 	ListCell   *lc;
@@ -682,8 +755,8 @@ output_of_class(Analysis *a, int cls, int source, Oid type)
 		if (tle->resjunk)
 			continue;
 		if (analysis_var_source(a, (Node *) tle->expr, &s, &att) &&
-			class_of(a, analysis_column_id(a, s, att)) == cls &&
 			(source < 0 || bms_equal(SOURCE(a, s)->nulling, SOURCE(a, source)->nulling)) &&
+			same_value(a, id, analysis_column_id(a, s, att)) &&
 			(!OidIsValid(type) ||
 			 IsBinaryCoercible(type, getBaseType(exprType((Node *) tle->expr)))))
 			return i;
@@ -729,7 +802,7 @@ analysis_map_key(Analysis *a, List *key_ids)
 	{
 		int			id = lfirst_int(lc);
 		int			s = source_of_id(a, id);
-		int			col = output_of_class(a, class_of(a, id), s, InvalidOid);
+		int			col = output_equal_to(a, id, s, InvalidOid);
 		bool		dup = false;
 
 		if (col < 0)
@@ -783,7 +856,7 @@ derive_join_key(Analysis *a)
 
 		for (int k = 0; k < src->pk_natts && covered; k++)
 		{
-			int			cls = class_of(a, analysis_column_id(a, s, src->pk_attnums[k]));
+			int			id = analysis_column_id(a, s, src->pk_attnums[k]);
 			bool		found = false;
 
 			for (int t = 0; t < nsources && !found; t++)
@@ -794,7 +867,7 @@ derive_join_key(Analysis *a)
 				if (t == s || !in_key[t] || !bms_is_subset(other->nulling, src->nulling))
 					continue;
 				for (AttrNumber att = 1; att <= natts && !found; att++)
-					found = (class_of(a, analysis_column_id(a, t, att)) == cls);
+					found = same_value(a, id, analysis_column_id(a, t, att));
 			}
 			covered = found;
 		}
@@ -819,6 +892,76 @@ derive_join_key(Analysis *a)
 }
 
 /*
+ * The output column that holds key column k of source s (of a type the
+ * key's is binary-coercible to), or -1: the column itself when the select
+ * list has it, else one equal to it (same_value) that no earlier key
+ * column of s took, else one that one did.  Two key columns in one output
+ * column would make a key whose values differ (a changed row that joins
+ * nothing: k1 11, k2 6 where the join ties both to one column) look for
+ * the target's rows by the last value alone (c1 = 6), and take another
+ * row's for its own.
+ */
+static int
+key_output_column(Analysis *a, int s, int k, Oid type)
+{
+	DeltaSource *src = SOURCE(a, s);
+	int			id = analysis_column_id(a, s, src->key_attnums[k]);
+	int			i = 0;
+	int			shared = -1;
+	ListCell   *lc;
+
+	foreach(lc, a->plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		int			ts;
+		AttrNumber	att;
+
+		if (tle->resjunk)
+			continue;
+		if (analysis_var_source(a, (Node *) tle->expr, &ts, &att) && ts == s &&
+			att == src->key_attnums[k] &&
+			IsBinaryCoercible(type, getBaseType(exprType((Node *) tle->expr))))
+			return i;
+		i++;
+	}
+	i = 0;
+	foreach(lc, a->plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		int			ts;
+		AttrNumber	att;
+		bool		taken = false;
+
+		if (tle->resjunk)
+			continue;
+		if (analysis_var_source(a, (Node *) tle->expr, &ts, &att) &&
+			bms_equal(SOURCE(a, ts)->nulling, src->nulling) &&
+			same_value(a, id, analysis_column_id(a, ts, att)) &&
+			IsBinaryCoercible(type, getBaseType(exprType((Node *) tle->expr))))
+		{
+			for (int j = 0; j < k; j++)
+				taken |= (src->key_output[j] == i);
+			if (!taken)
+				return i;
+			if (shared < 0)
+				shared = i;
+		}
+		i++;
+	}
+	return shared;
+}
+
+/* Does key column k of src have an output column of its own? */
+static bool
+key_column_distinct(DeltaSource *src, int k)
+{
+	for (int j = 0; j < k; j++)
+		if (src->key_output[j] == src->key_output[k])
+			return false;
+	return true;
+}
+
+/*
  * Where each source's key columns are in the output (DeltaSource.
  * key_output).  A view that finds its rows in the target by a source's key
  * needs them there: in retract mode every source that drives changes (the
@@ -840,6 +983,7 @@ map_source_keys(Analysis *a)
 		bool		any_partner = false;
 		bool		mistyped = false;
 		bool		partner_mistyped = false;
+		bool		shared = false;
 
 		initStringInfo(&missing);
 		src->key_output = palloc(sizeof(int) * Max(src->key_natts, 1));
@@ -855,15 +999,21 @@ map_source_keys(Analysis *a)
 			 * has them: not in a column of another type that the join
 			 * equates with it, an int4 beside an int8 key.)
 			 */
-			src->key_output[k] = output_of_class(a, class_of(a, id), s, type);
+			src->key_output[k] = key_output_column(a, s, k, type);
+			if (src->key_output[k] >= 0 && !key_column_distinct(src, k))
+			{
+				shared = true;
+				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
+								 analysis_column_label(src, src->key_attnums[k]));
+			}
 			src->partner_output[k] = src->key_output[k] >= 0 ? src->key_output[k] :
-				output_of_class(a, class_of(a, id), -1, type);
+				output_equal_to(a, id, -1, type);
 			any_partner |= (src->partner_output[k] >= 0);
 			partner_mistyped |= (src->partner_output[k] < 0 &&
-								 output_of_class(a, class_of(a, id), -1, InvalidOid) >= 0);
+								 output_equal_to(a, id, -1, InvalidOid) >= 0);
 			if (src->key_output[k] < 0)
 			{
-				mistyped |= (output_of_class(a, class_of(a, id), s, InvalidOid) >= 0);
+				mistyped |= (output_equal_to(a, id, s, InvalidOid) >= 0);
 				src->key_in_output = false;
 				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "",
 								 analysis_column_label(src, src->key_attnums[k]));
@@ -877,7 +1027,7 @@ map_source_keys(Analysis *a)
 		needed = ((plan->options.retract && !src->lookup_only) ||
 				  list_member_int(plan->anchors, s)) &&
 			(!bms_is_member(s, a->key_sources) || mistyped);
-		if (needed && !src->key_in_output)
+		if (needed && (!src->key_in_output || shared))
 			analysis_reject(a, ERRCODE_INVALID_OBJECT_DEFINITION,
 							psprintf("delta view rule 8: the select list lacks %s, the key of %s",
 									 missing.data, analysis_source_label(src)),
@@ -943,7 +1093,7 @@ check_join_filters(Analysis *a)
 		{
 			Var		   *var = lfirst(lc2);
 			int			s = a->rt_source[var->varno];
-			int			col = output_of_class(a, class_of(a, analysis_column_id(a, s, var->varattno)), s,
+			int			col = output_equal_to(a, analysis_column_id(a, s, var->varattno), s,
 											  InvalidOid);
 			bool		in_key = false;
 

@@ -45,6 +45,8 @@ typedef struct TreeWalk
 	Query	   *query;
 	List	   *quals;
 	List	   *on_quals;		/* those of them written in an ON clause */
+	List	   *outer_quals;	/* those written in the ON of an outer join ... */
+	List	   *outer_sides;	/* ... Bitmapset *: its sides they need matched */
 	List	   *joins;			/* JoinExpr * whose type changed ... */
 	List	   *types;			/* ... int: their type in the rows */
 	List	   *deparse;		/* context to print quals (qual_text) */
@@ -267,6 +269,25 @@ walk_tree(TreeWalk *w, Node *jtnode, Relids nonnull, Bitmapset *sides)
 				return;
 		}
 
+		/*
+		 * Its conditions hold only in the rows where it found partners: where
+		 * neither of its nullable sides is null-extended.
+		 */
+		{
+			Bitmapset  *need = NULL;
+			ListCell   *lq;
+
+			if (type != JOIN_RIGHT)
+				need = bms_add_member(need, 2 * n + 1);
+			if (type != JOIN_LEFT)
+				need = bms_add_member(need, 2 * n);
+			foreach(lq, quals)
+			{
+				w->outer_quals = lappend(w->outer_quals, lfirst(lq));
+				w->outer_sides = lappend(w->outer_sides, need);
+			}
+		}
+
 		oj = palloc(sizeof(OuterJoin));
 		oj->jointype = type;
 		oj->left = analysis_relids_sources(a, tree_relids(j->larg));
@@ -402,6 +423,28 @@ void
 analysis_tree_anchors(Analysis *a)
 {
 	(void) tree_anchors(a->tree, (Node *) a->plan->query->jointree, &a->plan->anchors);
+}
+
+/*
+ * The sides of outer joins (bits of DeltaSource.nulling) that must have
+ * found partners for the condition to hold: those of the outer join in
+ * whose ON it is written, none for one in WHERE or an inner join's ON.
+ * An equality there ties its columns in those rows only: in "a LEFT JOIN
+ * c ON a.k1 = c.x AND a.k2 = c.x", a.k1 = a.k2 where a has a partner, not
+ * in its null-extended row.
+ */
+Bitmapset *
+analysis_tree_qual_sides(Analysis *a, Node *qual)
+{
+	ListCell   *lc1,
+			   *lc2;
+
+	forboth(lc1, a->tree->outer_quals, lc2, a->tree->outer_sides)
+	{
+		if (lfirst(lc1) == qual)
+			return (Bitmapset *) lfirst(lc2);
+	}
+	return NULL;
 }
 
 /* Was the condition written in an ON clause (else in WHERE)? */

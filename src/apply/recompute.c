@@ -892,6 +892,20 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 	}
 	fq->ngroup = list_length(tlist);
 
+	/*
+	 * The range table's joins are inner joins now, as the FROM list has
+	 * them: an outer join that a condition strict for its nullable side
+	 * makes an inner one (WHERE x2.a > 0 over LEFT JOIN s x2), which is
+	 * what this path takes, would send the planner looking for outer joins
+	 * that its tree no longer has ("so where are the outer joins?").
+	 */
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_JOIN)
+			rte->jointype = JOIN_INNER;
+	}
 	query->jointree = makeFromExpr(fromlist, quals != NIL ? (Node *) make_ands_explicit(quals) : NULL);
 	query->targetList = tlist;
 	query->groupClause = groups;
