@@ -213,6 +213,22 @@ column_never_null(Query *query, Var *var)
 }
 
 /*
+ * Can a column of query (join alias vars followed) be NULL because an
+ * outer join of query null-extends its table?  (An expression that a join
+ * alias var stands for, FULL JOIN ... USING's COALESCE, is taken as one.)
+ */
+static bool
+column_null_extended(Query *query, Var *var)
+{
+	Var		   *copy = copyObject(var);
+
+	copy->varlevelsup = 0;
+	copy = (Var *) flatten_join_alias_vars_compat(query, (Node *) copy);
+	return !IsA(copy, Var) ||
+		analysis_under_nullable_side((Node *) query->jointree, copy->varno) != 0;
+}
+
+/*
  * The correlation of an anti-join: each condition of its subquery's WHERE
  * that reads the outer query compares a column of the subquery with a
  * column of the outer query by an equality (for NOT IN, its comparison,
@@ -240,6 +256,24 @@ check_anti_join_correlation(Analysis *a, Query *query, Query *sub, SubLink *subl
 			{
 				reject_semi_join(a, pstrdup("the subquery of NOT EXISTS must be correlated by equalities of its columns with columns of the outer query"),
 								 pstrdup("A change of its tables dirties the outer rows its old and new rows are equal to; another condition on the outer query's columns could concern every row."),
+								 NULL);
+				return false;
+			}
+
+			/*
+			 * A row null-extended there passes NOT EXISTS whatever the
+			 * subquery's tables hold: the correlation does not make the
+			 * outer join an inner one, as the pulled-up join would say.
+			 */
+			if (contain_vars_of_level(lfirst(lc), 1) && column_null_extended(query, outer))
+			{
+				RangeTblEntry *rte = rt_fetch(outer->varno, query->rtable);
+
+				reject_semi_join(a, psprintf("the subquery of NOT EXISTS is correlated with column %s%s%s, which an outer join null-extends",
+											 rte->rtekind == RTE_RELATION ? quote_identifier(rte->eref->aliasname) : "",
+											 rte->rtekind == RTE_RELATION ? "." : "",
+											 quote_identifier(get_rte_attribute_name(rte, outer->varattno))),
+								 pstrdup("The outer query's null-extended rows pass NOT EXISTS whatever the subquery's tables hold, so the outer join stays an outer join, which this path does not maintain."),
 								 NULL);
 				return false;
 			}
