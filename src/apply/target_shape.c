@@ -774,16 +774,16 @@ output_entry(DeltaPlan *plan, int col)
 bool
 target_output_nullable(DeltaPlan *plan, int col)
 {
-	TargetEntry *tle = output_entry(plan, col);
+	Node	   *expr = compat_grouped_expr(plan->query, (Node *) output_entry(plan, col)->expr);
 	Var		   *var;
 	RangeTblEntry *rte;
 	Relation	rel;
 	bool		notnull;
 	ListCell   *lc;
 
-	if (!IsA(tle->expr, Var))
+	if (!IsA(expr, Var))
 		return true;
-	var = (Var *) tle->expr;
+	var = (Var *) expr;
 	rte = rt_fetch(var->varno, plan->query->rtable);
 	if (rte->rtekind != RTE_RELATION)
 		return true;
@@ -830,7 +830,7 @@ target_warn_not_null(Oid relid, DeltaPlan *plan)
 	for (int i = 0; i < desc->natts && col < plan->ncolumns; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
-		TargetEntry *tle;
+		Node	   *expr;
 		Var		   *var;
 		RangeTblEntry *rte;
 		Relation	source;
@@ -838,10 +838,10 @@ target_warn_not_null(Oid relid, DeltaPlan *plan)
 
 		if (att->attisdropped)
 			continue;
-		tle = output_entry(plan, col++);
-		if (!att->attnotnull || !IsA(tle->expr, Var))
+		expr = compat_grouped_expr(plan->query, (Node *) output_entry(plan, col++)->expr);
+		if (!att->attnotnull || !IsA(expr, Var))
 			continue;
-		var = (Var *) tle->expr;
+		var = (Var *) expr;
 		rte = rt_fetch(var->varno, plan->query->rtable);
 		if (rte->rtekind != RTE_RELATION || !target_output_nullable(plan, col - 1))
 			continue;

@@ -71,6 +71,27 @@ compat_flatten_grouping(Query *query)
 }
 
 /*
+ * A Var of this level that reads the RTE_GROUP entry (18): the grouping
+ * expression it stands for; any other node as it is.  For a query that
+ * compat_flatten_grouping did not flatten (a full recompute's, as the
+ * parser left it).
+ */
+Node *
+compat_grouped_expr(Query *query, Node *node)
+{
+#if PG_VERSION_NUM >= 180000
+	if (IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
+	{
+		RangeTblEntry *rte = rt_fetch(((Var *) node)->varno, query->rtable);
+
+		if (rte->rtekind == RTE_GROUP)
+			return list_nth(rte->groupexprs, ((Var *) node)->varattno - 1);
+	}
+#endif
+	return node;
+}
+
+/*
  * Check the permissions the query's own range table asks for (not those of
  * subqueries left in it), as the executor does at start-up.
  */

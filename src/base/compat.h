@@ -167,6 +167,8 @@ extern void compat_set_nullingrels(struct Query *query);
 
 /* Grouping Vars replaced by the grouping expressions, RTE_GROUP dropped */
 extern void compat_flatten_grouping(struct Query *query);
+/* the grouping expression a Var of the RTE_GROUP entry reads (18) */
+extern struct Node *compat_grouped_expr(struct Query *query, struct Node *node);
 
 /*
  * Is column attno of a relation (its relcache descriptor) declared NOT NULL
