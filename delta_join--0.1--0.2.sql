@@ -161,7 +161,7 @@ CROSS JOIN LATERAL (
 				WHEN d.worker_failure IS NOT NULL AND p.behind > 0
 				THEN 'the apply worker failed and is restarted: ' OPERATOR(pg_catalog.||) d.worker_failure
 				WHEN d.worker_pid IS NULL AND p.behind > 0
-				THEN 'no apply worker runs for this database (see the server log; max_worker_processes)'
+				THEN 'no apply worker runs for this database (one starts within seconds; if this stays, see the server log: max_worker_processes)'
 				WHEN s.view_id IS NULL AND NOT d.views_room
 				THEN 'the view has no place in shared memory (delta_join.max_views): its changes are not applied'
 		   END AS reason) r;
@@ -233,7 +233,7 @@ CROSS JOIN LATERAL (
 				WHEN d.worker_failure IS NOT NULL AND p.behind > 0
 				THEN 'the apply worker failed and is restarted: ' OPERATOR(pg_catalog.||) d.worker_failure
 				WHEN d.worker_pid IS NULL AND p.behind > 0
-				THEN 'no apply worker runs for this database (see the server log; max_worker_processes)'
+				THEN 'no apply worker runs for this database (one starts within seconds; if this stays, see the server log: max_worker_processes)'
 				WHEN s.view_id IS NULL AND NOT d.views_room
 				THEN 'the view has no place in shared memory (delta_join.max_views): its changes are not applied'
 		   END AS reason) r;
