@@ -533,6 +533,31 @@ analysis_check_partition_key(Analysis *a, int source, List *bindable, const char
 }
 
 /*
+ * Does a condition between the sources joined join component[t]'s group
+ * to another?  Then one source of each side, in *inside and *outside.
+ */
+static bool
+sources_across(Bitmapset *joined, const int *component, int t, int *inside, int *outside)
+{
+	int			in = -1;
+	int			out = -1;
+	int			s = -1;
+
+	while ((s = bms_next_member(joined, s)) >= 0)
+	{
+		if (component[s] == component[t] && in < 0)
+			in = s;
+		else if (component[s] != component[t] && out < 0)
+			out = s;
+	}
+	if (in < 0 || out < 0)
+		return false;
+	*inside = in;
+	*outside = out;
+	return true;
+}
+
+/*
  * Rule 2, for every pair of joined sources: each side's equality columns
  * must cover the leading column(s) of a btree index.  All sources must be
  * connected by such pairs.
@@ -623,46 +648,18 @@ check_join_edges(Analysis *a)
 			continue;
 		foreach(lc, a->computed_joins)
 		{
-			Bitmapset  *joined = lfirst(lc);
-			int			inside = -1;
-			int			outside = -1;
-			int			s = -1;
-
-			while ((s = bms_next_member(joined, s)) >= 0)
-			{
-				if (component[s] == component[t] && inside < 0)
-					inside = s;
-				else if (component[s] != component[t] && outside < 0)
-					outside = s;
-			}
-			if (inside >= 0 && outside >= 0)
-			{
-				member = inside;
-				other = outside;
+			if (sources_across(lfirst(lc), component, t, &member, &other))
 				break;
-			}
 		}
 		foreach(lc, a->unmergeable_joins)
 		{
 			OpExpr	   *op = lfirst(lc);
-			Bitmapset  *joined = bms_union(analysis_node_sources(a, linitial(op->args)),
-										   analysis_node_sources(a, lsecond(op->args)));
-			int			inside = -1;
-			int			outside = -1;
-			int			s = -1;
 
-			while ((s = bms_next_member(joined, s)) >= 0)
-			{
-				if (component[s] == component[t] && inside < 0)
-					inside = s;
-				else if (component[s] != component[t] && outside < 0)
-					outside = s;
-			}
-			if (inside >= 0 && outside >= 0)
+			if (sources_across(bms_union(analysis_node_sources(a, linitial(op->args)),
+										 analysis_node_sources(a, lsecond(op->args))),
+							   component, t, &member, &other))
 			{
 				unmergeable = op;
-				member = inside;
-				other = outside;
 				break;
 			}
 		}
