@@ -228,6 +228,17 @@ pieces_together(Pieces *pc)
 		return NULL;
 
 	/*
+	 * The batch alone: as it is, weights and all (a weighed batch has no
+	 * keys on disk, capture.c).
+	 */
+	if (pc->from == NULL && pc->batch != NULL && (!pc->spilled || pc->batch->weighed))
+	{
+		all = pc->batch;
+		pc->batch = NULL;
+		return all;
+	}
+
+	/*
 	 * pieces_rest reads the spilled chunks through the chunk memory, which
 	 * it resets: gather them elsewhere, in memory that then goes with the
 	 * chunk memory.
@@ -333,6 +344,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 	PieceSize  *volatile ps = piece_size(view->view_id);
 	Pieces		pc;
 	ErrorContextCallback errcallback;
+
+	/* weights are added only once, and only under the batch's snapshot */
+	if (req->batch != NULL && (!req->exactly_once || snapshot == NULL))
+		req->batch->weighed = false;
 
 	memset(&pc, 0, sizeof(pc));
 	pc.view = view;

@@ -147,6 +147,7 @@ capture_feed_batch(Capture *cap, SourceFeed *feed)
 	{
 		ventry->batch = MemoryContextAllocZero(cap->batch_cxt, sizeof(ViewBatch));
 		ventry->batch->view_id = feed->view_id;
+		ventry->batch->weighed = true;
 	}
 
 	memset(&stag, 0, sizeof(stag));
@@ -387,6 +388,7 @@ capture_truncate(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceF
 	}
 	capture_feed_batch(cap, feed);
 	feed->source_batch->truncated = true;
+	feed->view_batch->weighed = false;
 	foreach(lc, feed->source_batch->keys)
 		capture_forget_row(cap, lfirst(lc));
 }
@@ -507,6 +509,7 @@ capture_carried_in(Capture *cap, CarriedKey *ck)
 		cap->first_change_time = GetCurrentTimestamp();
 	cap->nchanges++;
 	feed.view_batch->changes++;
+	feed.view_batch->weighed = false;
 
 	if (ck->truncated)
 		feed.source_batch->truncated = true;
@@ -720,6 +723,18 @@ spill_read_row(BufFile *file, DirtyKey *key)
 	key->row = row;
 }
 
+/* No view's batch is weighed any more: keys went to disk without weights */
+static void
+capture_unweigh_all(Capture *cap)
+{
+	HASH_SEQ_STATUS status;
+	ViewEntry  *ventry;
+
+	hash_seq_init(&status, cap->views);
+	while ((ventry = hash_seq_search(&status)) != NULL)
+		ventry->batch->weighed = false;
+}
+
 /* Write the keys the capture holds to the spill files and drop them. */
 static void
 capture_spill_keys(Capture *cap)
@@ -731,6 +746,7 @@ capture_spill_keys(Capture *cap)
 
 	initStringInfo(&record);
 	initStringInfo(&elem);
+	capture_unweigh_all(cap);
 	hash_seq_init(&status, cap->sources);
 	while ((sentry = hash_seq_search(&status)) != NULL)
 	{
