@@ -106,6 +106,8 @@ typedef struct AdditiveColumn
 	AdditiveRole role;
 	Expr	   *arg;			/* of count(arg) and sum(arg) */
 	bool		arg_not_null;	/* a column that is NOT NULL */
+	int			counted_by;		/* a sum's: the output column of count(arg),
+								 * or -1 */
 } AdditiveColumn;
 
 /* One plain-column equality between two sources: left.col = right.col */

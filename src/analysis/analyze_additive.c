@@ -150,6 +150,16 @@ additive_refusal(Analysis *a)
 		c++;
 	}
 
+	/* a sum whose values may all leave: its count tells when none is left */
+	for (int s = 0; s < plan->ncolumns; s++)
+	{
+		plan->additive_columns[s].counted_by = -1;
+		for (int k = 0; k < plan->ncolumns && plan->additive_columns[s].role == ADDITIVE_SUM; k++)
+			if (plan->additive_columns[k].role == ADDITIVE_COUNT &&
+				equal(plan->additive_columns[k].arg, plan->additive_columns[s].arg))
+				plan->additive_columns[s].counted_by = k;
+	}
+
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);

@@ -26,13 +26,14 @@
  *
  * What the target does not tell.  A group's count of rows is known only
  * from a count(*) column; a sum is NULL once its values are all NULL, which
- * a count of them tells.  A group is recomputed instead (the caller's
- * keyed recompute) when adding cannot say its value: rows left it and no
- * count(*) says whether any remain; values left a sum of a column that may
- * be NULL; or the numbers disagree with the target (a group missing whose
- * rows did not grow, a count below zero), which a correct target never
- * shows but a recompute repairs.  A group whose count(*) falls to zero is
- * deleted.
+ * a count of the same argument tells, or a sum other than 0 rules out.  A
+ * group is recomputed instead (the caller's keyed recompute) when adding
+ * cannot say its value: rows left it and no count(*) says whether any
+ * remain; values left a sum of a column that may be NULL, with no count of
+ * it, and the sum came to 0; or the numbers disagree with the target (a
+ * group missing whose rows did not grow, a count below zero), which a
+ * correct target never shows but a recompute repairs.  A group whose
+ * count(*) falls to zero is deleted.
  *
  * IDENTIFICATION
  *	  src/apply/apply_additive.c
@@ -174,6 +175,25 @@ add_delta(Oid type, Datum old, bool old_null, Datum delta, bool delta_null,
 	return true;
 }
 
+/* Is value (int8 or numeric, not NULL) equal to n, or (below) less? */
+static bool
+numeric_or_int8_is(Oid type, Datum value, int64 n)
+{
+	if (type == INT8OID)
+		return DatumGetInt64(value) == n;
+	return DatumGetBool(DirectFunctionCall2(numeric_eq, value,
+											DirectFunctionCall1(int8_numeric, Int64GetDatum(n))));
+}
+
+static bool
+numeric_or_int8_below(Oid type, Datum value, int64 n)
+{
+	if (type == INT8OID)
+		return DatumGetInt64(value) < n;
+	return DatumGetBool(DirectFunctionCall2(numeric_lt, value,
+											DirectFunctionCall1(int8_numeric, Int64GetDatum(n))));
+}
+
 /*
  * Write one group's change (the delta query's row: group key, rows, then
  * per aggregate column its deltas), given its target row (fr); false when
@@ -187,6 +207,7 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output, 
 	int64		rows;
 	int			d = nkeys + 1;	/* the next delta column */
 	int			count_rows = -1;
+	bool	   *values_left = palloc0(sizeof(bool) * plan->ncolumns);
 
 	if (!delta_int64(delta[nkeys], delta_null[nkeys], &rows))
 		return false;
@@ -230,27 +251,38 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output, 
 			case ADDITIVE_SUM:
 				if (!delta_int64(delta[d + 1], delta_null[d + 1], &values_added))
 					return false;
-				/* values left a sum that may hold only NULLs now */
-				if (values_added < 0 && !col->arg_not_null)
-					return false;
-				if (!fr->found && values_added < 0)
+				/* values left a sum that held none, or a group that was not */
+				if (values_added < 0 && old_null)
 					return false;
 				if (!add_delta(type, old, old_null, delta[d], delta_null[d], &values[c], &isnull[c]))
 					return false;
+				values_left[c] = (values_added < 0 && !col->arg_not_null);
 				d += 2;
 				break;
 		}
-		if (col->role != ADDITIVE_SUM && !isnull[c] &&
-			(type == INT8OID ? DatumGetInt64(values[c]) < 0 :
-			 DatumGetBool(DirectFunctionCall2(numeric_lt, values[c],
-											  DirectFunctionCall1(int8_numeric, Int64GetDatum(0))))))
+		if (col->role != ADDITIVE_SUM && !isnull[c] && numeric_or_int8_below(type, values[c], 0))
 			return false;		/* a count below zero: the target disagrees */
 	}
 
+	/*
+	 * Values left a sum of a column that may be NULL: a sum of none is NULL.
+	 * Its count says whether any is left; without one, a sum other than 0
+	 * has some, and one of 0 may have none (recomputed).
+	 */
+	for (int c = 0; c < plan->ncolumns; c++)
+	{
+		int			counted_by = plan->additive_columns[c].counted_by;
+
+		if (!values_left[c])
+			continue;
+		if (counted_by >= 0)
+			isnull[c] |= numeric_or_int8_is(plan->coltypes[counted_by], values[counted_by], 0);
+		else if (numeric_or_int8_is(plan->coltypes[c], values[c], 0))
+			return false;
+	}
+
 	if (count_rows >= 0 && !isnull[count_rows] &&
-		(plan->coltypes[count_rows] == INT8OID ? DatumGetInt64(values[count_rows]) == 0 :
-		 DatumGetBool(DirectFunctionCall2(numeric_eq, values[count_rows],
-										  DirectFunctionCall1(int8_numeric, Int64GetDatum(0))))))
+		numeric_or_int8_is(plan->coltypes[count_rows], values[count_rows], 0))
 		writer_delete(writer, values, isnull);
 	else
 		writer_upsert(writer, values, isnull);
