@@ -565,8 +565,12 @@ ALTER TABLE shops REPLICA IDENTITY DEFAULT;
 SELECT * FROM delta_join.explain($$SELECT s.id, count(*) AS n FROM buys b JOIN shops s ON s.id = b.shop_id WHERE s.zone IS NOT NULL GROUP BY s.id$$, strategy => 'auto')
 WHERE explain LIKE '%additive%';
 ALTER TABLE shops REPLICA IDENTITY FULL;
+SELECT $$
+  SELECT s.zone, count(*) AS n, sum(b.tip) AS tip FROM buys b JOIN shops s ON s.id = b.shop_id GROUP BY s.zone
+$$ AS zone_tips \gset
 SELECT delta_join.create_view('zones', :'zones', strategy => 'auto');
 SELECT delta_join.create_view('shop_qty', :'shop_qty', strategy => 'auto');
+SELECT delta_join.create_view('zone_tips', :'zone_tips', strategy => 'auto');
 -- each change a batch of its own
 INSERT INTO buys VALUES (4, 3, 4, 0.01, NULL, 0);
 SELECT delta_join.wait();
@@ -587,8 +591,21 @@ SELECT * FROM zones ORDER BY 1;
 SELECT * FROM diff('zones', :'zones');
 SELECT * FROM shop_qty ORDER BY 1;
 SELECT * FROM diff('shop_qty', :'shop_qty');
+-- a sum of a nullable column whose last value leaves (no count of it): NULL,
+-- not 0; and one whose values sum to 0 while one is left: 0
+INSERT INTO buys VALUES (6, 2, 1, 1, -8, 0);
+SELECT delta_join.wait();
+SELECT * FROM zone_tips ORDER BY 1;
+DELETE FROM buys WHERE id = 3;
+SELECT delta_join.wait();
+SELECT * FROM zone_tips ORDER BY 1;
+UPDATE buys SET tip = NULL WHERE tip IS NOT NULL;
+SELECT delta_join.wait();
+SELECT * FROM zone_tips ORDER BY 1;
+SELECT * FROM diff('zone_tips', :'zone_tips');
 SELECT delta_join.drop_view('zones');
 SELECT delta_join.drop_view('shop_qty');
+SELECT delta_join.drop_view('zone_tips');
 
 -- the views are dropped with the schema
 SELECT delta_join.drop_view('by_region');
