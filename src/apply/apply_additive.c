@@ -46,13 +46,18 @@
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "apply/apply.h"
 #include "apply/recompute.h"
+
+/* work_mem of a delta query, in kB, at least */
+#define DELTA_WORK_MEM	65536
 
 /* The rows of a delta query, copied */
 typedef struct DeltaReceiver
@@ -313,6 +318,7 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 	bool	   *isnull;
 	FoundRow	fr;
 	ListCell   *lc;
+	int			nestlevel;
 
 	if (!dj_additive_aggregates || !plan->additive || !batch->weighed)
 		return false;
@@ -351,7 +357,19 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 	recompute_receiver_init(&receiver.pub, delta_receive);
 	receiver.cxt = CurrentMemoryContext;
 	counts->lookups++;
+
+	/*
+	 * The delta query aggregates per group of the batch, a numeric state
+	 * each: at least DELTA_WORK_MEM for its hash table, which would rather
+	 * spill to disk under the default work_mem for a batch of thousands of
+	 * groups (bounded by the batch's keys, not by the tables).
+	 */
+	nestlevel = NewGUCNestLevel();
+	if (work_mem < DELTA_WORK_MEM)
+		(void) set_config_option("work_mem", CppAsString2(DELTA_WORK_MEM), PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	recompute_run_delta(recompute_prepare_delta(plan, source), keys, (DestReceiver *) &receiver);
+	AtEOXact_GUC(true, nestlevel);
 
 	shape.nkeys = nkeys;
 	shape.typlen = palloc(sizeof(int16) * Max(nkeys, 1));

@@ -1012,17 +1012,22 @@ recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
  * ----------------------------------------------------------------
  */
 
-/* sum(arg) over numeric, FILTER (WHERE filter) when given */
+/*
+ * sum(arg), FILTER (WHERE filter) when given: of an int8, which sums in a
+ * 128-bit integer, or of a numeric.  Either gives a numeric.
+ */
 static Aggref *
 delta_sum(Expr *arg, Expr *filter)
 {
 	Aggref	   *agg = makeNode(Aggref);
+	Oid			type = exprType((Node *) arg);
 
-	agg->aggfnoid = F_SUM_NUMERIC;
+	Assert(type == INT8OID || type == NUMERICOID);
+	agg->aggfnoid = type == INT8OID ? F_SUM_INT8 : F_SUM_NUMERIC;
 	agg->aggtype = NUMERICOID;
 	agg->aggcollid = InvalidOid;
 	agg->inputcollid = InvalidOid;
-	agg->aggargtypes = list_make1_oid(NUMERICOID);
+	agg->aggargtypes = list_make1_oid(type);
 	agg->args = list_make1(makeTargetEntry(arg, 1, NULL, false));
 	agg->aggfilter = filter;
 	agg->aggkind = AGGKIND_NORMAL;
@@ -1031,17 +1036,37 @@ delta_sum(Expr *arg, Expr *filter)
 	return agg;
 }
 
-/* expr as numeric */
+/* expr as type (int8 or numeric) */
 static Expr *
-as_numeric(Expr *expr)
+coerced(Expr *expr, Oid type)
 {
 	Node	   *result = coerce_to_target_type(NULL, (Node *) expr, exprType((Node *) expr),
-											   NUMERICOID, -1, COERCION_EXPLICIT,
+											   type, -1, COERCION_EXPLICIT,
 											   COERCE_EXPLICIT_CAST, -1);
 
 	if (result == NULL)
-		elog(ERROR, "no cast of type %s to numeric", format_type_be(exprType((Node *) expr)));
+		elog(ERROR, "no cast of type %s to %s", format_type_be(exprType((Node *) expr)),
+			 format_type_be(type));
 	return (Expr *) result;
+}
+
+/*
+ * A weighed value, arg * weight: in int8 for a smallint or an integer (the
+ * product fits), else in numeric.
+ */
+static Expr *
+weighed(Expr *arg, Var *weight)
+{
+	Oid			type = exprType((Node *) arg);
+
+	if (type == INT2OID || type == INT4OID)
+		return (Expr *) makeFuncExpr(F_INT8MUL, INT8OID,
+									 list_make2(coerced(arg, INT8OID), copyObject(weight)),
+									 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	return (Expr *) makeFuncExpr(F_NUMERIC_MUL, NUMERICOID,
+								 list_make2(coerced(arg, NUMERICOID),
+											coerced((Expr *) copyObject(weight), NUMERICOID)),
+								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 }
 
 /*
@@ -1069,7 +1094,7 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	List	   *quals = NIL;
 	List	   *tlist = NIL;
 	List	   *groups = NIL;
-	Expr	   *weight;
+	Var		   *weight;
 	int			c = 0;
 	ListCell   *lc;
 
@@ -1110,8 +1135,7 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	rtf->funccolcount = 1;
 	image->functions = lappend(image->functions, rtf);
 	image->eref->colnames = lappend(image->eref->colnames, makeString(pstrdup("w")));
-	weight = as_numeric((Expr *) makeVar(list_length(query->rtable), src->key_natts + 1,
-										 INT8OID, -1, InvalidOid, 0));
+	weight = makeVar(list_length(query->rtable), src->key_natts + 1, INT8OID, -1, InvalidOid, 0);
 
 	/* every condition: the images hold every column the query reads */
 	foreach(lc, plan->quals)
@@ -1137,7 +1161,7 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	}
 	fq->ngroup = list_length(tlist);
 
-	tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum(weight, NULL),
+	tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum((Expr *) weight, NULL),
 										   list_length(tlist) + 1, pstrdup("rows"), false));
 	foreach(lc, plan->query->targetList)
 	{
@@ -1160,14 +1184,11 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 		((NullTest *) not_null)->nulltesttype = IS_NOT_NULL;
 		((NullTest *) not_null)->location = -1;
 		if (col->role == ADDITIVE_SUM)
-			tlist = lappend(tlist,
-							makeTargetEntry((Expr *) delta_sum(
-																 (Expr *) makeFuncExpr(F_NUMERIC_MUL, NUMERICOID,
-																					   list_make2(as_numeric(arg), copyObject(weight)),
-																					   InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL),
-																 NULL),
-											list_length(tlist) + 1, psprintf("sum%d", c), false));
-		tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum(copyObject(weight), not_null),
+			tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum(weighed(arg, weight), NULL),
+												   list_length(tlist) + 1, psprintf("sum%d", c),
+												   false));
+		tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum((Expr *) copyObject(weight),
+																  not_null),
 											   list_length(tlist) + 1, psprintf("count%d", c),
 											   false));
 	}

@@ -163,7 +163,7 @@ SQL
 		ms=$(until_fresh "UPDATE orders SET amount = amount + $round,
   merchant_id = CASE WHEN abs(hashint4(id)) % ($per * 10) < $per
                      THEN 1 + (id * 31 + $round) % $MERCHANTS ELSE merchant_id END
-WHERE abs(hashint4(id)) % $per = $round")
+WHERE abs(hashint4(id)) % $per = $round % $per")
 		fresh_ms[$whole]=$((fresh_ms[$whole] + ms / 2))
 	done
 	exact=$(view_exact "$name" "$query")
