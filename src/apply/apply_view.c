@@ -223,20 +223,21 @@ pieces_together(Pieces *pc)
 	MemoryContext gather_cxt;
 	MemoryContext oldcxt;
 	ViewBatch  *all;
+	bool		weighed;
 
 	if (pc->from == NULL && pc->batch == NULL && !pc->spilled)
 		return NULL;
 
-	/*
-	 * The batch alone: as it is, weights and all (a weighed batch has no
-	 * keys on disk, capture.c).
-	 */
-	if (pc->from == NULL && pc->batch != NULL && (!pc->spilled || pc->batch->weighed))
+	/* the batch alone: as it is, weights and all */
+	if (pc->from == NULL && pc->batch != NULL && !pc->spilled)
 	{
 		all = pc->batch;
 		pc->batch = NULL;
 		return all;
 	}
+
+	/* with its spilled keys, whose weights the merge sums */
+	weighed = (pc->from == NULL && pc->batch != NULL && pc->batch->weighed);
 
 	/*
 	 * pieces_rest reads the spilled chunks through the chunk memory, which
@@ -248,6 +249,7 @@ pieces_together(Pieces *pc)
 	oldcxt = MemoryContextSwitchTo(gather_cxt);
 	pc->from = NULL;
 	all = pieces_rest(pc);
+	all->weighed = weighed;
 	pc->batch = NULL;
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(pc->chunk_cxt);

@@ -504,6 +504,7 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 				*slot = dirty_key_make(&src->shape, key->values, key->isnull);
 				dst->keys = lappend(dst->keys, *slot);
 			}
+			(*slot)->weight += key->weight;
 		}
 	}
 	view_batch_sort_sources(into);

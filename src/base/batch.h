@@ -94,9 +94,11 @@ typedef struct ViewBatch
 	 * The keys' weights (DirtyKey.weight) sum every change of the view's
 	 * sources that the batch's snapshot saw last batch and sees now: set by
 	 * the capture for its own batch, cleared by whatever makes it not so
-	 * (a key carried in from an earlier batch, keys spilled to disk, a
-	 * change whose old row was not logged whole, a TRUNCATE); a batch made
-	 * from other batches (a copy, a piece, a merge) is never weighed.
+	 * (a key carried in from an earlier batch, a change whose old row was
+	 * not logged whole, a TRUNCATE).  Keys spilled to disk keep their
+	 * weights, which a merge sums; the batch gathered with them is weighed
+	 * if the capture's was (apply_view.c, pieces_together).  Any other
+	 * batch made of batches (a copy, a piece, a merge) is not weighed.
 	 */
 	bool		weighed;
 } ViewBatch;

@@ -273,12 +273,14 @@ capture_count_change(Capture *cap, TimestampTz commit_time, SourceFeed *feeds, i
 
 /*
  * Add a key (its values, detoasted, and its image) to the feed's
- * SourceBatch unless it is there, and return its DirtyKey; NULL if the key
- * went to disk with every key in memory.
+ * SourceBatch unless it is there, add weight to its weight (DirtyKey.
+ * weight: +1 for a new row, -1 for an old one), and return its DirtyKey;
+ * NULL if the key went to disk with every key in memory, its weight with
+ * it.
  */
 DirtyKey *
 capture_key(Capture *cap, SourceFeed *feed, const StringInfo image, const Datum *values,
-			const bool *isnull)
+			const bool *isnull, int64 weight)
 {
 	DirtyKey  **slot;
 
@@ -294,12 +296,15 @@ capture_key(Capture *cap, SourceFeed *feed, const StringInfo image, const Datum 
 		cap->nkeys++;
 		MemoryContextSwitchTo(oldcxt);
 
+		(*slot)->weight += weight;
 		if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
 		{
 			capture_spill_keys(cap);
 			return NULL;
 		}
+		return *slot;
 	}
+	(*slot)->weight += weight;
 	return *slot;
 }
 
@@ -723,18 +728,6 @@ spill_read_row(BufFile *file, DirtyKey *key)
 	key->row = row;
 }
 
-/* No view's batch is weighed any more: keys went to disk without weights */
-static void
-capture_unweigh_all(Capture *cap)
-{
-	HASH_SEQ_STATUS status;
-	ViewEntry  *ventry;
-
-	hash_seq_init(&status, cap->views);
-	while ((ventry = hash_seq_search(&status)) != NULL)
-		ventry->batch->weighed = false;
-}
-
 /* Write the keys the capture holds to the spill files and drop them. */
 static void
 capture_spill_keys(Capture *cap)
@@ -746,7 +739,6 @@ capture_spill_keys(Capture *cap)
 
 	initStringInfo(&record);
 	initStringInfo(&elem);
-	capture_unweigh_all(cap);
 	hash_seq_init(&status, cap->sources);
 	while ((sentry = hash_seq_search(&status)) != NULL)
 	{
@@ -772,6 +764,7 @@ capture_spill_keys(Capture *cap)
 			spill_element(&elem, sentry->tag.view_id, ordinal,
 						  record.data + sizeof(ordinal) + sizeof(len), len);
 			spill_note_key(cap, &elem);
+			appendBinaryStringInfo(&record, (char *) &key->weight, sizeof(key->weight));
 			if (!key->row_known)
 				appendStringInfoChar(&record, SPILL_ROW_UNKNOWN);
 			else if (key->row == NULL)
@@ -895,6 +888,7 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 		if (used != len)
 			elog(ERROR, "spilled dirty key of view %d, source %d, does not match its source's key",
 				 view_id, ordinal);
+		spill_read(spill->file, &key->weight, sizeof(key->weight));
 		spill_read_row(spill->file, key);
 
 		/*

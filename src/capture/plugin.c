@@ -340,12 +340,9 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		{
 			if (plugin_key_image(state, feed, newtuple, desc, oldtuple))
 			{
-				newkey = capture_key(cap, feed, &state->image, state->values, state->isnull);
+				newkey = capture_key(cap, feed, &state->image, state->values, state->isnull, 1);
 				if (newkey != NULL)
-				{
-					newkey->weight++;
 					capture_keep_row(cap, feed, newkey, &state->image, relation, newtuple);
-				}
 			}
 			else
 				feed->view_batch->weighed = false;
@@ -354,9 +351,7 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			feed->view_batch->weighed = false;
 		else if (oldtuple != NULL)
 		{
-			oldkey = capture_key(cap, feed, &state->image, state->values, state->isnull);
-			if (oldkey != NULL)
-				oldkey->weight--;
+			oldkey = capture_key(cap, feed, &state->image, state->values, state->isnull, -1);
 			if (oldkey == NULL || oldkey == newkey)
 				continue;
 			if (change->action == REORDER_BUFFER_CHANGE_DELETE)

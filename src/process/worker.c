@@ -1162,6 +1162,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	ViewBatch  *batch = NULL;
 	ViewBatch  *work;
 	ViewWork   *vw;
+	int64		spill_at;
 	ListCell   *lc;
 
 	foreach(lc, batches)
@@ -1267,7 +1268,8 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	vw->batch = batch;
 	vw->work = work;
 	vw->req.view = view;
-	vw->req.read_spilled = decoding_batch_next_chunk;
+	/* (the keys the capture spilled, if it spilled any) */
+	vw->req.read_spilled = decoding_batch_spilled(&spill_at) > 0 ? decoding_batch_next_chunk : NULL;
 	vw->req.chunk_keys = policy.max_keys;
 	vw->req.timeout_ms = retry_apply_timeout(view);
 	vw->req.end_lsn = decoding_position();

@@ -25,7 +25,10 @@
 # Phase 1: concurrent pgbench clients write orders only (inserts, updates
 # of every column, moves between merchants and items, to and from NULL,
 # deletes of rows and of whole groups, multi-statement and rolled-back
-# transactions): every batch changed one source, and is added.  Phase 2:
+# transactions): every batch changed one source, and is added.  Then two
+# UPDATEs of most orders in one transaction larger than the worker's batch
+# (max_batch_size 40): its keys spill to disk, and their weights, summed
+# over the chunks, are added.  Phase 2:
 # every source changes (merchants change region and tier, are deleted and
 # recreated; items change category): batches that changed two sources are
 # recomputed, the others added.  After each phase delta_join.wait() returns
@@ -228,6 +231,25 @@ foreach my $seed (@run)
 		"seed $seed: wait() after the writes on orders");
 	DeltaJoinTest::targets_ok($node, "seed $seed: after writes on orders only",
 		[ map { [ $_, $views{$_} ] } @targets ]);
+
+	# one transaction larger than the worker's batch: its keys spill to disk
+	# and are read back in chunks, their weights summed
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET delta_join.max_batch_size = 40; SELECT pg_reload_conf(); SELECT pg_sleep(0.3)");
+	my $spill_start = -s $node->logfile;
+	$node->safe_psql('postgres',
+		"BEGIN; UPDATE $s.orders SET qty = qty + 1, amount = amount + 1, note = note + 1 WHERE id % 3 <> 0;"
+		  . "UPDATE $s.orders SET merchant_id = merchant_id % $merchants + 1 WHERE id % 5 = 0; COMMIT;");
+	ok(DeltaJoinWorkload::wait_views($node, undef, '120s'),
+		"seed $seed: wait() after a transaction larger than a batch");
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM RESET delta_join.max_batch_size; SELECT pg_reload_conf(); SELECT pg_sleep(0.3)");
+	DeltaJoinTest::targets_ok($node, "seed $seed: after a transaction larger than a batch",
+		[ map { [ $_, $views{$_} ] } @targets ]);
+	my $spill_log = slurp_file($node->logfile, $spill_start);
+	like($spill_log, qr/were spilled to disk/, "seed $seed: the large transaction spilled");
+	like($spill_log, qr/additive apply: \d+ changed rows of $s\.orders/,
+		"seed $seed: the spilled batch was added") if $additive;
 
 	DeltaJoinWorkload::pgbench_ok(
 		$node,
