@@ -587,6 +587,14 @@ SELECT * FROM zones ORDER BY 1;
 SELECT * FROM diff('zones', :'zones');
 SELECT * FROM shop_qty ORDER BY 1;
 SELECT * FROM diff('shop_qty', :'shop_qty');
+-- a numeric(p,s) column holds NaN: a NaN that leaves a sum is not
+-- subtracted (NaN - NaN is NaN), the group is recomputed
+INSERT INTO buys VALUES (6, 1, 1, 'NaN', NULL, 0);
+SELECT delta_join.wait();
+UPDATE buys SET price = 1 WHERE id = 6;
+SELECT delta_join.wait();
+SELECT * FROM zones ORDER BY 1;
+SELECT * FROM diff('zones', :'zones');
 SELECT delta_join.drop_view('zones');
 SELECT delta_join.drop_view('shop_qty');
 

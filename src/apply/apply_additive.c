@@ -48,6 +48,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 
 #include "apply/apply.h"
@@ -234,6 +235,14 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output, 
 				if (values_added < 0 && !col->arg_not_null)
 					return false;
 				if (!fr->found && values_added < 0)
+					return false;
+
+				/*
+				 * A NaN entered or left (a numeric(p,s) column holds NaN):
+				 * NaN - NaN is NaN, not the sum of the rows that remain
+				 */
+				if (type == NUMERICOID && !delta_null[d] &&
+					numeric_is_nan(DatumGetNumeric(delta[d])))
 					return false;
 				if (!add_delta(type, old, old_null, delta[d], delta_null[d], &values[c], &isnull[c]))
 					return false;
