@@ -603,6 +603,30 @@ UPDATE buys SET tip = NULL WHERE tip IS NOT NULL;
 SELECT delta_join.wait();
 SELECT * FROM zone_tips ORDER BY 1;
 SELECT * FROM diff('zone_tips', :'zone_tips');
+-- a numeric(p,s) column holds NaN: a NaN that leaves a sum is not
+-- subtracted (NaN - NaN is NaN), the group is recomputed
+INSERT INTO buys VALUES (9, 1, 1, 'NaN', NULL, 0);
+SELECT delta_join.wait();
+UPDATE buys SET price = 1 WHERE id = 9;
+SELECT delta_join.wait();
+SELECT * FROM zones ORDER BY 1;
+SELECT * FROM diff('zones', :'zones');
+-- a group column shown twice is outside the target's key (key (zone)):
+-- adding writes it too (the worker crashed on the copy it left unset)
+SELECT delta_join.create_view('zone_twice', $$
+  SELECT s.zone, s.zone AS zone_again, count(*) AS n, sum(b.qty) AS qty
+  FROM buys b JOIN shops s ON s.id = b.shop_id GROUP BY 1, 2 $$, strategy => 'auto');
+INSERT INTO buys VALUES (10, 1, 2, 1, NULL, 0);
+SELECT delta_join.wait();
+INSERT INTO buys VALUES (11, 1, 3, 1, NULL, 0);
+SELECT delta_join.wait();
+UPDATE buys SET qty = qty + 1 WHERE id = 11;
+SELECT delta_join.wait();
+SELECT * FROM zone_twice ORDER BY 1;
+SELECT * FROM diff('zone_twice', $$
+  SELECT s.zone, s.zone AS zone_again, count(*) AS n, sum(b.qty) AS qty
+  FROM buys b JOIN shops s ON s.id = b.shop_id GROUP BY 1, 2 $$);
+SELECT delta_join.drop_view('zone_twice');
 SELECT delta_join.drop_view('zones');
 SELECT delta_join.drop_view('shop_qty');
 SELECT delta_join.drop_view('zone_tips');

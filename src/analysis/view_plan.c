@@ -136,7 +136,7 @@ check_source_keys(ViewRecord *view, DeltaPlan *plan)
 	if (narrowed && plan->additive)
 	{
 		plan->additive = false;
-		plan->additive_refusal = pstrdup("the view's changes are captured without the columns it needs: delta_join.refresh() registers them");
+		plan->additive_refusal = pstrdup("its changes are captured by the columns its group key and joins read only (it was created before it could be additive): drop_view and create_view make it additive");
 	}
 }
 

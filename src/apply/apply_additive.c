@@ -51,6 +51,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 
 #include "apply/apply.h"
@@ -205,9 +206,9 @@ numeric_or_int8_below(Oid type, Datum value, int64 n)
  * the group must be recomputed instead.
  */
 static bool
-apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output, int nkeys,
-				  const Datum *delta, const bool *delta_null, FoundRow *fr,
-				  Datum *values, bool *isnull)
+apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
+				  const int *group_of, int nkeys, const Datum *delta, const bool *delta_null,
+				  FoundRow *fr, Datum *values, bool *isnull)
 {
 	int64		rows;
 	int			d = nkeys + 1;	/* the next delta column */
@@ -242,6 +243,9 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output, 
 		switch (col->role)
 		{
 			case ADDITIVE_GROUP:
+				/* every output column of the group key, in the key or not */
+				values[c] = delta[group_of[c]];
+				isnull[c] = delta_null[group_of[c]];
 				continue;
 			case ADDITIVE_COUNT_ROWS:
 				if (!add_delta(type, old, old_null, delta[nkeys], delta_null[nkeys],
@@ -258,6 +262,14 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output, 
 					return false;
 				/* values left a sum that held none, or a group that was not */
 				if (values_added < 0 && old_null)
+					return false;
+
+				/*
+				 * A NaN entered or left (a numeric(p,s) column holds NaN):
+				 * NaN - NaN is NaN, not the sum of the rows that remain
+				 */
+				if (type == NUMERICOID && !delta_null[d] &&
+					numeric_is_nan(DatumGetNumeric(delta[d])))
 					return false;
 				if (!add_delta(type, old, old_null, delta[d], delta_null[d], &values[c], &isnull[c]))
 					return false;
@@ -295,6 +307,43 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output, 
 }
 
 /*
+ * Where each output column of the group key is in the delta query's rows
+ * (group-clause order), per output column (-1: an aggregate).  A group
+ * column may be outside the target's key (shown twice, as in SELECT
+ * m.region AS r1, m.region AS r2 ... GROUP BY 1, 2): key_output does not
+ * name it.
+ */
+static int *
+group_outputs(DeltaPlan *plan)
+{
+	int		   *group_of = palloc(sizeof(int) * Max(plan->ncolumns, 1));
+	int			c = 0;
+	ListCell   *lc;
+
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		ListCell   *lc2;
+
+		if (tle->resjunk)
+			continue;
+		group_of[c] = -1;
+		if (plan->additive_columns[c].role == ADDITIVE_GROUP)
+		{
+			foreach(lc2, plan->query->groupClause)
+			{
+				if (((SortGroupClause *) lfirst(lc2))->tleSortGroupRef == tle->ressortgroupref)
+					group_of[c] = foreach_current_index(lc2);
+			}
+			if (group_of[c] < 0)
+				elog(ERROR, "output column %d of the group key is not in the group clause", c + 1);
+		}
+		c++;
+	}
+	return group_of;
+}
+
+/*
  * Apply the batch by adding its weighed changed rows to their groups, if
  * the view and the batch allow it (see the file's comment); the groups
  * adding cannot settle are appended to *recompute (DirtyKey *, group key
@@ -317,6 +366,7 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 	Datum	   *values;
 	bool	   *isnull;
 	FoundRow	fr;
+	int		   *group_of;
 	ListCell   *lc;
 	int			nestlevel;
 
@@ -386,6 +436,7 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 	isnull = palloc(sizeof(bool) * plan->ncolumns);
 	fr.values = palloc(sizeof(Datum) * plan->ncolumns);
 	fr.isnull = palloc(sizeof(bool) * plan->ncolumns);
+	group_of = group_outputs(plan);
 	tl = writer_lookup_begin(writer, plan->key_ncolumns, plan->key_columns, false);
 	foreach(lc, receiver.rows)
 	{
@@ -397,8 +448,8 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 		}
 		fr.found = false;
 		writer_lookup_rows(writer, tl, values, isnull, found_row, &fr);
-		if (!apply_group_delta(plan, writer, key_output, nkeys, delta, delta_null, &fr,
-							   values, isnull))
+		if (!apply_group_delta(plan, writer, key_output, group_of, nkeys, delta, delta_null,
+							   &fr, values, isnull))
 			*recompute = lappend(*recompute, dirty_key_make(&shape, delta, delta_null));
 	}
 	writer_lookup_end(tl);
