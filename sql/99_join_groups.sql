@@ -627,6 +627,14 @@ SELECT * FROM diff('zone_twice', $$
   SELECT s.zone, s.zone AS zone_again, count(*) AS n, sum(b.qty) AS qty
   FROM buys b JOIN shops s ON s.id = b.shop_id GROUP BY 1, 2 $$);
 SELECT delta_join.drop_view('zone_twice');
+-- a new group whose rows hold no value of a counted column: its count is
+-- 0, not NULL (the count's delta, a sum over no row, is NULL)
+INSERT INTO shops VALUES (4, 'west');
+SELECT delta_join.wait();
+INSERT INTO buys VALUES (12, 4, 1, 1, NULL, 0);
+SELECT delta_join.wait();
+SELECT * FROM zones WHERE zone = 'west';
+SELECT * FROM diff('zones', :'zones');
 SELECT delta_join.drop_view('zones');
 SELECT delta_join.drop_view('shop_qty');
 SELECT delta_join.drop_view('zone_tips');

@@ -255,6 +255,18 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
 			case ADDITIVE_COUNT:
 				if (!add_delta(type, old, old_null, delta[d], delta_null[d], &values[c], &isnull[c]))
 					return false;
+
+				/*
+				 * A count is never NULL: a new group whose rows hold no
+				 * value of the argument counts 0 (its delta, a sum over
+				 * no row, is NULL)
+				 */
+				if (isnull[c])
+				{
+					values[c] = type == INT8OID ? Int64GetDatum(0) :
+						DirectFunctionCall1(int8_numeric, Int64GetDatum(0));
+					isnull[c] = false;
+				}
 				d++;
 				break;
 			case ADDITIVE_SUM:
