@@ -97,6 +97,8 @@ extern void analysis_reject(Analysis *a, int code, char *message, char *detail, 
 extern bool analysis_some_source_drives(Analysis *a);
 extern char *analysis_source_name(DeltaSource *src);
 extern char *analysis_source_label(DeltaSource *src);
+extern void analysis_add_column(AttrNumber *cols, int *n, AttrNumber att);
+extern void analysis_additive(Analysis *a);
 extern char *analysis_column_label(DeltaSource *src, AttrNumber attno);
 extern char *analysis_column_list(Oid relid, int n, const AttrNumber *attnums);
 extern DeltaPlan *analysis_query(Analysis *a, Query *query, List *hints,

@@ -32,6 +32,20 @@ typedef struct DeltaSource
 	int			key_natts;
 	AttrNumber *key_attnums;
 
+	/*
+	 * Groups through joins (analyze_additive.c): the narrow key (what the
+	 * group key and the conditions between sources read) and the wide one
+	 * (every column the query reads).  key_attnums is the wide key of an
+	 * additive view, else the narrow one; the source_catalog of a view
+	 * registers either (view_plan.c), and the finder query reads only the
+	 * narrow key's columns of the images either way (recompute.c).  Unset
+	 * (0, NULL) on the other paths.
+	 */
+	int			narrow_natts;
+	AttrNumber *narrow_attnums;
+	int			wide_natts;
+	AttrNumber *wide_attnums;
+
 	/* how the other sources look this one up (first edge that reaches it) */
 	Oid			lookup_index;
 	int			lookup_nkeys;	/* leading index columns bound */
@@ -73,6 +87,28 @@ typedef struct DeltaSource
 	 */
 	int			anti_join;
 } DeltaSource;
+
+/*
+ * An output column of an additive aggregate over joins (analyze_additive.c)
+ * and how a batch's weighed changed rows change it.
+ */
+typedef enum AdditiveRole
+{
+	ADDITIVE_GROUP,				/* a column of the group key */
+	ADDITIVE_COUNT_ROWS,		/* count(*) */
+	ADDITIVE_COUNT,				/* count(arg) */
+	ADDITIVE_SUM				/* sum(arg): integers, or numeric of a fixed
+								 * scale */
+} AdditiveRole;
+
+typedef struct AdditiveColumn
+{
+	AdditiveRole role;
+	Expr	   *arg;			/* of count(arg) and sum(arg) */
+	bool		arg_not_null;	/* a column that is NOT NULL */
+	int			counted_by;		/* a sum's: the output column of count(arg),
+								 * or -1 */
+} AdditiveColumn;
 
 /* One plain-column equality between two sources: left.col = right.col */
 typedef struct DeltaJoinCond
@@ -149,6 +185,15 @@ typedef struct DeltaPlan
 
 	/* aggregates: the group key's index on the single source */
 	Oid			group_index;
+
+	/*
+	 * Groups through joins: may a batch that changed one source only add
+	 * its weighed rows to their groups (analyze_additive.c)?  If so, the
+	 * role of each output column; if not, why (for explain).
+	 */
+	bool		additive;
+	AdditiveColumn *additive_columns;
+	char	   *additive_refusal;
 
 	/*
 	 * Outer joins: some source can be null-extended.  anchors are the

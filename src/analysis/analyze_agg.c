@@ -71,8 +71,8 @@ analysis_aggregate_over_join(Analysis *a)
 #define JOIN_GROUPS_MAX_SOURCES	6
 
 /* Add column att to the sorted set of columns cols[0 .. *n - 1] */
-static void
-add_column(AttrNumber *cols, int *n, AttrNumber att)
+void
+analysis_add_column(AttrNumber *cols, int *n, AttrNumber att)
 {
 	int			i = *n;
 
@@ -164,7 +164,7 @@ analysis_aggregate_join(Analysis *a)
 				   pstrdup("Group by plain columns of the sources."));
 			return;
 		}
-		add_column(SOURCE(a, s)->key_attnums, &SOURCE(a, s)->key_natts, att);
+		analysis_add_column(SOURCE(a, s)->key_attnums, &SOURCE(a, s)->key_natts, att);
 		key_ids = lappend_int(key_ids, analysis_column_id(a, s, att));
 	}
 
@@ -183,7 +183,7 @@ analysis_aggregate_join(Analysis *a)
 
 			if (!analysis_var_source(a, lfirst(lc2), &s, &att))
 				continue;
-			add_column(SOURCE(a, s)->key_attnums, &SOURCE(a, s)->key_natts, att);
+			analysis_add_column(SOURCE(a, s)->key_attnums, &SOURCE(a, s)->key_natts, att);
 			joined[s] = true;
 		}
 	}
@@ -251,6 +251,8 @@ analysis_aggregate_join(Analysis *a)
 
 	analysis_map_key(a, key_ids);
 	plan->has_filter = (query->havingQual != NULL);
+	if (a->failures == NIL)
+		analysis_additive(a);
 }
 
 /*

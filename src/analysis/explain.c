@@ -296,9 +296,13 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 			else
 				lines = lappend(lines, psprintf("  on change of %s: the groups of its old and new rows by %s, found through the joins, recomputed",
 												source_title(src),
-												analysis_column_list(src->relid, src->key_natts,
-																	 src->key_attnums)));
+												analysis_column_list(src->relid, src->narrow_natts,
+																	 src->narrow_attnums)));
 		}
+		if (plan->additive)
+			lines = lappend(lines, pstrdup("  a batch that changed one source only: its changed rows, weighed +1 new and -1 old, joined to the others and added to their groups' counts and sums (additive)"));
+		else if (plan->additive_refusal != NULL)
+			lines = lappend(lines, psprintf("  not additive: %s", plan->additive_refusal));
 		if (plan->query->havingQual == NULL && !plan->semi_join && !plan->anti_join)
 			lines = lappend(lines, pstrdup("  a batch that dirties delta_join.whole_recompute_fraction of the target's rows or more: the whole query recomputed, only the difference written"));
 	}

@@ -70,6 +70,13 @@ analyze_registered(ViewRecord *view)
 							 view->path);
 }
 
+/* Are the registered key columns of a source these? */
+static bool
+same_columns(SourceRecord *rec, int n, const AttrNumber *attnums)
+{
+	return rec->nkeys == n && memcmp(rec->key_attnums, attnums, sizeof(AttrNumber) * n) == 0;
+}
+
 /*
  * The dirty keys decoding captures for each source of a delta view or a
  * keyed recompute (source_catalog.key_attnums) must still be the key
@@ -79,6 +86,7 @@ analyze_registered(ViewRecord *view)
 static void
 check_source_keys(ViewRecord *view, DeltaPlan *plan)
 {
+	bool		narrowed = false;
 	ListCell   *lc;
 
 	if (plan->path == DJ_PATH_FULL)
@@ -94,14 +102,41 @@ check_source_keys(ViewRecord *view, DeltaPlan *plan)
 			if (((SourceRecord *) lfirst(lc2))->ordinal == src->ordinal)
 				rec = lfirst(lc2);
 		}
-		if (rec == NULL || rec->relid != src->relid || rec->nkeys != src->key_natts ||
-			memcmp(rec->key_attnums, src->key_attnums, sizeof(AttrNumber) * src->key_natts) != 0)
+		if (rec != NULL && src->narrow_attnums != NULL &&
+			!same_columns(rec, src->key_natts, src->key_attnums))
+		{
+			/*
+			 * Groups through joins: registered narrow (before the additive
+			 * apply, or not additive then), or wide (additive then, not
+			 * now: the replica identity changed).
+			 */
+			if (same_columns(rec, src->narrow_natts, src->narrow_attnums))
+			{
+				src->key_natts = src->narrow_natts;
+				src->key_attnums = src->narrow_attnums;
+				narrowed = true;
+				continue;
+			}
+			if (same_columns(rec, src->wide_natts, src->wide_attnums))
+			{
+				src->key_natts = src->wide_natts;
+				src->key_attnums = src->wide_attnums;
+				continue;
+			}
+		}
+		if (rec == NULL || rec->relid != src->relid ||
+			!same_columns(rec, src->key_natts, src->key_attnums))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the key of source %s changed since the view was created",
 							dj_message_name(src->relname)),
 					 errdetail("Changes of the source are captured by other columns than the view now needs."),
 					 errhint("Rebuild the view with delta_join.refresh().")));
+	}
+	if (narrowed && plan->additive)
+	{
+		plan->additive = false;
+		plan->additive_refusal = pstrdup("its changes are captured by the columns its group key and joins read only (it was created before it could be additive): drop_view and create_view make it additive");
 	}
 }
 

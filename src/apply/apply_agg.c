@@ -708,11 +708,21 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	bool		anti_join_truncated = false;
 	FinderReceiver finder;
 	GroupRecompute gr;
-	List	   *groups;
+	List	   *groups = NIL;
 	ListCell   *lc;
 	int			nchanged;
 
 	group_recompute_begin(&gr, plan, writer, NULL);
+
+	/* one source changed: its rows added to their groups (apply_additive.c) */
+	if (apply_aggregate_additive(plan, batch, writer, gr.key_output, counts, &groups))
+	{
+		foreach(lc, groups)
+			group_recompute_one(&gr, lfirst(lc), counts);
+		group_recompute_flush(&gr, counts);
+		apply_error_clear();
+		return;
+	}
 
 	/* the images of each source that changed */
 	foreach(lc, batch->sources)

@@ -223,9 +223,21 @@ pieces_together(Pieces *pc)
 	MemoryContext gather_cxt;
 	MemoryContext oldcxt;
 	ViewBatch  *all;
+	bool		weighed;
 
 	if (pc->from == NULL && pc->batch == NULL && !pc->spilled)
 		return NULL;
+
+	/* the batch alone: as it is, weights and all */
+	if (pc->from == NULL && pc->batch != NULL && !pc->spilled)
+	{
+		all = pc->batch;
+		pc->batch = NULL;
+		return all;
+	}
+
+	/* with its spilled keys, whose weights the merge sums */
+	weighed = (pc->from == NULL && pc->batch != NULL && pc->batch->weighed);
 
 	/*
 	 * pieces_rest reads the spilled chunks through the chunk memory, which
@@ -237,6 +249,7 @@ pieces_together(Pieces *pc)
 	oldcxt = MemoryContextSwitchTo(gather_cxt);
 	pc->from = NULL;
 	all = pieces_rest(pc);
+	all->weighed = weighed;
 	pc->batch = NULL;
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(pc->chunk_cxt);
@@ -333,6 +346,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 	PieceSize  *volatile ps = piece_size(view->view_id);
 	Pieces		pc;
 	ErrorContextCallback errcallback;
+
+	/* weights are added only once, and only under the batch's snapshot */
+	if (req->batch != NULL && (!req->exactly_once || snapshot == NULL))
+		req->batch->weighed = false;
 
 	memset(&pc, 0, sizeof(pc));
 	pc.view = view;

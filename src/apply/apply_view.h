@@ -53,6 +53,9 @@ typedef struct ApplyRequest
 	bool		quiet;			/* do not log an error another try may not
 								 * meet (a share, the worker's own too: the
 								 * worker applies the view again alone) */
+	bool		exactly_once;	/* nothing of the target has seen a change
+								 * of the batch yet: its weights may be
+								 * added (worker.c, worker_exactly_once) */
 } ApplyRequest;
 
 extern void apply_session_setup(void);

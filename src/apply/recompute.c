@@ -95,6 +95,8 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "catalog/pg_aggregate.h"
+#include "parser/parse_coerce.h"
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
@@ -118,9 +120,13 @@
 #define GROUP_QUERY_NAME	"delta_join: recompute groups"
 #define VIEW_QUERY_NAME		"delta_join: recompute a view"
 #define FINDER_QUERY_NAME	"delta_join: find dirty groups"
+#define DELTA_QUERY_NAME	"delta_join: add changed rows to their groups"
 
 /* delta_join.set_apply_min_keys */
 static int	dj_set_apply_min_keys = 1000;
+
+/* delta_join.additive_aggregates */
+bool		dj_additive_aggregates = true;
 
 /* delta_join.whole_recompute_fraction */
 static double dj_whole_recompute_fraction = 0.5;
@@ -248,6 +254,14 @@ recompute_define_settings(void)
 							 &dj_whole_recompute_fraction,
 							 0.5,
 							 0.0, 1000.0,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("delta_join.additive_aggregates",
+							 "Add a batch's changed rows to the groups of an aggregate over joins, instead of recomputing the groups.",
+							 "Only for counts and sums of integers or of numeric of a fixed scale, in a batch that changed one source of the view.",
+							 &dj_additive_aggregates,
+							 true,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
@@ -742,7 +756,21 @@ typedef struct ImageMap
 	int		   *image_rtindex;	/* per source: its images' entry, or 0 */
 	bool		unmapped;		/* a column outside a replaced source's image,
 								 * or of a source left out, was read */
+	bool		wide;			/* map every column of an image, not only
+								 * those of the narrow key */
 } ImageMap;
+
+/* Is att a column of the source's narrow key (or is there none)? */
+static bool
+in_narrow_key(DeltaSource *src, AttrNumber att)
+{
+	if (src->narrow_attnums == NULL)
+		return true;
+	for (int k = 0; k < src->narrow_natts; k++)
+		if (src->narrow_attnums[k] == att)
+			return true;
+	return false;
+}
 
 /*
  * A Var of a replaced source becomes the column of its images' entry that
@@ -770,7 +798,8 @@ image_map_mutator(Node *node, ImageMap *map)
 			if (var->varno != src->rtindex)
 				continue;
 			for (int k = 0; k < src->key_natts; k++)
-				if (src->key_attnums[k] == var->varattno)
+				if (src->key_attnums[k] == var->varattno &&
+					(map->wide || in_narrow_key(src, var->varattno)))
 					return (Node *) makeVar(map->image_rtindex[s], k + 1, var->vartype,
 											var->vartypmod, var->varcollid, 0);
 			map->unmapped = true;
@@ -803,6 +832,44 @@ add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source)
 	}
 	fq->nparams += src->key_natts;
 	return list_length(query->rtable);
+}
+
+/*
+ * Make query (a copy of the view's) read fromlist under quals, grouped by
+ * groups, its output tlist: a finder or a delta query.
+ */
+static void
+set_image_query(Query *query, List *fromlist, List *quals, List *tlist, List *groups,
+				bool has_aggs)
+{
+	ListCell   *lc;
+
+	/*
+	 * The range table's joins are inner joins now, as the FROM list has
+	 * them: an outer join that a condition strict for its nullable side
+	 * makes an inner one (WHERE x2.a > 0 over LEFT JOIN s x2), which is
+	 * what this path takes, would send the planner looking for outer joins
+	 * that its tree no longer has ("so where are the outer joins?").
+	 */
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_JOIN)
+			rte->jointype = JOIN_INNER;
+	}
+	query->jointree = makeFromExpr(fromlist, quals != NIL ? (Node *) make_ands_explicit(quals) : NULL);
+	query->targetList = tlist;
+	query->groupClause = groups;
+	query->groupingSets = NIL;
+	query->havingQual = NULL;
+	query->hasAggs = has_aggs;
+	query->distinctClause = NIL;
+	query->hasDistinctOn = false;
+	query->sortClause = NIL;
+	query->limitCount = NULL;
+	query->limitOffset = NULL;
+	compat_set_nullingrels(query);
 }
 
 /*
@@ -842,6 +909,7 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 
 	map.plan = plan;
 	map.replaced = replaced;
+	map.wide = false;
 	map.left_out = NULL;
 	map.image_rtindex = palloc0(sizeof(int) * list_length(plan->sources));
 	foreach(lc, plan->sources)
@@ -892,34 +960,30 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 	}
 	fq->ngroup = list_length(tlist);
 
-	/*
-	 * The range table's joins are inner joins now, as the FROM list has
-	 * them: an outer join that a condition strict for its nullable side
-	 * makes an inner one (WHERE x2.a > 0 over LEFT JOIN s x2), which is
-	 * what this path takes, would send the planner looking for outer joins
-	 * that its tree no longer has ("so where are the outer joins?").
-	 */
-	foreach(lc, query->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-
-		if (rte->rtekind == RTE_JOIN)
-			rte->jointype = JOIN_INNER;
-	}
-	query->jointree = makeFromExpr(fromlist, quals != NIL ? (Node *) make_ands_explicit(quals) : NULL);
-	query->targetList = tlist;
-	query->groupClause = groups;
-	query->groupingSets = NIL;
-	query->havingQual = NULL;
-	query->hasAggs = false;
-	query->distinctClause = NIL;
-	query->hasDistinctOn = false;
-	query->sortClause = NIL;
-	query->limitCount = NULL;
-	query->limitOffset = NULL;
-	compat_set_nullingrels(query);
+	set_image_query(query, fromlist, quals, tlist, groups, false);
 	keyed_plan_init(&fq->kp, query, FINDER_QUERY_NAME);
 	return fq;
+}
+
+/* The array of parameter p of an image query: its column of each key */
+static Datum
+image_array(FinderQuery *fq, int p, List *keys)
+{
+	int			n = list_length(keys);
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+	int			lbound = 1;
+	ListCell   *lc;
+
+	foreach(lc, keys)
+	{
+		DirtyKey   *key = lfirst(lc);
+
+		elems[foreach_current_index(lc)] = key->values[fq->param_column[p]];
+		nulls[foreach_current_index(lc)] = key->isnull[fq->param_column[p]];
+	}
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, &n, &lbound, fq->elemtypes[p],
+											  fq->typlen[p], fq->typbyval[p], fq->typalign[p]));
 }
 
 /*
@@ -936,28 +1000,229 @@ recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
 
 	for (int p = 0; p < fq->nparams; p++)
 	{
-		List	   *list = keys[fq->param_source[p]];
-		int			n = list_length(list);
-		Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-		bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
-		int			lbound = 1;
-		ListCell   *lc;
-
-		nimages = Max(nimages, n);
-
-		foreach(lc, list)
-		{
-			DirtyKey   *key = lfirst(lc);
-
-			elems[foreach_current_index(lc)] = key->values[fq->param_column[p]];
-			nulls[foreach_current_index(lc)] = key->isnull[fq->param_column[p]];
-		}
-		arrays[p] = PointerGetDatum(construct_md_array(elems, nulls, 1, &n, &lbound,
-													   fq->elemtypes[p], fq->typlen[p],
-													   fq->typbyval[p], fq->typalign[p]));
+		nimages = Max(nimages, list_length(keys[fq->param_source[p]]));
+		arrays[p] = image_array(fq, p, keys[fq->param_source[p]]);
 	}
 	keyed_plan_run(&fq->kp, nimages, run_params(fq->nparams, arrays, no_nulls, fq->arraytypes),
 				   dest);
+}
+
+/* ----------------------------------------------------------------
+ *		Delta queries (additive aggregates over joins)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * sum(arg), FILTER (WHERE filter) when given: of an int8, which sums in a
+ * 128-bit integer, or of a numeric.  Either gives a numeric.
+ */
+static Aggref *
+delta_sum(Expr *arg, Expr *filter)
+{
+	Aggref	   *agg = makeNode(Aggref);
+	Oid			type = exprType((Node *) arg);
+
+	Assert(type == INT8OID || type == NUMERICOID);
+	agg->aggfnoid = type == INT8OID ? F_SUM_INT8 : F_SUM_NUMERIC;
+	agg->aggtype = NUMERICOID;
+	agg->aggcollid = InvalidOid;
+	agg->inputcollid = InvalidOid;
+	agg->aggargtypes = list_make1_oid(type);
+	agg->args = list_make1(makeTargetEntry(arg, 1, NULL, false));
+	agg->aggfilter = filter;
+	agg->aggkind = AGGKIND_NORMAL;
+	agg->aggsplit = AGGSPLIT_SIMPLE;
+	agg->location = -1;
+	return agg;
+}
+
+/* expr as type (int8 or numeric) */
+static Expr *
+coerced(Expr *expr, Oid type)
+{
+	Node	   *result = coerce_to_target_type(NULL, (Node *) expr, exprType((Node *) expr),
+											   type, -1, COERCION_EXPLICIT,
+											   COERCE_EXPLICIT_CAST, -1);
+
+	if (result == NULL)
+		elog(ERROR, "no cast of type %s to %s", format_type_be(exprType((Node *) expr)),
+			 format_type_be(type));
+	return (Expr *) result;
+}
+
+/*
+ * A weighed value, arg * weight: in int8 for a smallint or an integer (the
+ * product fits), else in numeric.
+ */
+static Expr *
+weighed(Expr *arg, Var *weight)
+{
+	Oid			type = exprType((Node *) arg);
+
+	if (type == INT2OID || type == INT4OID)
+		return (Expr *) makeFuncExpr(F_INT8MUL, INT8OID,
+									 list_make2(coerced(arg, INT8OID), copyObject(weight)),
+									 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	return (Expr *) makeFuncExpr(F_NUMERIC_MUL, NUMERICOID,
+								 list_make2(coerced(arg, NUMERICOID),
+											coerced((Expr *) copyObject(weight), NUMERICOID)),
+								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * Plan the delta query of an additive aggregate over joins for a batch that
+ * changed source s only (analyze_additive.c): the view's joins and
+ * conditions with s replaced by the weighed images of its changed rows --
+ *		unnest($1::c1[], ..., $n::cn[], $n+1::int8[]) AS img_s(c1, ..., cn, w)
+ * -- the other sources read as they are, grouped by the group key.  Its
+ * rows are the group key's columns, then the sum of the weights (the
+ * change of the group's rows), then for each aggregate output column the
+ * change of its value (numeric): of a count the weights of the rows whose
+ * argument is not NULL; of a sum the weighed sum of its argument, and the
+ * change of its count of values that are not NULL.
+ */
+FinderQuery *
+recompute_prepare_delta(DeltaPlan *plan, int source)
+{
+	FinderQuery *fq = palloc0(sizeof(FinderQuery));
+	DeltaSource *src = list_nth(plan->sources, source);
+	Query	   *query = copyObject(plan->query);
+	ImageMap	map;
+	RangeTblEntry *image;
+	RangeTblFunction *rtf;
+	List	   *fromlist = NIL;
+	List	   *quals = NIL;
+	List	   *tlist = NIL;
+	List	   *groups = NIL;
+	Var		   *weight;
+	int			c = 0;
+	ListCell   *lc;
+
+	fq->param_source = palloc(sizeof(int) * (src->key_natts + 1));
+	fq->param_column = palloc(sizeof(int) * (src->key_natts + 1));
+	fq->elemtypes = palloc(sizeof(Oid) * (src->key_natts + 1));
+	fq->arraytypes = palloc(sizeof(Oid) * (src->key_natts + 1));
+	fq->typlen = palloc(sizeof(int16) * (src->key_natts + 1));
+	fq->typbyval = palloc(sizeof(bool) * (src->key_natts + 1));
+	fq->typalign = palloc(sizeof(char) * (src->key_natts + 1));
+
+	map.plan = plan;
+	map.replaced = bms_make_singleton(source);
+	map.wide = true;
+	map.left_out = NULL;
+	map.image_rtindex = palloc0(sizeof(int) * list_length(plan->sources));
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *other = lfirst(lc);
+		int			rtindex = other->rtindex;
+
+		if (foreach_current_index(lc) == source)
+			rtindex = map.image_rtindex[source] = add_image_entry(fq, query, src, source);
+		fromlist = lappend(fromlist, makeNode(RangeTblRef));
+		((RangeTblRef *) llast(fromlist))->rtindex = rtindex;
+	}
+
+	/* the weights: one more column of the images */
+	image = llast(query->rtable);
+	fq->weight_param = fq->nparams + 1;
+	rtf = makeNode(RangeTblFunction);
+	rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, INT8OID,
+										  list_make1(key_param(fq->weight_param, INT8ARRAYOID,
+															   InvalidOid)),
+										  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	((FuncExpr *) rtf->funcexpr)->funcretset = true;
+	rtf->funccolcount = 1;
+	image->functions = lappend(image->functions, rtf);
+	image->eref->colnames = lappend(image->eref->colnames, makeString(pstrdup("w")));
+	weight = makeVar(list_length(query->rtable), src->key_natts + 1, INT8OID, -1, InvalidOid, 0);
+
+	/* every condition: the images hold every column the query reads */
+	foreach(lc, plan->quals)
+	{
+		map.unmapped = false;
+		quals = lappend(quals, image_map_mutator(lfirst(lc), &map));
+		if (map.unmapped)
+			elog(ERROR, "a condition reads a column outside the images of %s", src->relname);
+	}
+
+	foreach(lc, plan->query->groupClause)
+	{
+		SortGroupClause *sgc = copyObject(lfirst(lc));
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
+		TargetEntry *out;
+		int			k = foreach_current_index(lc) + 1;
+
+		out = makeTargetEntry((Expr *) image_map_mutator((Node *) tle->expr, &map), k,
+							  psprintf("g%d", k), false);
+		out->ressortgroupref = sgc->tleSortGroupRef = k;
+		tlist = lappend(tlist, out);
+		groups = lappend(groups, sgc);
+	}
+	fq->ngroup = list_length(tlist);
+
+	tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum((Expr *) weight, NULL),
+										   list_length(tlist) + 1, pstrdup("rows"), false));
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		AdditiveColumn *col;
+		Expr	   *arg;
+		Expr	   *not_null;
+
+		if (tle->resjunk)
+			continue;
+		col = &plan->additive_columns[c++];
+		if (col->role == ADDITIVE_GROUP || col->role == ADDITIVE_COUNT_ROWS)
+			continue;
+		map.unmapped = false;
+		arg = (Expr *) image_map_mutator((Node *) col->arg, &map);
+		if (map.unmapped)
+			elog(ERROR, "an aggregate reads a column outside the images of %s", src->relname);
+		not_null = (Expr *) makeNode(NullTest);
+		((NullTest *) not_null)->arg = arg;
+		((NullTest *) not_null)->nulltesttype = IS_NOT_NULL;
+		((NullTest *) not_null)->location = -1;
+		if (col->role == ADDITIVE_SUM)
+			tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum(weighed(arg, weight), NULL),
+												   list_length(tlist) + 1, psprintf("sum%d", c),
+												   false));
+		tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum((Expr *) copyObject(weight),
+																  not_null),
+											   list_length(tlist) + 1, psprintf("count%d", c),
+											   false));
+	}
+
+	set_image_query(query, fromlist, quals, tlist, groups, true);
+	keyed_plan_init(&fq->kp, query, DELTA_QUERY_NAME);
+	return fq;
+}
+
+/*
+ * Run a delta query with the changed rows of its source, keys (DirtyKey *,
+ * each with its weight), in one execution.  Its rows go to dest.
+ */
+void
+recompute_run_delta(FinderQuery *fq, List *keys, DestReceiver *dest)
+{
+	int			n = list_length(keys);
+	Datum	   *arrays = palloc(sizeof(Datum) * (fq->nparams + 1));
+	bool	   *no_nulls = palloc0(sizeof(bool) * (fq->nparams + 1));
+	Oid		   *types = palloc(sizeof(Oid) * (fq->nparams + 1));
+	Datum	   *weights = palloc(sizeof(Datum) * Max(n, 1));
+	ListCell   *lc;
+
+	for (int p = 0; p < fq->nparams; p++)
+	{
+		arrays[p] = image_array(fq, p, keys);
+		types[p] = fq->arraytypes[p];
+	}
+	foreach(lc, keys)
+		weights[foreach_current_index(lc)] = Int64GetDatum(((DirtyKey *) lfirst(lc))->weight);
+	arrays[fq->nparams] = PointerGetDatum(construct_array(weights, n, INT8OID, sizeof(int64),
+														  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	types[fq->nparams] = INT8ARRAYOID;
+	keyed_plan_run(&fq->kp, n, run_params(fq->nparams + 1, arrays, no_nulls, types), dest);
 }
 
 /* ----------------------------------------------------------------

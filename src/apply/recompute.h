@@ -71,6 +71,7 @@ typedef struct FinderQuery
 	KeyedPlan	kp;
 	int			ngroup;			/* its output: the group key's columns */
 	int			nparams;		/* an array per key column of each image */
+	int			weight_param;	/* a delta query's: the images' weights */
 	int		   *param_source;	/* per parameter: its source (index) ... */
 	int		   *param_column;	/* ... and key column */
 	Oid		   *elemtypes;
@@ -89,7 +90,10 @@ extern void recompute_run_groups(GroupQuery *gq, int nkeys, const Datum *values,
 								 const bool *isnull, DestReceiver *dest);
 extern FinderQuery *recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced);
 extern void recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest);
+extern FinderQuery *recompute_prepare_delta(DeltaPlan *plan, int source);
+extern void recompute_run_delta(FinderQuery *fq, List *keys, DestReceiver *dest);
 extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
+extern bool dj_additive_aggregates;
 extern void recompute_define_settings(void);
 extern bool recompute_whole_pays(Relation target, int64 ngroups);
 extern int	recompute_chunk_size(int nkeys, int generic_chunk);

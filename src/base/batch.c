@@ -396,6 +396,7 @@ view_batch_copy(const ViewBatch *batch)
 
 	*copy = *batch;
 	copy->sources = NIL;
+	copy->weighed = false;
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = palloc(sizeof(SourceBatch));
@@ -423,6 +424,7 @@ view_batch_take(ViewBatch *batch, int64 n, bool first)
 
 	*piece = *batch;
 	piece->sources = NIL;
+	piece->weighed = false;
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = lfirst(lc);
@@ -460,6 +462,7 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 	Assert(into->view_id == from->view_id);
 	into->changes += from->changes;
 	into->commit_time = Max(into->commit_time, from->commit_time);
+	into->weighed = false;
 	into->whole |= from->whole;
 	if (into->whole)
 		return;
@@ -501,6 +504,7 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 				*slot = dirty_key_make(&src->shape, key->values, key->isnull);
 				dst->keys = lappend(dst->keys, *slot);
 			}
+			(*slot)->weight += key->weight;
 		}
 	}
 	view_batch_sort_sources(into);

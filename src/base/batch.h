@@ -40,6 +40,13 @@ typedef struct DirtyKey
 	bool	   *isnull;
 	bool		row_known;
 	HeapTuple	row;			/* in the SourceBatch's rowdesc */
+
+	/*
+	 * The key's weight: +1 for each new row the batch's changes made with
+	 * this image, -1 for each old row they removed (an additive aggregate,
+	 * apply_agg.c).  Meaningful only in a ViewBatch that is weighed.
+	 */
+	int64		weight;
 } DirtyKey;
 
 /*
@@ -82,6 +89,18 @@ typedef struct ViewBatch
 	bool		whole;			/* recompute the whole view: more keys waited
 								 * than the worker keeps (retry.c), and they
 								 * were dropped */
+
+	/*
+	 * The keys' weights (DirtyKey.weight) sum every change of the view's
+	 * sources that the batch's snapshot saw last batch and sees now: set by
+	 * the capture for its own batch, cleared by whatever makes it not so
+	 * (a key carried in from an earlier batch, a change whose old row was
+	 * not logged whole, a TRUNCATE).  Keys spilled to disk keep their
+	 * weights, which a merge sums; the batch gathered with them is weighed
+	 * if the capture's was (apply_view.c, pieces_together).  Any other
+	 * batch made of batches (a copy, a piece, a merge) is not weighed.
+	 */
+	bool		weighed;
 } ViewBatch;
 
 /* What applying one view's batch did, added to the view's counters. */

@@ -147,6 +147,7 @@ capture_feed_batch(Capture *cap, SourceFeed *feed)
 	{
 		ventry->batch = MemoryContextAllocZero(cap->batch_cxt, sizeof(ViewBatch));
 		ventry->batch->view_id = feed->view_id;
+		ventry->batch->weighed = true;
 	}
 
 	memset(&stag, 0, sizeof(stag));
@@ -272,12 +273,14 @@ capture_count_change(Capture *cap, TimestampTz commit_time, SourceFeed *feeds, i
 
 /*
  * Add a key (its values, detoasted, and its image) to the feed's
- * SourceBatch unless it is there, and return its DirtyKey; NULL if the key
- * went to disk with every key in memory.
+ * SourceBatch unless it is there, add weight to its weight (DirtyKey.
+ * weight: +1 for a new row, -1 for an old one), and return its DirtyKey;
+ * NULL if the key went to disk with every key in memory, its weight with
+ * it.
  */
 DirtyKey *
 capture_key(Capture *cap, SourceFeed *feed, const StringInfo image, const Datum *values,
-			const bool *isnull)
+			const bool *isnull, int64 weight)
 {
 	DirtyKey  **slot;
 
@@ -293,12 +296,15 @@ capture_key(Capture *cap, SourceFeed *feed, const StringInfo image, const Datum 
 		cap->nkeys++;
 		MemoryContextSwitchTo(oldcxt);
 
+		(*slot)->weight += weight;
 		if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
 		{
 			capture_spill_keys(cap);
 			return NULL;
 		}
+		return *slot;
 	}
+	(*slot)->weight += weight;
 	return *slot;
 }
 
@@ -387,6 +393,7 @@ capture_truncate(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceF
 	}
 	capture_feed_batch(cap, feed);
 	feed->source_batch->truncated = true;
+	feed->view_batch->weighed = false;
 	foreach(lc, feed->source_batch->keys)
 		capture_forget_row(cap, lfirst(lc));
 }
@@ -507,6 +514,7 @@ capture_carried_in(Capture *cap, CarriedKey *ck)
 		cap->first_change_time = GetCurrentTimestamp();
 	cap->nchanges++;
 	feed.view_batch->changes++;
+	feed.view_batch->weighed = false;
 
 	if (ck->truncated)
 		feed.source_batch->truncated = true;
@@ -756,6 +764,7 @@ capture_spill_keys(Capture *cap)
 			spill_element(&elem, sentry->tag.view_id, ordinal,
 						  record.data + sizeof(ordinal) + sizeof(len), len);
 			spill_note_key(cap, &elem);
+			appendBinaryStringInfo(&record, (char *) &key->weight, sizeof(key->weight));
 			if (!key->row_known)
 				appendStringInfoChar(&record, SPILL_ROW_UNKNOWN);
 			else if (key->row == NULL)
@@ -879,6 +888,7 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 		if (used != len)
 			elog(ERROR, "spilled dirty key of view %d, source %d, does not match its source's key",
 				 view_id, ordinal);
+		spill_read(spill->file, &key->weight, sizeof(key->weight));
 		spill_read_row(spill->file, key);
 
 		/*

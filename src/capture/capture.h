@@ -154,7 +154,7 @@ extern void capture_begin_txn(Capture *cap, TransactionId xid);
 extern void capture_count_change(Capture *cap, TimestampTz commit_time, SourceFeed *feeds,
 								 int nfeeds);
 extern DirtyKey *capture_key(Capture *cap, SourceFeed *feed, const StringInfo image,
-							 const Datum *values, const bool *isnull);
+							 const Datum *values, const bool *isnull, int64 weight);
 extern void capture_keep_row(Capture *cap, SourceFeed *feed, DirtyKey *key,
 							 const StringInfo image, Relation relation, HeapTuple tuple);
 extern void capture_forget_row(Capture *cap, DirtyKey *key);

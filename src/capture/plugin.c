@@ -238,6 +238,7 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	TupleDesc	desc;
 	HeapTuple	newtuple = NULL;
 	HeapTuple	oldtuple = NULL;
+	bool		whole_old_row;
 
 	if (cap == NULL)
 		return;
@@ -319,22 +320,38 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	}
 
 	capture_count_change(cap, txn->xact_time.commit_time, entry->feeds, entry->nfeeds);
+
+	/*
+	 * The weights of an additive aggregate (capture.h) need the whole old row
+	 * of every UPDATE and DELETE.
+	 */
+	whole_old_row = (change->action == REORDER_BUFFER_CHANGE_INSERT ||
+					 (oldtuple != NULL &&
+					  relation->rd_rel->relreplident == REPLICA_IDENTITY_FULL));
 	for (int i = 0; i < entry->nfeeds; i++)
 	{
 		SourceFeed *feed = &entry->feeds[i];
 		DirtyKey   *newkey = NULL;
 		DirtyKey   *oldkey;
 
-		if (newtuple != NULL &&
-			plugin_key_image(state, feed, newtuple, desc, oldtuple))
+		if (!whole_old_row)
+			feed->view_batch->weighed = false;
+		if (newtuple != NULL)
 		{
-			newkey = capture_key(cap, feed, &state->image, state->values, state->isnull);
-			if (newkey != NULL)
-				capture_keep_row(cap, feed, newkey, &state->image, relation, newtuple);
+			if (plugin_key_image(state, feed, newtuple, desc, oldtuple))
+			{
+				newkey = capture_key(cap, feed, &state->image, state->values, state->isnull, 1);
+				if (newkey != NULL)
+					capture_keep_row(cap, feed, newkey, &state->image, relation, newtuple);
+			}
+			else
+				feed->view_batch->weighed = false;
 		}
-		if (oldtuple != NULL && plugin_key_image(state, feed, oldtuple, desc, NULL))
+		if (oldtuple != NULL && !plugin_key_image(state, feed, oldtuple, desc, NULL))
+			feed->view_batch->weighed = false;
+		else if (oldtuple != NULL)
 		{
-			oldkey = capture_key(cap, feed, &state->image, state->values, state->isnull);
+			oldkey = capture_key(cap, feed, &state->image, state->values, state->isnull, -1);
 			if (oldkey == NULL || oldkey == newkey)
 				continue;
 			if (change->action == REORDER_BUFFER_CHANGE_DELETE)

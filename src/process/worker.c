@@ -189,6 +189,19 @@ static XLogRecPtr batch_start_lsn = InvalidXLogRecPtr;
 static bool batch_caught_up = true; /* the batch read all its snapshot sees */
 static bool worker_waiting = false; /* for the extension's update */
 
+/*
+ * Exactly once (worker_exactly_once): the views whose catalog row this
+ * process wrote last, with the applied position of a batch that read all
+ * its snapshot sees, and the transaction that wrote it.
+ */
+typedef struct OwnWrite
+{
+	int			view_id;
+	TransactionId xid;
+} OwnWrite;
+
+static HTAB *own_writes = NULL;
+
 /* An earlier worker of the database ended in error (worker_note_failure) */
 static bool failed_before = true;
 
@@ -221,6 +234,8 @@ static void worker_apply_batch(Snapshot snapshot);
 typedef struct AppliedViews AppliedViews;
 static void worker_hold(ViewRecord *view, ViewProgress *vp, DeferredView *dv, ViewBatch *batch,
 						TimestampTz now, const char *reason);
+static void worker_note_own_writes(AppliedViews *applied);
+static bool worker_exactly_once(ViewRecord *view);
 static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches,
 								  TimestampTz now);
 static ViewResult worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot,
@@ -1047,6 +1062,7 @@ worker_apply_batch(Snapshot snapshot)
 	}
 
 	catalog_set_applied(applied.n, applied.ids, end_lsn);
+	worker_note_own_writes(&applied);
 	PopActiveSnapshot();
 	UnregisterSnapshot(snapshot);
 	CommitTransactionCommand();
@@ -1077,6 +1093,53 @@ worker_apply_batch(Snapshot snapshot)
 	}
 }
 
+/*
+ * May the batch's changes be added to the view's target, each exactly once
+ * (an additive aggregate over joins, apply_agg.c)?  Only if nothing wrote
+ * the target under a snapshot that saw one of them: the batch read all its
+ * snapshot sees (a batch cut short has a snapshot that sees changes of the
+ * next ones), and the view's catalog row was last written by this process,
+ * with the applied position of such a batch -- not by a create_view or
+ * refresh() whose fill may have seen them, nor by an apply under a
+ * snapshot of its own (a share, a view applied again alone), nor before a
+ * crash (the batch may be decoded again then: a new process has written
+ * nothing yet).  The first batch after any of those recomputes its groups.
+ */
+static bool
+worker_exactly_once(ViewRecord *view)
+{
+	OwnWrite   *own;
+
+	if (!batch_caught_up || own_writes == NULL || view->applied_lsn > batch_start_lsn)
+		return false;
+	own = hash_search(own_writes, &view->view_id, HASH_FIND, NULL);
+	return own != NULL && TransactionIdEquals(own->xid, view->row_xmin);
+}
+
+/* Note the views whose catalog rows this batch's transaction wrote */
+static void
+worker_note_own_writes(AppliedViews *applied)
+{
+	TransactionId xid = GetTopTransactionIdIfAny();
+
+	if (own_writes == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int);
+		ctl.entrysize = sizeof(OwnWrite);
+		ctl.hcxt = worker_cxt;
+		own_writes = hash_create("delta_join own catalog writes", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	for (int i = 0; i < applied->n; i++)
+	{
+		OwnWrite   *own = hash_search(own_writes, &applied->ids[i], HASH_ENTER, NULL);
+
+		own->xid = batch_caught_up ? xid : InvalidTransactionId;
+	}
+}
+
 /* Hold the view's keys, with those its deferred view has (dv), saying why */
 static void
 worker_hold(ViewRecord *view, ViewProgress *vp, DeferredView *dv, ViewBatch *batch,
@@ -1099,6 +1162,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	ViewBatch  *batch = NULL;
 	ViewBatch  *work;
 	ViewWork   *vw;
+	int64		spill_at;
 	ListCell   *lc;
 
 	foreach(lc, batches)
@@ -1204,10 +1268,12 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	vw->batch = batch;
 	vw->work = work;
 	vw->req.view = view;
-	vw->req.read_spilled = decoding_batch_next_chunk;
+	/* (the keys the capture spilled, if it spilled any) */
+	vw->req.read_spilled = decoding_batch_spilled(&spill_at) > 0 ? decoding_batch_next_chunk : NULL;
 	vw->req.chunk_keys = policy.max_keys;
 	vw->req.timeout_ms = retry_apply_timeout(view);
 	vw->req.end_lsn = decoding_position();
+	vw->req.exactly_once = (work == batch && worker_exactly_once(view));
 	return vw;
 }
 

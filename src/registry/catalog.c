@@ -220,7 +220,7 @@ catalog_managed_by(Oid target)
 }
 
 #define VIEW_COLUMNS "view_id, target, query_view, kind, options, settings, " \
-	"state, applied_lsn, path"
+	"state, applied_lsn, path, xmin"
 
 /* Fill *view from row i of the current SPI result (sources not read). */
 static void
@@ -247,6 +247,7 @@ read_view_row(uint64 i, ViewRecord *view)
 	view->applied_lsn = DatumGetLSN(SPI_getbinval(tuple, desc, 8, &isnull));
 	if (!dj_parse_path(SPI_getvalue(tuple, desc, 9), &view->path))
 		elog(ERROR, "delta view %d has an unknown path", view->view_id);
+	view->row_xmin = DatumGetTransactionId(SPI_getbinval(tuple, desc, 10, &isnull));
 }
 
 /* A SourceRecord from row i of the current SPI result */

@@ -40,6 +40,7 @@ typedef struct ViewRecord
 	bool		backfilling;	/* a concurrent create or refresh runs:
 								 * its changes are held back */
 	XLogRecPtr	applied_lsn;
+	TransactionId row_xmin;		/* who wrote the catalog row last */
 	List	   *sources;		/* SourceRecord *, in ordinal order */
 } ViewRecord;
 

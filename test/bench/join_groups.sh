@@ -17,6 +17,13 @@
 #                SELECT DISTINCT m.id, m.region over the same join
 #                (ORDERS / 100 rows; issue 22, item 2: no aggregate)
 #
+#   sums_by_merchant, sums_by_region
+#                count(*) and sum(amount) only, by m.id and by m.region:
+#                additive (apply_additive.c), timed with
+#                delta_join.additive_aggregates off and on, after 0.1 %,
+#                1 % and 10 % (by merchant) or 1 % (by region) of the
+#                orders changed
+#
 # and a materialized view of the same query, changes 0.1 % (by_merchant) or
 # 1 % (each) of the orders in one statement -- their amount, and for one in
 # ten of them their merchant; the orders are drawn by a hash of their id, so
@@ -31,8 +38,9 @@
 # Then it times by_merchant after 10 to ORDERS / 10 changed orders with
 # set-based apply on and off (issue 22, item 4), and prints their ratios.
 #
-# With CHANGES=n, only by_merchant is measured, after n orders changed
-# (test/bench/join_groups_scale.sh runs it on two sizes).
+# With CHANGES=n, only by_merchant (VIEW=sums: sums_by_merchant) is
+# measured, after n orders changed (test/bench/join_groups_scale.sh runs it
+# on two sizes); with SUMS_ONLY=1, only the additive views.
 #
 # Run as root (the server runs as postgres), e.g.
 #   PG_CONFIG=/opt/pg-e/usr/lib/postgresql/15/bin/pg_config test/bench/join_groups.sh 200000
@@ -71,6 +79,11 @@ BY_REGION="SELECT m.region, count(*) AS n, sum(o.amount) AS total, avg(o.amount)
 FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region"
 DISTINCT_MERCHANT="SELECT DISTINCT m.id AS merchant_id, m.region
 FROM orders o JOIN merchants m ON m.id = o.merchant_id"
+# counts and sums only: additive (apply_additive.c)
+SUMS_BY_MERCHANT="SELECT m.id AS merchant_id, count(*) AS n, sum(o.amount) AS total
+FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.id"
+SUMS_BY_REGION="SELECT m.region, count(*) AS n, sum(o.amount) AS total
+FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region"
 
 echo "loading $ORDERS orders, $MERCHANTS merchants"
 sql <<SQL
@@ -116,8 +129,12 @@ view_exact() {
 # recomputes the whole query and writes the difference, then with the
 # first again (so that neither gains by going second); each is the mean
 # of its two.
+#
+# An additive view (KNOB additive) is timed the same way with
+# delta_join.additive_aggregates off (its dirty groups recomputed, or the
+# whole query under the default whole_recompute_fraction) and on.
 measure() {
-	local name=$1 query=$2 per=$3 refresh_ms="" ms exact mode whole
+	local name=$1 query=$2 per=$3 knob=${4:-whole} refresh_ms="" ms exact mode whole samples=""
 	local -A fresh_ms
 	sql >/dev/null <<SQL
 SELECT delta_join.create_view('$name', \$q\$ $query \$q\$, strategy => 'auto');
@@ -133,7 +150,10 @@ SQL
 	fresh_ms[1000]=0 fresh_ms[default]=0
 	for whole in 1000 default default 1000; do
 		round=$((round + 1))
-		if [ "$whole" = default ]; then
+		if [ "$knob" = additive ]; then
+			sql -c "ALTER SYSTEM SET delta_join.additive_aggregates = $([ "$whole" = default ] && echo on || echo off)" \
+				-c "SELECT pg_reload_conf()" -c "SELECT pg_sleep(0.5)" >/dev/null
+		elif [ "$whole" = default ]; then
 			sql -c "ALTER SYSTEM RESET delta_join.whole_recompute_fraction" -c "SELECT pg_reload_conf()" \
 				-c "SELECT pg_sleep(0.5)" >/dev/null
 		else
@@ -143,19 +163,30 @@ SQL
 		ms=$(until_fresh "UPDATE orders SET amount = amount + $round,
   merchant_id = CASE WHEN abs(hashint4(id)) % ($per * 10) < $per
                      THEN 1 + (id * 31 + $round) % $MERCHANTS ELSE merchant_id END
-WHERE abs(hashint4(id)) % $per = $round")
+WHERE abs(hashint4(id)) % $per = $round % $per")
 		fresh_ms[$whole]=$((fresh_ms[$whole] + ms / 2))
+		samples="$samples $ms"
 	done
 	exact=$(view_exact "$name" "$query")
-	sql -c "SELECT delta_join.drop_view('$name')" -c "DROP MATERIALIZED VIEW ${name}_mv" >/dev/null
+	sql -c "SELECT delta_join.drop_view('$name')" -c "DROP MATERIALIZED VIEW ${name}_mv" \
+		-c "ALTER SYSTEM RESET delta_join.additive_aggregates" -c "SELECT pg_reload_conf()" >/dev/null
 	printf '%s: %s, %s groups\n' "$name" "$mode" "$(sql -c "SELECT count(*) FROM ($query) q")"
 	printf '  after %s %% of orders changed, time until fresh:\n' "$(awk -v p="$per" 'BEGIN {print 100 / p}')"
-	printf '  %-60s %8s ms  ratio %s\n' "  the dirty groups recomputed" "${fresh_ms[1000]}" \
-		"$(awk -v a="${fresh_ms[1000]}" -v b="$refresh_ms" 'BEGIN {printf "%.3f", a / b}')"
-	printf '  %-60s %8s ms  ratio %s   (issue 22 target at 1 %%: <= 0.1)\n' \
-		"  the default (whole query once half of the target is dirty)" "${fresh_ms[default]}" \
-		"$(awk -v a="${fresh_ms[default]}" -v b="$refresh_ms" 'BEGIN {printf "%.3f", a / b}')"
+	if [ "$knob" = additive ]; then
+		printf '  %-60s %8s ms  ratio %s\n' "  additive off (groups recomputed, or the whole query)" "${fresh_ms[1000]}" \
+			"$(awk -v a="${fresh_ms[1000]}" -v b="$refresh_ms" 'BEGIN {printf "%.3f", a / b}')"
+		printf '  %-60s %8s ms  ratio %s   (issue 22 target at 1 %%: <= 0.1)\n' \
+			"  the default (additive)" "${fresh_ms[default]}" \
+			"$(awk -v a="${fresh_ms[default]}" -v b="$refresh_ms" 'BEGIN {printf "%.3f", a / b}')"
+	else
+		printf '  %-60s %8s ms  ratio %s\n' "  the dirty groups recomputed" "${fresh_ms[1000]}" \
+			"$(awk -v a="${fresh_ms[1000]}" -v b="$refresh_ms" 'BEGIN {printf "%.3f", a / b}')"
+		printf '  %-60s %8s ms  ratio %s   (issue 22 target at 1 %%: <= 0.1)\n' \
+			"  the default (whole query once half of the target is dirty)" "${fresh_ms[default]}" \
+			"$(awk -v a="${fresh_ms[default]}" -v b="$refresh_ms" 'BEGIN {printf "%.3f", a / b}')"
+	fi
 	printf '  %-60s %8s ms\n' "REFRESH MATERIALIZED VIEW of the same query" "$refresh_ms"
+	printf '  %-60s %s\n' "the four times, in the order taken (ms)" "$samples"
 	printf '  %-60s %8s\n' "the view equals its query afterwards" "$exact"
 }
 
@@ -191,10 +222,26 @@ WHERE abs(hashint4(id * 7 + $round)) % $((ORDERS / n)) = 0")
 printf 'orders %s, merchants %s; the orders changed are drawn by a hash of their id, one in ten of them moved to another merchant\n' \
 	"$ORDERS" "$MERCHANTS"
 if [ -n "${CHANGES:-}" ]; then
-	# one measurement: by_merchant after CHANGES orders changed
-	measure by_merchant "$BY_MERCHANT" $((ORDERS / CHANGES))
+	# one measurement: by_merchant (or, with VIEW=sums, sums_by_merchant)
+	# after CHANGES orders changed
+	if [ "${VIEW:-}" = sums ]; then
+		measure sums_by_merchant "$SUMS_BY_MERCHANT" $((ORDERS / CHANGES)) additive
+	else
+		measure by_merchant "$BY_MERCHANT" $((ORDERS / CHANGES))
+	fi
 	exit 0
 fi
+if [ -n "${SUMS_ONLY:-}" ]; then
+	measure sums_by_merchant "$SUMS_BY_MERCHANT" 1000 additive
+	measure sums_by_merchant "$SUMS_BY_MERCHANT" 100 additive
+	measure sums_by_merchant "$SUMS_BY_MERCHANT" 10 additive
+	measure sums_by_region "$SUMS_BY_REGION" 100 additive
+	exit 0
+fi
+measure sums_by_merchant "$SUMS_BY_MERCHANT" 1000 additive
+measure sums_by_merchant "$SUMS_BY_MERCHANT" 100 additive
+measure sums_by_merchant "$SUMS_BY_MERCHANT" 10 additive
+measure sums_by_region "$SUMS_BY_REGION" 100 additive
 measure by_merchant "$BY_MERCHANT" 1000
 measure by_merchant "$BY_MERCHANT" 100
 measure distinct_merchant "$DISTINCT_MERCHANT" 100

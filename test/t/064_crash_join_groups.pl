@@ -1,10 +1,14 @@
 # Crashes under keyed recompute of groups through joins (issue 22, item 1;
 # DESIGN.md §6.2).
 #
-# Two aggregate views over inner joins of REPLICA IDENTITY FULL tables, on
-# the groups-through-joins path: orders JOIN merchants grouped by a
-# merchant column, and orders JOIN merchants JOIN items grouped by a column
-# of each of the looked-up tables, with HAVING; a SELECT DISTINCT over
+# Three aggregate views over inner joins of REPLICA IDENTITY FULL tables,
+# on the groups-through-joins path: orders JOIN merchants grouped by a
+# merchant column; orders JOIN merchants JOIN items grouped by a column of
+# each of the looked-up tables, with HAVING; and the same without HAVING,
+# of counts and sums only, which takes the additive apply
+# (apply_additive.c: a batch decoded again after a crash must not be added
+# twice, and the server log must show that batches were added); a SELECT
+# DISTINCT over
 # the three tables (issue 22, item 2), of a few orders a row; a
 # semi-join (issue 22, item 3), the items that some order of a few
 # merchants' regions has (IN); and an anti-join (issue 22, item 3), the
@@ -39,11 +43,14 @@ my $rounds = 4;
 # a killed backend must restart the server (PostgreSQL::Test::Cluster turns
 # restart_after_crash off)
 my $node = DeltaJoinTest::new_node('main',
-	conf => { restart_after_crash => 'on' });
+	conf => { restart_after_crash => 'on', log_min_messages => 'debug1' });
 
 my %queries = (
 	region_sales => q{SELECT m.region, count(*) AS n, sum(o.amount) AS total, max(o.id) AS last_order
   FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region},
+	region_totals => q{SELECT m.region, i.category, count(*) AS n, sum(o.amount) AS total
+  FROM orders o JOIN merchants m ON m.id = o.merchant_id JOIN items i ON i.id = o.item_id
+  GROUP BY m.region, i.category},
 	region_category => q{SELECT m.region, i.category, count(*) AS n, sum(o.amount) AS total
   FROM orders o JOIN merchants m ON m.id = o.merchant_id JOIN items i ON i.id = o.item_id
   GROUP BY m.region, i.category HAVING count(*) > 20},
@@ -89,7 +96,7 @@ my $pick = qq{\\set m random(1, $merchants + 10)
 \\set a random(0, 100000)
 \\set n random(0, 9)
 };
-my $scripts = DeltaJoinWorkload::write_scripts(
+my %order_scripts = (
 	upsert_order => [
 		5, $pick . q{INSERT INTO orders VALUES (:o, :m, :i, :a / 100.0)
   ON CONFLICT (id) DO UPDATE SET amount = excluded.amount;
@@ -103,7 +110,11 @@ my $scripts = DeltaJoinWorkload::write_scripts(
 	delete_order => [
 		2, $pick . q{DELETE FROM orders WHERE id = :o;
 }
-	],
+	]);
+# the odd rounds write orders only: their batches are added
+my $order_scripts = DeltaJoinWorkload::write_scripts(%order_scripts);
+my $scripts = DeltaJoinWorkload::write_scripts(
+	%order_scripts,
 	region => [
 		2, $pick . q{INSERT INTO merchants VALUES (:m, 'r' || :n) ON CONFLICT (id) DO UPDATE
   SET region = CASE WHEN :n = 0 THEN NULL ELSE excluded.region END;
@@ -141,7 +152,7 @@ sub worker_applying
 	{
 		my $pid = $node->safe_psql('postgres',
 			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker' "
-			  . "AND query IN ('public.region_sales', 'public.region_category', "
+			  . "AND query IN ('public.region_sales', 'public.region_category', 'public.region_totals', "
 			  . "'public.merchant_categories', 'public.merchants_without_big_c1')");
 		return ($pid, 1) if $pid =~ /^\d+$/;
 		usleep(10_000);
@@ -155,7 +166,7 @@ my ($crashes, $mid) = (0, 0);
 for my $round (1 .. $rounds)
 {
 	my $stream = DeltaJoinWorkload::pgbench_start(
-		$node, $scripts,
+		$node, $round % 2 ? $order_scripts : $scripts,
 		seed => $seed + $round,
 		clients => 3,
 		seconds => 4,
@@ -193,6 +204,8 @@ check_views('after SIGKILL of the worker', 1);
 DeltaJoinWorkload::pgbench_ok($node, $scripts, 'a last stream',
 	seed => $seed, clients => 3, transactions => 300);
 check_views('after a last stream', 1);
+my @added = slurp_file($node->logfile) =~ /additive apply: \d+ changed rows of public\.orders/g;
+cmp_ok(scalar @added, '>', 10, 'region_totals: batches were added (' . scalar(@added) . ')');
 
 $node->stop;
 done_testing();

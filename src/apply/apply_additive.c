@@ -1,0 +1,472 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply_additive.c
+ *	  Additive apply of an aggregate over joins (issue 22): a batch's
+ *	  changed rows of one source, weighed, joined to the other sources and
+ *	  added to the groups they leave and enter, in time that follows the
+ *	  change instead of the groups' rows.
+ *
+ * Why this is exact.  Let s be the only source of the view that changed in
+ * the batch.  Every other source reads, under the batch's snapshot, as it
+ * read under the last one (the batch is weighed: its snapshot saw all
+ * earlier changes of the view's sources and sees exactly this batch's on
+ * top, worker.c), and a join is linear in each of its inputs: the rows the
+ * query joins after the batch are those it joined before, less the old
+ * rows of s joined to the others, plus the new ones.  The capture weighs
+ * each distinct image of a changed row of s, +1 per new row and -1 per old
+ * (DirtyKey.weight), so the delta query (recompute_prepare_delta) -- the
+ * view's joins and conditions with s replaced by the weighed images --
+ * yields, per group, the change of its count of rows and of each count and
+ * sum: count(*) changes by the weights' sum, count(x) by the weights of the
+ * rows whose x is not NULL, sum(x) by the weighed sum of x.  Exactly once:
+ * the weights are added only when nothing wrote the target under a
+ * snapshot that saw one of the batch's changes (worker.c,
+ * worker_exactly_once), in the one transaction that stores the view's
+ * applied position.
+ *
+ * What the target does not tell.  A group's count of rows is known only
+ * from a count(*) column; a sum is NULL once its values are all NULL, which
+ * a count of the same argument tells, or a sum other than 0 rules out.  A
+ * group is recomputed instead (the caller's keyed recompute) when adding
+ * cannot say its value: rows left it and no count(*) says whether any
+ * remain; values left a sum of a column that may be NULL, with no count of
+ * it, and the sum came to 0; or the numbers disagree with the target (a
+ * group missing whose rows did not grow, a count below zero), which a
+ * correct target never shows but a recompute repairs.  A group whose
+ * count(*) falls to zero is deleted.
+ *
+ * IDENTIFICATION
+ *	  src/apply/apply_additive.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+
+#include "apply/apply.h"
+#include "apply/recompute.h"
+
+/* work_mem of a delta query, in kB, at least */
+#define DELTA_WORK_MEM	65536
+
+/* The rows of a delta query, copied */
+typedef struct DeltaReceiver
+{
+	DestReceiver pub;
+	MemoryContext cxt;
+	List	   *rows;			/* HeapTuple */
+	TupleDesc	desc;
+} DeltaReceiver;
+
+static bool
+delta_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	DeltaReceiver *receiver = (DeltaReceiver *) self;
+	MemoryContext old = MemoryContextSwitchTo(receiver->cxt);
+
+	if (receiver->desc == NULL)
+		receiver->desc = CreateTupleDescCopy(slot->tts_tupleDescriptor);
+	receiver->rows = lappend(receiver->rows, ExecCopySlotHeapTuple(slot));
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/* The target row of a group, as output values */
+typedef struct FoundRow
+{
+	bool		found;
+	Datum	   *values;
+	bool	   *isnull;
+} FoundRow;
+
+static void
+found_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	FoundRow   *fr = (FoundRow *) arg;
+
+	writer_output_values(writer, row, fr->values, fr->isnull);
+	fr->found = true;
+}
+
+/*
+ * Does the target keep each aggregate in the type the query gives it, so
+ * that a change can be added to it as it is?  (A target made by the user
+ * may keep a count in an integer, a sum in a numeric of fixed scale: those
+ * the recompute coerces.)
+ */
+static bool
+target_types_fit(DeltaPlan *plan, TargetWriter *writer)
+{
+	TupleDesc	desc = RelationGetDescr(writer->rel);
+
+	for (int c = 0; c < plan->ncolumns; c++)
+	{
+		AdditiveColumn *col = &plan->additive_columns[c];
+		Form_pg_attribute attr;
+
+		attr = TupleDescAttr(desc, writer->attnums[c] - 1);
+		if (attr->atttypid != plan->coltypes[c])
+			return false;
+		if (col->role != ADDITIVE_GROUP &&
+			((attr->atttypid != INT8OID && attr->atttypid != NUMERICOID) ||
+			 attr->atttypmod != -1))
+			return false;
+	}
+	return true;
+}
+
+/* A numeric delta as int64; false if it does not fit */
+static bool
+delta_int64(Datum delta, bool isnull, int64 *result)
+{
+	if (isnull)
+	{
+		*result = 0;
+		return true;
+	}
+	if (!DatumGetBool(DirectFunctionCall2(numeric_le, delta,
+										  DirectFunctionCall1(int8_numeric,
+															  Int64GetDatum(PG_INT64_MAX)))) ||
+		!DatumGetBool(DirectFunctionCall2(numeric_ge, delta,
+										  DirectFunctionCall1(int8_numeric,
+															  Int64GetDatum(PG_INT64_MIN)))))
+		return false;
+	*result = DatumGetInt64(DirectFunctionCall1(numeric_int8, delta));
+	return true;
+}
+
+/*
+ * The new value of an aggregate column of type type (int8 or numeric):
+ * old (NULL: none yet) plus delta (NULL: nothing added).  False if it does
+ * not fit.
+ */
+static bool
+add_delta(Oid type, Datum old, bool old_null, Datum delta, bool delta_null,
+		  Datum *result, bool *result_null)
+{
+	int64		d;
+
+	*result_null = old_null && delta_null;
+	if (delta_null)
+	{
+		*result = old;
+		return true;
+	}
+	if (type == NUMERICOID)
+	{
+		*result = old_null ? delta : DirectFunctionCall2(numeric_add, old, delta);
+		return true;
+	}
+	if (!delta_int64(delta, false, &d))
+		return false;
+	if (old_null)
+	{
+		*result = Int64GetDatum(d);
+		return true;
+	}
+	if (pg_add_s64_overflow(DatumGetInt64(old), d, &d))
+		return false;
+	*result = Int64GetDatum(d);
+	return true;
+}
+
+/* Is value (int8 or numeric, not NULL) equal to n, or (below) less? */
+static bool
+numeric_or_int8_is(Oid type, Datum value, int64 n)
+{
+	if (type == INT8OID)
+		return DatumGetInt64(value) == n;
+	return DatumGetBool(DirectFunctionCall2(numeric_eq, value,
+											DirectFunctionCall1(int8_numeric, Int64GetDatum(n))));
+}
+
+static bool
+numeric_or_int8_below(Oid type, Datum value, int64 n)
+{
+	if (type == INT8OID)
+		return DatumGetInt64(value) < n;
+	return DatumGetBool(DirectFunctionCall2(numeric_lt, value,
+											DirectFunctionCall1(int8_numeric, Int64GetDatum(n))));
+}
+
+/*
+ * Write one group's change (the delta query's row: group key, rows, then
+ * per aggregate column its deltas), given its target row (fr); false when
+ * the group must be recomputed instead.
+ */
+static bool
+apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
+				  const int *group_of, int nkeys, const Datum *delta, const bool *delta_null,
+				  FoundRow *fr, Datum *values, bool *isnull)
+{
+	int64		rows;
+	int			d = nkeys + 1;	/* the next delta column */
+	int			count_rows = -1;
+	bool	   *values_left = palloc0(sizeof(bool) * plan->ncolumns);
+
+	if (!delta_int64(delta[nkeys], delta_null[nkeys], &rows))
+		return false;
+	for (int c = 0; c < plan->ncolumns; c++)
+		if (plan->additive_columns[c].role == ADDITIVE_COUNT_ROWS)
+			count_rows = c;
+
+	/* rows left a group: does any remain? */
+	if (fr->found && rows < 0 && count_rows < 0)
+		return false;
+	if (!fr->found && rows <= 0)
+		return false;
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		values[key_output[k]] = delta[k];
+		isnull[key_output[k]] = delta_null[k];
+	}
+	for (int c = 0; c < plan->ncolumns; c++)
+	{
+		AdditiveColumn *col = &plan->additive_columns[c];
+		Oid			type = plan->coltypes[c];
+		Datum		old = fr->found ? fr->values[c] : (Datum) 0;
+		bool		old_null = fr->found ? fr->isnull[c] : true;
+		int64		values_added;
+
+		switch (col->role)
+		{
+			case ADDITIVE_GROUP:
+				/* every output column of the group key, in the key or not */
+				values[c] = delta[group_of[c]];
+				isnull[c] = delta_null[group_of[c]];
+				continue;
+			case ADDITIVE_COUNT_ROWS:
+				if (!add_delta(type, old, old_null, delta[nkeys], delta_null[nkeys],
+							   &values[c], &isnull[c]))
+					return false;
+				break;
+			case ADDITIVE_COUNT:
+				if (!add_delta(type, old, old_null, delta[d], delta_null[d], &values[c], &isnull[c]))
+					return false;
+
+				/*
+				 * A count is never NULL: a new group whose rows hold no
+				 * value of the argument counts 0 (its delta, a sum over
+				 * no row, is NULL)
+				 */
+				if (isnull[c])
+				{
+					values[c] = type == INT8OID ? Int64GetDatum(0) :
+						DirectFunctionCall1(int8_numeric, Int64GetDatum(0));
+					isnull[c] = false;
+				}
+				d++;
+				break;
+			case ADDITIVE_SUM:
+				if (!delta_int64(delta[d + 1], delta_null[d + 1], &values_added))
+					return false;
+				/* values left a sum that held none, or a group that was not */
+				if (values_added < 0 && old_null)
+					return false;
+
+				/*
+				 * A NaN entered or left (a numeric(p,s) column holds NaN):
+				 * NaN - NaN is NaN, not the sum of the rows that remain
+				 */
+				if (type == NUMERICOID && !delta_null[d] &&
+					numeric_is_nan(DatumGetNumeric(delta[d])))
+					return false;
+				if (!add_delta(type, old, old_null, delta[d], delta_null[d], &values[c], &isnull[c]))
+					return false;
+				values_left[c] = (values_added < 0 && !col->arg_not_null);
+				d += 2;
+				break;
+		}
+		if (col->role != ADDITIVE_SUM && !isnull[c] && numeric_or_int8_below(type, values[c], 0))
+			return false;		/* a count below zero: the target disagrees */
+	}
+
+	/*
+	 * Values left a sum of a column that may be NULL: a sum of none is NULL.
+	 * Its count says whether any is left; without one, a sum other than 0
+	 * has some, and one of 0 may have none (recomputed).
+	 */
+	for (int c = 0; c < plan->ncolumns; c++)
+	{
+		int			counted_by = plan->additive_columns[c].counted_by;
+
+		if (!values_left[c])
+			continue;
+		if (counted_by >= 0)
+			isnull[c] |= numeric_or_int8_is(plan->coltypes[counted_by], values[counted_by], 0);
+		else if (numeric_or_int8_is(plan->coltypes[c], values[c], 0))
+			return false;
+	}
+
+	if (count_rows >= 0 && !isnull[count_rows] &&
+		numeric_or_int8_is(plan->coltypes[count_rows], values[count_rows], 0))
+		writer_delete(writer, values, isnull);
+	else
+		writer_upsert(writer, values, isnull);
+	return true;
+}
+
+/*
+ * Where each output column of the group key is in the delta query's rows
+ * (group-clause order), per output column (-1: an aggregate).  A group
+ * column may be outside the target's key (shown twice, as in SELECT
+ * m.region AS r1, m.region AS r2 ... GROUP BY 1, 2): key_output does not
+ * name it.
+ */
+static int *
+group_outputs(DeltaPlan *plan)
+{
+	int		   *group_of = palloc(sizeof(int) * Max(plan->ncolumns, 1));
+	int			c = 0;
+	ListCell   *lc;
+
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		ListCell   *lc2;
+
+		if (tle->resjunk)
+			continue;
+		group_of[c] = -1;
+		if (plan->additive_columns[c].role == ADDITIVE_GROUP)
+		{
+			foreach(lc2, plan->query->groupClause)
+			{
+				if (((SortGroupClause *) lfirst(lc2))->tleSortGroupRef == tle->ressortgroupref)
+					group_of[c] = foreach_current_index(lc2);
+			}
+			if (group_of[c] < 0)
+				elog(ERROR, "output column %d of the group key is not in the group clause", c + 1);
+		}
+		c++;
+	}
+	return group_of;
+}
+
+/*
+ * Apply the batch by adding its weighed changed rows to their groups, if
+ * the view and the batch allow it (see the file's comment); the groups
+ * adding cannot settle are appended to *recompute (DirtyKey *, group key
+ * values in group-clause order).  Returns false, having written nothing,
+ * when the batch must take the keyed recompute instead.
+ */
+bool
+apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+						 const int *key_output, ApplyCounts *counts, List **recompute)
+{
+	int			nkeys = list_length(plan->query->groupClause);
+	SourceBatch *changed = NULL;
+	List	   *keys = NIL;
+	int			source = -1;
+	DeltaReceiver receiver;
+	TargetLookup *tl;
+	KeyShape	shape;
+	Datum	   *delta;
+	bool	   *delta_null;
+	Datum	   *values;
+	bool	   *isnull;
+	FoundRow	fr;
+	int		   *group_of;
+	ListCell   *lc;
+	int			nestlevel;
+
+	if (!dj_additive_aggregates || !plan->additive || !batch->weighed)
+		return false;
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+
+		if (sb->truncated)
+			return false;
+		if (sb->keys == NIL)
+			continue;
+		if (changed != NULL)
+			return false;		/* two sources changed */
+		changed = sb;
+	}
+	if (changed == NULL)
+		return false;
+	foreach(lc, plan->sources)
+		if (((DeltaSource *) lfirst(lc))->ordinal == changed->ordinal)
+			source = foreach_current_index(lc);
+	if (source < 0 || !target_types_fit(plan, writer))
+		return false;
+
+	foreach(lc, changed->keys)
+	{
+		DirtyKey   *key = lfirst(lc);
+
+		if (key->weight != 0)
+			keys = lappend(keys, key);
+	}
+	counts->keys_applied += list_length(changed->keys);
+	if (keys == NIL)
+		return true;			/* no row the query reads changed */
+
+	memset(&receiver, 0, sizeof(receiver));
+	recompute_receiver_init(&receiver.pub, delta_receive);
+	receiver.cxt = CurrentMemoryContext;
+	counts->lookups++;
+
+	/*
+	 * The delta query aggregates per group of the batch, a numeric state
+	 * each: at least DELTA_WORK_MEM for its hash table, which would rather
+	 * spill to disk under the default work_mem for a batch of thousands of
+	 * groups (bounded by the batch's keys, not by the tables).
+	 */
+	nestlevel = NewGUCNestLevel();
+	if (work_mem < DELTA_WORK_MEM)
+		(void) set_config_option("work_mem", CppAsString2(DELTA_WORK_MEM), PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	recompute_run_delta(recompute_prepare_delta(plan, source), keys, (DestReceiver *) &receiver);
+	AtEOXact_GUC(true, nestlevel);
+
+	shape.nkeys = nkeys;
+	shape.typlen = palloc(sizeof(int16) * Max(nkeys, 1));
+	shape.typbyval = palloc(sizeof(bool) * Max(nkeys, 1));
+	for (int k = 0; k < nkeys && receiver.desc != NULL; k++)
+	{
+		shape.typlen[k] = TupleDescAttr(receiver.desc, k)->attlen;
+		shape.typbyval[k] = TupleDescAttr(receiver.desc, k)->attbyval;
+	}
+
+	delta = palloc(sizeof(Datum) * (receiver.desc ? receiver.desc->natts : 1));
+	delta_null = palloc(sizeof(bool) * (receiver.desc ? receiver.desc->natts : 1));
+	values = palloc(sizeof(Datum) * plan->ncolumns);
+	isnull = palloc(sizeof(bool) * plan->ncolumns);
+	fr.values = palloc(sizeof(Datum) * plan->ncolumns);
+	fr.isnull = palloc(sizeof(bool) * plan->ncolumns);
+	group_of = group_outputs(plan);
+	tl = writer_lookup_begin(writer, plan->key_ncolumns, plan->key_columns, false);
+	foreach(lc, receiver.rows)
+	{
+		heap_deform_tuple(lfirst(lc), receiver.desc, delta, delta_null);
+		for (int k = 0; k < nkeys; k++)
+		{
+			values[key_output[k]] = delta[k];
+			isnull[key_output[k]] = delta_null[k];
+		}
+		fr.found = false;
+		writer_lookup_rows(writer, tl, values, isnull, found_row, &fr);
+		if (!apply_group_delta(plan, writer, key_output, group_of, nkeys, delta, delta_null,
+							   &fr, values, isnull))
+			*recompute = lappend(*recompute, dirty_key_make(&shape, delta, delta_null));
+	}
+	writer_lookup_end(tl);
+	elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed",
+		 list_length(keys), ((DeltaSource *) list_nth(plan->sources, source))->relname,
+		 list_length(receiver.rows), list_length(*recompute));
+	return true;
+}
