@@ -44,7 +44,7 @@ typedef struct DirtyKey
 	/*
 	 * The key's weight: +1 for each new row the batch's changes made with
 	 * this image, -1 for each old row they removed (an additive aggregate,
-	 * apply_agg.c).  Meaningful only in a ViewBatch that is weighed.
+	 * apply_additive.c).  Meaningful only in a ViewBatch that is weighed.
 	 */
 	int64		weight;
 } DirtyKey;

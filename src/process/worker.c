@@ -1095,7 +1095,7 @@ worker_apply_batch(Snapshot snapshot)
 
 /*
  * May the batch's changes be added to the view's target, each exactly once
- * (an additive aggregate over joins, apply_agg.c)?  Only if nothing wrote
+ * (an additive aggregate over joins, apply_additive.c)?  Only if nothing wrote
  * the target under a snapshot that saw one of them: the batch read all its
  * snapshot sees (a batch cut short has a snapshot that sees changes of the
  * next ones), and the view's catalog row was last written by this process,
