@@ -34,7 +34,6 @@ extern void apply_full(DeltaPlan *plan, TargetWriter *writer);
 
 /* apply_additive.c */
 extern bool apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
-									 const int *key_output, ApplyCounts *counts,
-									 List **recompute);
+									 ApplyCounts *counts, List **recompute);
 
 #endif							/* DJ_APPLY_H */

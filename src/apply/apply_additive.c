@@ -181,34 +181,25 @@ add_delta(Oid type, Datum old, bool old_null, Datum delta, bool delta_null,
 	return true;
 }
 
-/* Is value (int8 or numeric, not NULL) equal to n, or (below) less? */
-static bool
-numeric_or_int8_is(Oid type, Datum value, int64 n)
+/* value (int8 or numeric, not NULL) compared with 0: -1, 0 or 1 */
+static int
+sign_of(Oid type, Datum value)
 {
 	if (type == INT8OID)
-		return DatumGetInt64(value) == n;
-	return DatumGetBool(DirectFunctionCall2(numeric_eq, value,
-											DirectFunctionCall1(int8_numeric, Int64GetDatum(n))));
-}
-
-static bool
-numeric_or_int8_below(Oid type, Datum value, int64 n)
-{
-	if (type == INT8OID)
-		return DatumGetInt64(value) < n;
-	return DatumGetBool(DirectFunctionCall2(numeric_lt, value,
-											DirectFunctionCall1(int8_numeric, Int64GetDatum(n))));
+		return (DatumGetInt64(value) > 0) - (DatumGetInt64(value) < 0);
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, value,
+											 DirectFunctionCall1(int8_numeric, Int64GetDatum(0))));
 }
 
 /*
  * Write one group's change (the delta query's row: group key, rows, then
- * per aggregate column its deltas), given its target row (fr); false when
- * the group must be recomputed instead.
+ * per aggregate column its deltas), given its target row (fr) and the
+ * group key's output columns already in values; false when the group must
+ * be recomputed instead.
  */
 static bool
-apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
-				  const int *group_of, int nkeys, const Datum *delta, const bool *delta_null,
-				  FoundRow *fr, Datum *values, bool *isnull)
+apply_group_delta(DeltaPlan *plan, TargetWriter *writer, int nkeys, const Datum *delta,
+				  const bool *delta_null, FoundRow *fr, Datum *values, bool *isnull)
 {
 	int64		rows;
 	int			d = nkeys + 1;	/* the next delta column */
@@ -227,11 +218,6 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
 	if (!fr->found && rows <= 0)
 		return false;
 
-	for (int k = 0; k < nkeys; k++)
-	{
-		values[key_output[k]] = delta[k];
-		isnull[key_output[k]] = delta_null[k];
-	}
 	for (int c = 0; c < plan->ncolumns; c++)
 	{
 		AdditiveColumn *col = &plan->additive_columns[c];
@@ -243,9 +229,6 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
 		switch (col->role)
 		{
 			case ADDITIVE_GROUP:
-				/* every output column of the group key, in the key or not */
-				values[c] = delta[group_of[c]];
-				isnull[c] = delta_null[group_of[c]];
 				continue;
 			case ADDITIVE_COUNT_ROWS:
 				if (!add_delta(type, old, old_null, delta[nkeys], delta_null[nkeys],
@@ -289,7 +272,7 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
 				d += 2;
 				break;
 		}
-		if (col->role != ADDITIVE_SUM && !isnull[c] && numeric_or_int8_below(type, values[c], 0))
+		if (col->role != ADDITIVE_SUM && !isnull[c] && sign_of(type, values[c]) < 0)
 			return false;		/* a count below zero: the target disagrees */
 	}
 
@@ -305,13 +288,13 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, const int *key_output,
 		if (!values_left[c])
 			continue;
 		if (counted_by >= 0)
-			isnull[c] |= numeric_or_int8_is(plan->coltypes[counted_by], values[counted_by], 0);
-		else if (numeric_or_int8_is(plan->coltypes[c], values[c], 0))
+			isnull[c] |= (sign_of(plan->coltypes[counted_by], values[counted_by]) == 0);
+		else if (sign_of(plan->coltypes[c], values[c]) == 0)
 			return false;
 	}
 
 	if (count_rows >= 0 && !isnull[count_rows] &&
-		numeric_or_int8_is(plan->coltypes[count_rows], values[count_rows], 0))
+		sign_of(plan->coltypes[count_rows], values[count_rows]) == 0)
 		writer_delete(writer, values, isnull);
 	else
 		writer_upsert(writer, values, isnull);
@@ -364,7 +347,7 @@ group_outputs(DeltaPlan *plan)
  */
 bool
 apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
-						 const int *key_output, ApplyCounts *counts, List **recompute)
+						 ApplyCounts *counts, List **recompute)
 {
 	int			nkeys = list_length(plan->query->groupClause);
 	SourceBatch *changed = NULL;
@@ -453,15 +436,18 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 	foreach(lc, receiver.rows)
 	{
 		heap_deform_tuple(lfirst(lc), receiver.desc, delta, delta_null);
-		for (int k = 0; k < nkeys; k++)
+
+		/* every output column of the group key, in the target's key or not */
+		for (int c = 0; c < plan->ncolumns; c++)
 		{
-			values[key_output[k]] = delta[k];
-			isnull[key_output[k]] = delta_null[k];
+			if (group_of[c] < 0)
+				continue;
+			values[c] = delta[group_of[c]];
+			isnull[c] = delta_null[group_of[c]];
 		}
 		fr.found = false;
 		writer_lookup_rows(writer, tl, values, isnull, found_row, &fr);
-		if (!apply_group_delta(plan, writer, key_output, group_of, nkeys, delta, delta_null,
-							   &fr, values, isnull))
+		if (!apply_group_delta(plan, writer, nkeys, delta, delta_null, &fr, values, isnull))
 			*recompute = lappend(*recompute, dirty_key_make(&shape, delta, delta_null));
 	}
 	writer_lookup_end(tl);

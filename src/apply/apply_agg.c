@@ -715,7 +715,7 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	group_recompute_begin(&gr, plan, writer, NULL);
 
 	/* one source changed: its rows added to their groups (apply_additive.c) */
-	if (apply_aggregate_additive(plan, batch, writer, gr.key_output, counts, &groups))
+	if (apply_aggregate_additive(plan, batch, writer, counts, &groups))
 	{
 		foreach(lc, groups)
 			group_recompute_one(&gr, lfirst(lc), counts);

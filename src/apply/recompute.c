@@ -150,12 +150,12 @@ column_var(Query *query, int rtindex, AttrNumber attno)
 }
 
 static Expr *
-null_test(Expr *arg)
+null_test(Expr *arg, NullTestType type)
 {
 	NullTest   *test = makeNode(NullTest);
 
 	test->arg = arg;
-	test->nulltesttype = IS_NULL;
+	test->nulltesttype = type;
 	test->location = -1;
 	return (Expr *) test;
 }
@@ -418,6 +418,21 @@ ordinary_equality_operator(Oid type)
 	return eq;
 }
 
+/* A function of a range-table entry: unnest($param), of an array of type */
+static RangeTblFunction *
+unnest_function(Oid type, Oid collation, int param)
+{
+	RangeTblFunction *rtf = makeNode(RangeTblFunction);
+
+	rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, type,
+										  list_make1(key_param(param, get_array_type(type),
+															   collation)),
+										  collation, collation, COERCE_EXPLICIT_CALL);
+	((FuncExpr *) rtf->funcexpr)->funcretset = true;
+	rtf->funccolcount = 1;
+	return rtf;
+}
+
 /*
  * A range-table entry "unnest($p, $p+1, ...) AS alias(c1, c2, ...)", a
  * column of each type given (with its collation), each from an array
@@ -434,17 +449,8 @@ unnest_entry(int n, const Oid *types, const Oid *collations, int first_param,
 	rte->inFromCl = true;
 	for (int k = 0; k < n; k++)
 	{
-		RangeTblFunction *rtf = makeNode(RangeTblFunction);
-
-		rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, types[k],
-											  list_make1(key_param(first_param + k,
-																   get_array_type(types[k]),
-																   collations[k])),
-											  collations[k], collations[k],
-											  COERCE_EXPLICIT_CALL);
-		((FuncExpr *) rtf->funcexpr)->funcretset = true;
-		rtf->funccolcount = 1;
-		rte->functions = lappend(rte->functions, rtf);
+		rte->functions = lappend(rte->functions,
+								 unnest_function(types[k], collations[k], first_param + k));
 		colnames = lappend(colnames, makeString(psprintf("%s%d", colprefix, k + 1)));
 	}
 	rte->eref = makeAlias(alias, colnames);
@@ -525,8 +531,8 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 		/* a key whose NULLs are not distinct: a NULL finds NULLs */
 		if (src->key_has_nulls)
 			cond = make_orclause(list_make2(cond,
-											make_andclause(list_make2(null_test((Expr *) var),
-																	  null_test((Expr *) key)))));
+											make_andclause(list_make2(null_test((Expr *) var, IS_NULL),
+																	  null_test((Expr *) key, IS_NULL)))));
 		conds = lappend(conds, cond);
 	}
 	return conds;
@@ -565,7 +571,8 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 		 * (sources whose key may hold NULLs are never null-extended).
 		 */
 		conds = lappend(conds, null_test((Expr *) column_var(query, other->rtindex,
-															 other->pk_attnums[0])));
+															 other->pk_attnums[0]),
+										 IS_NULL));
 	}
 	keyed_plan_init(&rq->kp, restrict_query(query, conds, plan, target, false),
 					REGION_QUERY_NAME);
@@ -695,7 +702,7 @@ recompute_prepare_groups(DeltaPlan *plan, Oid target, Bitmapset *nulls, bool set
 
 		if (bms_is_member(k, nulls))
 		{
-			conds = lappend(conds, null_test((Expr *) copyObject(var)));
+			conds = lappend(conds, null_test((Expr *) copyObject(var), IS_NULL));
 			continue;
 		}
 		if (set_mode)
@@ -834,6 +841,49 @@ add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source)
 	return list_length(query->rtable);
 }
 
+/* Room in fq for the parameters of nparams image columns and one more */
+static void
+finder_query_params(FinderQuery *fq, int nparams)
+{
+	fq->param_source = palloc(sizeof(int) * (nparams + 1));
+	fq->param_column = palloc(sizeof(int) * (nparams + 1));
+	fq->elemtypes = palloc(sizeof(Oid) * (nparams + 1));
+	fq->arraytypes = palloc(sizeof(Oid) * (nparams + 1));
+	fq->typlen = palloc(sizeof(int16) * (nparams + 1));
+	fq->typbyval = palloc(sizeof(bool) * (nparams + 1));
+	fq->typalign = palloc(sizeof(char) * (nparams + 1));
+}
+
+/*
+ * The target list of an image query's group key (the view's group key
+ * through map), in group-clause order, and its group clause (*groups).
+ */
+static List *
+group_key_targets(DeltaPlan *plan, ImageMap *map, List **groups)
+{
+	List	   *tlist = NIL;
+	ListCell   *lc;
+
+	*groups = NIL;
+	foreach(lc, plan->query->groupClause)
+	{
+		SortGroupClause *sgc = copyObject(lfirst(lc));
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
+		TargetEntry *out;
+		int			k = foreach_current_index(lc) + 1;
+
+		map->unmapped = false;
+		out = makeTargetEntry((Expr *) image_map_mutator((Node *) tle->expr, map), k,
+							  psprintf("g%d", k), false);
+		if (map->unmapped)
+			elog(ERROR, "group key column %d is not in the image of its source", k);
+		out->ressortgroupref = sgc->tleSortGroupRef = k;
+		tlist = lappend(tlist, out);
+		*groups = lappend(*groups, sgc);
+	}
+	return tlist;
+}
+
 /*
  * Make query (a copy of the view's) read fromlist under quals, grouped by
  * groups, its output tlist: a finder or a delta query.
@@ -899,13 +949,7 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 
 	while ((s = bms_next_member(replaced, s)) >= 0)
 		nparams += ((DeltaSource *) list_nth(plan->sources, s))->key_natts;
-	fq->param_source = palloc(sizeof(int) * Max(nparams, 1));
-	fq->param_column = palloc(sizeof(int) * Max(nparams, 1));
-	fq->elemtypes = palloc(sizeof(Oid) * Max(nparams, 1));
-	fq->arraytypes = palloc(sizeof(Oid) * Max(nparams, 1));
-	fq->typlen = palloc(sizeof(int16) * Max(nparams, 1));
-	fq->typbyval = palloc(sizeof(bool) * Max(nparams, 1));
-	fq->typalign = palloc(sizeof(char) * Max(nparams, 1));
+	finder_query_params(fq, nparams);
 
 	map.plan = plan;
 	map.replaced = replaced;
@@ -942,22 +986,7 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 	}
 
 	/* the group key, grouped by: each group once */
-	foreach(lc, plan->query->groupClause)
-	{
-		SortGroupClause *sgc = copyObject(lfirst(lc));
-		TargetEntry *tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
-		TargetEntry *out;
-		int			k = foreach_current_index(lc) + 1;
-
-		map.unmapped = false;
-		out = makeTargetEntry((Expr *) image_map_mutator((Node *) tle->expr, &map), k,
-							  psprintf("g%d", k), false);
-		if (map.unmapped)
-			elog(ERROR, "group key column %d is not in the image of its source", k);
-		out->ressortgroupref = sgc->tleSortGroupRef = k;
-		tlist = lappend(tlist, out);
-		groups = lappend(groups, sgc);
-	}
+	tlist = group_key_targets(plan, &map, &groups);
 	fq->ngroup = list_length(tlist);
 
 	set_image_query(query, fromlist, quals, tlist, groups, false);
@@ -1089,7 +1118,6 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	Query	   *query = copyObject(plan->query);
 	ImageMap	map;
 	RangeTblEntry *image;
-	RangeTblFunction *rtf;
 	List	   *fromlist = NIL;
 	List	   *quals = NIL;
 	List	   *tlist = NIL;
@@ -1098,13 +1126,7 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	int			c = 0;
 	ListCell   *lc;
 
-	fq->param_source = palloc(sizeof(int) * (src->key_natts + 1));
-	fq->param_column = palloc(sizeof(int) * (src->key_natts + 1));
-	fq->elemtypes = palloc(sizeof(Oid) * (src->key_natts + 1));
-	fq->arraytypes = palloc(sizeof(Oid) * (src->key_natts + 1));
-	fq->typlen = palloc(sizeof(int16) * (src->key_natts + 1));
-	fq->typbyval = palloc(sizeof(bool) * (src->key_natts + 1));
-	fq->typalign = palloc(sizeof(char) * (src->key_natts + 1));
+	finder_query_params(fq, src->key_natts);
 
 	map.plan = plan;
 	map.replaced = bms_make_singleton(source);
@@ -1126,14 +1148,8 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	/* the weights: one more column of the images */
 	image = llast(query->rtable);
 	fq->weight_param = fq->nparams + 1;
-	rtf = makeNode(RangeTblFunction);
-	rtf->funcexpr = (Node *) makeFuncExpr(F_UNNEST_ANYARRAY, INT8OID,
-										  list_make1(key_param(fq->weight_param, INT8ARRAYOID,
-															   InvalidOid)),
-										  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-	((FuncExpr *) rtf->funcexpr)->funcretset = true;
-	rtf->funccolcount = 1;
-	image->functions = lappend(image->functions, rtf);
+	image->functions = lappend(image->functions,
+							   unnest_function(INT8OID, InvalidOid, fq->weight_param));
 	image->eref->colnames = lappend(image->eref->colnames, makeString(pstrdup("w")));
 	weight = makeVar(list_length(query->rtable), src->key_natts + 1, INT8OID, -1, InvalidOid, 0);
 
@@ -1146,19 +1162,7 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 			elog(ERROR, "a condition reads a column outside the images of %s", src->relname);
 	}
 
-	foreach(lc, plan->query->groupClause)
-	{
-		SortGroupClause *sgc = copyObject(lfirst(lc));
-		TargetEntry *tle = get_sortgroupclause_tle(sgc, plan->query->targetList);
-		TargetEntry *out;
-		int			k = foreach_current_index(lc) + 1;
-
-		out = makeTargetEntry((Expr *) image_map_mutator((Node *) tle->expr, &map), k,
-							  psprintf("g%d", k), false);
-		out->ressortgroupref = sgc->tleSortGroupRef = k;
-		tlist = lappend(tlist, out);
-		groups = lappend(groups, sgc);
-	}
+	tlist = group_key_targets(plan, &map, &groups);
 	fq->ngroup = list_length(tlist);
 
 	tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum((Expr *) weight, NULL),
@@ -1179,10 +1183,7 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 		arg = (Expr *) image_map_mutator((Node *) col->arg, &map);
 		if (map.unmapped)
 			elog(ERROR, "an aggregate reads a column outside the images of %s", src->relname);
-		not_null = (Expr *) makeNode(NullTest);
-		((NullTest *) not_null)->arg = arg;
-		((NullTest *) not_null)->nulltesttype = IS_NOT_NULL;
-		((NullTest *) not_null)->location = -1;
+		not_null = null_test(arg, IS_NOT_NULL);
 		if (col->role == ADDITIVE_SUM)
 			tlist = lappend(tlist, makeTargetEntry((Expr *) delta_sum(weighed(arg, weight), NULL),
 												   list_length(tlist) + 1, psprintf("sum%d", c),

@@ -237,7 +237,7 @@ static void worker_hold(ViewRecord *view, ViewProgress *vp, DeferredView *dv, Vi
 static void worker_note_own_writes(AppliedViews *applied);
 static bool worker_exactly_once(ViewRecord *view);
 static ViewWork *worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches,
-								  TimestampTz now);
+								  bool spilled, TimestampTz now);
 static ViewResult worker_apply_view(ViewWork *vw, ViewBatch *batch, Snapshot snapshot,
 									bool sliced, ViewBatch **rest, ErrorData **error);
 static void worker_view_done(ViewWork *vw, ViewResult result, ViewBatch *rest,
@@ -1017,7 +1017,7 @@ worker_apply_batch(Snapshot snapshot)
 	foreach(lc, views)
 	{
 		ViewWork   *vw = worker_view_work(lfirst(lc), &progress[foreach_current_index(lc)],
-										  batches, now);
+										  batches, spilled > 0, now);
 
 		if (vw != NULL)
 			todo = lappend(todo, vw);
@@ -1153,16 +1153,17 @@ worker_hold(ViewRecord *view, ViewProgress *vp, DeferredView *dv, ViewBatch *bat
 /*
  * What a view applies in this batch: its part of the batch (batches), or,
  * when it waits for another try, the keys waiting with it; NULL when it
- * applies nothing now (in error, waiting, no work).
+ * applies nothing now (in error, waiting, no work).  spilled: the capture
+ * spilled keys of the batch to disk.
  */
 static ViewWork *
-worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz now)
+worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, bool spilled,
+				 TimestampTz now)
 {
 	DeferredView *dv = retry_find(view->view_id);
 	ViewBatch  *batch = NULL;
 	ViewBatch  *work;
 	ViewWork   *vw;
-	int64		spill_at;
 	ListCell   *lc;
 
 	foreach(lc, batches)
@@ -1268,8 +1269,7 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, TimestampTz 
 	vw->batch = batch;
 	vw->work = work;
 	vw->req.view = view;
-	/* (the keys the capture spilled, if it spilled any) */
-	vw->req.read_spilled = decoding_batch_spilled(&spill_at) > 0 ? decoding_batch_next_chunk : NULL;
+	vw->req.read_spilled = spilled ? decoding_batch_next_chunk : NULL;
 	vw->req.chunk_keys = policy.max_keys;
 	vw->req.timeout_ms = retry_apply_timeout(view);
 	vw->req.end_lsn = decoding_position();
