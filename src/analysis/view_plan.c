@@ -82,15 +82,22 @@ same_columns(SourceRecord *rec, int n, const AttrNumber *attnums)
  * keyed recompute (source_catalog.key_attnums) must still be the key
  * columns of the plan: a source's key redefined since (which the DDL guard
  * refuses) would hand the wrong values to the lookups.
+ *
+ * With rekey, a refresh asks instead whether the registered columns of the
+ * same sources differ from the plan's own (a table restored by pg_dump
+ * without its dropped columns numbers them anew; a view registered before
+ * it could be additive has its narrow key): then it returns true, the plan
+ * keeps its own keys, and the refresh registers them (ops_refresh_view).
  */
-static void
-check_source_keys(ViewRecord *view, DeltaPlan *plan)
+static bool
+check_source_keys(ViewRecord *view, DeltaPlan *plan, bool rekey)
 {
 	bool		narrowed = false;
+	bool		differ = false;
 	ListCell   *lc;
 
 	if (plan->path == DJ_PATH_FULL)
-		return;
+		return false;
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);
@@ -101,6 +108,11 @@ check_source_keys(ViewRecord *view, DeltaPlan *plan)
 		{
 			if (((SourceRecord *) lfirst(lc2))->ordinal == src->ordinal)
 				rec = lfirst(lc2);
+		}
+		if (rec != NULL && rec->relid == src->relid && rekey)
+		{
+			differ |= !same_columns(rec, src->key_natts, src->key_attnums);
+			continue;
 		}
 		if (rec != NULL && src->narrow_attnums != NULL &&
 			!same_columns(rec, src->key_natts, src->key_attnums))
@@ -131,13 +143,14 @@ check_source_keys(ViewRecord *view, DeltaPlan *plan)
 					 errmsg("the key of source %s changed since the view was created",
 							dj_message_name(src->relname)),
 					 errdetail("Changes of the source are captured by other columns than the view now needs."),
-					 errhint("Rebuild the view with delta_join.refresh().")));
+					 errhint("Rebuild the view with delta_join.refresh(), not concurrently: it registers the columns anew.")));
 	}
 	if (narrowed && plan->additive)
 	{
 		plan->additive = false;
-		plan->additive_refusal = pstrdup("its changes are captured by the columns its group key and joins read only (it was created before it could be additive): drop_view and create_view make it additive");
+		plan->additive_refusal = pstrdup("its changes are captured by the columns its group key and joins read only (it was created before it could be additive): delta_join.refresh(), not concurrently, makes it additive");
 	}
+	return differ;
 }
 
 /*
@@ -186,7 +199,7 @@ view_plan_load(ViewRecord *view)
 	DeltaPlan  *plan = analyze_registered(view);
 	ViewRecord	current;
 
-	check_source_keys(view, plan);
+	(void) check_source_keys(view, plan, false);
 
 	/*
 	 * (The record may have been read before the DDL that changed the tables
@@ -215,7 +228,22 @@ view_plan_load_to_fill(ViewRecord *view)
 {
 	DeltaPlan  *plan = analyze_registered(view);
 
-	check_source_keys(view, plan);
+	(void) check_source_keys(view, plan, false);
+	return plan;
+}
+
+/*
+ * The plan of a view that a refresh fills again under locks that keep its
+ * sources' writers out (ops_refresh_view): as view_plan_load_to_fill, but
+ * with its sources' own key columns, and *rekey set if they are not those
+ * registered, which the refresh then registers anew.
+ */
+DeltaPlan *
+view_plan_load_to_rebuild(ViewRecord *view, bool *rekey)
+{
+	DeltaPlan  *plan = analyze_registered(view);
+
+	*rekey = check_source_keys(view, plan, true);
 	return plan;
 }
 

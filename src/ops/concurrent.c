@@ -719,6 +719,8 @@ run_refresh(ConcurrentTask *task)
 				 errmsg("delta view %s is being backfilled",
 						dj_message_name(task->data + task->target_off)),
 				 errhint("Wait for the concurrent create or refresh that runs (delta_join.progress) to end.")));
+	/* before anything is registered: keys it cannot rebuild, say */
+	(void) view_plan_load_to_fill(&view);
 	task_state.view_id = view.view_id;
 	task_state.was_error = view.in_error;
 	catalog_set_backfilling(view.view_id);

@@ -394,9 +394,10 @@ uint64
 ops_refresh_view(ViewRecord *view, bool by_caller)
 {
 	DeltaPlan  *plan;
+	bool		rekey;
 	uint64		rows;
 
-	plan = view_plan_load_to_fill(view);
+	plan = view_plan_load_to_rebuild(view, &rekey);
 	if (by_caller)
 		analyze_check_lock_rights(plan);
 	target_guard(view->target);
@@ -412,6 +413,14 @@ ops_refresh_view(ViewRecord *view, bool by_caller)
 	rows = target_fill(view->target, view->query_view, view->settings, true);
 	target_make_indexes(view->target, plan);
 	query_depend_on_extension(view->query_view);
+
+	/*
+	 * Its sources' changes are captured by other columns from now on: under
+	 * a new view_id, so that no key of the old columns (changes the fill
+	 * covers, which the locks made commit before it) reaches the new plan.
+	 */
+	if (rekey)
+		view->view_id = catalog_renumber_view(view->view_id);
 	catalog_rewrite_sources(view->view_id, view_plan_source_records(plan));
 	catalog_reset_view(view->view_id, GetXLogInsertRecPtr());
 	launcher_notify();

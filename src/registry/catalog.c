@@ -478,6 +478,36 @@ catalog_delete_view(int view_id)
 }
 
 /*
+ * Give a view a new view_id, keeping everything else of its row, with no
+ * source rows: a refresh that registers other key columns (view_plan.c,
+ * view_plan_load_to_rebuild) makes the view a new one to decoding and the
+ * worker, which drop what they hold under the old id (keys of the old
+ * columns, whose changes the refresh's fill covers) as for a dropped view.
+ * Returns the new view_id.
+ */
+int
+catalog_renumber_view(int view_id)
+{
+	bool		isnull;
+	int			renumbered;
+
+	update_view(view_id,
+				"DELETE FROM delta_join.source_catalog WHERE view_id OPERATOR(pg_catalog.=) $1",
+				0, NULL, NULL);
+	SPI_connect();
+	catalog_exec("UPDATE delta_join.view_catalog "
+				 "SET view_id = pg_catalog.nextval('delta_join.view_catalog_view_id_seq') "
+				 "WHERE view_id OPERATOR(pg_catalog.=) $1 RETURNING view_id",
+				 1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(view_id)}, NULL);
+	if (SPI_processed != 1)
+		elog(ERROR, "delta view %d is not in the catalog", view_id);
+	renumbered = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											 1, &isnull));
+	SPI_finish();
+	return renumbered;
+}
+
+/*
  * After a refresh: the view is active again and complete up to lsn.
  */
 void

@@ -82,6 +82,7 @@ extern void catalog_mark_views_stale(const char *reason);
 extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);
 extern void catalog_reset_view(int view_id, XLogRecPtr lsn);
+extern int	catalog_renumber_view(int view_id);
 extern void catalog_set_backfilling(int view_id);
 extern bool catalog_set_error(ViewRecord *view, const ErrorData *error, bool report);
 extern void catalog_set_applied(int nviews, const int *view_ids, XLogRecPtr lsn);

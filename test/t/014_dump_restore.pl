@@ -67,6 +67,74 @@ is($node->safe_psql('copy', $query_views), '0',
 	'after refresh(), DROP EXTENSION ... CASCADE drops the restored query views');
 $node->safe_psql('copy', 'DROP TABLE orders, items');
 
+# Tables with dropped columns: a dump makes them anew without those, so
+# the columns the catalog names by number (source_catalog.key_attnums) are
+# others in the restored tables.  The worker refuses such a view; refresh()
+# registers the restored tables' columns (under a new view_id, with none of
+# the keys captured by the old ones) and the view is maintained again: a
+# delta join (upsert mode) whose key moved, and an additive aggregate over the join
+# whose group key, join and summed columns all moved.
+$node->safe_psql('postgres', 'CREATE DATABASE holes');
+$node->safe_psql(
+	'holes', q{
+	CREATE EXTENSION delta_join;
+	CREATE TABLE shops (gone int, shop_id int PRIMARY KEY, region text NOT NULL);
+	CREATE TABLE sales (sale_id int PRIMARY KEY, gone1 text, shop_id int NOT NULL,
+	                    gone2 int, qty int NOT NULL, price numeric(10,2) NOT NULL);
+	CREATE INDEX ON sales (shop_id);
+	ALTER TABLE shops REPLICA IDENTITY FULL;
+	ALTER TABLE sales REPLICA IDENTITY FULL;
+	ALTER TABLE shops DROP COLUMN gone;
+	ALTER TABLE sales DROP COLUMN gone1, DROP COLUMN gone2;
+	INSERT INTO shops SELECT g, 'r' || (g % 3) FROM generate_series(1, 20) g;
+	INSERT INTO sales SELECT g, 1 + g % 20, g % 7, g FROM generate_series(1, 400) g;
+});
+my %holes = (
+	shop_sales => 'SELECT s.sale_id, s.qty, h.region FROM sales s JOIN shops h ON h.shop_id = s.shop_id',
+	region_sums => 'SELECT h.region, count(*) AS n, sum(s.qty) AS q, sum(s.price) AS p
+		FROM sales s JOIN shops h ON h.shop_id = s.shop_id GROUP BY h.region');
+$node->safe_psql('holes',
+	"SELECT delta_join.create_view('$_', \$q\$ $holes{$_} \$q\$, strategy => 'auto')")
+  foreach sort keys %holes;
+my $key_names = q{
+	SELECT string_agg(v.target::text || ':' || s.relid::regclass::text || '('
+	                  || (SELECT string_agg(attname, ',' ORDER BY k.i)
+	                      FROM unnest(s.key_attnums) WITH ORDINALITY k(attnum, i)
+	                      JOIN pg_attribute a ON a.attrelid = s.relid AND a.attnum = k.attnum) || ')',
+	                  ' ' ORDER BY v.target::text, s.ordinal)
+	FROM delta_join.source_catalog s JOIN delta_join.view_catalog v USING (view_id)};
+my $keys_before = $node->safe_psql('holes', $key_names);
+
+DeltaJoinTest::dump_restore($node, 'holes', 'holes_copy', 'tables with dropped columns');
+isnt($node->safe_psql('holes_copy', $key_names), $keys_before,
+	'the restored catalog numbers columns the restored tables do not have there');
+foreach my $t (sort keys %holes)
+{
+	$node->safe_psql('holes_copy', "SELECT delta_join.refresh('$t')");
+}
+is($node->safe_psql('holes_copy', $key_names), $keys_before,
+	'refresh() registers the same columns of the restored tables');
+$node->safe_psql(
+	'holes_copy', q{
+	INSERT INTO sales SELECT g, 1 + g % 20, 3, 1.5 FROM generate_series(401, 450) g;
+	UPDATE sales SET qty = qty + 1, price = price * 2 WHERE sale_id % 5 = 0;
+	UPDATE sales SET shop_id = 1 + (shop_id + 4) % 20 WHERE sale_id % 7 = 0;
+	DELETE FROM sales WHERE sale_id % 11 = 0;
+	UPDATE shops SET region = 'r9' WHERE shop_id IN (4, 5);
+	DELETE FROM sales WHERE shop_id = 6;
+	DELETE FROM shops WHERE shop_id = 6;
+});
+is($node->safe_psql('holes_copy', "SELECT delta_join.wait(NULL, '60s')"),
+	't', 'wait() after writes to the restored tables');
+is($node->safe_psql('holes_copy',
+		"SELECT string_agg(target || ' ' || state, ', ' ORDER BY target) FROM delta_join.status"),
+	'public.region_sums active, public.shop_sales active', 'both views are active');
+DeltaJoinTest::targets_ok($node, 'restored tables with dropped columns',
+	[
+		[ 'region_sums', $holes{region_sums}, dbname => 'holes_copy' ],
+		[ 'shop_sales', $holes{shop_sales}, dbname => 'holes_copy', mode => 'upsert' ]
+	]);
+
 # the original database is not disturbed
 $node->safe_psql('src', "INSERT INTO orders VALUES (1, 2, 13, 1)");
 is($node->safe_psql('src', 'SELECT delta_join.wait(NULL, \'30s\')'),

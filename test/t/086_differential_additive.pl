@@ -43,7 +43,8 @@
 # Then exactly once: a refresh() while the worker is stopped fills the
 # target with changes the worker decodes afterwards, and a refresh(
 # concurrently) runs under a stream of writes; neither may count a change
-# twice.
+# twice.  And a view registered with narrow keys (not additive when made)
+# is made additive by refresh().
 
 use strict;
 use warnings;
@@ -233,9 +234,14 @@ foreach my $seed (@run)
 		[ map { [ $_, $views{$_} ] } @targets ]);
 
 	# one transaction larger than the worker's batch: its keys spill to disk
-	# and are read back in chunks, their weights summed
+	# and are read back in chunks, their weights summed.  (First a small
+	# one: the last batch of the stream may have been cut short, and the
+	# batch after such a one is recomputed, worker_exactly_once.)
 	$node->safe_psql('postgres',
-		"ALTER SYSTEM SET delta_join.max_batch_size = 40; SELECT pg_reload_conf(); SELECT pg_sleep(0.3)");
+		"ALTER SYSTEM SET delta_join.max_batch_size = 40; SELECT pg_reload_conf(); SELECT pg_sleep(0.3);"
+		  . "UPDATE $s.orders SET qty = qty WHERE id = (SELECT min(id) FROM $s.orders)");
+	ok(DeltaJoinWorkload::wait_views($node, undef, '60s'),
+		"seed $seed: wait() after a small transaction");
 	my $spill_start = -s $node->logfile;
 	$node->safe_psql('postgres',
 		"BEGIN; UPDATE $s.orders SET qty = qty + 1, amount = amount + 1, note = note + 1 WHERE id % 3 <> 0;"
@@ -311,6 +317,52 @@ additive_apply(1);
 	ok(DeltaJoinWorkload::wait_views($node, undef, '60s'), 'concurrent refresh: wait() returns true');
 	DeltaJoinTest::target_ok($node, $t, $views{$t},
 		'concurrent refresh: changes both the fill and later batches hold are counted once');
+}
+
+# ---- a view registered with its narrow keys (the orders' replica identity
+# was an index on (id, merchant_id) at its creation, which logs the join's
+# column but not the summed one, so it could not be additive) stays on the
+# recompute after the identity becomes FULL, and refresh() registers its
+# wide keys: from then on its batches are added ----
+{
+	my $s = 'narrow';
+	my $t = "$s.by_region";
+	my $q = "SELECT m.region, count(*) AS n, sum(o.qty) AS q
+		FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id GROUP BY m.region";
+	$node->safe_psql(
+		'postgres', qq{
+		CREATE SCHEMA $s;
+		CREATE TABLE $s.merchants (id int PRIMARY KEY, region text NOT NULL);
+		CREATE TABLE $s.orders (id int PRIMARY KEY, merchant_id int NOT NULL, qty int NOT NULL);
+		CREATE INDEX ON $s.orders (merchant_id);
+		CREATE UNIQUE INDEX orders_id_merchant ON $s.orders (id, merchant_id);
+		ALTER TABLE $s.orders REPLICA IDENTITY USING INDEX orders_id_merchant;
+		ALTER TABLE $s.merchants REPLICA IDENTITY FULL;
+		INSERT INTO $s.merchants SELECT g, 'r' || (g % 4) FROM generate_series(1, 20) g;
+		INSERT INTO $s.orders SELECT g, 1 + g % 20, g % 9 FROM generate_series(1, 300) g;
+		SELECT delta_join.create_view('$t', \$q\$ $q \$q\$, strategy => 'auto');
+		ALTER TABLE $s.orders REPLICA IDENTITY FULL;});
+	my $write = "UPDATE $s.orders SET qty = qty + 1 WHERE id % 3 = 0";
+	my $added_to = sub {
+		my ($log_start) = @_;
+		return scalar(() = slurp_file($node->logfile, $log_start)
+			  =~ /additive apply: \d+ changed rows of $s\.orders/g);
+	};
+	my $log_start = -s $node->logfile;
+	$node->safe_psql('postgres', $write);
+	ok(DeltaJoinWorkload::wait_views($node, undef, '60s'), 'narrow keys: wait() returns true');
+	is($added_to->($log_start), 0, 'narrow keys: the batch was recomputed, not added');
+	like($node->safe_psql('postgres', "SELECT delta_join.refresh('$t')"), qr/^\d+$/,
+		'narrow keys: refresh()');
+	# (the first batch after the refresh is recomputed: the fill may have
+	# seen its changes, worker_exactly_once)
+	$node->safe_psql('postgres', $write);
+	ok(DeltaJoinWorkload::wait_views($node, undef, '60s'), 'wide keys: wait() returns true');
+	$log_start = -s $node->logfile;
+	$node->safe_psql('postgres', "$write; DELETE FROM $s.orders WHERE id % 10 = 0;");
+	ok(DeltaJoinWorkload::wait_views($node, undef, '60s'), 'wide keys: wait() returns true again');
+	cmp_ok($added_to->($log_start), '>', 0, 'wide keys: after refresh() batches were added');
+	DeltaJoinTest::target_ok($node, $t, $q, 'wide keys: the target equals its query');
 }
 
 # ---- the comparison can fail ----
