@@ -38,6 +38,8 @@
 --								can act as the target's owner, as in status
 --     _database_state()		worker, slot, room: nothing of any view
 --     _database_wait()			(new, section 2)
+--     _additive(view_id)		(new, section 3) whether the worker adds the
+--								view's batches: nothing of its rows
 --     _name(), _owner(), _mode()
 --								read pg_class, or compute from arguments
 --     _is_coordinator(), _distributed_targets(), _shard_groups(),
@@ -180,7 +182,14 @@ ALTER TABLE delta_join.view_catalog
 	ADD COLUMN last_error_detail text,
 	ADD COLUMN last_error_hint text;
 
--- _local_status as in section 2, with the error's detail and hint last
+-- Whether the worker keeps a view by adding each batch to its groups (an
+-- aggregate over joins, issue 22): status says so in its mode.
+CREATE FUNCTION delta_join._additive(view_id int) RETURNS boolean
+AS 'MODULE_PATHNAME', 'dj_additive'
+LANGUAGE C STRICT STABLE;
+
+-- _local_status as in section 2, with the error's detail and hint last,
+-- and a mode that says when a view is kept by adding
 CREATE OR REPLACE VIEW delta_join._local_status AS
 SELECT delta_join._name(v.target) AS target,
 	   CASE WHEN v.state = 'error' THEN 'error'
@@ -206,7 +215,9 @@ SELECT delta_join._name(v.target) AS target,
 	   v.last_error_time,
 	   v.stale_since_lsn,
 	   s.last_recompute,		-- keyed and full recompute: when it last ran
-	   delta_join._mode(v.path, v.options) AS mode,
+	   CASE WHEN delta_join._additive(v.view_id)
+			THEN 'keyed recompute (groups through joins, additive)'
+			ELSE delta_join._mode(v.path, v.options) END AS mode,
 	   CASE WHEN o.owner_sees THEN v.last_error_detail END AS last_error_detail,
 	   CASE WHEN o.owner_sees THEN v.last_error_hint END AS last_error_hint
 FROM delta_join.view_catalog v

@@ -591,6 +591,9 @@ SELECT * FROM zones ORDER BY 1;
 SELECT * FROM diff('zones', :'zones');
 SELECT * FROM shop_qty ORDER BY 1;
 SELECT * FROM diff('shop_qty', :'shop_qty');
+-- status says which views of groups through joins are kept by adding
+SELECT target, mode FROM delta_join.status
+WHERE mode LIKE '%groups through joins%' ORDER BY 1;
 -- a sum of a nullable column whose last value leaves (no count of it): NULL,
 -- not 0; and one whose values sum to 0 while one is left: 0
 INSERT INTO buys VALUES (6, 2, 1, 1, -8, 0);

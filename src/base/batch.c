@@ -362,6 +362,7 @@ apply_counts_add(ApplyCounts *into, const ApplyCounts *from)
 	into->lookups += from->lookups;
 	into->cache_hits += from->cache_hits;
 	into->recomputed_at = Max(into->recomputed_at, from->recomputed_at);
+	into->additive |= from->additive;
 }
 
 /* The dirty keys a view's batch holds, over its sources */

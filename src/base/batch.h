@@ -113,6 +113,9 @@ typedef struct ApplyCounts
 	int64		lookups;
 	int64		cache_hits;
 	TimestampTz recomputed_at;	/* the last full recompute (not a count) */
+	bool		additive;		/* the view's plan adds batches to its groups
+								 * (apply_additive.c): how it is kept, not a
+								 * count */
 } ApplyCounts;
 
 /*

@@ -226,6 +226,7 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 			stat->counts.cache_hits += vp->counts.cache_hits;
 			if (stat->counts.recomputed_at < vp->counts.recomputed_at)
 				stat->counts.recomputed_at = vp->counts.recomputed_at;
+			stat->counts.additive = vp->counts.additive;
 			if (stat->applied_commit_time < vp->commit_time)
 				stat->applied_commit_time = vp->commit_time;
 		}

@@ -54,6 +54,7 @@
 
 PG_FUNCTION_INFO_V1(dj_wait);
 PG_FUNCTION_INFO_V1(dj_stat);
+PG_FUNCTION_INFO_V1(dj_additive);
 PG_FUNCTION_INFO_V1(dj_database_state);
 PG_FUNCTION_INFO_V1(dj_database_wait);
 PG_FUNCTION_INFO_V1(dj_progress);
@@ -608,6 +609,31 @@ dj_stat(PG_FUNCTION_ARGS)
 	LWLockRelease(worker_shared->lock);
 
 	return (Datum) 0;
+}
+
+/*
+ * delta_join._additive(view_id) (from 0.2): is the view of this database
+ * an aggregate over joins that the worker keeps by adding each batch to
+ * its groups (apply_additive.c), as of its last apply?  What
+ * delta_join.status says in its mode; false until the worker applied it.
+ */
+Datum
+dj_additive(PG_FUNCTION_ARGS)
+{
+	int			view_id = PG_GETARG_INT32(0);
+	bool		additive = false;
+
+	shmem_check();
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	for (int i = 0; i < worker_shared->max_views; i++)
+	{
+		ViewStat   *stat = &worker_shared->views[i];
+
+		if (stat->dboid == MyDatabaseId && stat->view_id == view_id)
+			additive = stat->counts.additive;
+	}
+	LWLockRelease(worker_shared->lock);
+	PG_RETURN_BOOL(additive);
 }
 
 /*
