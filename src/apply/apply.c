@@ -42,7 +42,6 @@
 #include "apply/apply.h"
 #include "apply/apply_error.h"
 #include "apply/plan_cache.h"
-#include "apply/recompute.h"
 #include "base/compat.h"
 
 /* ----------------------------------------------------------------
@@ -240,10 +239,9 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, List *
 
 	if (plan->path != DJ_PATH_DELTA || batch->whole)
 		counts->recomputed_at = GetCurrentTimestamp();
-	counts->additive = plan->additive && dj_additive_aggregates;
-
 	apply_check_access(plan);
 	writer = writer_begin(view->target, plan, counts);
+	counts->additive = apply_additive_kept(plan, writer);
 	writer_carry_in(writer, *held_back);
 	apply_error_place.writer = writer;
 

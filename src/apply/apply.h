@@ -33,6 +33,7 @@ extern void apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 extern void apply_full(DeltaPlan *plan, TargetWriter *writer);
 
 /* apply_additive.c */
+extern bool apply_additive_kept(DeltaPlan *plan, TargetWriter *writer);
 extern bool apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 									 ApplyCounts *counts, List **recompute);
 

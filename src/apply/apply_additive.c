@@ -126,6 +126,18 @@ target_types_fit(DeltaPlan *plan, TargetWriter *writer)
 	return true;
 }
 
+/*
+ * Does the worker keep the view by adding its batches (as apply_aggregate_additive
+ * does, when a batch allows it): the setting, the plan, and a target whose
+ * aggregate columns are of the query's types?  What status.mode says
+ * (ApplyCounts.additive).
+ */
+bool
+apply_additive_kept(DeltaPlan *plan, TargetWriter *writer)
+{
+	return dj_additive_aggregates && plan->additive && target_types_fit(plan, writer);
+}
+
 /* A numeric delta as int64; false if it does not fit */
 static bool
 delta_int64(Datum delta, bool isnull, int64 *result)
