@@ -75,6 +75,12 @@ typedef struct OuterApply
 	TargetWriter *writer;
 	int			nsources;
 	bool		twins_differ;	/* a null-extended source's key is in the target key */
+	int			sole_nullable;	/* the one source outer joins null-extend, when
+								 * the target key is its key and those of
+								 * sources in every row; else -1 */
+	TargetLookup *key_lookup;	/* target rows by the target key, for it */
+	Datum	   *sub_values;		/* scratch: a row's sub-row's key */
+	bool	   *sub_isnull;
 	Datum		tag;			/* a UNION ALL branch's tag, in the target's type */
 	int16		tag_len;
 	bool		tag_byval;
@@ -439,7 +445,25 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 	RowMatch	m = {oa, values, isnull, NIL, NIL};
 	ListCell   *lc;
 
-	if (oa->twins_differ)
+	if (oa->twins_differ && oa->sole_nullable >= 0 &&
+		source_present(oa, oa->sole_nullable, isnull))
+	{
+		/*
+		 * A row in which the one nullable source is present has no
+		 * super-row, and one sub-row at most: that source null-extended,
+		 * the rest of the target key the same.  One probe of the target key
+		 * finds it, where the anchor's rows may be thousands.
+		 */
+		DeltaSource *src = list_nth(oa->plan->sources, oa->sole_nullable);
+
+		memcpy(oa->sub_values, values, sizeof(Datum) * oa->plan->ncolumns);
+		memcpy(oa->sub_isnull, isnull, sizeof(bool) * oa->plan->ncolumns);
+		for (int k = 0; k < src->key_natts; k++)
+			oa->sub_isnull[src->key_output[k]] = true;
+		writer_lookup_rows(oa->writer, oa->key_lookup, oa->sub_values, oa->sub_isnull,
+						   match_row, &m);
+	}
+	else if (oa->twins_differ)
 	{
 		/* the rows that share an anchor with this one */
 		foreach(lc, oa->plan->anchors)
@@ -475,6 +499,39 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 		}
 		MemoryContextSwitchTo(oldcxt);
 	}
+}
+
+/*
+ * Is a source that outer joins can null-extend absent from the row (or
+ * is its presence not told by the output)?
+ */
+static bool
+row_null_extended(OuterApply *oa, const bool *isnull)
+{
+	for (int s = 0; s < oa->nsources; s++)
+	{
+		DeltaSource *src = list_nth(oa->plan->sources, s);
+
+		if (!bms_is_empty(src->nulling) && !source_present(oa, s, isnull))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Upsert a row of an anchor's slice recomputed because a row it held may
+ * have lost a partner (a nullable source's row left, or a super-row was
+ * deleted): only the rows in which a source is null-extended can be new.
+ * One with every source present is already in the target, or is written
+ * by the dirty key of the source row that made it; so a preserved row
+ * with ten thousand partners, one of which moved, writes none of them
+ * again (each write finds the row's sub-rows among its anchor's).
+ */
+static void
+upsert_null_extended_row(OuterApply *oa, Datum *values, bool *isnull)
+{
+	if (row_null_extended(oa, isnull))
+		upsert_row(oa, values, isnull);
 }
 
 /* ----------------------------------------------------------------
@@ -733,6 +790,51 @@ replace_all(OuterApply *oa)
  * ----------------------------------------------------------------
  */
 
+/*
+ * The one source of the plan that outer joins null-extend, if the target
+ * key is made of its key columns and of those of sources in every row (and
+ * a UNION ALL branch's tag): then a row's sub-row is that source
+ * null-extended, found by the target key.  Else -1.
+ */
+static int
+sole_nullable_source(DeltaPlan *plan)
+{
+	int			sole = -1;
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (bms_is_empty(src->nulling))
+			continue;
+		if (sole >= 0 || !src->key_in_output)
+			return -1;
+		sole = foreach_current_index(lc);
+	}
+	if (sole < 0)
+		return -1;
+	for (int c = 0; c < plan->key_ncolumns; c++)
+	{
+		int			col = plan->key_columns[c];
+		bool		known = (col == plan->tag_column);
+
+		foreach(lc, plan->sources)
+		{
+			DeltaSource *src = lfirst(lc);
+
+			if (!src->key_in_output ||
+				(foreach_current_index(lc) != sole && !bms_is_empty(src->nulling)))
+				continue;
+			for (int k = 0; k < src->key_natts; k++)
+				known |= (src->key_output[k] == col);
+		}
+		if (!known)
+			return -1;
+	}
+	return sole;
+}
+
 static void
 outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 {
@@ -811,11 +913,20 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 					oa->twins_differ = true;
 		}
 	}
+	oa->sole_nullable = sole_nullable_source(plan);
+	if (oa->twins_differ && oa->sole_nullable >= 0)
+		oa->key_lookup = writer_lookup_begin(writer, plan->key_ncolumns, plan->key_columns, true);
+	if (oa->key_lookup == NULL)
+		oa->sole_nullable = -1;
+	oa->sub_values = palloc(sizeof(Datum) * plan->ncolumns);
+	oa->sub_isnull = palloc(sizeof(bool) * plan->ncolumns);
 }
 
 static void
 outer_apply_end(OuterApply *oa)
 {
+	if (oa->key_lookup != NULL)
+		writer_lookup_end(oa->key_lookup);
 	for (int s = 0; s < oa->nsources; s++)
 	{
 		if (oa->lookups[s] != NULL)
@@ -902,7 +1013,7 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 					if (anchor_keys == NIL)
 						continue;
 					run_region(&oa, query_for_source(&oa, list_nth_int(plan->anchors, i)),
-							   anchor_keys, upsert_row);
+							   anchor_keys, upsert_null_extended_row);
 					any = true;
 				}
 				if (!any)
