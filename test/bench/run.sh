@@ -26,8 +26,9 @@
 #      items looked up again and again), with the hit rate
 #  11. big transactions (issue 10): a 100,000-row UPDATE, the time until
 #      the join view is fresh against the bare statement's time (with no
-#      view), beside its floor (the statement, then the same UPDATE of a
-#      plain copy of the target: the write the view cannot skip); then one transaction that inserts NORDERS orders and updates
+#      view), beside the statement followed by the same UPDATE of a plain
+#      copy of the target (the write the view cannot skip, done by SQL);
+#      then one transaction that inserts NORDERS orders and updates
 #      NORDERS others (2,000,000 rows at full scale): the worker's peak
 #      private memory (RssAnon sampled every 0.1 s) and the time until fresh
 #   9. the fallback paths (issue 9), against REFRESH MATERIALIZED VIEW of
@@ -531,10 +532,11 @@ bulk_step() {
 	t2=$(now)
 	U_STMT=$(calc "$t1 - $t0") U_FRESH=$(calc "$t2 - $t0")
 
-	# The floor of that figure: after its statement, the view must write as
-	# many target rows as the statement wrote orders.  The same UPDATE of a
-	# plain copy of the target (its key, its rows as the backfill left them)
-	# is that write alone, with no decoding and no lookup.
+	# What that figure is made of at least: after its statement, the view
+	# must write as many target rows as the statement wrote orders.  The
+	# same UPDATE of a plain copy of the target (its indexes, its rows as
+	# the backfill left them) is that write alone, done by SQL, with no
+	# decoding and no lookup.
 	q -c "CREATE TABLE wide_copy (LIKE order_item_wide INCLUDING INDEXES)" \
 	  -c "INSERT INTO wide_copy SELECT * FROM order_item_wide" \
 	  -c "VACUUM ANALYZE wide_copy" >/dev/null || die "copying the target failed"
@@ -654,7 +656,7 @@ bulk_report() {
 	row "11. bare UPDATE of $BULK orders (no view)" "$(fmt "$U_BARE" 2) s" "" "" "" ""
 	row "    same UPDATE with the view, until fresh" "$(fmt "$U_FRESH" 2) s" "bare $(fmt "$U_BARE" 2) s" "$(ratio "$U_FRESH" "$U_BARE")" "<= 2.0" "$(verdict "$(ratio "$U_FRESH" "$U_BARE")" "<=" 2.0)"
 	row "    ... of which the statement itself" "$(fmt "$U_STMT" 2) s" "" "" "" ""
-	row "    floor: the statement + the same UPDATE of a copy of the target" "$(fmt "$(calc "$U_STMT + $U_COPY")" 2) s" "bare $(fmt "$U_BARE" 2) s" "$(ratio "$(calc "$U_STMT + $U_COPY")" "$U_BARE")" "" ""
+	row "    the statement + the same UPDATE of a target copy" "$(fmt "$(calc "$U_STMT + $U_COPY")" 2) s" "bare $(fmt "$U_BARE" 2) s" "$(ratio "$(calc "$U_STMT + $U_COPY")" "$U_BARE")" "" ""
 	row "    $BIG_ROWS-row transaction, until fresh" "$(fmt "$BIG_FRESH" 2) s" "statement $(fmt "$BIG_STMT" 2) s" "$(ratio "$BIG_FRESH" "$BIG_STMT")" "" ""
 	row "    worker private memory, peak" "$(mb "$BIG_ANON")" "before $(mb "$BIG_ANON0")" "" "< 200 MB" "$(awk -v k="$BIG_ANON" 'BEGIN { print (k != "" && k < 200 * 1024) ? "ok" : "MISSED" }')"
 	echo "checks: order_item_wide against its query after the big transaction: $BIG_CHECK differing rows"
