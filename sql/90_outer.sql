@@ -272,6 +272,36 @@ SELECT * FROM desk_notes WHERE id <> 1 ORDER BY id, note;
 SELECT count(*) FROM desk_notes WHERE id = 1 AND body LIKE '%!';
 SELECT * FROM diff('desk_notes', :'dn');
 
+-- Two nullable sources: desks LEFT JOIN memos LEFT JOIN tags, 20,000
+-- memos on one desk and none with a tag, so every row of the desk is
+-- null-extended (no tag).  The desk's slice, read again because a memo of
+-- it changed, wrote each of its 20,000 rows, each searching the desk's
+-- 20,000 rows for its sub- and super-rows (minutes); a row the target holds
+-- unchanged is now left as it is.  Memo 20001 goes back to desk 2, then to 3.
+CREATE TABLE memo_tags (id int PRIMARY KEY, memo int, tag text);
+CREATE INDEX ON memo_tags (memo);
+INSERT INTO memo_tags VALUES (1, 20001, 'only');
+SELECT $$
+  SELECT d.id, n.id AS note, n.body, t.id AS tag_id, t.tag
+  FROM desks d LEFT JOIN memos n ON n.desk = d.id LEFT JOIN memo_tags t ON t.memo = n.id
+$$ AS dnt \gset
+SELECT delta_join.create_view('desk_note_tags', :'dnt');
+BEGIN;
+UPDATE memos SET body = body || '?' WHERE id <= 20;
+UPDATE memos SET desk = 2 WHERE id = 20001;
+COMMIT;
+SELECT delta_join.wait(NULL, '60s');
+SELECT * FROM desk_note_tags WHERE id <> 1 ORDER BY id, note;
+SELECT count(*) FROM desk_note_tags WHERE id = 1 AND body LIKE '%?';
+SELECT * FROM diff('desk_note_tags', :'dnt');
+BEGIN;
+UPDATE memos SET desk = 3 WHERE id = 20001;
+INSERT INTO memo_tags VALUES (2, 5, 'five');
+COMMIT;
+SELECT delta_join.wait(NULL, '60s');
+SELECT * FROM desk_note_tags WHERE id <> 1 OR note = 5 ORDER BY id, note;
+SELECT * FROM diff('desk_note_tags', :'dnt');
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

@@ -351,6 +351,24 @@ writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
 	upsert_new_row(writer, true);
 }
 
+/*
+ * Does the target hold the result row whose output values are given, with
+ * the same key and every column the same (as our own writes so far left
+ * it)?  Counted as an unchanged row when it does.
+ */
+bool
+writer_holds(TargetWriter *writer, const Datum *values, const bool *isnull)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	fill_new_slot(writer, values, isnull);
+	if (!find_target_row(writer) || !rows_equal(writer->oldslot, writer->newslot))
+		return false;
+	if (writer->in_region)
+		(void) hash_search(writer->region_kept, &writer->oldslot->tts_tid, HASH_ENTER, NULL);
+	writer->counts->rows_unchanged++;
+	return true;
+}
+
 /* Delete the target row in writer->oldslot. */
 static void
 delete_old_row(TargetWriter *writer)

@@ -68,6 +68,7 @@ typedef void (*TargetRowFn) (TargetWriter *writer, TupleTableSlot *row, void *ar
 extern TargetWriter *writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts);
 extern void writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull);
 extern void writer_delete(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern bool writer_holds(TargetWriter *writer, const Datum *values, const bool *isnull);
 extern void writer_delete_row(TargetWriter *writer, ItemPointer tid);
 extern void writer_insert_slot(TargetWriter *writer, TupleTableSlot *slot);
 extern TargetLookup *writer_lookup_begin(TargetWriter *writer, int ncols, const int *cols,
