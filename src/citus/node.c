@@ -338,7 +338,9 @@ node_on_definition(TriggerData *trigdata)
  * On a coordinator, the apply worker makes every node that joined since it
  * last looked sync itself: a new node has no slot, hence no worker, until
  * told (run_command_on_workers: the coordinator's own views are this
- * worker's).
+ * worker's).  Until every node did, it asks again next round: a node just
+ * added may not have delta_join yet (citus_add_node makes it there in a
+ * transaction that has not committed), and was then never told.
  */
 static void
 sync_new_nodes(void)
@@ -350,10 +352,18 @@ sync_new_nodes(void)
 	{
 		Oid			types[1] = {TEXTOID};
 		Datum		values[1] = {CStringGetTextDatum("SELECT delta_join._sync_node()")};
+		bool		isnull;
+		bool		done;
 
 		SPI_connect();
-		(void) run_statement("SELECT pg_catalog.run_command_on_workers($1)", 1, types, values);
+		done = run_statement("SELECT pg_catalog.bool_and(success) "
+							 "FROM pg_catalog.run_command_on_workers($1)",
+							 1, types, values) == 1 &&
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+									   &isnull)) && !isnull;
 		SPI_finish();
+		if (!done)
+			return;
 		if (known_nodes != NULL)
 			pfree(known_nodes);
 		known_nodes = MemoryContextStrdup(TopMemoryContext, nodes);
