@@ -338,9 +338,10 @@ node_on_definition(TriggerData *trigdata)
  * On a coordinator, the apply worker makes every node that joined since it
  * last looked sync itself: a new node has no slot, hence no worker, until
  * told (run_command_on_workers: the coordinator's own views are this
- * worker's).  Until every node did, it asks again next round: a node just
- * added may not have delta_join yet (citus_add_node makes it there in a
- * transaction that has not committed), and was then never told.
+ * worker's).  Until every node listed did, it asks again next round: a node
+ * just added may not have delta_join yet (citus_add_node makes it there in
+ * a transaction not yet committed), or Citus's cached list of nodes may not
+ * have it yet; either way it was never told.
  */
 static void
 sync_new_nodes(void)
@@ -352,17 +353,20 @@ sync_new_nodes(void)
 	{
 		Oid			types[1] = {TEXTOID};
 		Datum		values[1] = {CStringGetTextDatum("SELECT delta_join._sync_node()")};
+		int64		listed = 1;
+		int64		told = 0;
 		bool		isnull;
-		bool		done;
 
+		for (const char *c = nodes; *c != '\0'; c++)
+			listed += (*c == ',');
 		SPI_connect();
-		done = run_statement("SELECT pg_catalog.bool_and(success) "
-							 "FROM pg_catalog.run_command_on_workers($1)",
-							 1, types, values) == 1 &&
-			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-									   &isnull)) && !isnull;
+		if (run_statement("SELECT pg_catalog.count(*) FILTER (WHERE success) "
+						  "FROM pg_catalog.run_command_on_workers($1)",
+						  1, types, values) == 1)
+			told = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											   1, &isnull));
 		SPI_finish();
-		if (!done)
+		if (told < listed)
 			return;
 		if (known_nodes != NULL)
 			pfree(known_nodes);

@@ -465,13 +465,14 @@ citus_local_shards(Oid relid, List **minvalues)
 }
 
 /*
- * The active worker nodes (not the coordinator), as text ("nodeid,..."),
+ * The active primary worker nodes (not the coordinator), as text ("nodeid,..."),
  * to tell whether one joined between two reads; NULL when there is none.
  */
 char *
 citus_worker_nodes_text(void)
 {
 	return citus_value("SELECT pg_catalog.string_agg(nodeid::text, ',' ORDER BY nodeid)"
-					   " FROM pg_catalog.pg_dist_node WHERE isactive AND groupid OPERATOR(pg_catalog.<>) 0",
+					   " FROM pg_catalog.pg_dist_node WHERE isactive AND groupid OPERATOR(pg_catalog.<>) 0"
+					   " AND noderole::text OPERATOR(pg_catalog.=) 'primary'",
 					   0, NULL, NULL);
 }
