@@ -525,19 +525,15 @@ row_null_extended(OuterApply *oa, const bool *isnull)
  * One with every source present is already in the target, or is written
  * by the dirty key of the source row that made it; so a preserved row
  * with ten thousand partners, one of which moved, writes none of them
- * again (each write finds the row's sub-rows among its anchor's).
+ * again.  Nor a null-extended row the target already holds unchanged: its
+ * sub- and super-rows went when it was written, and searching its
+ * anchor's rows for them again would cost, with two nullable sources
+ * (desks LEFT JOIN memos LEFT JOIN tags, no memo tagged), a search of the
+ * desk's ten thousand rows for each of its ten thousand rows.
  */
 static void
 upsert_null_extended_row(OuterApply *oa, Datum *values, bool *isnull)
 {
-	/*
-	 * A row the target already holds, unchanged, had its sub- and
-	 * super-rows deleted when it was written: it is not searched for them
-	 * again.  With two nullable sources (desks LEFT JOIN memos LEFT JOIN
-	 * tags) every memo without a tag is null-extended, and the desk's slice
-	 * would otherwise search the desk's ten thousand rows for each of its
-	 * ten thousand rows.
-	 */
 	if (row_null_extended(oa, isnull) && !writer_holds(oa->writer, values, isnull))
 		upsert_row(oa, values, isnull);
 }

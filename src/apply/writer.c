@@ -300,6 +300,28 @@ collides_elsewhere(TargetWriter *writer, ItemPointer self)
 }
 
 /*
+ * Find the target row with newslot's key (into oldslot), noted as kept when
+ * a region is being replaced.  Returns whether there is one; *same: it
+ * holds newslot's values already (counted as an unchanged row).
+ */
+static bool
+find_row_to_write(TargetWriter *writer, bool *same)
+{
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	*same = false;
+	if (!find_target_row(writer))
+		return false;
+	if (writer->in_region)
+		(void) hash_search(writer->region_kept, &writer->oldslot->tts_tid, HASH_ENTER, NULL);
+	if (rows_equal(writer->oldslot, writer->newslot))
+	{
+		writer->counts->rows_unchanged++;
+		*same = true;
+	}
+	return true;
+}
+
+/*
  * Insert or update the row in newslot; unless may_hold_back is false, a
  * row that would collide with another in an index other than the key is
  * held back for writer_end.
@@ -307,20 +329,11 @@ collides_elsewhere(TargetWriter *writer, ItemPointer self)
 static void
 upsert_new_row(TargetWriter *writer, bool may_hold_back)
 {
-	bool		found;
+	bool		same;
+	bool		found = find_row_to_write(writer, &same);
 
-	writer->estate->es_output_cid = GetCurrentCommandId(true);
-	found = find_target_row(writer);
-	if (found)
-	{
-		if (writer->in_region)
-			(void) hash_search(writer->region_kept, &writer->oldslot->tts_tid, HASH_ENTER, NULL);
-		if (rows_equal(writer->oldslot, writer->newslot))
-		{
-			writer->counts->rows_unchanged++;
-			return;
-		}
-	}
+	if (same)
+		return;
 	if (may_hold_back && writer->other_unique != NIL &&
 		collides_elsewhere(writer, found ? &writer->oldslot->tts_tid : NULL))
 	{
@@ -359,14 +372,11 @@ writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull)
 bool
 writer_holds(TargetWriter *writer, const Datum *values, const bool *isnull)
 {
-	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	bool		same;
+
 	fill_new_slot(writer, values, isnull);
-	if (!find_target_row(writer) || !rows_equal(writer->oldslot, writer->newslot))
-		return false;
-	if (writer->in_region)
-		(void) hash_search(writer->region_kept, &writer->oldslot->tts_tid, HASH_ENTER, NULL);
-	writer->counts->rows_unchanged++;
-	return true;
+	(void) find_row_to_write(writer, &same);
+	return same;
 }
 
 /* Delete the target row in writer->oldslot. */

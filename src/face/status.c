@@ -620,18 +620,13 @@ dj_stat(PG_FUNCTION_ARGS)
 Datum
 dj_additive(PG_FUNCTION_ARGS)
 {
-	int			view_id = PG_GETARG_INT32(0);
-	bool		additive = false;
+	ViewStat   *stat;
+	bool		additive;
 
 	shmem_check();
 	LWLockAcquire(worker_shared->lock, LW_SHARED);
-	for (int i = 0; i < worker_shared->max_views; i++)
-	{
-		ViewStat   *stat = &worker_shared->views[i];
-
-		if (stat->dboid == MyDatabaseId && stat->view_id == view_id)
-			additive = stat->counts.additive;
-	}
+	stat = progress_find(MyDatabaseId, PG_GETARG_INT32(0), false);
+	additive = stat != NULL && stat->counts.additive;
 	LWLockRelease(worker_shared->lock);
 	PG_RETURN_BOOL(additive);
 }
