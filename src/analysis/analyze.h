@@ -179,9 +179,14 @@ typedef struct DeltaPlan
 	int32	   *coltypmods;
 	Oid		   *colcollations;
 
-	/* the result's unique key, as 0-based output column numbers */
+	/*
+	 * The result's unique key, as 0-based output column numbers; and for a
+	 * join, the sources whose keys make it up (indexes into sources): each
+	 * other source's row follows from theirs (analyze_join.c).
+	 */
 	int			key_ncolumns;
 	int		   *key_columns;
+	Bitmapset  *key_sources;
 
 	/* aggregates: the group key's index on the single source */
 	Oid			group_index;

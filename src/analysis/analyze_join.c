@@ -882,6 +882,7 @@ derive_join_key(Analysis *a)
 		if (!in_key[s])
 			continue;
 		a->key_sources = bms_add_member(a->key_sources, s);
+		a->plan->key_sources = bms_add_member(a->plan->key_sources, s);
 		for (int k = 0; k < src->pk_natts; k++)
 			key_ids = lappend_int(key_ids, analysis_column_id(a, s, src->pk_attnums[k]));
 	}

@@ -149,9 +149,14 @@ same_key(OuterApply *oa, int s, const Datum *a, const bool *a_isnull,
 }
 
 /*
- * Is row `sub` a sub-row of row `row` (strict: fewer present sources), or
- * with `strict` false, the same set of them?  Sources whose key is not in
- * the output do not tell rows apart and are not compared.
+ * Is row `sub` a sub-row of row `row` (fewer present sources, the same
+ * keys)?  Only the keys of the sources that make up the result's key are
+ * compared: every other source's row follows from theirs (a branch from
+ * its account in accounts JOIN branches LEFT JOIN tellers), so a target
+ * row that names another branch for the account is no preserved row of
+ * its own but what the account joined before it moved, and goes as the
+ * account's null extension does.  Sources whose key is not in the output
+ * do not tell rows apart and are not compared at all.
  */
 static bool
 is_sub_row(OuterApply *oa, const Datum *sub_values, const bool *sub_isnull,
@@ -163,8 +168,11 @@ is_sub_row(OuterApply *oa, const Datum *sub_values, const bool *sub_isnull,
 	{
 		bool		in_sub = source_present(oa, s, sub_isnull);
 		bool		in_row = source_present(oa, s, isnull);
+		bool		compared = bms_is_empty(oa->plan->key_sources) ||
+			bms_is_member(s, oa->plan->key_sources);
 
-		if (in_sub && (!in_row || !same_key(oa, s, sub_values, sub_isnull, values, isnull)))
+		if (in_sub && (!in_row ||
+					   (compared && !same_key(oa, s, sub_values, sub_isnull, values, isnull))))
 			return false;
 		fewer |= (in_row && !in_sub);
 	}

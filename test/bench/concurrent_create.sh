@@ -59,7 +59,7 @@ started=""
 writers=""
 
 cleanup() {
-	[ -n "$writers" ] && pkill -INT -f 'bin/pgbench .*-D run ' 2>/dev/null
+	[ -n "$writers" ] && pkill -f 'bin/pgbench .*-D run ' 2>/dev/null
 	if [ -n "$started" ]; then
 		dj_server_stop "$base/data"
 		started=""
@@ -124,8 +124,11 @@ start_writers() {
 stop_writers() {
 	sleep "$SETTLE_S"
 	# pgbench runs as postgres, under runuser: found by its run variable
-	# (which it splits at the '=' in its own argv)
-	pkill -INT -f "bin/pgbench .*-D run $1 " 2>/dev/null
+	# (which it splits at the '=' in its own argv).  SIGTERM, not SIGINT:
+	# a job started in the background by a shell without job control (the
+	# script run by nohup or from cron) ignores SIGINT, and pgbench then
+	# runs on for its hour.
+	pkill -f "bin/pgbench .*-D run $1 " 2>/dev/null
 	wait "$writers" 2>/dev/null
 	writers=""
 }
