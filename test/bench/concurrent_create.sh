@@ -148,21 +148,36 @@ settle() {
 	q -c "VACUUM orders" -c "CHECKPOINT" >/dev/null || die "VACUUM failed"
 }
 
+# The CPU time the worker of database bench has used so far, in clock ticks
+# (/proc/PID/stat: utime + stime)
+worker_ticks() {
+	local pid
+	pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker'
+	              AND datname = 'bench'")
+	awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0
+}
+
 # The writers for 10 s (as long as a create would take), no create meanwhile:
-# their TPS into variable ${1}_tps
+# their TPS into variable ${1}_tps, and the share of a core the worker used
+# meanwhile into ${1}_worker_cpu
 steady_writers() {
+	local ticks
 	settle
 	start_writers "$1"
 	t0=$(now)
+	ticks=$(worker_ticks)
 	sleep 10
+	ticks=$(( $(worker_ticks) - ticks ))
 	t1=$(now)
 	stop_writers "$1"
 	eval "${1}_tps=$(tps_between "$1" "$t0" "$t1")"
+	eval "${1}_worker_cpu=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v a="$t0" -v b="$t1" \
+		'BEGIN { printf "%.2f", t / hz / (b - a) }')"
 }
 
 # 1. the writers alone
 steady_writers alone
-dj_say "writers alone: $alone_tps tps"
+dj_say "writers alone: $alone_tps tps (the worker, whose one view reads no table they write: $alone_worker_cpu of a core)"
 
 # Log the phase of the concurrent create (delta_join.progress) every 0.1 s
 watch_phases() {
@@ -207,7 +222,7 @@ dj_say "concurrent create: $(printf '%.2f' "$concurrent_s") s (active after $(pr
 # of the catching up, which is that maintenance at the writers' full speed
 steady_writers maintained
 drop_wide
-dj_say "writers with the view maintained: $maintained_tps tps"
+dj_say "writers with the view maintained: $maintained_tps tps (the worker: $maintained_worker_cpu of a core)"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "nan" }'; }
 echo
