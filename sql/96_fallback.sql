@@ -163,6 +163,13 @@ INSERT INTO customers VALUES (13, 'y', 'venus');
 SELECT delta_join.wait('fall.slow_regions', '1s');
 SELECT * FROM slow_regions ORDER BY region;
 SELECT state, lag_bytes > 0 AS behind FROM delta_join.status WHERE target = 'fall.slow_regions';
+-- 6. A query the planner cannot plan: explain() raises the planner's
+--    error, as create_view does (it described a keyed recompute of a
+--    FULL JOIN whose ON has no equality, which no view could take).
+\set nonequi 'SELECT o.id, c.id AS customer_id FROM orders o FULL JOIN customers c ON o.customer_id < c.id'
+SELECT * FROM delta_join.explain(:'nonequi', strategy => 'auto');
+SELECT delta_join.create_view('nonequi', :'nonequi', strategy => 'auto');
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view('fall.slow_regions');

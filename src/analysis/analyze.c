@@ -49,6 +49,7 @@
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -603,8 +604,22 @@ explain_plan(Query *query, List *hints, const DeltaOptions *options)
 {
 	List	   *lines = NIL;
 	DeltaOptions settled = options_settle(options, query, hints);
+	DeltaPlan  *plan;
+	ListCell   *lc;
 
-	(void) choose_path(query, hints, &settled, &lines);
+	plan = choose_path(copyObject(query), hints, &settled, &lines);
+
+	/*
+	 * A query the planner cannot plan (FULL JOIN ... ON a.x < b.y) fails
+	 * create_view with the planner's error when it fills the target: raise
+	 * it here too, rather than describe a path no view could take.  Only
+	 * the recomputes take joins by other conditions than equalities.
+	 */
+	if (plan != NULL && plan->path != DJ_PATH_DELTA)
+	{
+		foreach(lc, QueryRewrite(copyObject(query)))
+			(void) planner(lfirst(lc), NULL, 0, NULL);
+	}
 	return lines;
 }
 
