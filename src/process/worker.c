@@ -209,6 +209,9 @@ static bool failed_before = true;
 static BatchPolicy policy;
 static TimestampTz next_round = 0;	/* no decoding before (worker_wait_round) */
 
+/* The database's generation the cached plans are of (worker_plans_current) */
+static uint64 plans_generation = 0;
+
 /* Position to confirm to the slot once WAL is flushed up to confirm_after */
 static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
 static XLogRecPtr confirm_after = InvalidXLogRecPtr;
@@ -226,6 +229,7 @@ static void worker_check_citus(List *views);
 static bool worker_backfill_orphaned(ViewRecord *view);
 static void worker_check_backfills(List *views);
 static void worker_wait_round(void);
+static void worker_plans_current(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
 static void worker_batch(bool retry_due);
@@ -399,8 +403,7 @@ worker_loop(void)
 		{
 			worker_recheck = false;
 			/* a view was created, dropped or refreshed: rebuild plans */
-			if (generation != seen_generation)
-				plan_cache_forget_all();
+			worker_plans_current();
 			check = worker_check_views();
 			seen_generation = generation;
 			next_check = TimestampTzPlusMilliseconds(now,
@@ -473,6 +476,33 @@ worker_loop(void)
 			ResetLatch(MyLatch);
 		}
 	}
+}
+
+/*
+ * Drop the cached plans (and with them their lookup caches) once for each
+ * new generation of the database's views: a view was created, dropped or
+ * refreshed (launcher.c).  Called at the top of the loop and again before
+ * a batch takes its snapshot: a batch reads the views itself, and may be
+ * the first to apply a view whose creation bumped the generation after the
+ * loop last looked -- the plans it builds are of that generation already,
+ * and must not be dropped for it at the next look, their lookup caches
+ * with them.  Read before the snapshot: a commit bumps the generation
+ * once it is visible, so every change a generation read here stands for
+ * is seen by the snapshot taken after it (read after, it could stand for
+ * a refresh the batch does not see, and the plans built for the old
+ * definition would outlive it).
+ */
+static void
+worker_plans_current(void)
+{
+	uint64		generation;
+
+	LWLockAcquire(worker_shared->lock, LW_SHARED);
+	generation = shmem_find_db(worker_dboid, false)->generation;
+	LWLockRelease(worker_shared->lock);
+	if (generation != plans_generation)
+		plan_cache_forget_all();
+	plans_generation = generation;
 }
 
 /*
@@ -880,6 +910,7 @@ worker_batch(bool retry_due)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	worker_plans_current();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
 	/*
