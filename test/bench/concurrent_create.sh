@@ -157,27 +157,38 @@ worker_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0
 }
 
+# The machine's CPU time so far, in clock ticks: "busy idle" (/proc/stat;
+# iowait counts as idle)
+machine_ticks() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat
+}
+
 # The writers for 10 s (as long as a create would take), no create meanwhile:
-# their TPS into variable ${1}_tps, and the share of a core the worker used
-# meanwhile into ${1}_worker_cpu
+# their TPS into variable ${1}_tps, the share of a core the worker used
+# meanwhile into ${1}_worker_cpu, and the cores the machine kept busy into
+# ${1}_busy_cores
 steady_writers() {
-	local ticks
+	local ticks machine0 machine1
 	settle
 	start_writers "$1"
 	t0=$(now)
 	ticks=$(worker_ticks)
+	machine0=$(machine_ticks)
 	sleep 10
+	machine1=$(machine_ticks)
 	ticks=$(( $(worker_ticks) - ticks ))
 	t1=$(now)
 	stop_writers "$1"
 	eval "${1}_tps=$(tps_between "$1" "$t0" "$t1")"
 	eval "${1}_worker_cpu=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v a="$t0" -v b="$t1" \
 		'BEGIN { printf "%.2f", t / hz / (b - a) }')"
+	eval "${1}_busy_cores=$(echo "$machine0 $machine1" | awk -v n="$(nproc)" \
+		'{ printf "%.2f", n * ($3 - $1) / (($3 - $1) + ($4 - $2)) }')"
 }
 
 # 1. the writers alone
 steady_writers alone
-dj_say "writers alone: $alone_tps tps (the worker, whose one view reads no table they write: $alone_worker_cpu of a core)"
+dj_say "writers alone: $alone_tps tps (the worker, whose one view reads no table they write: $alone_worker_cpu of a core; busy: $alone_busy_cores of $(nproc) cores)"
 
 # Log the phase of the concurrent create (delta_join.progress) every 0.1 s
 watch_phases() {
@@ -233,3 +244,8 @@ echo "  of which during the backfill / alone:      $(ratio "$concurrent_fill_tps
 echo "concurrent backfill time / blocking:         $(ratio "$concurrent_fill_s" "$blocking_s")   (target: <= 1.5; until the view is active)"
 echo "writer TPS with the view maintained / alone: $(ratio "$maintained_tps" "$alone_tps")   (after the create: what maintaining the view costs them on this machine)"
 echo "concurrent create time / blocking:           $(ratio "$concurrent_s" "$blocking_s")   (with catching up on the writes made meanwhile)"
+# What the machine allows: the writers alone kept alone_busy_cores busy; at
+# 0.8 of their TPS they keep 0.8 of that, and the backfill (one backend, the
+# blocking create's work) gets at most the rest, and at most one core
+echo "least backfill ratio with writers at 0.8:     $(awk -v n="$(nproc)" -v b="$alone_busy_cores" \
+	'BEGIN { c = n - 0.8 * b; if (c > 1) c = 1; if (c > 0) printf "%.2f", 1 / c; else print "inf" }')   (the writers alone kept $alone_busy_cores of $(nproc) cores busy; the backfill runs in one backend)"
