@@ -90,15 +90,6 @@ typedef struct FoundRow
 	bool	   *isnull;
 } FoundRow;
 
-static void
-found_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
-{
-	FoundRow   *fr = (FoundRow *) arg;
-
-	writer_output_values(writer, row, fr->values, fr->isnull);
-	fr->found = true;
-}
-
 /*
  * Does the target keep each aggregate in the type the query gives it, so
  * that a change can be added to it as it is?  (A target made by the user
@@ -138,6 +129,31 @@ apply_additive_kept(DeltaPlan *plan, TargetWriter *writer)
 	return dj_additive_aggregates && plan->additive && target_types_fit(plan, writer);
 }
 
+/* The numeric values of PG_INT64_MIN, 0 and PG_INT64_MAX, made once */
+typedef enum NumericConst
+{
+	NUMERIC_INT64_MIN,
+	NUMERIC_ZERO,
+	NUMERIC_INT64_MAX
+} NumericConst;
+
+static Datum
+numeric_const(NumericConst which)
+{
+	static Datum consts[3];
+
+	if (consts[0] == (Datum) 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		consts[NUMERIC_INT64_MIN] = NumericGetDatum(int64_to_numeric(PG_INT64_MIN));
+		consts[NUMERIC_ZERO] = NumericGetDatum(int64_to_numeric(0));
+		consts[NUMERIC_INT64_MAX] = NumericGetDatum(int64_to_numeric(PG_INT64_MAX));
+		MemoryContextSwitchTo(old);
+	}
+	return consts[which];
+}
+
 /* A numeric delta as int64; false if it does not fit */
 static bool
 delta_int64(Datum delta, bool isnull, int64 *result)
@@ -148,11 +164,9 @@ delta_int64(Datum delta, bool isnull, int64 *result)
 		return true;
 	}
 	if (!DatumGetBool(DirectFunctionCall2(numeric_le, delta,
-										  DirectFunctionCall1(int8_numeric,
-															  Int64GetDatum(PG_INT64_MAX)))) ||
+										  numeric_const(NUMERIC_INT64_MAX))) ||
 		!DatumGetBool(DirectFunctionCall2(numeric_ge, delta,
-										  DirectFunctionCall1(int8_numeric,
-															  Int64GetDatum(PG_INT64_MIN)))))
+										  numeric_const(NUMERIC_INT64_MIN))))
 		return false;
 	*result = DatumGetInt64(DirectFunctionCall1(numeric_int8, delta));
 	return true;
@@ -199,8 +213,7 @@ sign_of(Oid type, Datum value)
 {
 	if (type == INT8OID)
 		return (DatumGetInt64(value) > 0) - (DatumGetInt64(value) < 0);
-	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, value,
-											 DirectFunctionCall1(int8_numeric, Int64GetDatum(0))));
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, value, numeric_const(NUMERIC_ZERO)));
 }
 
 /*
@@ -307,9 +320,9 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, int nkeys, const Datum 
 
 	if (count_rows >= 0 && !isnull[count_rows] &&
 		sign_of(plan->coltypes[count_rows], values[count_rows]) == 0)
-		writer_delete(writer, values, isnull);
+		writer_delete_found(writer);
 	else
-		writer_upsert(writer, values, isnull);
+		writer_upsert_found(writer, values, isnull);
 	return true;
 }
 
@@ -366,7 +379,6 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 	List	   *keys = NIL;
 	int			source = -1;
 	DeltaReceiver receiver;
-	TargetLookup *tl;
 	KeyShape	shape;
 	Datum	   *delta;
 	bool	   *delta_null;
@@ -439,12 +451,11 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 
 	delta = palloc(sizeof(Datum) * (receiver.desc ? receiver.desc->natts : 1));
 	delta_null = palloc(sizeof(bool) * (receiver.desc ? receiver.desc->natts : 1));
-	values = palloc(sizeof(Datum) * plan->ncolumns);
-	isnull = palloc(sizeof(bool) * plan->ncolumns);
+	values = palloc0(sizeof(Datum) * plan->ncolumns);
+	isnull = palloc0(sizeof(bool) * plan->ncolumns);
 	fr.values = palloc(sizeof(Datum) * plan->ncolumns);
 	fr.isnull = palloc(sizeof(bool) * plan->ncolumns);
 	group_of = group_outputs(plan);
-	tl = writer_lookup_begin(writer, plan->key_ncolumns, plan->key_columns, false);
 	foreach(lc, receiver.rows)
 	{
 		heap_deform_tuple(lfirst(lc), receiver.desc, delta, delta_null);
@@ -457,12 +468,10 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 			values[c] = delta[group_of[c]];
 			isnull[c] = delta_null[group_of[c]];
 		}
-		fr.found = false;
-		writer_lookup_rows(writer, tl, values, isnull, found_row, &fr);
+		fr.found = writer_find(writer, values, isnull, fr.values, fr.isnull);
 		if (!apply_group_delta(plan, writer, nkeys, delta, delta_null, &fr, values, isnull))
 			*recompute = lappend(*recompute, dirty_key_make(&shape, delta, delta_null));
 	}
-	writer_lookup_end(tl);
 	elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed",
 		 list_length(keys), ((DeltaSource *) list_nth(plan->sources, source))->relname,
 		 list_length(receiver.rows), list_length(*recompute));

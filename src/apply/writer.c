@@ -272,6 +272,7 @@ find_target_row(TargetWriter *writer)
 static void
 next_command(TargetWriter *writer)
 {
+	writer->found = WRITER_FOUND_UNKNOWN;
 	CommandCounterIncrement();
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
 }
@@ -322,18 +323,14 @@ find_row_to_write(TargetWriter *writer, bool *same)
 }
 
 /*
- * Insert or update the row in newslot; unless may_hold_back is false, a
- * row that would collide with another in an index other than the key is
- * held back for writer_end.
+ * Write the row in newslot: update the row in oldslot, which has its key,
+ * when found, else insert it; unless may_hold_back is false, a row that
+ * would collide with another in an index other than the key is held back
+ * for writer_end.
  */
 static void
-upsert_new_row(TargetWriter *writer, bool may_hold_back)
+write_new_row(TargetWriter *writer, bool found, bool may_hold_back)
 {
-	bool		same;
-	bool		found = find_row_to_write(writer, &same);
-
-	if (same)
-		return;
 	if (may_hold_back && writer->other_unique != NIL &&
 		collides_elsewhere(writer, found ? &writer->oldslot->tts_tid : NULL))
 	{
@@ -354,6 +351,17 @@ upsert_new_row(TargetWriter *writer, bool may_hold_back)
 		ExecSimpleRelationInsert(writer->rri, writer->estate, writer->newslot);
 	writer->counts->rows_upserted++;
 	next_command(writer);
+}
+
+/* Insert or update the row in newslot (write_new_row) */
+static void
+upsert_new_row(TargetWriter *writer, bool may_hold_back)
+{
+	bool		same;
+	bool		found = find_row_to_write(writer, &same);
+
+	if (!same)
+		write_new_row(writer, found, may_hold_back);
 }
 
 /* Insert or update the result row whose output values are given. */
@@ -397,6 +405,60 @@ writer_delete(TargetWriter *writer, const Datum *values, const bool *isnull)
 	writer->estate->es_output_cid = GetCurrentCommandId(true);
 	fill_new_slot(writer, values, isnull);
 	if (find_target_row(writer))
+		delete_old_row(writer);
+}
+
+/*
+ * Find the target row whose key columns have the values given (the others
+ * are ignored), and give its output values when there is one: for a write
+ * of the same key that depends on them, writer_upsert_found or
+ * writer_delete_found, which then need not search again.  Not in a region.
+ */
+bool
+writer_find(TargetWriter *writer, const Datum *values, const bool *isnull,
+			Datum *row_values, bool *row_isnull)
+{
+	Assert(!writer->in_region);
+	writer->estate->es_output_cid = GetCurrentCommandId(true);
+	fill_new_slot(writer, values, isnull);
+	if (!find_target_row(writer))
+	{
+		writer->found = WRITER_FOUND_NONE;
+		return false;
+	}
+	writer->found = WRITER_FOUND_ROW;
+	writer_output_values(writer, writer->oldslot, row_values, row_isnull);
+	return true;
+}
+
+/* The result row of the key writer_find looked for, inserted or updated */
+void
+writer_upsert_found(TargetWriter *writer, const Datum *values, const bool *isnull)
+{
+	bool		found = (writer->found == WRITER_FOUND_ROW);
+
+	if (writer->found == WRITER_FOUND_UNKNOWN)
+		elog(ERROR, "delta_join: a target row written by key was not found first");
+	writer->found = WRITER_FOUND_UNKNOWN;
+	fill_new_slot(writer, values, isnull);
+	if (found && rows_equal(writer->oldslot, writer->newslot))
+	{
+		writer->counts->rows_unchanged++;
+		return;
+	}
+	write_new_row(writer, found, true);
+}
+
+/* Delete the row writer_find found, if it found one */
+void
+writer_delete_found(TargetWriter *writer)
+{
+	WriterFound found = writer->found;
+
+	if (found == WRITER_FOUND_UNKNOWN)
+		elog(ERROR, "delta_join: a target row deleted by key was not found first");
+	writer->found = WRITER_FOUND_UNKNOWN;
+	if (found == WRITER_FOUND_ROW)
 		delete_old_row(writer);
 }
 

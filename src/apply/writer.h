@@ -15,6 +15,14 @@
 #include "analysis/analyze.h"
 #include "base/batch.h"
 
+/* What writer_find found, for the write of the same key that follows */
+typedef enum WriterFound
+{
+	WRITER_FOUND_UNKNOWN,		/* no find since the last write */
+	WRITER_FOUND_NONE,			/* no row has the key */
+	WRITER_FOUND_ROW			/* oldslot holds the row with the key */
+} WriterFound;
+
 /* Writes result rows into a target, by the target's unique key. */
 typedef struct TargetWriter
 {
@@ -28,6 +36,7 @@ typedef struct TargetWriter
 	EPQState	epqstate;
 	TupleTableSlot *newslot;	/* the row to write, target row type */
 	TupleTableSlot *oldslot;	/* the row found by key */
+	WriterFound found;			/* what writer_find left in oldslot */
 	int			ncolumns;		/* output columns of the view */
 	int		   *attnums;		/* output column i -> target attnum */
 	ApplyCounts *counts;
@@ -69,6 +78,10 @@ extern TargetWriter *writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *coun
 extern void writer_upsert(TargetWriter *writer, const Datum *values, const bool *isnull);
 extern void writer_delete(TargetWriter *writer, const Datum *values, const bool *isnull);
 extern bool writer_holds(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern bool writer_find(TargetWriter *writer, const Datum *values, const bool *isnull,
+						Datum *row_values, bool *row_isnull);
+extern void writer_upsert_found(TargetWriter *writer, const Datum *values, const bool *isnull);
+extern void writer_delete_found(TargetWriter *writer);
 extern void writer_delete_row(TargetWriter *writer, ItemPointer tid);
 extern void writer_insert_slot(TargetWriter *writer, TupleTableSlot *slot);
 extern TargetLookup *writer_lookup_begin(TargetWriter *writer, int ncols, const int *cols,
