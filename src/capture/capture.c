@@ -66,8 +66,9 @@ typedef struct ViewEntry
 } ViewEntry;
 
 static void capture_feed_batch(Capture *cap, SourceFeed *feed);
-static void capture_carry(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn,
-						  SourceFeed *feed, const StringInfo image);
+static CarriedKey *capture_carry(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn,
+								 SourceFeed *feed, const StringInfo image, int64 weight,
+								 bool weighed);
 static void capture_carried_in(Capture *cap, CarriedKey *ck);
 static void capture_spill_keys(Capture *cap);
 
@@ -388,7 +389,7 @@ capture_truncate(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceF
 
 	if (cap->txn_hidden)
 	{
-		capture_carry(cap, xid, commit_lsn, feed, NULL);
+		capture_carry(cap, xid, commit_lsn, feed, NULL, 0, false)->truncated = true;
 		return;
 	}
 	capture_feed_batch(cap, feed);
@@ -404,16 +405,21 @@ capture_truncate(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceF
  */
 
 /*
- * The key (of that image) of a transaction the batch's snapshot does not
- * see: carry it to the next batch, and keep no row for it in this one.
+ * The key (of that image, with that weight: capture_key's) of a
+ * transaction the batch's snapshot does not see: carry it to the next
+ * batch, and keep no row for it in this one.  weighed false: the change
+ * cannot be weighed; image NULL: nor its key read (the mark alone is
+ * carried).
  */
 void
 capture_carry_key(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceFeed *feed,
-				  const StringInfo image)
+				  const StringInfo image, int64 weight, bool weighed)
 {
 	DirtyKey  **slot;
 
-	capture_carry(cap, xid, commit_lsn, feed, image);
+	capture_carry(cap, xid, commit_lsn, feed, image, weight, weighed);
+	if (image == NULL)
+		return;
 
 	if (cap->hidden_keys == NULL)
 		cap->hidden_keys = key_set_create(cap->batch_cxt);
@@ -425,10 +431,10 @@ capture_carry_key(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, Source
 		capture_forget_row(cap, *slot);
 }
 
-/* Carry a key's image (NULL: a TRUNCATE of the source) to the next batch */
-static void
+/* Carry a key's image (or none) and its weight to the next batch */
+static CarriedKey *
 capture_carry(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceFeed *feed,
-			  const StringInfo image)
+			  const StringInfo image, int64 weight, bool weighed)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(cap->carry_cxt);
 	CarriedKey *ck = palloc0(sizeof(CarriedKey));
@@ -439,9 +445,9 @@ capture_carry(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceFeed
 	ck->ordinal = feed->ordinal;
 	ck->relid = feed->source_relid;
 	key_shape_copy(&ck->shape, &feed->shape);
-	if (image == NULL)
-		ck->truncated = true;
-	else
+	ck->weight = weight;
+	ck->weighed = weighed;
+	if (image != NULL)
 	{
 		ck->len = image->len;
 		ck->image = palloc(Max(image->len, 1));
@@ -449,6 +455,7 @@ capture_carry(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn, SourceFeed
 	}
 	cap->carried = lappend(cap->carried, ck);
 	MemoryContextSwitchTo(oldcxt);
+	return ck;
 }
 
 /*
@@ -514,11 +521,12 @@ capture_carried_in(Capture *cap, CarriedKey *ck)
 		cap->first_change_time = GetCurrentTimestamp();
 	cap->nchanges++;
 	feed.view_batch->changes++;
-	feed.view_batch->weighed = false;
+	if (!ck->weighed)
+		feed.view_batch->weighed = false;
 
 	if (ck->truncated)
 		feed.source_batch->truncated = true;
-	else
+	else if (ck->image != NULL)
 	{
 		StringInfoData image;
 		DirtyKey  **slot;
@@ -535,9 +543,12 @@ capture_carried_in(Capture *cap, CarriedKey *ck)
 			feed.source_batch->keys = lappend(feed.source_batch->keys, *slot);
 			cap->nkeys++;
 			MemoryContextSwitchTo(oldcxt);
+			(*slot)->weight += ck->weight;
 			if (cap->spill_at > 0 && cap->nkeys >= cap->spill_at)
 				capture_spill_keys(cap);
 		}
+		else
+			(*slot)->weight += ck->weight;
 	}
 }
 

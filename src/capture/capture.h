@@ -76,7 +76,11 @@ typedef struct SourceFeed
 
 /*
  * A dirty key (or a TRUNCATE) of a transaction the batch's snapshot did not
- * see, carried to the next batch.  Lives in Capture.carry_cxt.
+ * see, carried to the next batch, with the weight its image adds (an
+ * additive aggregate's, DirtyKey.weight), or with weighed false when its
+ * change cannot be weighed (as the batch that sees it is then not: a
+ * TRUNCATE, an old row not logged whole, a tuple whose key cannot be read
+ * -- then with no image).  Lives in Capture.carry_cxt.
  */
 typedef struct CarriedKey
 {
@@ -87,7 +91,9 @@ typedef struct CarriedKey
 	Oid			relid;			/* the source, as registered */
 	KeyShape	shape;			/* of its key */
 	bool		truncated;		/* a TRUNCATE of the source, not a key */
-	uint32		len;			/* the key's image (batch.c) */
+	int64		weight;
+	bool		weighed;
+	uint32		len;			/* the key's image (batch.c), or no image */
 	char	   *image;
 } CarriedKey;
 
@@ -159,7 +165,8 @@ extern void capture_keep_row(Capture *cap, SourceFeed *feed, DirtyKey *key,
 							 const StringInfo image, Relation relation, HeapTuple tuple);
 extern void capture_forget_row(Capture *cap, DirtyKey *key);
 extern void capture_carry_key(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn,
-							  SourceFeed *feed, const StringInfo image);
+							  SourceFeed *feed, const StringInfo image, int64 weight,
+							  bool weighed);
 extern void capture_truncate(Capture *cap, TransactionId xid, XLogRecPtr commit_lsn,
 							 SourceFeed *feed);
 extern void capture_broken(Capture *cap, int view_id, const char *message);

@@ -289,9 +289,24 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	}
 
 	desc = RelationGetDescr(relation);
+
+	/*
+	 * The weights of an additive aggregate (capture.h) need the whole old row
+	 * of every UPDATE and DELETE.
+	 */
+	whole_old_row = (change->action == REORDER_BUFFER_CHANGE_INSERT ||
+					 (oldtuple != NULL &&
+					  relation->rd_rel->relreplident == REPLICA_IDENTITY_FULL));
+
 	if (cap->txn_hidden)
 	{
-		/* carried to the next batch, without rows */
+		/*
+		 * Carried to the next batch, without rows, but with the weights the
+		 * branch below would give: the batch that sees the transaction adds
+		 * them (a large transaction is often not yet seen by the batch that
+		 * decodes its commit, when the worker was decoding its WAL as it
+		 * was written).
+		 */
 		for (int i = 0; i < entry->nfeeds; i++)
 		{
 			SourceFeed *feed = &entry->feeds[i];
@@ -306,28 +321,34 @@ plugin_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			{
 				if (feed->shape.nkeys == 0 &&
 					plugin_key_image(state, feed, NULL, desc, NULL))
-					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image);
+					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image,
+									  0, false);
+				else
+					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, NULL, 0, false);
 				continue;
 			}
-			if (newtuple != NULL &&
-				plugin_key_image(state, feed, newtuple, desc, oldtuple))
-				capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image);
-			if (oldtuple != NULL &&
-				plugin_key_image(state, feed, oldtuple, desc, NULL))
-				capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image);
+			if (newtuple != NULL)
+			{
+				if (plugin_key_image(state, feed, newtuple, desc, oldtuple))
+					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image,
+									  1, whole_old_row);
+				else
+					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, NULL, 0, false);
+			}
+			if (oldtuple != NULL)
+			{
+				if (plugin_key_image(state, feed, oldtuple, desc, NULL))
+					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, &state->image,
+									  -1, whole_old_row);
+				else
+					capture_carry_key(cap, txn->xid, txn->final_lsn, feed, NULL, 0, false);
+			}
 		}
 		return;
 	}
 
 	capture_count_change(cap, txn->xact_time.commit_time, entry->feeds, entry->nfeeds);
 
-	/*
-	 * The weights of an additive aggregate (capture.h) need the whole old row
-	 * of every UPDATE and DELETE.
-	 */
-	whole_old_row = (change->action == REORDER_BUFFER_CHANGE_INSERT ||
-					 (oldtuple != NULL &&
-					  relation->rd_rel->relreplident == REPLICA_IDENTITY_FULL));
 	for (int i = 0; i < entry->nfeeds; i++)
 	{
 		SourceFeed *feed = &entry->feeds[i];
