@@ -95,12 +95,28 @@ apply_session_setup(void)
 	 * That was 2,600 page faults, and half of the time until fresh, for a
 	 * batch of 10,000 changed rows of an aggregate over a join.  Memory
 	 * freed is kept for the next batch instead, up to
-	 * APPLY_MALLOC_KEEP_BYTES; blocks of APPLY_MALLOC_MMAP_BYTES and more
-	 * are still mapped on their own and given back when freed.
+	 * APPLY_MALLOC_KEEP_BYTES at the top of the heap (and what lies free
+	 * below live memory), until the worker is idle (apply_session_idle);
+	 * blocks of APPLY_MALLOC_MMAP_BYTES and more are still mapped on their
+	 * own and given back when freed.
 	 */
 #ifdef M_TRIM_THRESHOLD
 	mallopt(M_MMAP_THRESHOLD, APPLY_MALLOC_MMAP_BYTES);
 	mallopt(M_TRIM_THRESHOLD, APPLY_MALLOC_KEEP_BYTES);
+#endif
+}
+
+/*
+ * The session has been idle for a while: give the memory kept for the next
+ * batch (apply_session_setup) back to the kernel, all of it that is free,
+ * so that a worker that once applied a large batch does not hold on to it
+ * while there is nothing to do.
+ */
+void
+apply_session_idle(void)
+{
+#ifdef M_TRIM_THRESHOLD
+	malloc_trim(0);
 #endif
 }
 

@@ -59,6 +59,7 @@ typedef struct ApplyRequest
 } ApplyRequest;
 
 extern void apply_session_setup(void);
+extern void apply_session_idle(void);
 extern ViewResult apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 							 ErrorData **error);
 
