@@ -107,10 +107,11 @@ apply_session_setup(void)
 }
 
 /*
- * The session has been idle for a while: give the memory kept for the next
- * batch (apply_session_setup) back to the kernel, all of it that is free,
- * so that a worker that once applied a large batch does not hold on to it
- * while there is nothing to do.
+ * The session has been idle for APPLY_IDLE_TRIM_MS: give the memory kept
+ * for the next batch (apply_session_setup) back to the kernel, all of it
+ * that is free, so that a worker that once applied a large batch does not
+ * hold on to it while there is nothing to do.  (A view written every few
+ * seconds keeps it.)
  */
 void
 apply_session_idle(void)

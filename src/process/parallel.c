@@ -649,6 +649,7 @@ dj_helper_main(Datum main_arg)
 	int			index;
 	uint32		generation;
 	TimestampTz idle_since;
+	bool		memory_kept = false;	/* a task run since apply_session_idle */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -722,6 +723,7 @@ dj_helper_main(Datum main_arg)
 			SpinLockRelease(&hp->mutex);
 			SetLatch(hp->leader_latch);
 			idle_since = GetCurrentTimestamp();
+			memory_kept = true;
 			continue;
 		}
 
@@ -732,6 +734,14 @@ dj_helper_main(Datum main_arg)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 HELPER_IDLE_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+
+		/* idle for a while after a task: let its memory go, as the worker does */
+		if (memory_kept &&
+			TimestampDifferenceExceeds(idle_since, GetCurrentTimestamp(), APPLY_IDLE_TRIM_MS))
+		{
+			apply_session_idle();
+			memory_kept = false;
+		}
 	}
 }
 

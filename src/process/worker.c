@@ -208,8 +208,9 @@ static bool failed_before = true;
 /* When a batch is applied (batch.h): the settings', read again on SIGHUP */
 static BatchPolicy policy;
 static TimestampTz next_round = 0;	/* no decoding before (worker_wait_round) */
-static bool memory_kept = false;	/* a batch applied since the worker was last
-									 * idle (apply_session_idle) */
+static TimestampTz memory_kept_at = 0;	/* the last batch applied since the
+										 * memory was given back
+										 * (apply_session_idle), or 0 */
 
 /* The database's generation the cached plans are of (worker_plans_current) */
 static uint64 plans_generation = 0;
@@ -388,6 +389,19 @@ worker_loop(void)
 		TimestampTz retry;
 
 		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * Nothing applied for a while (idle, or only writes no view reads):
+		 * let the batches' memory go
+		 */
+		if (memory_kept_at != 0 &&
+			TimestampDifferenceExceeds(memory_kept_at, GetCurrentTimestamp(),
+									   APPLY_IDLE_TRIM_MS))
+		{
+			apply_session_idle();
+			memory_kept_at = 0;
+		}
+
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -469,21 +483,13 @@ worker_loop(void)
 
 		{
 			long		timeout = decoding_carrying() ? WORKER_CARRY_POLL_MS : WORKER_IDLE_MS;
-			int			rc;
 
 			if (retry != 0)
 				timeout = Max(1, Min(timeout,
 									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), retry)));
-			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						   timeout, PG_WAIT_EXTENSION);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 timeout, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
-
-			/* a whole idle wait with nothing to do: let the batches' memory go */
-			if (!(rc & WL_LATCH_SET) && timeout == WORKER_IDLE_MS && memory_kept)
-			{
-				apply_session_idle();
-				memory_kept = false;
-			}
 		}
 	}
 }
@@ -950,7 +956,7 @@ worker_batch(bool retry_due)
 	{
 		batch_caught_up = caught_up;
 		worker_apply_batch(snapshot);
-		memory_kept = true;
+		memory_kept_at = GetCurrentTimestamp();
 	}
 
 	/*
