@@ -51,6 +51,11 @@
 #define APPLY_PIECE_MAX_KEYS	(1 << 20)
 #define APPLY_MALLOC_MMAP_BYTES	(32 * 1024 * 1024)	/* see apply_session_setup */
 #define APPLY_MALLOC_KEEP_BYTES	(64 * 1024 * 1024)
+#define APPLY_IDLE_TRIM_MS		10000	/* idle time before the kept memory
+										 * is given back */
+
+/* When the session last applied something, since the memory was given back */
+static TimestampTz memory_kept_at = 0;
 
 /*
  * The settings of a session that applies views: the apply worker's, and its
@@ -106,19 +111,30 @@ apply_session_setup(void)
 #endif
 }
 
+/* The session applied something: what it freed is kept (apply_session_idle) */
+void
+apply_session_worked(void)
+{
+	memory_kept_at = GetCurrentTimestamp();
+}
+
 /*
- * The session has been idle for APPLY_IDLE_TRIM_MS: give the memory kept
- * for the next batch (apply_session_setup) back to the kernel, all of it
- * that is free, so that a worker that once applied a large batch does not
- * hold on to it while there is nothing to do.  (A view written every few
- * seconds keeps it.)
+ * Called as the session waits for work.  Once it has applied nothing for
+ * APPLY_IDLE_TRIM_MS, give the memory kept for the next batch
+ * (apply_session_setup) back to the kernel, all of it that is free, so that
+ * a worker that once applied a large batch does not hold on to it while
+ * there is nothing to do.  (A view written every few seconds keeps it.)
  */
 void
 apply_session_idle(void)
 {
+	if (memory_kept_at == 0 ||
+		!TimestampDifferenceExceeds(memory_kept_at, GetCurrentTimestamp(), APPLY_IDLE_TRIM_MS))
+		return;
 #ifdef M_TRIM_THRESHOLD
 	malloc_trim(0);
 #endif
+	memory_kept_at = 0;
 }
 
 

@@ -59,8 +59,7 @@ typedef struct ApplyRequest
 } ApplyRequest;
 
 extern void apply_session_setup(void);
-/* the idle time after which a session gives its kept memory back */
-#define APPLY_IDLE_TRIM_MS		10000
+extern void apply_session_worked(void);
 extern void apply_session_idle(void);
 extern ViewResult apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest,
 							 ErrorData **error);

@@ -649,7 +649,6 @@ dj_helper_main(Datum main_arg)
 	int			index;
 	uint32		generation;
 	TimestampTz idle_since;
-	bool		memory_kept = false;	/* a task run since apply_session_idle */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -723,7 +722,7 @@ dj_helper_main(Datum main_arg)
 			SpinLockRelease(&hp->mutex);
 			SetLatch(hp->leader_latch);
 			idle_since = GetCurrentTimestamp();
-			memory_kept = true;
+			apply_session_worked();
 			continue;
 		}
 
@@ -736,12 +735,7 @@ dj_helper_main(Datum main_arg)
 		ResetLatch(MyLatch);
 
 		/* idle for a while after a task: let its memory go, as the worker does */
-		if (memory_kept &&
-			TimestampDifferenceExceeds(idle_since, GetCurrentTimestamp(), APPLY_IDLE_TRIM_MS))
-		{
-			apply_session_idle();
-			memory_kept = false;
-		}
+		apply_session_idle();
 	}
 }
 

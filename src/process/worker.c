@@ -208,9 +208,6 @@ static bool failed_before = true;
 /* When a batch is applied (batch.h): the settings', read again on SIGHUP */
 static BatchPolicy policy;
 static TimestampTz next_round = 0;	/* no decoding before (worker_wait_round) */
-static TimestampTz memory_kept_at = 0;	/* the last batch applied since the
-										 * memory was given back
-										 * (apply_session_idle), or 0 */
 
 /* The database's generation the cached plans are of (worker_plans_current) */
 static uint64 plans_generation = 0;
@@ -394,13 +391,7 @@ worker_loop(void)
 		 * Nothing applied for a while (idle, or only writes no view reads):
 		 * let the batches' memory go
 		 */
-		if (memory_kept_at != 0 &&
-			TimestampDifferenceExceeds(memory_kept_at, GetCurrentTimestamp(),
-									   APPLY_IDLE_TRIM_MS))
-		{
-			apply_session_idle();
-			memory_kept_at = 0;
-		}
+		apply_session_idle();
 
 		if (ConfigReloadPending)
 		{
@@ -956,7 +947,7 @@ worker_batch(bool retry_due)
 	{
 		batch_caught_up = caught_up;
 		worker_apply_batch(snapshot);
-		memory_kept_at = GetCurrentTimestamp();
+		apply_session_worked();
 	}
 
 	/*
