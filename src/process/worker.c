@@ -152,6 +152,11 @@
 
 #define WORKER_IDLE_MS			1000	/* idle wake-up: commits set the latch */
 #define WORKER_CARRY_POLL_MS	10	/* look again at carried keys' transactions */
+#define WORKER_READ_AHEAD_POLL_MS 100	/* look at the WAL's position this
+										 * often while it grows
+										 * (worker_idle_wait) */
+#define WORKER_READ_AHEAD_BYTES (8 * 1024 * 1024)	/* decoded before their
+													 * commit past this */
 #define WORKER_CATALOG_CHECK_MS 10000	/* re-read the views at least this often */
 #define WORKER_SHARD_SYNC_MS	1000	/* look at the shard groups held this
 										 * often (distributed views) */
@@ -229,6 +234,7 @@ static void worker_check_citus(List *views);
 static bool worker_backfill_orphaned(ViewRecord *view);
 static void worker_check_backfills(List *views);
 static void worker_wait_round(void);
+static void worker_idle_wait(long timeout);
 static void worker_plans_current(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
@@ -478,9 +484,7 @@ worker_loop(void)
 			if (retry != 0)
 				timeout = Max(1, Min(timeout,
 									 TimestampDifferenceMilliseconds(GetCurrentTimestamp(), retry)));
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 timeout, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
+			worker_idle_wait(timeout);
 		}
 	}
 }
@@ -510,6 +514,42 @@ worker_plans_current(void)
 	if (generation != plans_generation)
 		plan_cache_forget_all();
 	plans_generation = generation;
+}
+
+/*
+ * Wait for a commit (which sets the latch) for at most timeout ms, reading
+ * ahead meanwhile the WAL of transactions still running: once
+ * WORKER_READ_AHEAD_BYTES of it wait to be decoded, return, and the next
+ * batch decodes it while it is written, instead of all of it after the
+ * commit that makes it count.  A statement that writes hundreds of MB (full
+ * page images after a checkpoint) is then applied a decoding's time sooner.
+ * The WAL's position is looked at every WORKER_READ_AHEAD_POLL_MS once it
+ * grew, and at intervals that double while it does not, so that an idle
+ * worker still wakes about once a second.
+ */
+static void
+worker_idle_wait(long timeout)
+{
+	static XLogRecPtr seen = InvalidXLogRecPtr; /* the position last looked at */
+	static long nap = WORKER_READ_AHEAD_POLL_MS;
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout);
+	long		ms;
+
+	while ((ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+	{
+		XLogRecPtr	now = progress_wal_position_now();
+		XLogRecPtr	read = decoding_position();
+
+		if (now > read && now - read >= WORKER_READ_AHEAD_BYTES)
+			break;
+		nap = (now != seen) ? WORKER_READ_AHEAD_POLL_MS : Min(nap * 2, WORKER_IDLE_MS);
+		seen = now;
+		if (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					  Min(ms, nap), PG_WAIT_EXTENSION) & WL_LATCH_SET)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	ResetLatch(MyLatch);
 }
 
 /*
