@@ -95,6 +95,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "pgstat.h"
 #include "catalog/pg_aggregate.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_oper.h"
@@ -268,12 +269,37 @@ recompute_define_settings(void)
 }
 
 /*
+ * The target's rows, about: as its statistics count them (each insert and
+ * delete, the worker's own among them, once reported), or, without counts,
+ * as the planner estimates them.  Not from its pages when there are
+ * counts: a target whose rows are updated batch after batch grows dead
+ * versions between vacuums, and its pages, taken at the density of its
+ * last VACUUM or ANALYZE, then overstate its rows several times over.
+ */
+static double
+target_rows(Relation target)
+{
+	BlockNumber pages;
+	double		tuples;
+	double		allvisfrac;
+
+	if (pgstat_track_counts)
+	{
+		int64		live = DatumGetInt64(DirectFunctionCall1(pg_stat_get_live_tuples,
+															 ObjectIdGetDatum(RelationGetRelid(target))));
+
+		if (live > 0)
+			return (double) live;
+	}
+	table_relation_estimate_size(target, NULL, &pages, &tuples, &allvisfrac);
+	return tuples;
+}
+
+/*
  * Does recomputing the whole query pay, for ngroups dirty groups of a
  * target whose rows are the query's groups?  Each dirty group reads its
  * rows again, so once the dirty groups make up most of the target they read
- * most of what the whole query reads, one group query at a time.  The
- * target's rows are estimated as the planner does (its pages, and the
- * density of its last VACUUM or ANALYZE, or of its tuple width).
+ * most of what the whole query reads, one group query at a time.
  *
  * Groups can differ in size: a few dirty small groups beside clean large
  * ones read far less than the whole query.  Fewer groups than set-based
@@ -285,16 +311,18 @@ recompute_define_settings(void)
 bool
 recompute_whole_pays(Relation target, int64 ngroups)
 {
-	BlockNumber pages;
 	double		tuples;
-	double		allvisfrac;
+	bool		whole;
 
 	if (ngroups == 0)
 		return false;
-	table_relation_estimate_size(target, NULL, &pages, &tuples, &allvisfrac);
+	tuples = target_rows(target);
 	if (ngroups < dj_set_apply_min_keys && (double) ngroups < tuples)
 		return false;
-	return (double) ngroups >= dj_whole_recompute_fraction * tuples;
+	whole = (double) ngroups >= dj_whole_recompute_fraction * tuples;
+	elog(DEBUG1, "%lld dirty groups of a target of about %.0f rows: %s",
+		 (long long) ngroups, tuples, whole ? "the whole query recomputed" : "each group recomputed");
+	return whole;
 }
 
 /*
