@@ -247,7 +247,7 @@ apply_full(DeltaPlan *plan, TargetWriter *writer)
 	receiver.fa = &fa;
 	receiver.row = MakeSingleTupleTableSlot(fa.desc, &TTSOpsVirtual);
 	receiver.inserts = tuplestore_begin_heap(false, false, work_mem);
-	recompute_run_all(plan, RelationGetRelid(writer->rel), &receiver.pub);
+	recompute_run_all(plan, RelationGetRelid(writer->rel), &receiver.pub, true);
 
 	/* the target rows no query row found go first, freeing their keys */
 	for (int32 r = 0; r < fa.nrows; r++)

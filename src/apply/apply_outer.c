@@ -792,7 +792,8 @@ replace_all(OuterApply *oa)
 	writer_scan_rows(oa->writer, add_own_row, oa);
 
 	receiver_init(&receiver, oa, region_upsert);
-	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver);
+	recompute_run_all(oa->plan, RelationGetRelid(oa->writer->rel), (DestReceiver *) &receiver,
+					  false);
 	writer_region_end(oa->writer);
 	apply_error_clear();
 }

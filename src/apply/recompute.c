@@ -1264,9 +1264,13 @@ recompute_run_delta(FinderQuery *fq, List *keys, DestReceiver *dest)
  * rows going to dest.  A query of the full path is as the parser left it:
  * the views it reads are expanded here, as for any stored query
  * (plancache.c).
+ *
+ * With gathered (dest keeps the rows, and nothing is written until the
+ * query is over), its plan may be parallel, as REFRESH MATERIALIZED VIEW's
+ * is: no table may be written while parallel workers run.
  */
 void
-recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
+recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest, bool gathered)
 {
 	Query	   *query = copyObject(plan->query);
 	ApplyErrorPlace outer_place = apply_error_place;
@@ -1283,8 +1287,8 @@ recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest)
 				 list_length(rewritten));
 		query = linitial_node(Query, rewritten);
 	}
-	run_plan(pg_plan_query(restrict_query(query, NIL, plan, target, false), VIEW_QUERY_NAME, 0,
-						   NULL),
+	run_plan(pg_plan_query(restrict_query(query, NIL, plan, target, false), VIEW_QUERY_NAME,
+						   gathered ? CURSOR_OPT_PARALLEL_OK : 0, NULL),
 			 VIEW_QUERY_NAME, NULL, dest);
 	apply_error_place = outer_place;
 }

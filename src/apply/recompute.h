@@ -92,7 +92,8 @@ extern FinderQuery *recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replace
 extern void recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest);
 extern FinderQuery *recompute_prepare_delta(DeltaPlan *plan, int source);
 extern void recompute_run_delta(FinderQuery *fq, List *keys, DestReceiver *dest);
-extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest);
+extern void recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest,
+							  bool gathered);
 extern bool dj_additive_aggregates;
 extern void recompute_define_settings(void);
 extern bool recompute_whole_pays(Relation target, int64 ngroups);
