@@ -299,7 +299,9 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 												analysis_column_list(src->relid, src->narrow_natts,
 																	 src->narrow_attnums)));
 		}
-		if (plan->additive)
+		if (plan->additive && options->manual_writes)
+			lines = lappend(lines, pstrdup("  not additive: with manual_writes, roles other than delta_join may write the target, whose counts and sums are then no base to add to"));
+		else if (plan->additive)
 			lines = lappend(lines, pstrdup("  a batch that changed one source only: its changed rows, weighed +1 new and -1 old, joined to the others and added to their groups' counts and sums (additive)"));
 		else if (plan->additive_refusal != NULL)
 			lines = lappend(lines, psprintf("  not additive: %s", plan->additive_refusal));

@@ -241,7 +241,7 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, List *
 		counts->recomputed_at = GetCurrentTimestamp();
 	apply_check_access(plan);
 	writer = writer_begin(view->target, plan, counts);
-	counts->additive = apply_additive_kept(plan, writer);
+	counts->additive = !view->options.manual_writes && apply_additive_kept(plan, writer);
 	writer_carry_in(writer, *held_back);
 	apply_error_place.writer = writer;
 

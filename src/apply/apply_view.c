@@ -404,8 +404,13 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 	Pieces		pc;
 	ErrorContextCallback errcallback;
 
-	/* weights are added only once, and only under the batch's snapshot */
-	if (req->batch != NULL && (!req->exactly_once || snapshot == NULL))
+	/*
+	 * Weights are added only once, only under the batch's snapshot, and
+	 * only to what the worker alone wrote: a target that others may write
+	 * (manual_writes) holds sums no weight can be added to.
+	 */
+	if (req->batch != NULL &&
+		(!req->exactly_once || snapshot == NULL || view->options.manual_writes))
 		req->batch->weighed = false;
 
 	memset(&pc, 0, sizeof(pc));
