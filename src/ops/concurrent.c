@@ -109,6 +109,8 @@
 #include "registry/catalog.h"
 
 #define TASK_TEXT_LEN		1024	/* of an error's message, detail, hint */
+#define CONCURRENT_SLOT_WAIT_MS 30000	/* for a background worker slot */
+#define CONCURRENT_SLOT_POLL_MS 100
 
 /*
  * One concurrent operation, in dynamic shared memory: what the caller asks
@@ -215,6 +217,7 @@ run_task(ConcurrentTask *request, StringInfo data, ConcurrentTask *answer)
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
 	pid_t		pid;
+	TimestampTz give_up;
 
 	/* the worker joins our lock group: see dj_concurrent_main */
 	BecomeLockGroupLeader();
@@ -227,13 +230,28 @@ run_task(ConcurrentTask *request, StringInfo data, ConcurrentTask *answer)
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "delta_join %s concurrently (pid %d)",
 			 request->command == BACKFILL_CREATE ? "create_view" : "refresh", MyProcPid);
 	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
-	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("could not start the process of a concurrent %s",
-						request->command == BACKFILL_CREATE ? "create_view" : "refresh"),
-				 errdetail("Every background worker slot is in use."),
-				 errhint("Raise max_worker_processes, or call it again without concurrently.")));
+
+	/*
+	 * Every slot may be busy for a while only: a query's parallel workers
+	 * hold theirs until it ends (the apply worker's whole-query recomputes
+	 * among them).  Wait for one, up to CONCURRENT_SLOT_WAIT_MS.
+	 */
+	give_up = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), CONCURRENT_SLOT_WAIT_MS);
+	while (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	{
+		if (GetCurrentTimestamp() >= give_up)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("could not start the process of a concurrent %s",
+							request->command == BACKFILL_CREATE ? "create_view" : "refresh"),
+					 errdetail("Every background worker slot was in use for %d s.",
+							   CONCURRENT_SLOT_WAIT_MS / 1000),
+					 errhint("Raise max_worker_processes, or call it again without concurrently.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 CONCURRENT_SLOT_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 	if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
