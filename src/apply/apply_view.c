@@ -143,13 +143,18 @@ apply_session_idle(void)
  * error (XX000) is one: PostgreSQL raises some when a catalog lookup races
  * a concurrent DDL -- "cache lookup failed for publication" when a DROP
  * PUBLICATION naming the target commits while the view writes it --; the
- * next try reads the catalog anew.  One that comes back every try is a
- * real error, and retry.c gives up once it has come back for seconds.
+ * next try reads the catalog anew.  So is an operator's intervention (57)
+ * that reaches the apply as an error: a parallel worker of a whole-query
+ * recompute terminated (pg_terminate_backend), whose end its leader
+ * raises (the worker's own termination ends the worker instead).  One
+ * that comes back every try is a real error, and retry.c gives up once it
+ * has come back for seconds.
  */
 static bool
 error_is_passing(int sqlerrcode)
 {
 	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
+		ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION ||
 		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
 		sqlerrcode == ERRCODE_QUERY_CANCELED ||
 		sqlerrcode == ERRCODE_INTERNAL_ERROR;
