@@ -41,21 +41,24 @@ $node->safe_psql(
 	SELECT delta_join.create_view('wide',
 	  'SELECT o.id, o.item_id, i.name FROM orders o JOIN items i ON i.id = o.item_id');});
 
-# every free slot taken by a parallel query of several seconds
-my $holder = $node->background_psql('postgres');
-$holder->query_until(qr/holding/,
-	"\\echo holding\nSELECT count(*) FROM big WHERE pg_sleep(0.005) IS NOT NULL;\n");
-ok( $node->poll_query_until(
-		'postgres', q{SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'parallel worker'}),
-	'the parallel query runs');
-# its workers start one after the other: until a second query gets none
+# every free slot taken by parallel queries of several seconds: a query
+# launches the workers it finds slots for when it starts, so one that
+# started while some other process held a slot leaves it free once that
+# process ends; another holder then takes it
+my @holders;
 my $launched;
-for (1 .. 100)
+for my $try (1 .. 4)
 {
+	my $holder = $node->background_psql('postgres');
+	$holder->query_until(qr/holding/,
+		"\\echo holding\nSELECT count(*) FROM big WHERE pg_sleep(0.005) IS NOT NULL;\n");
+	push @holders, $holder;
+	$node->poll_query_until('postgres',
+		q{SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'parallel worker'});
 	($launched) = $node->safe_psql('postgres',
 		'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*) FROM big') =~ /Workers Launched: (\d+)/;
 	last if $launched == 0;
-	usleep(50_000);
+	usleep(200_000);
 }
 is($launched, 0, 'no slot is free: a second parallel query launches no worker');
 
@@ -64,7 +67,12 @@ my ($ret, $stdout, $stderr) = $node->psql('postgres',
 is($ret, 0, 'a concurrent refresh waits for a slot instead of failing')
   or diag($stderr);
 is($stdout, 't', 'and refreshes the view');
-$holder->quit;
+# the holders that are still running end now (a cancelled one's psql
+# exits on its error, so its quit may find the pipe closed)
+$node->safe_psql('postgres',
+	q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+	  WHERE backend_type = 'client backend' AND query LIKE '%pg_sleep(0.005)%' AND pid <> pg_backend_pid()});
+eval { $_->quit } foreach @holders;
 
 $node->safe_psql('postgres', 'INSERT INTO orders VALUES (101, 3)');
 is($node->safe_psql('postgres', "SELECT delta_join.wait('wide', '60s')"), 't',
