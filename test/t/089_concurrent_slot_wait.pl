@@ -17,15 +17,16 @@ use Time::HiRes qw(usleep);
 use Test::More;
 use DeltaJoinTest;
 
+# Parallel plans are made cheap only in the sessions below: made cheap for
+# the whole server, the apply worker's own catalog reads would take slots
+# for a moment too.
 my $node = DeltaJoinTest::new_node('slot_wait',
 	conf => {
 		max_worker_processes => 8,
 		max_parallel_workers => 8,
 		max_parallel_workers_per_gather => 8,
-		parallel_setup_cost => 0,
-		parallel_tuple_cost => 0,
-		min_parallel_table_scan_size => 0,
 	});
+my $cheap = 'SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;';
 
 $node->safe_psql(
 	'postgres', q{
@@ -51,12 +52,12 @@ for my $try (1 .. 4)
 {
 	my $holder = $node->background_psql('postgres');
 	$holder->query_until(qr/holding/,
-		"\\echo holding\nSELECT count(*) FROM big WHERE pg_sleep(0.005) IS NOT NULL;\n");
+		"$cheap\n\\echo holding\nSELECT count(*) FROM big WHERE pg_sleep(0.005) IS NOT NULL;\n");
 	push @holders, $holder;
 	$node->poll_query_until('postgres',
 		q{SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'parallel worker'});
 	($launched) = $node->safe_psql('postgres',
-		'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*) FROM big') =~ /Workers Launched: (\d+)/;
+		"$cheap EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*) FROM big") =~ /Workers Launched: (\d+)/;
 	last if $launched == 0;
 	usleep(200_000);
 }
