@@ -48,6 +48,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -364,67 +365,78 @@ group_outputs(DeltaPlan *plan)
 }
 
 /*
- * Apply the batch by adding its weighed changed rows to their groups, if
- * the view and the batch allow it (see the file's comment); the groups
- * adding cannot settle are appended to *recompute (DirtyKey *, group key
- * values in group-clause order).  Returns false, having written nothing,
- * when the batch must take the keyed recompute instead.
+ * The source of the view whose changed rows the batch adds to their
+ * groups, as an index into plan->sources; -1 when the view or the batch do
+ * not allow it (see the file's comment).  A batch that reads its keys a
+ * chunk at a time (ViewBatch.next_chunk) holds none itself: its one source
+ * is the one its chunks changed.
  */
-bool
-apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
-						 ApplyCounts *counts, List **recompute)
+static int
+additive_source(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer)
 {
-	int			nkeys = list_length(plan->query->groupClause);
 	SourceBatch *changed = NULL;
-	List	   *keys = NIL;
-	int			source = -1;
-	DeltaReceiver receiver;
-	KeyShape	shape;
-	Datum	   *delta;
-	bool	   *delta_null;
-	Datum	   *values;
-	bool	   *isnull;
-	FoundRow	fr;
-	int		   *group_of;
 	ListCell   *lc;
-	int			nestlevel;
 
 	if (!dj_additive_aggregates || !plan->additive || !batch->weighed)
-		return false;
+		return -1;
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = lfirst(lc);
 
 		if (sb->truncated)
-			return false;
-		if (sb->keys == NIL)
+			return -1;
+		if (sb->keys == NIL && batch->next_chunk == NULL)
 			continue;
 		if (changed != NULL)
-			return false;		/* two sources changed */
+			return -1;			/* two sources changed */
 		changed = sb;
 	}
-	if (changed == NULL)
-		return false;
+	if (changed == NULL || !target_types_fit(plan, writer))
+		return -1;
 	foreach(lc, plan->sources)
 		if (((DeltaSource *) lfirst(lc))->ordinal == changed->ordinal)
-			source = foreach_current_index(lc);
-	if (source < 0 || !target_types_fit(plan, writer))
-		return false;
+			return foreach_current_index(lc);
+	return -1;
+}
 
-	foreach(lc, changed->keys)
+/* The keys of a piece's source of that ordinal whose weight is not 0 */
+static List *
+weighed_keys(ViewBatch *piece, int ordinal, ApplyCounts *counts)
+{
+	List	   *keys = NIL;
+	ListCell   *lc;
+
+	foreach(lc, piece->sources)
 	{
-		DirtyKey   *key = lfirst(lc);
+		SourceBatch *sb = lfirst(lc);
+		ListCell   *lc2;
 
-		if (key->weight != 0)
-			keys = lappend(keys, key);
+		if (sb->ordinal != ordinal)
+			continue;
+		counts->keys_applied += list_length(sb->keys);
+		foreach(lc2, sb->keys)
+		{
+			DirtyKey   *key = lfirst(lc2);
+
+			if (key->weight != 0)
+				keys = lappend(keys, key);
+		}
 	}
-	counts->keys_applied += list_length(changed->keys);
-	if (keys == NIL)
-		return true;			/* no row the query reads changed */
+	return keys;
+}
 
-	memset(&receiver, 0, sizeof(receiver));
-	recompute_receiver_init(&receiver.pub, delta_receive);
-	receiver.cxt = CurrentMemoryContext;
+/*
+ * Run the delta query (fq) with keys, the weighed changed rows of its
+ * source, its rows going to receiver.
+ */
+static void
+run_delta(FinderQuery *fq, List *keys, DeltaReceiver *receiver, ApplyCounts *counts)
+{
+	int			nestlevel;
+
+	memset(receiver, 0, sizeof(DeltaReceiver));
+	recompute_receiver_init(&receiver->pub, delta_receive);
+	receiver->cxt = CurrentMemoryContext;
 	counts->lookups++;
 
 	/*
@@ -437,28 +449,201 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 	if (work_mem < DELTA_WORK_MEM)
 		(void) set_config_option("work_mem", CppAsString2(DELTA_WORK_MEM), PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	recompute_run_delta(recompute_prepare_delta(plan, source), keys, (DestReceiver *) &receiver);
+	recompute_run_delta(fq, keys, (DestReceiver *) receiver);
 	AtEOXact_GUC(true, nestlevel);
+}
+
+/*
+ * The deltas of a batch read a chunk at a time, summed per group: a delta
+ * query's row (group key, then its numeric deltas) per group, the deltas of
+ * the chunks that reached the group added up.  The delta query is linear in
+ * its weighed rows, so these are the rows it gives for all the chunks at
+ * once.  In memory: one row per dirty group, not per changed row.
+ */
+typedef struct DeltaSums
+{
+	HTAB	   *groups;			/* group key image -> DirtyKey (the row) */
+	List	   *rows;			/* DirtyKey *, the rows, first seen first */
+	KeyShape	key_shape;		/* of the group key */
+	KeyShape	row_shape;		/* of the whole row */
+	StringInfoData image;
+	MemoryContext cxt;
+} DeltaSums;
+
+static void
+delta_sums_add(DeltaSums *sums, int nkeys, DeltaReceiver *receiver)
+{
+	int			natts;
+	Datum	   *delta;
+	bool	   *delta_null;
+	MemoryContext oldcxt;
+	ListCell   *lc;
+
+	if (receiver->desc == NULL)
+		return;					/* no row */
+	natts = receiver->desc->natts;
+	oldcxt = MemoryContextSwitchTo(sums->cxt);
+	if (sums->groups == NULL)
+	{
+		sums->groups = key_set_create(sums->cxt);
+		initStringInfo(&sums->image);
+		sums->key_shape.nkeys = nkeys;
+		sums->row_shape.nkeys = natts;
+		sums->row_shape.typlen = palloc(sizeof(int16) * natts);
+		sums->row_shape.typbyval = palloc(sizeof(bool) * natts);
+		for (int c = 0; c < natts; c++)
+		{
+			sums->row_shape.typlen[c] = TupleDescAttr(receiver->desc, c)->attlen;
+			sums->row_shape.typbyval[c] = TupleDescAttr(receiver->desc, c)->attbyval;
+		}
+		sums->key_shape.typlen = sums->row_shape.typlen;
+		sums->key_shape.typbyval = sums->row_shape.typbyval;
+	}
+	delta = palloc(sizeof(Datum) * natts);
+	delta_null = palloc(sizeof(bool) * natts);
+	foreach(lc, receiver->rows)
+	{
+		DirtyKey  **entry;
+
+		heap_deform_tuple(lfirst(lc), receiver->desc, delta, delta_null);
+		resetStringInfo(&sums->image);
+		dirty_key_image(&sums->image, &sums->key_shape, delta, delta_null);
+		entry = key_set_enter(sums->groups, 0, 0, &sums->image, sums->cxt);
+		if (*entry == NULL)
+		{
+			*entry = dirty_key_make(&sums->row_shape, delta, delta_null);
+			sums->rows = lappend(sums->rows, *entry);
+			continue;
+		}
+		for (int d = nkeys; d < natts; d++)
+		{
+			DirtyKey   *row = *entry;
+			Datum		old = row->values[d];
+
+			if (delta_null[d])
+				continue;
+			if (row->isnull[d])
+				row->values[d] = datumCopy(delta[d], false, -1);
+			else
+			{
+				row->values[d] = DirectFunctionCall2(numeric_add, old, delta[d]);
+				pfree(DatumGetPointer(old));
+			}
+			row->isnull[d] = false;
+		}
+	}
+	pfree(delta);
+	pfree(delta_null);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Apply the batch by adding its weighed changed rows to their groups, if
+ * the view and the batch allow it (see the file's comment); the groups
+ * adding cannot settle are appended to *recompute (DirtyKey *, group key
+ * values in group-clause order).  Returns false, having written nothing,
+ * when the batch must take the keyed recompute instead.
+ *
+ * A batch that reads its keys a chunk at a time runs the delta query on
+ * each chunk and sums the deltas per group (DeltaSums) before it writes a
+ * group: each group is written once, as for a batch in memory.
+ */
+bool
+apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
+						 ApplyCounts *counts, List **recompute)
+{
+	int			nkeys = list_length(plan->query->groupClause);
+	int			source = additive_source(plan, batch, writer);
+	int			ordinal;
+	FinderQuery *fq;
+	DeltaReceiver receiver;
+	DeltaSums	sums;
+	List	   *rows;
+	int			nchanged = 0;
+	int			nchunks = 0;
+	KeyShape	shape;
+	Datum	   *delta = NULL;
+	bool	   *delta_null = NULL;
+	Datum	   *values;
+	bool	   *isnull;
+	FoundRow	fr;
+	int		   *group_of;
+	ListCell   *lc;
+
+	if (source < 0)
+		return false;
+	ordinal = ((DeltaSource *) list_nth(plan->sources, source))->ordinal;
+
+	if (batch->next_chunk == NULL)
+	{
+		List	   *keys = weighed_keys(batch, ordinal, counts);
+
+		if (keys == NIL)
+			return true;		/* no row the query reads changed */
+		nchanged = list_length(keys);
+		run_delta(recompute_prepare_delta(plan, source), keys, &receiver, counts);
+		rows = receiver.rows;
+	}
+	else
+	{
+		MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
+														"delta_join delta of a chunk",
+														ALLOCSET_DEFAULT_SIZES);
+		ViewBatch  *chunk;
+
+		fq = recompute_prepare_delta(plan, source);
+		memset(&sums, 0, sizeof(sums));
+		sums.cxt = CurrentMemoryContext;
+		while ((chunk = batch->next_chunk(batch->next_chunk_arg)) != NULL)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(chunk_cxt);
+			List	   *keys = weighed_keys(chunk, ordinal, counts);
+
+			nchunks++;
+			if (keys != NIL)
+			{
+				nchanged += list_length(keys);
+				run_delta(fq, keys, &receiver, counts);
+				delta_sums_add(&sums, nkeys, &receiver);
+			}
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(chunk_cxt);
+		}
+		MemoryContextDelete(chunk_cxt);
+		rows = sums.rows;
+		receiver.desc = NULL;
+	}
 
 	shape.nkeys = nkeys;
 	shape.typlen = palloc(sizeof(int16) * Max(nkeys, 1));
 	shape.typbyval = palloc(sizeof(bool) * Max(nkeys, 1));
-	for (int k = 0; k < nkeys && receiver.desc != NULL; k++)
-	{
-		shape.typlen[k] = TupleDescAttr(receiver.desc, k)->attlen;
-		shape.typbyval[k] = TupleDescAttr(receiver.desc, k)->attbyval;
-	}
-
-	delta = palloc(sizeof(Datum) * (receiver.desc ? receiver.desc->natts : 1));
-	delta_null = palloc(sizeof(bool) * (receiver.desc ? receiver.desc->natts : 1));
 	values = palloc0(sizeof(Datum) * plan->ncolumns);
 	isnull = palloc0(sizeof(bool) * plan->ncolumns);
 	fr.values = palloc(sizeof(Datum) * plan->ncolumns);
 	fr.isnull = palloc(sizeof(bool) * plan->ncolumns);
 	group_of = group_outputs(plan);
-	foreach(lc, receiver.rows)
+	if (receiver.desc != NULL)
 	{
-		heap_deform_tuple(lfirst(lc), receiver.desc, delta, delta_null);
+		delta = palloc(sizeof(Datum) * receiver.desc->natts);
+		delta_null = palloc(sizeof(bool) * receiver.desc->natts);
+	}
+	for (int k = 0; k < nkeys && rows != NIL; k++)
+	{
+		shape.typlen[k] = receiver.desc != NULL ?
+			TupleDescAttr(receiver.desc, k)->attlen : sums.row_shape.typlen[k];
+		shape.typbyval[k] = receiver.desc != NULL ?
+			TupleDescAttr(receiver.desc, k)->attbyval : sums.row_shape.typbyval[k];
+	}
+
+	foreach(lc, rows)
+	{
+		if (receiver.desc != NULL)
+			heap_deform_tuple(lfirst(lc), receiver.desc, delta, delta_null);
+		else
+		{
+			delta = ((DirtyKey *) lfirst(lc))->values;
+			delta_null = ((DirtyKey *) lfirst(lc))->isnull;
+		}
 
 		/* every output column of the group key, in the target's key or not */
 		for (int c = 0; c < plan->ncolumns; c++)
@@ -472,8 +657,13 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 		if (!apply_group_delta(plan, writer, nkeys, delta, delta_null, &fr, values, isnull))
 			*recompute = lappend(*recompute, dirty_key_make(&shape, delta, delta_null));
 	}
-	elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed",
-		 list_length(keys), ((DeltaSource *) list_nth(plan->sources, source))->relname,
-		 list_length(receiver.rows), list_length(*recompute));
+	if (batch->next_chunk == NULL)
+		elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed",
+			 nchanged, ((DeltaSource *) list_nth(plan->sources, source))->relname,
+			 list_length(rows), list_length(*recompute));
+	else
+		elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed; read in %d chunks",
+			 nchanged, ((DeltaSource *) list_nth(plan->sources, source))->relname,
+			 list_length(rows), list_length(*recompute), nchunks);
 	return true;
 }

@@ -603,6 +603,8 @@ apply_aggregate(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 		apply_aggregate_join(plan, batch, writer, counts);
 		return;
 	}
+	if (batch->next_chunk != NULL)
+		elog(ERROR, "keys read a chunk at a time reached an aggregate of one table");
 
 	group_recompute_begin(&gr, plan, writer, src);
 	foreach(lc, batch->sources)
@@ -657,6 +659,71 @@ finder_receive(TupleTableSlot *slot, DestReceiver *self)
 }
 
 /*
+ * Run the finder queries of a batch's images (see apply_aggregate_join),
+ * the groups they find going to finder; notes whether a source, or a table
+ * of an anti-join, was truncated.
+ */
+static void
+find_groups(DeltaPlan *plan, ViewBatch *batch, FinderReceiver *finder, ApplyCounts *counts,
+			bool *truncated, bool *anti_join_truncated)
+{
+	List	  **keys = palloc0(sizeof(List *) * list_length(plan->sources));
+	Bitmapset  *changed = NULL;
+	int			nchanged;
+	ListCell   *lc;
+
+	/* the images of each source that changed */
+	foreach(lc, batch->sources)
+	{
+		SourceBatch *sb = lfirst(lc);
+		ListCell   *lc2;
+
+		*truncated |= sb->truncated;
+		foreach(lc2, plan->sources)
+		{
+			DeltaSource *src = lfirst(lc2);
+
+			if (src->ordinal != sb->ordinal)
+				continue;
+			*anti_join_truncated |= (sb->truncated && src->anti_join != 0);
+			if (sb->keys == NIL)
+				continue;
+			keys[foreach_current_index(lc2)] = sb->keys;
+			changed = bms_add_member(changed, foreach_current_index(lc2));
+		}
+	}
+
+	/* every non-empty set of the sources that changed, as a bit mask */
+	nchanged = bms_num_members(changed);
+	for (uint32 mask = 1; mask < ((uint32) 1 << nchanged); mask++)
+	{
+		Bitmapset  *replaced = NULL;
+		int			s = -1;
+		int			bit = 0;
+		int			anti_join = -1;
+		bool		mixed = false;
+
+		while ((s = bms_next_member(changed, s)) >= 0)
+		{
+			int			side = ((DeltaSource *) list_nth(plan->sources, s))->anti_join;
+
+			if (!(mask & ((uint32) 1 << bit++)))
+				continue;
+			replaced = bms_add_member(replaced, s);
+			mixed |= (anti_join >= 0 && side != anti_join);
+			anti_join = side;
+		}
+		if (mixed)
+			continue;
+		s = bms_next_member(replaced, -1);
+		counts->lookups++;
+		apply_error_keys(list_nth(plan->sources, s), linitial(keys[s]), list_length(keys[s]));
+		recompute_run_finder(recompute_prepare_finder(plan, replaced), keys,
+							 (DestReceiver *) finder);
+	}
+}
+
+/*
  * Keyed recompute of groups through joins (DJ_PATH_JOIN_GROUPS): the dirty
  * keys of a source are the images of its changed rows, old and new (the
  * columns its key_attnums name: what the group key and the conditions
@@ -693,7 +760,10 @@ finder_receive(TupleTableSlot *slot, DestReceiver *self)
  * exactly.
  *
  * This needs every image of the batch at once: the view's apply takes its
- * keys as one piece (apply_view.c).  A TRUNCATE leaves no images: every
+ * keys as one piece (apply_view.c) -- or, when one source changed, a chunk
+ * at a time (ViewBatch.next_chunk): R is then that source alone, and the
+ * groups found from all its images are those found from each chunk's.  A
+ * TRUNCATE leaves no images: every
  * group of the target is recomputed instead, and when it empties a table
  * of an anti-join, every row of the outer query too.
  */
@@ -701,16 +771,12 @@ static void
 apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 					 ApplyCounts *counts)
 {
-	int			nsources = list_length(plan->sources);
-	List	  **keys = palloc0(sizeof(List *) * nsources);
-	Bitmapset  *changed = NULL;
 	bool		truncated = false;
 	bool		anti_join_truncated = false;
 	FinderReceiver finder;
 	GroupRecompute gr;
 	List	   *groups = NIL;
 	ListCell   *lc;
-	int			nchanged;
 
 	group_recompute_begin(&gr, plan, writer, NULL);
 
@@ -722,27 +788,6 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 		group_recompute_flush(&gr, counts);
 		apply_error_clear();
 		return;
-	}
-
-	/* the images of each source that changed */
-	foreach(lc, batch->sources)
-	{
-		SourceBatch *sb = lfirst(lc);
-		ListCell   *lc2;
-
-		truncated |= sb->truncated;
-		foreach(lc2, plan->sources)
-		{
-			DeltaSource *src = lfirst(lc2);
-
-			if (src->ordinal != sb->ordinal)
-				continue;
-			anti_join_truncated |= (sb->truncated && src->anti_join != 0);
-			if (sb->keys == NIL)
-				continue;
-			keys[foreach_current_index(lc2)] = sb->keys;
-			changed = bms_add_member(changed, foreach_current_index(lc2));
-		}
 	}
 
 	memset(&finder, 0, sizeof(finder));
@@ -762,33 +807,36 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 						&finder.shape.typbyval[foreach_current_index(lc)]);
 	}
 
-	/* every non-empty set of the sources that changed, as a bit mask */
-	nchanged = bms_num_members(changed);
-	for (uint32 mask = 1; mask < ((uint32) 1 << nchanged); mask++)
+	/*
+	 * The groups the images lead to.  A batch read a chunk at a time (one
+	 * source changed) leads to the groups its chunks lead to, each chunk in
+	 * memory while its finder query runs; the groups found are kept.
+	 */
+	if (batch->next_chunk == NULL)
+		find_groups(plan, batch, &finder, counts, &truncated, &anti_join_truncated);
+	else
 	{
-		Bitmapset  *replaced = NULL;
-		int			s = -1;
-		int			bit = 0;
-		int			anti_join = -1;
-		bool		mixed = false;
+		MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
+														"delta_join groups of a chunk",
+														ALLOCSET_DEFAULT_SIZES);
+		ViewBatch  *chunk;
+		int64		nkeys = 0;
+		int			nchunks = 0;
 
-		while ((s = bms_next_member(changed, s)) >= 0)
+		while ((chunk = batch->next_chunk(batch->next_chunk_arg)) != NULL)
 		{
-			int			side = ((DeltaSource *) list_nth(plan->sources, s))->anti_join;
+			MemoryContext oldcxt = MemoryContextSwitchTo(chunk_cxt);
 
-			if (!(mask & ((uint32) 1 << bit++)))
-				continue;
-			replaced = bms_add_member(replaced, s);
-			mixed |= (anti_join >= 0 && side != anti_join);
-			anti_join = side;
+			nkeys += view_batch_nkeys(chunk);
+			nchunks++;
+			find_groups(plan, chunk, &finder, counts, &truncated, &anti_join_truncated);
+			apply_error_clear();	/* (it names keys of the chunk) */
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(chunk_cxt);
 		}
-		if (mixed)
-			continue;
-		s = bms_next_member(replaced, -1);
-		counts->lookups++;
-		apply_error_keys(list_nth(plan->sources, s), linitial(keys[s]), list_length(keys[s]));
-		recompute_run_finder(recompute_prepare_finder(plan, replaced), keys,
-							 (DestReceiver *) &finder);
+		MemoryContextDelete(chunk_cxt);
+		elog(DEBUG1, "groups through joins: %d groups found from " INT64_FORMAT " changed rows read in %d chunks",
+			 list_length(finder.groups), nkeys, nchunks);
 	}
 
 	/*
@@ -799,7 +847,8 @@ apply_aggregate_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,
 	{
 		counts->lookups++;
 		apply_error_clear();
-		recompute_run_finder(recompute_prepare_finder(plan, NULL), keys,
+		recompute_run_finder(recompute_prepare_finder(plan, NULL),
+							 palloc0(sizeof(List *) * list_length(plan->sources)),
 							 (DestReceiver *) &finder);
 	}
 

@@ -49,6 +49,9 @@
 #define APPLY_PIECE_MS			50	/* time a piece of it should take */
 #define APPLY_PIECE_FIRST_KEYS	16	/* keys of a view's first piece */
 #define APPLY_PIECE_MAX_KEYS	(1 << 20)
+#define APPLY_CHUNK_BATCHES		10	/* a view that reads its keys a chunk at
+										 * a time (pieces_together) reads as
+										 * many as this many batches hold */
 #define APPLY_MALLOC_MMAP_BYTES	(32 * 1024 * 1024)	/* see apply_session_setup */
 #define APPLY_MALLOC_KEEP_BYTES	(64 * 1024 * 1024)
 #define APPLY_IDLE_TRIM_MS		10000	/* idle time before the kept memory
@@ -197,6 +200,8 @@ typedef struct Pieces
 	bool		first;			/* no piece was taken from it yet */
 	ViewBatch  *batch;			/* the batch in memory, once the chunks are
 								 * read; NULL once taken */
+	bool		chunked;		/* every key was handed out as chunks
+								 * (pieces_together) */
 } Pieces;
 
 /*
@@ -273,11 +278,42 @@ pieces_rest(Pieces *pc)
 	return rest;
 }
 
+/* ChunkReader of a view's keys read a chunk at a time: each chunk whole */
+static ViewBatch *
+pieces_next_chunk(void *arg)
+{
+	return pieces_next((Pieces *) arg, PG_INT64_MAX);
+}
+
+/*
+ * Can a view whose groups are found through joins read its batch's keys a
+ * chunk at a time?  When one source changed, and was not truncated: the
+ * groups that the images of its changed rows lead to are the union of
+ * those that each chunk's lead to, and an additive batch's deltas the sums
+ * of its chunks' (apply_agg.c).  Two sources changed need all their images
+ * at once.
+ */
+static bool
+pieces_chunk_by_chunk(Pieces *pc)
+{
+	DeltaPlan  *plan;
+
+	if (pc->from != NULL || pc->batch == NULL || !pc->spilled || pc->batch->whole ||
+		list_length(pc->batch->sources) != 1 ||
+		((SourceBatch *) linitial(pc->batch->sources))->truncated)
+		return false;
+	plan = plan_cache_get(pc->view);
+	return plan->kind == DJ_KIND_AGGREGATE && plan->path == DJ_PATH_JOIN_GROUPS;
+}
+
 /*
  * Every key of the view's work as one piece, the first time; NULL after.
  * For a view whose dirty groups are found from the images of all its
  * sources' changes together (keyed recompute of groups through joins,
- * apply_agg.c).
+ * apply_agg.c).  A batch that spilled keys of one source only is handed
+ * out as a piece without keys that reads them a chunk at a time
+ * (ViewBatch.next_chunk): a transaction of a million rows is then never
+ * in memory at once.
  */
 static ViewBatch *
 pieces_together(Pieces *pc)
@@ -287,8 +323,32 @@ pieces_together(Pieces *pc)
 	ViewBatch  *all;
 	bool		weighed;
 
-	if (pc->from == NULL && pc->batch == NULL && !pc->spilled)
+	if (pc->chunked || (pc->from == NULL && pc->batch == NULL && !pc->spilled))
 		return NULL;
+
+	if (pieces_chunk_by_chunk(pc))
+	{
+		SourceBatch *sb = palloc(sizeof(SourceBatch));
+
+		all = palloc(sizeof(ViewBatch));
+		*all = *pc->batch;
+		*sb = *(SourceBatch *) linitial(pc->batch->sources);
+		sb->keys = NIL;
+		all->sources = list_make1(sb);
+		all->next_chunk = pieces_next_chunk;
+		all->next_chunk_arg = pc;
+		pc->chunked = true;
+
+		/*
+		 * Each chunk costs a finder or delta query, whose plan reads the
+		 * other sources: chunks of the worker's batch size would make many
+		 * small ones.  (10 batches of the default size: 100,000 keys, some
+		 * 30 MB in memory.)
+		 */
+		pc->chunk_keys = (int) Min((int64) pc->chunk_keys * APPLY_CHUNK_BATCHES,
+								   APPLY_PIECE_MAX_KEYS);
+		return all;
+	}
 
 	/* the batch alone: as it is, weights and all */
 	if (pc->from == NULL && pc->batch != NULL && !pc->spilled)

@@ -398,6 +398,7 @@ view_batch_copy(const ViewBatch *batch)
 	*copy = *batch;
 	copy->sources = NIL;
 	copy->weighed = false;
+	copy->next_chunk = NULL;
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = palloc(sizeof(SourceBatch));
@@ -426,6 +427,7 @@ view_batch_take(ViewBatch *batch, int64 n, bool first)
 	*piece = *batch;
 	piece->sources = NIL;
 	piece->weighed = false;
+	piece->next_chunk = NULL;
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = lfirst(lc);

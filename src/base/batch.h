@@ -74,6 +74,15 @@ typedef struct SourceBatch
 								 * no rows */
 } SourceBatch;
 
+struct ViewBatch;
+
+/*
+ * The rest of a view's keys, read a chunk at a time while the view is
+ * applied: the next chunk (in memory until the call after), or NULL once
+ * every key was read.
+ */
+typedef struct ViewBatch *(*ChunkReader) (void *arg);
+
 /* The part of a batch that concerns one view. */
 typedef struct ViewBatch
 {
@@ -101,6 +110,16 @@ typedef struct ViewBatch
 	 * batch made of batches (a copy, a piece, a merge) is not weighed.
 	 */
 	bool		weighed;
+
+	/*
+	 * Keys read a chunk at a time (apply_view.c, pieces_together): the
+	 * batch holds none, each source's list being empty, and the applier
+	 * reads them all with next_chunk(next_chunk_arg), so that they are never
+	 * all in memory.  NULL for a batch that holds its keys.  A copy, a
+	 * piece or a merge holds its keys.
+	 */
+	ChunkReader next_chunk;
+	void	   *next_chunk_arg;
 } ViewBatch;
 
 /* What applying one view's batch did, added to the view's counters. */

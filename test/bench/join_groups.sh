@@ -86,19 +86,8 @@ SUMS_BY_REGION="SELECT m.region, count(*) AS n, sum(o.amount) AS total
 FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region"
 
 echo "loading $ORDERS orders, $MERCHANTS merchants"
-sql <<SQL
-CREATE EXTENSION delta_join;
-CREATE TABLE merchants (id int PRIMARY KEY, region text NOT NULL);
-CREATE TABLE orders (id int PRIMARY KEY, merchant_id int NOT NULL, amount numeric(12,2));
-CREATE INDEX ON orders (merchant_id);
-ALTER TABLE merchants REPLICA IDENTITY FULL;
-ALTER TABLE orders REPLICA IDENTITY FULL;
-INSERT INTO merchants SELECT g, 'region ' || (g % 100) FROM generate_series(1, $MERCHANTS) g;
-INSERT INTO orders SELECT g, 1 + (g::bigint * 7919) % $MERCHANTS, (g % 1000) / 10.0
-  FROM generate_series(1, $ORDERS) g;
-VACUUM ANALYZE merchants;
-VACUUM ANALYZE orders;
-SQL
+sql -v orders="$ORDERS" -v merchants="$MERCHANTS" -v amount='(g % 1000) / 10.0' \
+	< "$HERE/bench/join_groups_schema.sql"
 
 # One view at a time: create it (strategy auto) and a materialized view of
 # its query, time REFRESH (best of two), change 1 % of the orders, time

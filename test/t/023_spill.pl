@@ -30,24 +30,36 @@ my %query = (
 	tagged => 'SELECT t.name, t.merchant_id, t.item_id, i.item_name FROM tags t '
 	  . 'JOIN items i ON i.merchant_id = t.merchant_id AND i.item_id = t.item_id',
 	totals => 'SELECT count(*) AS n, sum(amount) AS total FROM orders',
-	names => 'SELECT DISTINCT item_name FROM items');
+	names => 'SELECT DISTINCT item_name FROM items',
+	item_totals => 'SELECT i.item_name, count(*) AS n, sum(o.amount) AS total FROM orders o '
+	  . 'JOIN items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id GROUP BY i.item_name',
+	item_ranges => 'SELECT i.item_name, min(o.amount) AS lo, max(o.amount) AS hi FROM orders o '
+	  . 'JOIN items i ON i.merchant_id = o.merchant_id AND i.item_id = o.item_id GROUP BY i.item_name');
 my %how = (
 	wide_retract => q{, options => '{"retract": true}'},
 	outer_retract => q{, options => '{"retract": true}'},
 	totals => q{, strategy => 'auto'},
-	names => q{, strategy => 'auto', options => '{"refresh_interval": "0s"}'});
+	names => q{, strategy => 'auto', options => '{"refresh_interval": "0s"}'},
+	item_totals => q{, strategy => 'auto'},
+	item_ranges => q{, strategy => 'auto'});
 
 $node->safe_psql(
 	'postgres', q{
 	CREATE TABLE tags (name text PRIMARY KEY, merchant_id bigint, item_id bigint);
 	CREATE INDEX ON tags (merchant_id, item_id);
-	CREATE INDEX ON orders (merchant_id, item_id);});
+	CREATE INDEX ON orders (merchant_id, item_id);
+	ALTER TABLE orders REPLICA IDENTITY FULL;
+	ALTER TABLE items REPLICA IDENTITY FULL;});
 foreach my $view (sort keys %query)
 {
 	my $how = $how{$view} // '';
 	$node->safe_psql('postgres',
 		"SELECT delta_join.create_view('$view', \$q\$ $query{$view} \$q\$ $how)");
 }
+is($node->safe_psql('postgres',
+		"SELECT string_agg(mode, ', ' ORDER BY target::text) FROM delta_join.views WHERE target::text ~ 'item_'"),
+	'keyed recompute (groups through joins), keyed recompute (groups through joins)',
+	'the aggregates over orders and items are kept through joins');
 
 sub wait_all
 {
@@ -197,24 +209,44 @@ check_all('after a spilled batch with a TRUNCATE');
 
 # The worker killed while it applies a spilled batch: the batch is replayed
 # from the slot's position.
-big_transaction(3);
-my $killed = 0;
-foreach my $try (1 .. 2000)
+sub kill_worker_before
 {
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker' AND state = 'active'");
-	if ($pid ne '')
+	my ($view) = @_;
+	foreach my $try (1 .. 2000)
 	{
-		$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
-		$killed = 1;
-		last;
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'delta_join worker' AND state = 'active'");
+		if ($pid ne '')
+		{
+			$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+			return 1;
+		}
+		return 0 if $node->safe_psql('postgres', "SELECT delta_join.wait('$view', '0s')") eq 't';
+		usleep(2_000);
 	}
-	last if $node->safe_psql('postgres', "SELECT delta_join.wait('wide', '0s')") eq 't';
-	usleep(2_000);
+	return 0;
 }
-ok($killed, 'the worker was terminated while it applied a spilled batch');
+big_transaction(3);
+ok(kill_worker_before('wide'), 'the worker was terminated while it applied a spilled batch');
 is(wait_all('120s'), 't', 'the new worker converges');
 check_all('after the worker was killed');
+
+# A transaction that changes the orders only: the aggregates over orders
+# and items read its spilled keys a chunk at a time, never all at once --
+# the additive one summing each chunk's deltas per group, the other
+# gathering the groups each chunk leads to.  Killed meanwhile, the worker
+# replays the batch.
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + order_id % 5');
+ok(kill_worker_before('item_totals'),
+	'the worker was terminated while it applied the orders of a transaction');
+is(wait_all('120s'), 't', 'the new worker converges');
+check_all('after the worker was killed in a transaction of the orders');
+my $log = slurp_file($node->logfile, $log_offset);
+my ($chunks) = $log =~ /additive apply: \d+ changed rows of public\.orders, .*; read in (\d+) chunks/;
+cmp_ok($chunks // 0, '>', 1, 'the additive aggregate read the spilled orders a chunk at a time');
+like($log, qr/groups through joins: \d+ groups found from \d+ changed rows read in \d+ chunks/,
+	'the other read them as chunks too (its images, the orders\' items, are few)');
 
 # The spill file is a temporary file, held to temp_file_limit as core's
 # own apply workers are: a worker that cannot write it fails, and again

@@ -27,8 +27,10 @@
 # deletes of rows and of whole groups, multi-statement and rolled-back
 # transactions): every batch changed one source, and is added.  Then two
 # UPDATEs of most orders in one transaction larger than the worker's batch
-# (max_batch_size 40): its keys spill to disk, and their weights, summed
-# over the chunks, are added.  Phase 2:
+# (max_batch_size 40): its keys spill to disk, and are read back a chunk
+# at a time (never all in memory), the deltas of the chunks summed per
+# group before they are added -- or, additive apply off, the groups each
+# chunk leads to gathered, then recomputed.  Phase 2:
 # every source changes (merchants change region and tier, are deleted and
 # recreated; items change category): batches that changed two sources are
 # recomputed, the others added.  After each phase delta_join.wait() returns
@@ -256,6 +258,15 @@ foreach my $seed (@run)
 	like($spill_log, qr/were spilled to disk/, "seed $seed: the large transaction spilled");
 	like($spill_log, qr/additive apply: \d+ changed rows of $s\.orders/,
 		"seed $seed: the spilled batch was added") if $additive;
+
+	# one source changed: its spilled keys are read a chunk at a time, never
+	# all in memory -- their deltas summed per group, or the groups they
+	# lead to gathered
+	my ($chunks) = $additive
+	  ? $spill_log =~ /additive apply: \d+ changed rows of $s\.orders, .*; read in (\d+) chunks/
+	  : $spill_log =~ /groups through joins: \d+ groups found from \d+ changed rows read in (\d+) chunks/;
+	cmp_ok($chunks // 0, '>', 1,
+		"seed $seed: the spilled keys of one source were read a chunk at a time");
 
 	DeltaJoinWorkload::pgbench_ok(
 		$node,
