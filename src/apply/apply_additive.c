@@ -43,14 +43,20 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "common/int.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
@@ -365,11 +371,48 @@ group_outputs(DeltaPlan *plan)
 }
 
 /*
+ * Are two values of each column of the group key equal only when their
+ * bytes are?  Not numeric (1.0 and 1.00), float8 (0 and -0) or text under a
+ * nondeterministic collation.  As btree deduplication asks it
+ * (_bt_allequalimage): the equalimage support function of the type's
+ * default btree operator class, given the column's collation.
+ */
+static bool
+group_key_images_equal(DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->query->groupClause)
+	{
+		Node	   *expr = (Node *) get_sortgroupclause_expr(lfirst(lc), plan->query->targetList);
+		Oid			opclass = GetDefaultOpClass(exprType(expr), BTREE_AM_OID);
+		Oid			opcintype;
+		Oid			equalimage;
+
+		if (!OidIsValid(opclass))
+			return false;
+		opcintype = get_opclass_input_type(opclass);
+		equalimage = get_opfamily_proc(get_opclass_family(opclass), opcintype, opcintype,
+									   BTEQUALIMAGE_PROC);
+		if (!OidIsValid(equalimage) ||
+			!DatumGetBool(OidFunctionCall1Coll(equalimage, exprCollation(expr),
+											   ObjectIdGetDatum(opcintype))))
+			return false;
+	}
+	return true;
+}
+
+/*
  * The source of the view whose changed rows the batch adds to their
  * groups, as an index into plan->sources; -1 when the view or the batch do
  * not allow it (see the file's comment).  A batch that reads its keys a
  * chunk at a time (ViewBatch.next_chunk) holds none itself: its one source
- * is the one its chunks changed.
+ * is the one its chunks changed.  Such a batch sums its chunks' deltas by
+ * the group key's bytes (DeltaSums), which needs equal values to have
+ * equal bytes: where they may not, two chunks could give one group under
+ * two spellings, summed apart and written one after the other, a state
+ * between them that is no group's (its rows counted out by one spelling
+ * before the other counts them in).  Its groups are recomputed instead.
  */
 static int
 additive_source(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer)
@@ -377,7 +420,8 @@ additive_source(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer)
 	SourceBatch *changed = NULL;
 	ListCell   *lc;
 
-	if (!dj_additive_aggregates || !plan->additive || !batch->weighed)
+	if (!dj_additive_aggregates || !plan->additive || !batch->weighed ||
+		(batch->next_chunk != NULL && !group_key_images_equal(plan)))
 		return -1;
 	foreach(lc, batch->sources)
 	{
