@@ -257,6 +257,7 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, int nkeys, const Datum 
 		Datum		old = fr->found ? fr->values[c] : (Datum) 0;
 		bool		old_null = fr->found ? fr->isnull[c] : true;
 		int64		values_added;
+		bool		added_null;
 
 		switch (col->role)
 		{
@@ -298,7 +299,17 @@ apply_group_delta(DeltaPlan *plan, TargetWriter *writer, int nkeys, const Datum 
 				if (type == NUMERICOID && !delta_null[d] &&
 					numeric_is_nan(DatumGetNumeric(delta[d])))
 					return false;
-				if (!add_delta(type, old, old_null, delta[d], delta_null[d], &values[c], &isnull[c]))
+
+				/*
+				 * Values that entered the group and left it again add
+				 * nothing -- not 0 to a sum of none, which is NULL.  In one
+				 * delta query their images cancel before they are summed;
+				 * the sums of chunks read apart (DeltaSums) may hold an
+				 * image at +1 from one chunk and at -1 from another.
+				 */
+				added_null = delta_null[d] ||
+					(values_added == 0 && sign_of(NUMERICOID, delta[d]) == 0);
+				if (!add_delta(type, old, old_null, delta[d], added_null, &values[c], &isnull[c]))
 					return false;
 				values_left[c] = (values_added < 0 && !col->arg_not_null);
 				d += 2;

@@ -11,7 +11,9 @@
 # chunks.
 #
 # Each view must equal its query after transactions that spill, whose
-# orders hold each group under every spelling.
+# orders hold each group under every spelling; and after one in which an
+# order enters a group and leaves it again, its two images in chunks apart
+# (a sum of none stays NULL, as when the images cancel in one query).
 
 use strict;
 use warnings;
@@ -79,6 +81,35 @@ foreach my $view (sort keys %query)
 {
 	DeltaJoinTest::target_ok($node, $view, $query{$view}, 'after a small batch');
 }
+
+# An order that enters a group and leaves it again in one transaction, its
+# two images in chunks apart, adds nothing to the group: not 0 to a sum of
+# none, which stays NULL (found by an attack: it was written 0).
+$node->safe_psql(
+	'postgres', q{
+	INSERT INTO merchants VALUES (31, 'region 1');
+	INSERT INTO orders VALUES (5001, 31, 1, 1, NULL);});
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount WHERE id = 2');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"), 't', 'a merchant with one order of no amount');
+my $null_offset = -s $node->logfile;
+$node->safe_psql(
+	'postgres', q{
+	BEGIN;
+	UPDATE orders SET merchant_id = 31 WHERE id = 1;
+	UPDATE orders SET amount = amount + 1 WHERE id BETWEEN 2 AND 3000;
+	UPDATE orders SET merchant_id = 2 WHERE id = 1;
+	COMMIT;});
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '120s')"), 't',
+	'an order in and out of a group, 6,000 rows apart');
+is($node->safe_psql('postgres', "SELECT n, total IS NULL FROM by_merchant WHERE merchant_id = 31"),
+	'1|t', 'its sum of no amount is still NULL');
+foreach my $view (sort keys %query)
+{
+	DeltaJoinTest::target_ok($node, $view, $query{$view}, 'after an order in and out of a group');
+}
+like(slurp_file($node->logfile, $null_offset),
+	qr/additive apply: \d+ changed rows of public\.orders, 31 groups, \d+ of them recomputed; read in \d+ chunks/,
+	'that transaction was added in chunks');
 
 my $log = slurp_file($node->logfile, $offset);
 like($log, qr/additive apply: \d+ changed rows of public\.orders, \d+ groups, \d+ of them recomputed; read in \d+ chunks/,
