@@ -145,7 +145,9 @@ typedef struct ApplyCounts
  * once it holds max_keys distinct keys or its first change is timeout_ms
  * old.  A batch that one transaction tips over max_keys stays in memory;
  * its keys spill to disk once it holds twice as many, and the spilled keys
- * are applied in chunks of max_keys.
+ * are applied in chunks of max_keys.  A batch that spilled, like one that
+ * is due, is cut short only with much WAL still to read (decoding.c): the
+ * transactions that follow a large one join its batch.
  *
  * After a batch that caught up with the WAL, the next round of decoding
  * waits until round_ms after it: on a busy system the commits of those

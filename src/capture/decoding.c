@@ -43,13 +43,18 @@
 #include "registry/catalog.h"
 
 /*
- * A batch that has waited batch_timeout is cut short only with more WAL
- * than this still to read before its position.  A cut batch is applied
- * under a snapshot that sees transactions it has not decoded: keys those
- * alone changed are not recomputed, so a reader sees a state the sources
- * never had until the worker catches up.  That is the price of a backlog;
- * a worker that is merely slow (a loaded machine, a burst of commits) reads
- * on to the position, and its batch stays whole.
+ * A batch that has waited batch_timeout, or that spilled keys to disk, is
+ * cut short only with more WAL than this still to read before its
+ * position.  A cut batch is applied under a snapshot that sees
+ * transactions it has not decoded: keys those alone changed are not
+ * recomputed, so a reader sees a state the sources never had until the
+ * worker catches up.  That is the price of a backlog; a worker that is
+ * merely slow (a loaded machine, a burst of commits) reads on to the
+ * position, and its batch stays whole.  So does the batch of a transaction
+ * larger than max_batch_size that other commits follow: it spills the keys
+ * they add too, and views of groups through joins, which hold their keys
+ * in memory behind a cut batch, read its keys a chunk at a time instead
+ * (apply_view.c).  A batch full in memory is cut at once.
  */
 #define DECODING_CUT_MIN_BYTES	(16 * 1024 * 1024)
 
@@ -232,8 +237,9 @@ decoding_position(void)
  * Decode the WAL up to upto into the capture, in the caller's transaction,
  * for a batch to be applied under snapshot (capture.h: the changes of
  * transactions it does not see are carried to the next batch).  Stops early
- * when the batch is full, or due with more than DECODING_CUT_MIN_BYTES left
- * to read.  Returns true when everything before upto has been read.
+ * when the batch is full in memory, or spilled or due with more than
+ * DECODING_CUT_MIN_BYTES left to read.  Returns true when everything before
+ * upto has been read.
  *
  * upto is a WAL insert position read after the snapshot was taken: every
  * transaction the snapshot sees has its commit record before it.  Changes
@@ -285,7 +291,8 @@ decoding_read(BatchPolicy policy, Snapshot snapshot, XLogRecPtr upto)
 		}
 		LogicalDecodingProcessRecord(decoding, reader);
 
-		if (batch_policy_full(policy, capture.nkeys, capture.nspilled))
+		if (batch_policy_full(policy, capture.nkeys, capture.nspilled) &&
+			(capture.nspilled == 0 || upto - reader->EndRecPtr > DECODING_CUT_MIN_BYTES))
 			break;
 		if (++nrecords % 256 == 0 && decoding_batch_due(policy) &&
 			upto - reader->EndRecPtr > DECODING_CUT_MIN_BYTES)

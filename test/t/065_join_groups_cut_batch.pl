@@ -33,6 +33,7 @@ my $query = 'SELECT i.cat, o.cust_id, count(*) AS n, sum(o.amount) AS total, min
 
 $node->safe_psql(
 	'postgres', q{
+	CREATE TABLE wal_filler (pad text);
 	CREATE TABLE cust (id int PRIMARY KEY, name text);
 	CREATE TABLE item (id int PRIMARY KEY, cat text);
 	ALTER TABLE item REPLICA IDENTITY FULL;
@@ -57,6 +58,11 @@ sub two_batches
 	ok(DeltaJoinWorkload::stop_worker_idle($node, $pid), "$name: worker stopped");
 	$node->safe_psql('postgres',
 		"BEGIN; $first; UPDATE ord SET amount = amount + 1 WHERE id <= 300; COMMIT;");
+	# more than 16 MB of WAL between them, so that the batch is cut even
+	# when it spilled (a batch that spilled reads on through less:
+	# decoding.c)
+	$node->safe_psql('postgres',
+		"INSERT INTO wal_filler SELECT repeat('x', 300) FROM generate_series(1, 80000)");
 	$node->safe_psql('postgres', $second);
 	kill 'CONT', $pid;
 	ok(DeltaJoinWorkload::wait_views($node), "$name: wait() returns true");

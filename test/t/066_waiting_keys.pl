@@ -155,6 +155,10 @@ $node->safe_psql(
 	INSERT INTO orders SELECT 4, g, 2000 + g, g FROM generate_series(1, 60) g;
 	UPDATE orders SET amount = amount + 1 WHERE merchant_id = 1;
 	COMMIT;});
+# more than 16 MB of WAL between them, so that the batch is cut even when
+# it spilled (a batch that spilled reads on through less: decoding.c)
+$node->safe_psql('postgres',
+	"CREATE TABLE wal_filler (pad text); INSERT INTO wal_filler SELECT repeat('x', 300) FROM generate_series(1, 80000)");
 $node->safe_psql('postgres', q{
 	UPDATE items SET item_name = 'gone soon' WHERE merchant_id = 2 AND item_id = 5;
 	DELETE FROM items WHERE merchant_id = 2 AND item_id = 5;

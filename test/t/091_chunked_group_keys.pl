@@ -21,6 +21,7 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DeltaJoinTest;
+use DeltaJoinWorkload;
 
 my $node = DeltaJoinTest::new_node('chunked_keys',
 	conf => { log_min_messages => 'debug1', 'delta_join.max_batch_size' => 20 });
@@ -110,6 +111,27 @@ foreach my $view (sort keys %query)
 like(slurp_file($node->logfile, $null_offset),
 	qr/additive apply: \d+ changed rows of public\.orders, 31 groups, \d+ of them recomputed; read in \d+ chunks/,
 	'that transaction was added in chunks');
+
+# A spilled transaction that other commits follow: its batch reads on to
+# its position through them (less than 16 MB of WAL: decoding.c) instead
+# of being cut there, so the views read its keys in chunks, where a cut
+# batch would have them hold every key in memory until the next one (an
+# attack found the chunks skipped whenever any WAL followed).
+my $pid = DeltaJoinWorkload::worker_pid($node);
+ok(DeltaJoinWorkload::stop_worker_idle($node, $pid), 'worker stopped');
+my $follow_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1');
+$node->safe_psql('postgres', 'CREATE TABLE elsewhere (x int); INSERT INTO elsewhere VALUES (1)');
+kill 'CONT', $pid;
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '120s')"), 't',
+	'a spilled transaction, then others');
+foreach my $view (sort keys %query)
+{
+	DeltaJoinTest::target_ok($node, $view, $query{$view}, 'after a spilled transaction and others');
+}
+like(slurp_file($node->logfile, $follow_offset),
+	qr/additive apply: \d+ changed rows of public\.orders, \d+ groups, \d+ of them recomputed; read in \d+ chunks/,
+	'its batch went on through the others, and was added in chunks');
 
 my $log = slurp_file($node->logfile, $offset);
 like($log, qr/additive apply: \d+ changed rows of public\.orders, \d+ groups, \d+ of them recomputed; read in \d+ chunks/,
