@@ -24,6 +24,10 @@
 #   one source     the UPDATE alone: the capture spills its keys to disk,
 #                  and the view reads them back a chunk at a time
 #                  (apply_view.c, pieces_together);
+#   then others    the same, and right after its commit 50,000 rows
+#                  inserted into a table no view reads: the batch reads on
+#                  through them (before 2026-12-04 it was cut at the
+#                  UPDATE's end, and the view held every key in memory);
 #   two sources    the same UPDATE and, in the same transaction, one
 #                  merchant's row rewritten as it was: two sources changed,
 #                  so the finder needs all their changed rows at once, and
@@ -68,6 +72,7 @@ dj_as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
 echo "loading $ORDERS orders, $MERCHANTS merchants"
 sql -v orders="$ORDERS" -v merchants="$MERCHANTS" -v amount='abs(hashint4(g)) % 1000000 / 100.0' \
 	< "$DJ_ROOT/test/bench/join_groups_schema.sql"
+sql -c "CREATE TABLE elsewhere (x int)"
 
 declare -A QUERY
 QUERY[sums]="SELECT m.id AS merchant_id, count(*) AS n, sum(o.amount) AS total
@@ -98,10 +103,11 @@ for view in sums ranges; do
 	mode=$(sql -c "SELECT mode FROM delta_join.views WHERE target = 'public.$view'")
 	# (the first batch after a view is made is recomputed, not added)
 	sql -c "UPDATE orders SET amount = amount WHERE id = 1" -c "SELECT delta_join.wait()" >/dev/null
-	for changed in "one source" "two sources"; do
+	for changed in "one source" "then others" "two sources"; do
 		round=$((round + 1))
-		extra=""
+		extra="" after=""
 		[ "$changed" = "two sources" ] && extra="UPDATE merchants SET region = region WHERE id = 1;"
+		[ "$changed" = "then others" ] && after="INSERT INTO elsewhere SELECT generate_series(1, 50000);"
 		sql -c "SELECT delta_join.wait()" >/dev/null
 		pid=$(worker_pid)
 		rm -f "$DIR/done"
@@ -111,6 +117,7 @@ BEGIN;
 UPDATE orders SET amount = amount + 1;
 $extra
 COMMIT;
+$after
 SELECT extract(epoch FROM clock_timestamp()) * 1000;
 SELECT delta_join.wait(NULL, '1800s');
 SELECT extract(epoch FROM clock_timestamp()) * 1000;
