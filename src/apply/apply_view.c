@@ -202,6 +202,7 @@ typedef struct Pieces
 								 * read; NULL once taken */
 	bool		chunked;		/* every key was handed out as chunks
 								 * (pieces_together) */
+	int			timeout_ms;		/* the view's lookup timeout, 0 for none */
 } Pieces;
 
 /*
@@ -278,11 +279,32 @@ pieces_rest(Pieces *pc)
 	return rest;
 }
 
-/* ChunkReader of a view's keys read a chunk at a time: each chunk whole */
+/*
+ * The lookup timeout bounds each piece of a view's spilled keys, not the
+ * whole, which no time slice can cut short: re-armed for the next, unless
+ * it fired (its cancel is then on its way).
+ */
+static void
+pieces_rearm_timeout(Pieces *pc)
+{
+	if (pc->timeout_ms > 0 && !get_timeout_indicator(STATEMENT_TIMEOUT, false))
+	{
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		enable_timeout_after(STATEMENT_TIMEOUT, pc->timeout_ms);
+	}
+}
+
+/*
+ * ChunkReader of a view's keys read a chunk at a time: each chunk whole,
+ * within the lookup timeout, as any piece of spilled keys
+ */
 static ViewBatch *
 pieces_next_chunk(void *arg)
 {
-	return pieces_next((Pieces *) arg, PG_INT64_MAX);
+	Pieces	   *pc = (Pieces *) arg;
+
+	pieces_rearm_timeout(pc);
+	return pieces_next(pc, PG_INT64_MAX);
 }
 
 /*
@@ -482,6 +504,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 	pc.view = view;
 	pc.read_spilled = req->read_spilled;
 	pc.chunk_keys = req->chunk_keys;
+	pc.timeout_ms = req->timeout_ms;
 	pc.spilled = req->read_spilled != NULL && view->path != DJ_PATH_FULL &&
 		!(req->batch != NULL && req->batch->whole);
 	pc.rewind = true;
@@ -566,16 +589,10 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 				 * every key not applied yet, read back into memory at once,
 				 * the very thing spilling avoids.  Once they are applied,
 				 * the rest is at most the part of the batch in memory.
-				 * Until then the lookup timeout bounds each piece, not the
-				 * whole, which no slice can cut short (re-armed unless it
-				 * fired: its cancel is then on its way).
+				 * Until then the lookup timeout bounds each piece.
 				 */
-				if (pc.spilled && req->timeout_ms > 0 &&
-					!get_timeout_indicator(STATEMENT_TIMEOUT, false))
-				{
-					disable_timeout(STATEMENT_TIMEOUT, false);
-					enable_timeout_after(STATEMENT_TIMEOUT, req->timeout_ms);
-				}
+				if (pc.spilled)
+					pieces_rearm_timeout(&pc);
 
 				/*
 				 * A time slice ends after a piece, not while rows are held

@@ -133,6 +133,33 @@ like(slurp_file($node->logfile, $follow_offset),
 	qr/additive apply: \d+ changed rows of public\.orders, \d+ groups, \d+ of them recomputed; read in \d+ chunks/,
 	'its batch went on through the others, and was added in chunks');
 
+# The lookup timeout bounds each chunk, as it bounds each piece of any
+# view's spilled keys, not the whole: 400,000 orders read in 2,000 chunks
+# take about half a second, longer than it, each chunk a thousandth of
+# that.  (Found by an attack: the view
+# timed out three times and went to error.)
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('timed', \$q\$ $query{by_merchant} \$q\$, strategy => 'auto', "
+	  . q{options => '{"lookup_timeout": "150ms"}')});
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount WHERE id = 3');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"), 't', 'a view with a lookup timeout of 150 ms');
+my $timed_offset = -s $node->logfile;
+$node->safe_psql('postgres',
+	'INSERT INTO orders SELECT g, 1 + g % 30, 1, 1, g % 100 FROM generate_series(10001, 410000) g');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('timed', '300s')"), 't',
+	'400,000 orders in one transaction: the view is fresh');
+is($node->safe_psql('postgres', "SELECT state FROM delta_join.status WHERE target = 'public.timed'"),
+	'active', 'and active');
+DeltaJoinTest::target_ok($node, 'timed', $query{by_merchant}, 'after 400,000 orders');
+my $timed_log = slurp_file($node->logfile, $timed_offset);
+my ($timed_chunks) = $timed_log =~
+  /additive apply: 400000 changed rows of public\.orders, 30 groups, \d+ of them recomputed; read in (\d+) chunks/;
+cmp_ok($timed_chunks // 0, '>=', 2000, 'the keys were read in chunks');
+unlike($timed_log, qr/delta view "public\.timed" could not be applied now/,
+	'the view was applied at its first try: no chunk, nor the whole, met its timeout');
+is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '300s')"), 't', 'every view is fresh');
+$query{timed} = $query{by_merchant};
+
 my $log = slurp_file($node->logfile, $offset);
 like($log, qr/additive apply: \d+ changed rows of public\.orders, \d+ groups, \d+ of them recomputed; read in \d+ chunks/,
 	'a view grouped by an integer adds the chunks');
