@@ -561,6 +561,18 @@ delta_sums_add(DeltaSums *sums, int nkeys, DeltaReceiver *receiver)
 		DirtyKey  **entry;
 
 		heap_deform_tuple(lfirst(lc), receiver->desc, delta, delta_null);
+
+		/*
+		 * A long group key may come as a pointer to its source's TOAST
+		 * table, another row's in another chunk: sum by its value (the
+		 * copy goes with the caller's chunk memory).
+		 */
+		MemoryContextSwitchTo(oldcxt);
+		for (int k = 0; k < nkeys; k++)
+			if (!delta_null[k] && sums->key_shape.typlen[k] == -1)
+				delta[k] = PointerGetDatum(pg_detoast_datum_packed((struct varlena *)
+																   DatumGetPointer(delta[k])));
+		MemoryContextSwitchTo(sums->cxt);
 		resetStringInfo(&sums->image);
 		dirty_key_image(&sums->image, &sums->key_shape, delta, delta_null);
 		entry = key_set_enter(sums->groups, 0, 0, &sums->image, sums->cxt);

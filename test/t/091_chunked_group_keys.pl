@@ -8,7 +8,8 @@
 # or an error).  Such a view takes the keyed recompute of its groups for a
 # batch read in chunks (apply_additive.c, additive_source), and adds a
 # batch in memory as before.  A view grouped by an integer is added in
-# chunks.
+# chunks, and so is one grouped by a long text kept out of line (its
+# deltas name a group by a pointer to one of its rows: summed by value).
 #
 # Each view must equal its query after transactions that spill, whose
 # orders hold each group under every spelling; and after one in which an
@@ -32,7 +33,9 @@ my %query = (
 	by_weight => 'SELECT o.weight, count(*) AS n, sum(o.amount) AS total
 	  FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY o.weight',
 	by_merchant => 'SELECT m.id AS merchant_id, count(*) AS n, sum(o.amount) AS total
-	  FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.id');
+	  FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.id',
+	by_region => 'SELECT m.region, count(*) AS n, sum(o.amount) AS total
+	  FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region');
 
 # class: 1, 2 and 3, each spelt 1.0, 1.00 and 1.000 by turns; weight: 0
 # and -0 by turns, and 1
@@ -44,7 +47,8 @@ $node->safe_psql(
 	CREATE INDEX ON orders (merchant_id);
 	ALTER TABLE merchants REPLICA IDENTITY FULL;
 	ALTER TABLE orders REPLICA IDENTITY FULL;
-	INSERT INTO merchants SELECT g, 'region ' || g % 3 FROM generate_series(1, 30) g;
+	ALTER TABLE merchants ALTER region SET STORAGE EXTERNAL;
+	INSERT INTO merchants SELECT g, repeat('region ', 500) || g % 2 FROM generate_series(1, 30) g;
 	INSERT INTO orders
 	  SELECT g, 1 + g % 30, round(1 + g % 3, g / 3 % 3 + 1),
 	         CASE g % 3 WHEN 0 THEN 0::float8 WHEN 1 THEN '-0'::float8 ELSE 1 END, g % 100
@@ -76,7 +80,7 @@ for my $round (1 .. 3)
 	}
 }
 # a batch in memory is added
-$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE id <= 5');
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE id <= 3');
 is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"), 't', 'a small batch is applied');
 foreach my $view (sort keys %query)
 {
@@ -88,7 +92,7 @@ foreach my $view (sort keys %query)
 # none, which stays NULL (found by an attack: it was written 0).
 $node->safe_psql(
 	'postgres', q{
-	INSERT INTO merchants VALUES (31, 'region 1');
+	INSERT INTO merchants VALUES (31, repeat('region ', 500) || 1);
 	INSERT INTO orders VALUES (5001, 31, 1, 1, NULL);});
 $node->safe_psql('postgres', 'UPDATE orders SET amount = amount WHERE id = 2');
 is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '60s')"), 't', 'a merchant with one order of no amount');
@@ -161,6 +165,14 @@ is($node->safe_psql('postgres', "SELECT delta_join.wait(NULL, '300s')"), 't', 'e
 $query{timed} = $query{by_merchant};
 
 my $log = slurp_file($node->logfile, $offset);
+
+# by_region's two regions, each a long text out of line, a pointer to one
+# of its merchants' rows in each chunk's deltas: summed by value, two
+# groups (by their pointers, up to one per merchant)
+my @chunked_sums = $log =~ /additive apply: \d+ changed rows of public\.orders, (\d+) groups, \d+ of them recomputed; read in/g;
+my @by_region = grep { $_ != 30 && $_ != 31 } @chunked_sums;
+cmp_ok(scalar(@by_region), '>=', 5, 'by_region added the transactions read in chunks');
+is(join(',', grep { $_ != 2 } @by_region), '', 'a long group key out of line is summed by its value');
 like($log, qr/additive apply: \d+ changed rows of public\.orders, \d+ groups, \d+ of them recomputed; read in \d+ chunks/,
 	'a view grouped by an integer adds the chunks');
 my @chunked_groups = $log =~ /groups through joins: \d+ groups found from \d+ changed rows read in \d+ chunks/g;
