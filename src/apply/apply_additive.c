@@ -519,11 +519,26 @@ typedef struct DeltaSums
 {
 	HTAB	   *groups;			/* group key image -> DirtyKey (the row) */
 	List	   *rows;			/* DirtyKey *, the rows, first seen first */
+	TupleDesc	desc;			/* of the rows; NULL until the first */
 	KeyShape	key_shape;		/* of the group key */
 	KeyShape	row_shape;		/* of the whole row */
 	StringInfoData image;
 	MemoryContext cxt;
 } DeltaSums;
+
+/* How the first n columns of rows of desc are stored, as a KeyShape */
+static void
+shape_of(KeyShape *shape, TupleDesc desc, int n)
+{
+	shape->nkeys = n;
+	shape->typlen = palloc(sizeof(int16) * Max(n, 1));
+	shape->typbyval = palloc(sizeof(bool) * Max(n, 1));
+	for (int c = 0; c < n; c++)
+	{
+		shape->typlen[c] = TupleDescAttr(desc, c)->attlen;
+		shape->typbyval[c] = TupleDescAttr(desc, c)->attbyval;
+	}
+}
 
 static void
 delta_sums_add(DeltaSums *sums, int nkeys, DeltaReceiver *receiver)
@@ -542,17 +557,10 @@ delta_sums_add(DeltaSums *sums, int nkeys, DeltaReceiver *receiver)
 	{
 		sums->groups = key_set_create(sums->cxt);
 		initStringInfo(&sums->image);
+		sums->desc = CreateTupleDescCopy(receiver->desc);
+		shape_of(&sums->row_shape, sums->desc, natts);
+		sums->key_shape = sums->row_shape;
 		sums->key_shape.nkeys = nkeys;
-		sums->row_shape.nkeys = natts;
-		sums->row_shape.typlen = palloc(sizeof(int16) * natts);
-		sums->row_shape.typbyval = palloc(sizeof(bool) * natts);
-		for (int c = 0; c < natts; c++)
-		{
-			sums->row_shape.typlen[c] = TupleDescAttr(receiver->desc, c)->attlen;
-			sums->row_shape.typbyval[c] = TupleDescAttr(receiver->desc, c)->attbyval;
-		}
-		sums->key_shape.typlen = sums->row_shape.typlen;
-		sums->key_shape.typbyval = sums->row_shape.typbyval;
 	}
 	delta = palloc(sizeof(Datum) * natts);
 	delta_null = palloc(sizeof(bool) * natts);
@@ -621,11 +629,12 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 {
 	int			nkeys = list_length(plan->query->groupClause);
 	int			source = additive_source(plan, batch, writer);
+	bool		chunked = (batch->next_chunk != NULL);
 	int			ordinal;
-	FinderQuery *fq;
 	DeltaReceiver receiver;
 	DeltaSums	sums;
 	List	   *rows;
+	TupleDesc	desc;
 	int			nchanged = 0;
 	int			nchunks = 0;
 	KeyShape	shape;
@@ -641,7 +650,7 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 		return false;
 	ordinal = ((DeltaSource *) list_nth(plan->sources, source))->ordinal;
 
-	if (batch->next_chunk == NULL)
+	if (!chunked)
 	{
 		List	   *keys = weighed_keys(batch, ordinal, counts);
 
@@ -650,15 +659,16 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 		nchanged = list_length(keys);
 		run_delta(recompute_prepare_delta(plan, source), keys, &receiver, counts);
 		rows = receiver.rows;
+		desc = receiver.desc;
 	}
 	else
 	{
 		MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext,
 														"delta_join delta of a chunk",
 														ALLOCSET_DEFAULT_SIZES);
+		FinderQuery *fq = recompute_prepare_delta(plan, source);
 		ViewBatch  *chunk;
 
-		fq = recompute_prepare_delta(plan, source);
 		memset(&sums, 0, sizeof(sums));
 		sums.cxt = CurrentMemoryContext;
 		while ((chunk = batch->next_chunk(batch->next_chunk_arg)) != NULL)
@@ -678,34 +688,26 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 		}
 		MemoryContextDelete(chunk_cxt);
 		rows = sums.rows;
-		receiver.desc = NULL;
+		desc = sums.desc;
 	}
 
-	shape.nkeys = nkeys;
-	shape.typlen = palloc(sizeof(int16) * Max(nkeys, 1));
-	shape.typbyval = palloc(sizeof(bool) * Max(nkeys, 1));
+	if (desc != NULL)
+		shape_of(&shape, desc, nkeys);
 	values = palloc0(sizeof(Datum) * plan->ncolumns);
 	isnull = palloc0(sizeof(bool) * plan->ncolumns);
 	fr.values = palloc(sizeof(Datum) * plan->ncolumns);
 	fr.isnull = palloc(sizeof(bool) * plan->ncolumns);
 	group_of = group_outputs(plan);
-	if (receiver.desc != NULL)
+	if (!chunked && desc != NULL)
 	{
-		delta = palloc(sizeof(Datum) * receiver.desc->natts);
-		delta_null = palloc(sizeof(bool) * receiver.desc->natts);
-	}
-	for (int k = 0; k < nkeys && rows != NIL; k++)
-	{
-		shape.typlen[k] = receiver.desc != NULL ?
-			TupleDescAttr(receiver.desc, k)->attlen : sums.row_shape.typlen[k];
-		shape.typbyval[k] = receiver.desc != NULL ?
-			TupleDescAttr(receiver.desc, k)->attbyval : sums.row_shape.typbyval[k];
+		delta = palloc(sizeof(Datum) * desc->natts);
+		delta_null = palloc(sizeof(bool) * desc->natts);
 	}
 
 	foreach(lc, rows)
 	{
-		if (receiver.desc != NULL)
-			heap_deform_tuple(lfirst(lc), receiver.desc, delta, delta_null);
+		if (!chunked)
+			heap_deform_tuple(lfirst(lc), desc, delta, delta_null);
 		else
 		{
 			delta = ((DirtyKey *) lfirst(lc))->values;
@@ -724,13 +726,9 @@ apply_aggregate_additive(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer
 		if (!apply_group_delta(plan, writer, nkeys, delta, delta_null, &fr, values, isnull))
 			*recompute = lappend(*recompute, dirty_key_make(&shape, delta, delta_null));
 	}
-	if (batch->next_chunk == NULL)
-		elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed",
-			 nchanged, ((DeltaSource *) list_nth(plan->sources, source))->relname,
-			 list_length(rows), list_length(*recompute));
-	else
-		elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed; read in %d chunks",
-			 nchanged, ((DeltaSource *) list_nth(plan->sources, source))->relname,
-			 list_length(rows), list_length(*recompute), nchunks);
+	elog(DEBUG1, "additive apply: %d changed rows of %s, %d groups, %d of them recomputed%s",
+		 nchanged, ((DeltaSource *) list_nth(plan->sources, source))->relname,
+		 list_length(rows), list_length(*recompute),
+		 chunked ? psprintf("; read in %d chunks", nchunks) : "");
 	return true;
 }
