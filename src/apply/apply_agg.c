@@ -642,19 +642,50 @@ static bool
 finder_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	FinderReceiver *receiver = (FinderReceiver *) self;
-	MemoryContext old = MemoryContextSwitchTo(receiver->cxt);
+	int			nkeys = receiver->shape.nkeys;
+	Datum	   *values;
+	MemoryContext old;
 	DirtyKey  **entry;
 
 	slot_getallattrs(slot);
+
+	/*
+	 * A long group key may come as a pointer to one source row's TOAST
+	 * data, another row's next time: the group is known by its value.
+	 */
+	values = slot->tts_values;
+	for (int k = 0; k < nkeys; k++)
+		if (!slot->tts_isnull[k] && receiver->shape.typlen[k] == -1 &&
+			(VARATT_IS_EXTERNAL(DatumGetPointer(values[k])) ||
+			 VARATT_IS_COMPRESSED(DatumGetPointer(values[k]))))
+		{
+			if (values == slot->tts_values)
+			{
+				values = palloc(sizeof(Datum) * nkeys);
+				memcpy(values, slot->tts_values, sizeof(Datum) * nkeys);
+			}
+			values[k] = PointerGetDatum(pg_detoast_datum_packed((struct varlena *)
+																DatumGetPointer(values[k])));
+		}
+
+	old = MemoryContextSwitchTo(receiver->cxt);
 	resetStringInfo(&receiver->image);
-	dirty_key_image(&receiver->image, &receiver->shape, slot->tts_values, slot->tts_isnull);
+	dirty_key_image(&receiver->image, &receiver->shape, values, slot->tts_isnull);
 	entry = key_set_enter(receiver->seen, 0, 0, &receiver->image, receiver->cxt);
 	if (*entry == NULL)
 	{
-		*entry = dirty_key_make(&receiver->shape, slot->tts_values, slot->tts_isnull);
+		*entry = dirty_key_make(&receiver->shape, values, slot->tts_isnull);
 		receiver->groups = lappend(receiver->groups, *entry);
 	}
 	MemoryContextSwitchTo(old);
+
+	if (values != slot->tts_values)
+	{
+		for (int k = 0; k < nkeys; k++)
+			if (values[k] != slot->tts_values[k])
+				pfree(DatumGetPointer(values[k]));
+		pfree(values);
+	}
 	return true;
 }
 

@@ -15,6 +15,7 @@
 # orders hold each group under every spelling; and after one in which an
 # order enters a group and leaves it again, its two images in chunks apart
 # (a sum of none stays NULL, as when the images cancel in one query).
+# A view of min and max by the long text finds each group once.
 
 use strict;
 use warnings;
@@ -35,6 +36,8 @@ my %query = (
 	by_merchant => 'SELECT m.id AS merchant_id, count(*) AS n, sum(o.amount) AS total
 	  FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.id',
 	by_region => 'SELECT m.region, count(*) AS n, sum(o.amount) AS total
+	  FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region',
+	region_ranges => 'SELECT m.region, min(o.amount) AS low, max(o.amount) AS high
 	  FROM orders o JOIN merchants m ON m.id = o.merchant_id GROUP BY m.region');
 
 # class: 1, 2 and 3, each spelt 1.0, 1.00 and 1.000 by turns; weight: 0
@@ -175,6 +178,14 @@ cmp_ok(scalar(@by_region), '>=', 5, 'by_region added the transactions read in ch
 is(join(',', grep { $_ != 2 } @by_region), '', 'a long group key out of line is summed by its value');
 like($log, qr/additive apply: \d+ changed rows of public\.orders, \d+ groups, \d+ of them recomputed; read in \d+ chunks/,
 	'a view grouped by an integer adds the chunks');
+# region_ranges (min and max: not additive) finds the groups of each
+# batch, the long regions coming from its finder query as pointers to its
+# merchants' rows: two groups, each found once (by their pointers, up to
+# one per merchant)
+my @found = $log =~
+  /groups through joins: (\d+) groups found from \d+ changed rows[^\n]*\n[^\n]*CONTEXT:  applying delta view "public\.region_ranges"/g;
+cmp_ok(scalar(@found), '>=', 5, 'region_ranges found the groups of each transaction');
+is(join(',', grep { $_ > 2 } @found), '', 'a long group key out of line is found by its value');
 my @chunked_groups = $log =~ /groups through joins: \d+ groups found from \d+ changed rows read in \d+ chunks/g;
 cmp_ok(scalar(@chunked_groups), '>=', 6,
 	'the views grouped by numeric and float8 recompute their groups of each transaction read in chunks');
