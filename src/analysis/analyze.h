@@ -201,6 +201,15 @@ typedef struct DeltaPlan
 	char	   *additive_refusal;
 
 	/*
+	 * Do the group key's equal values have equal bytes (btree equalimage)?
+	 * Not for numeric 1.0 and 1.00, float8 0 and -0, or a nondeterministic
+	 * collation: there a group's key as written may be the spelling of a
+	 * row that left it, so a batch that removes rows recomputes their
+	 * groups (apply_additive.c).
+	 */
+	bool		additive_keys_bytewise;
+
+	/*
 	 * Outer joins: some source can be null-extended.  anchors are the
 	 * sources (indexes into sources) every result row has at least one of:
 	 * a row's first anchor that is not null, with its key, names the slice

@@ -24,6 +24,12 @@
  * carry them: REPLICA IDENTITY FULL, checked here and again for each
  * decoded change (plugin.c).
  *
+ * A group key whose equal values may differ in bytes (numeric 1.0 and
+ * 1.00) is written as the changed rows spell it.  When rows leave a
+ * group, the spelling kept may be that of a row no longer in it, which
+ * the query cannot return: such a batch recomputes its groups instead
+ * (additive_keys_bytewise, apply_additive.c).
+ *
  * A view registered before this file existed keeps its narrower key
  * columns (source_catalog), and with them keyed recompute (view_plan.c).
  *
@@ -35,9 +41,12 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
@@ -116,6 +125,38 @@ relation_name(Oid relid)
 {
 	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 									  get_rel_name(relid));
+}
+
+/*
+ * Are two values of each column of the group key equal only when their
+ * bytes are?  Not numeric (1.0 and 1.00), float8 (0 and -0) or text under a
+ * nondeterministic collation.  As btree deduplication asks it
+ * (_bt_allequalimage): the equalimage support function of the type's
+ * default btree operator class, given the column's collation.
+ */
+static bool
+group_key_bytewise(Query *query)
+{
+	ListCell   *lc;
+
+	foreach(lc, query->groupClause)
+	{
+		Node	   *expr = (Node *) get_sortgroupclause_expr(lfirst(lc), query->targetList);
+		Oid			opclass = GetDefaultOpClass(exprType(expr), BTREE_AM_OID);
+		Oid			opcintype;
+		Oid			equalimage;
+
+		if (!OidIsValid(opclass))
+			return false;
+		opcintype = get_opclass_input_type(opclass);
+		equalimage = get_opfamily_proc(get_opclass_family(opclass), opcintype, opcintype,
+									   BTEQUALIMAGE_PROC);
+		if (!OidIsValid(equalimage) ||
+			!DatumGetBool(OidFunctionCall1Coll(equalimage, exprCollation(expr),
+											   ObjectIdGetDatum(opcintype))))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -243,4 +284,5 @@ analysis_additive(Analysis *a)
 		src->key_attnums = src->wide_attnums;
 	}
 	plan->additive = true;
+	plan->additive_keys_bytewise = group_key_bytewise(plan->query);
 }

@@ -302,7 +302,11 @@ explain_lines(Analysis *a, const DeltaOptions *options)
 		if (plan->additive && options->manual_writes)
 			lines = lappend(lines, pstrdup("  not additive: with manual_writes, roles other than delta_join may write the target, whose counts and sums are then no base to add to"));
 		else if (plan->additive)
+		{
 			lines = lappend(lines, pstrdup("  a batch that changed one source only: its changed rows, weighed +1 new and -1 old, joined to the others and added to their groups' counts and sums (additive)"));
+			if (!plan->additive_keys_bytewise)
+				lines = lappend(lines, pstrdup("  except a batch that removes rows, or is read in chunks: equal values of the group key may be spelt apart (numeric 1.0 and 1.00, float8 0 and -0, a nondeterministic collation), and a group's key must be one its rows have, so its groups are recomputed"));
+		}
 		else if (plan->additive_refusal != NULL)
 			lines = lappend(lines, psprintf("  not additive: %s", plan->additive_refusal));
 		if (plan->query->havingQual == NULL && !plan->semi_join && !plan->anti_join)

@@ -35,6 +35,11 @@
  * correct target never shows but a recompute repairs.  A group whose
  * count(*) falls to zero is deleted.
  *
+ * A group's key is written as the batch's rows spell it.  Where equal keys
+ * may be spelt apart (numeric 1.0 and 1.00), a batch that removes rows
+ * recomputes their groups (additive_source): the spelling kept could be a
+ * departed row's, which the query cannot return.
+ *
  * IDENTIFICATION
  *	  src/apply/apply_additive.c
  *
@@ -43,10 +48,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/nbtree.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "common/int.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -382,48 +384,19 @@ group_outputs(DeltaPlan *plan)
 }
 
 /*
- * Are two values of each column of the group key equal only when their
- * bytes are?  Not numeric (1.0 and 1.00), float8 (0 and -0) or text under a
- * nondeterministic collation.  As btree deduplication asks it
- * (_bt_allequalimage): the equalimage support function of the type's
- * default btree operator class, given the column's collation.
- */
-static bool
-group_key_images_equal(DeltaPlan *plan)
-{
-	ListCell   *lc;
-
-	foreach(lc, plan->query->groupClause)
-	{
-		Node	   *expr = (Node *) get_sortgroupclause_expr(lfirst(lc), plan->query->targetList);
-		Oid			opclass = GetDefaultOpClass(exprType(expr), BTREE_AM_OID);
-		Oid			opcintype;
-		Oid			equalimage;
-
-		if (!OidIsValid(opclass))
-			return false;
-		opcintype = get_opclass_input_type(opclass);
-		equalimage = get_opfamily_proc(get_opclass_family(opclass), opcintype, opcintype,
-									   BTEQUALIMAGE_PROC);
-		if (!OidIsValid(equalimage) ||
-			!DatumGetBool(OidFunctionCall1Coll(equalimage, exprCollation(expr),
-											   ObjectIdGetDatum(opcintype))))
-			return false;
-	}
-	return true;
-}
-
-/*
  * The source of the view whose changed rows the batch adds to their
  * groups, as an index into plan->sources; -1 when the view or the batch do
  * not allow it (see the file's comment).  A batch that reads its keys a
  * chunk at a time (ViewBatch.next_chunk) holds none itself: its one source
- * is the one its chunks changed.  Such a batch sums its chunks' deltas by
- * the group key's bytes (DeltaSums), which needs equal values to have
- * equal bytes: where they may not, two chunks could give one group under
- * two spellings, summed apart and written one after the other, a state
- * between them that is no group's (its rows counted out by one spelling
- * before the other counts them in).  Its groups are recomputed instead.
+ * is the one its chunks changed.
+ *
+ * Where equal group keys may differ in bytes (additive_keys_bytewise), two
+ * cases recompute their groups instead.  A batch that removes rows (an
+ * image of weight below 0) could leave a group's key written as a
+ * departed row spelt it.  And a batch read in chunks sums its chunks'
+ * deltas by the key's bytes (DeltaSums): two chunks could give one group
+ * under two spellings, summed apart and written one after the other, a
+ * state between them that is no group's.
  */
 static int
 additive_source(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer)
@@ -432,7 +405,7 @@ additive_source(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer)
 	ListCell   *lc;
 
 	if (!dj_additive_aggregates || !plan->additive || !batch->weighed ||
-		(batch->next_chunk != NULL && !group_key_images_equal(plan)))
+		(batch->next_chunk != NULL && !plan->additive_keys_bytewise))
 		return -1;
 	foreach(lc, batch->sources)
 	{
@@ -448,6 +421,12 @@ additive_source(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer)
 	}
 	if (changed == NULL || !target_types_fit(plan, writer))
 		return -1;
+	if (!plan->additive_keys_bytewise)
+	{
+		foreach(lc, changed->keys)
+			if (((DirtyKey *) lfirst(lc))->weight < 0)
+				return -1;		/* rows leave their groups */
+	}
 	foreach(lc, plan->sources)
 		if (((DeltaSource *) lfirst(lc))->ordinal == changed->ordinal)
 			return foreach_current_index(lc);
