@@ -497,6 +497,7 @@ run_delta(FinderQuery *fq, List *keys, DeltaReceiver *receiver, ApplyCounts *cou
 typedef struct DeltaSums
 {
 	HTAB	   *groups;			/* group key image -> DirtyKey (the row) */
+	HTAB	   *stored;			/* and stored image, for a long key */
 	List	   *rows;			/* DirtyKey *, the rows, first seen first */
 	TupleDesc	desc;			/* of the rows; NULL until the first */
 	KeyShape	key_shape;		/* of the group key */
@@ -545,29 +546,51 @@ delta_sums_add(DeltaSums *sums, int nkeys, DeltaReceiver *receiver)
 	delta_null = palloc(sizeof(bool) * natts);
 	foreach(lc, receiver->rows)
 	{
-		DirtyKey  **entry;
+		DirtyKey  **stored = NULL;
+		DirtyKey  **entry = NULL;
+		bool		fresh;
 
 		heap_deform_tuple(lfirst(lc), receiver->desc, delta, delta_null);
 
 		/*
 		 * A long group key may come as a pointer to its source's TOAST
-		 * table, another row's in another chunk: sum by its value (the
-		 * copy goes with the caller's chunk memory).
+		 * table, another row's in another chunk: sum by its value, read
+		 * once for each stored value met (batch.c, dirty_key_stored_image;
+		 * the copy goes with the caller's chunk memory).
 		 */
-		MemoryContextSwitchTo(oldcxt);
-		for (int k = 0; k < nkeys; k++)
-			if (!delta_null[k] && sums->key_shape.typlen[k] == -1)
-				delta[k] = PointerGetDatum(pg_detoast_datum_packed((struct varlena *)
-																   DatumGetPointer(delta[k])));
-		MemoryContextSwitchTo(sums->cxt);
-		resetStringInfo(&sums->image);
-		dirty_key_image(&sums->image, &sums->key_shape, delta, delta_null);
-		entry = key_set_enter(sums->groups, 0, 0, &sums->image, sums->cxt);
-		if (*entry == NULL)
+		if (dirty_key_is_extended(&sums->key_shape, delta, delta_null))
 		{
-			*entry = dirty_key_make(&sums->row_shape, delta, delta_null);
-			sums->rows = lappend(sums->rows, *entry);
-			continue;
+			resetStringInfo(&sums->image);
+			if (dirty_key_stored_image(&sums->image, &sums->key_shape, delta, delta_null))
+			{
+				if (sums->stored == NULL)
+					sums->stored = key_set_create(sums->cxt);
+				stored = key_set_enter(sums->stored, 0, 0, &sums->image, sums->cxt);
+				if (*stored != NULL)
+					entry = stored;
+			}
+			if (entry == NULL)
+			{
+				MemoryContextSwitchTo(oldcxt);
+				dirty_key_plain(&sums->key_shape, delta, delta_null, delta);
+				MemoryContextSwitchTo(sums->cxt);
+			}
+		}
+		if (entry == NULL)
+		{
+			resetStringInfo(&sums->image);
+			dirty_key_image(&sums->image, &sums->key_shape, delta, delta_null);
+			entry = key_set_enter(sums->groups, 0, 0, &sums->image, sums->cxt);
+			fresh = (*entry == NULL);
+			if (fresh)
+			{
+				*entry = dirty_key_make(&sums->row_shape, delta, delta_null);
+				sums->rows = lappend(sums->rows, *entry);
+			}
+			if (stored != NULL)
+				*stored = *entry;
+			if (fresh)
+				continue;		/* its deltas are its sums */
 		}
 		for (int d = nkeys; d < natts; d++)
 		{

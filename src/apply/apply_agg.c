@@ -633,6 +633,7 @@ typedef struct FinderReceiver
 	DestReceiver pub;
 	KeyShape	shape;			/* of a group key */
 	HTAB	   *seen;			/* the groups found so far, by image */
+	HTAB	   *stored;			/* and by stored image, those of a long key */
 	StringInfoData image;
 	MemoryContext cxt;			/* where the groups are kept */
 	List	   *groups;			/* DirtyKey * */
@@ -642,48 +643,52 @@ static bool
 finder_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	FinderReceiver *receiver = (FinderReceiver *) self;
-	int			nkeys = receiver->shape.nkeys;
+	KeyShape   *shape = &receiver->shape;
 	Datum	   *values;
-	MemoryContext old;
+	bool	   *isnull = slot->tts_isnull;
+	DirtyKey  **stored = NULL;
 	DirtyKey  **entry;
+	MemoryContext old;
 
 	slot_getallattrs(slot);
+	values = slot->tts_values;
 
 	/*
 	 * A long group key may come as a pointer to one source row's TOAST
-	 * data, another row's next time: the group is known by its value.
+	 * data, another row's next time: the group is known by its value, read
+	 * once for each stored value met (batch.c, dirty_key_stored_image).
 	 */
-	values = slot->tts_values;
-	for (int k = 0; k < nkeys; k++)
-		if (!slot->tts_isnull[k] && receiver->shape.typlen[k] == -1 &&
-			(VARATT_IS_EXTERNAL(DatumGetPointer(values[k])) ||
-			 VARATT_IS_COMPRESSED(DatumGetPointer(values[k]))))
+	if (dirty_key_is_extended(shape, values, isnull))
+	{
+		resetStringInfo(&receiver->image);
+		if (dirty_key_stored_image(&receiver->image, shape, values, isnull))
 		{
-			if (values == slot->tts_values)
-			{
-				values = palloc(sizeof(Datum) * nkeys);
-				memcpy(values, slot->tts_values, sizeof(Datum) * nkeys);
-			}
-			values[k] = PointerGetDatum(pg_detoast_datum_packed((struct varlena *)
-																DatumGetPointer(values[k])));
+			if (receiver->stored == NULL)
+				receiver->stored = key_set_create(receiver->cxt);
+			stored = key_set_enter(receiver->stored, 0, 0, &receiver->image, receiver->cxt);
+			if (*stored != NULL)
+				return true;	/* its group is found */
 		}
+		values = palloc(sizeof(Datum) * shape->nkeys);
+		dirty_key_plain(shape, slot->tts_values, isnull, values);
+	}
 
 	old = MemoryContextSwitchTo(receiver->cxt);
 	resetStringInfo(&receiver->image);
-	dirty_key_image(&receiver->image, &receiver->shape, values, slot->tts_isnull);
+	dirty_key_image(&receiver->image, shape, values, isnull);
 	entry = key_set_enter(receiver->seen, 0, 0, &receiver->image, receiver->cxt);
 	if (*entry == NULL)
 	{
-		*entry = dirty_key_make(&receiver->shape, values, slot->tts_isnull);
+		*entry = dirty_key_make(shape, values, isnull);
 		receiver->groups = lappend(receiver->groups, *entry);
 	}
 	MemoryContextSwitchTo(old);
 
+	if (stored != NULL)
+		*stored = *entry;
 	if (values != slot->tts_values)
 	{
-		for (int k = 0; k < nkeys; k++)
-			if (values[k] != slot->tts_values[k])
-				pfree(DatumGetPointer(values[k]));
+		dirty_key_plain_free(shape, slot->tts_values, values);
 		pfree(values);
 	}
 	return true;

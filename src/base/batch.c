@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "fmgr.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -118,46 +119,126 @@ key_shape_copy(KeyShape *dst, const KeyShape *src)
 	memcpy(dst->typbyval, src->typbyval, src->nkeys * sizeof(bool));
 }
 
+/* Append the image of one value of a key, stored as typlen and typbyval say */
+static void
+key_value_image(StringInfo buf, int16 typlen, bool typbyval, Datum value, bool isnull)
+{
+	if (isnull)
+	{
+		appendStringInfoChar(buf, 'n');
+		return;
+	}
+	appendStringInfoChar(buf, 'v');
+	if (typbyval)
+		appendBinaryStringInfo(buf, (char *) &value, sizeof(Datum));
+	else if (typlen > 0)
+		appendBinaryStringInfo(buf, DatumGetPointer(value), typlen);
+	else
+	{
+		const char *data;
+		uint32		len;
+
+		if (typlen == -1)
+		{
+			Assert(!VARATT_IS_EXTERNAL(DatumGetPointer(value)) &&
+				   !VARATT_IS_COMPRESSED(DatumGetPointer(value)));
+			data = VARDATA_ANY(DatumGetPointer(value));
+			len = VARSIZE_ANY_EXHDR(DatumGetPointer(value));
+		}
+		else
+		{
+			data = DatumGetCString(value);
+			len = strlen(data) + 1;
+		}
+		appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
+		appendBinaryStringInfo(buf, data, len);
+	}
+}
+
 /* Append the image of the key (values, isnull) of a source of that shape */
 void
 dirty_key_image(StringInfo buf, const KeyShape *shape,
 				const Datum *values, const bool *isnull)
 {
 	for (int k = 0; k < shape->nkeys; k++)
+		key_value_image(buf, shape->typlen[k], shape->typbyval[k], values[k], isnull[k]);
+}
+
+/*
+ * A key read from a query's result may hold a varlena kept out of line, or
+ * compressed: one row's TOAST pointer, and another row's for an equal key.
+ * Its image is then that of its plain values (dirty_key_plain).  Since
+ * detoasting costs a read of the TOAST table, a caller that meets the same
+ * stored values often (a group key read once per changed row) first looks
+ * the key up by its stored image (dirty_key_stored_image): a pointer to
+ * the TOAST table, or the compressed bytes, names one value, so equal
+ * stored images are equal keys -- not conversely.  A pointer to memory (an
+ * expanded object, an indirect datum) names none: such a key has no
+ * stored image.
+ */
+static inline bool
+key_value_extended(const KeyShape *shape, int k, const Datum *values, const bool *isnull)
+{
+	return !isnull[k] && shape->typlen[k] == -1 &&
+		(VARATT_IS_EXTERNAL(DatumGetPointer(values[k])) ||
+		 VARATT_IS_COMPRESSED(DatumGetPointer(values[k])));
+}
+
+/* Does the key hold a value kept out of line or compressed? */
+bool
+dirty_key_is_extended(const KeyShape *shape, const Datum *values, const bool *isnull)
+{
+	for (int k = 0; k < shape->nkeys; k++)
+		if (key_value_extended(shape, k, values, isnull))
+			return true;
+	return false;
+}
+
+/*
+ * Append the image of the key as stored, an extended value by its bytes;
+ * false (the image unfinished) if a value points to memory.
+ */
+bool
+dirty_key_stored_image(StringInfo buf, const KeyShape *shape,
+					   const Datum *values, const bool *isnull)
+{
+	for (int k = 0; k < shape->nkeys; k++)
 	{
-		Datum		value = values[k];
-
-		if (isnull[k])
+		if (key_value_extended(shape, k, values, isnull))
 		{
-			appendStringInfoChar(buf, 'n');
-			continue;
+			struct varlena *stored = (struct varlena *) DatumGetPointer(values[k]);
+
+			if (VARATT_IS_EXTERNAL(stored) && !VARATT_IS_EXTERNAL_ONDISK(stored))
+				return false;
+			appendStringInfoChar(buf, 'x');
+			appendBinaryStringInfo(buf, (char *) stored, VARSIZE_ANY(stored));
 		}
-		appendStringInfoChar(buf, 'v');
-		if (shape->typbyval[k])
-			appendBinaryStringInfo(buf, (char *) &value, sizeof(Datum));
-		else if (shape->typlen[k] > 0)
-			appendBinaryStringInfo(buf, DatumGetPointer(value), shape->typlen[k]);
 		else
-		{
-			const char *data;
-			uint32		len;
-
-			if (shape->typlen[k] == -1)
-			{
-				Assert(!VARATT_IS_EXTERNAL(DatumGetPointer(value)) &&
-					   !VARATT_IS_COMPRESSED(DatumGetPointer(value)));
-				data = VARDATA_ANY(DatumGetPointer(value));
-				len = VARSIZE_ANY_EXHDR(DatumGetPointer(value));
-			}
-			else
-			{
-				data = DatumGetCString(value);
-				len = strlen(data) + 1;
-			}
-			appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
-			appendBinaryStringInfo(buf, data, len);
-		}
+			key_value_image(buf, shape->typlen[k], shape->typbyval[k], values[k], isnull[k]);
 	}
+	return true;
+}
+
+/*
+ * plain[k] = values[k], detoasted (palloc'd in CurrentMemoryContext) where
+ * it is kept out of line or compressed; dirty_key_plain_free frees those.
+ */
+void
+dirty_key_plain(const KeyShape *shape, const Datum *values, const bool *isnull,
+				Datum *plain)
+{
+	for (int k = 0; k < shape->nkeys; k++)
+		plain[k] = key_value_extended(shape, k, values, isnull) ?
+			PointerGetDatum(pg_detoast_datum_packed((struct varlena *) DatumGetPointer(values[k]))) :
+			values[k];
+}
+
+void
+dirty_key_plain_free(const KeyShape *shape, const Datum *values, Datum *plain)
+{
+	for (int k = 0; k < shape->nkeys; k++)
+		if (plain[k] != values[k])
+			pfree(DatumGetPointer(plain[k]));
 }
 
 /* A key with copies of those values, allocated in CurrentMemoryContext */
