@@ -41,8 +41,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM wide'), '1', 'and it is th
 # an asynchronous commit, with the WAL writer asleep for 10 s
 $node->safe_psql('postgres',
 	'SET synchronous_commit = off; INSERT INTO orders VALUES (2, 2, 20)');
-is($node->safe_psql('postgres', "SELECT delta_join.wait('public.wide', '5s')"),
-	't', 'a change committed asynchronously does not wait for the WAL writer');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('public.wide', '9s')"),
+	't', 'a change committed asynchronously does not wait for the WAL writer (asleep 10 s)');
 
 # one transaction of 1,000 rows, a hundred times max_batch_size
 $node->safe_psql('postgres',

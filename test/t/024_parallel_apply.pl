@@ -240,6 +240,8 @@ is(helpers(), '0', 'and none is started');
 
 $node->append_conf('postgresql.conf', "delta_join.apply_workers = 2\n");
 $node->reload;
+# (time for the worker to read the setting before the batch that uses it)
+$node->safe_psql('postgres', 'SELECT pg_sleep(0.5)');
 $node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id <= 3000');
 exact('apply_workers = 2');
 ok($node->poll_query_until('postgres',

@@ -173,6 +173,8 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM by_name WHERE item_name =
 
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET delta_join.max_waiting_keys = 100000; SELECT pg_reload_conf()");
+# (time for the worker to read the setting before the batch it bounds)
+$node->safe_psql('postgres', 'SELECT pg_sleep(0.5)');
 $offset = -s $node->logfile;
 lock_targets();
 $node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1');
