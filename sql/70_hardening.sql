@@ -129,6 +129,25 @@ DROP TABLE public.things;
 SET search_path = hard, public;
 
 --
+-- A function of the query runs with search_path = pg_catalog, pg_temp:
+-- one that names another function without its schema fails there, where
+-- the caller's session finds it.  The error's context says why, and how
+-- to mend it (found by an attack: only the core's hint about casts).
+--
+CREATE FUNCTION app.inner_label(bigint) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'x' || $1 $$;
+CREATE FUNCTION app.outer_label(bigint) RETURNS text LANGUAGE plpgsql IMMUTABLE
+  AS $$ BEGIN RETURN inner_label($1); END $$;
+SET search_path = app;
+SELECT id, outer_label(id) FROM app.things;
+SELECT delta_join.create_view('public.things_labels', 'SELECT id, outer_label(id) AS label FROM things');
+ALTER FUNCTION app.outer_label(bigint) SET search_path = app;
+SELECT delta_join.create_view('public.things_labels', 'SELECT id, outer_label(id) AS label FROM things');
+SELECT * FROM public.things_labels;
+SELECT delta_join.drop_view('public.things_labels');
+RESET search_path;
+SET search_path = hard, public;
+
+--
 -- Rule 7 with REPLICA IDENTITY USING INDEX: a DELETE logs that index's
 -- columns, so the group key must be among them.
 --

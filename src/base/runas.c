@@ -12,8 +12,9 @@
  * stable built-ins through because of this pinning.
  *
  * A runas_begin() is undone by runas_end(), or by the abort of the
- * (sub)transaction it ran in: the settings live in a GUC nest level and the
- * user ID change is reset by the abort.
+ * (sub)transaction it ran in: the settings live in a GUC nest level, the
+ * user ID change is reset by the abort, and the error context is popped by
+ * the PG_CATCH or the error recovery that catches it.
  *
  *-------------------------------------------------------------------------
  */
@@ -94,6 +95,29 @@ set_one(const char *name, const char *value)
 }
 
 /*
+ * The context of an error raised while a view's query runs, where the
+ * error may come from the search_path alone: a function of the query that
+ * looks a name up on it finds it in the caller's session, not here.
+ */
+static void
+runas_error_context(void *arg)
+{
+	switch (geterrcode())
+	{
+		case ERRCODE_UNDEFINED_FUNCTION:
+		case ERRCODE_UNDEFINED_TABLE:
+		case ERRCODE_UNDEFINED_OBJECT:
+			errcontext("delta_join evaluates a view's query with search_path = %s: "
+					   "a function it calls must qualify the names it uses with their schema, "
+					   "or set its own search_path (ALTER FUNCTION ... SET search_path)",
+					   RUNAS_SEARCH_PATH);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
  * Run as role, as a security-restricted operation (no function it runs
  * can change the session), with search_path = pg_catalog, pg_temp and the
  * given pinned settings (NULL: none), until runas_end().
@@ -101,6 +125,11 @@ set_one(const char *name, const char *value)
 void
 runas_begin(Oid role, Jsonb *settings, RunAs *runas)
 {
+	runas->errcb.callback = runas_error_context;
+	runas->errcb.arg = NULL;
+	runas->errcb.previous = error_context_stack;
+	error_context_stack = &runas->errcb;
+
 	GetUserIdAndSecContext(&runas->save_userid, &runas->save_sec_context);
 	runas->nestlevel = NewGUCNestLevel();
 	set_one("search_path", RUNAS_SEARCH_PATH);
@@ -141,6 +170,7 @@ runas_end(RunAs *runas)
 {
 	SetUserIdAndSecContext(runas->save_userid, runas->save_sec_context);
 	AtEOXact_GUC(false, runas->nestlevel);
+	error_context_stack = runas->errcb.previous;
 }
 
 /* The owner of a target table, read now. */

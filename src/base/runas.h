@@ -18,12 +18,17 @@
 
 #include "utils/jsonb.h"
 
-/* What runas_begin() changed, for runas_end() to put back. */
+/*
+ * What runas_begin() changed, for runas_end() to put back; and the error
+ * context it pushed, which says why a name the caller's session finds is
+ * not found (runas.c).
+ */
 typedef struct RunAs
 {
 	Oid			save_userid;
 	int			save_sec_context;
 	int			nestlevel;
+	ErrorContextCallback errcb;
 } RunAs;
 
 #define RUNAS_SEARCH_PATH	"pg_catalog, pg_temp"
