@@ -47,8 +47,8 @@ SELECT delta_join.wait();
 SELECT g::text, c, s FROM num ORDER BY 1;
 SELECT gc, c, s FROM ci ORDER BY 1;
 SELECT gf::text, c, s FROM f ORDER BY 1;
--- an update that keeps the group: only the sum changes, and the group
--- keeps the key its rows spell
+-- an update that keeps the group (its batch removes a row image too, so
+-- its groups are recomputed): the group keeps the key its rows spell
 UPDATE ro SET v = v + 1;
 SELECT delta_join.wait();
 SELECT g::text, c, s FROM num ORDER BY 1;

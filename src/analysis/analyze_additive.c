@@ -146,7 +146,8 @@ group_key_bytewise(Query *query)
 		Oid			opcintype;
 		Oid			equalimage;
 
-		if (!OidIsValid(opclass))
+		if (!OidIsValid(opclass) ||
+			(type_is_collatable(exprType(expr)) && !OidIsValid(exprCollation(expr))))
 			return false;
 		opcintype = get_opclass_input_type(opclass);
 		equalimage = get_opfamily_proc(get_opclass_family(opclass), opcintype, opcintype,

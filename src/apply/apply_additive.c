@@ -492,12 +492,14 @@ run_delta(FinderQuery *fq, List *keys, DeltaReceiver *receiver, ApplyCounts *cou
  * query's row (group key, then its numeric deltas) per group, the deltas of
  * the chunks that reached the group added up.  The delta query is linear in
  * its weighed rows, so these are the rows it gives for all the chunks at
- * once.  In memory: one row per dirty group, not per changed row.
+ * once.  In memory: one row per dirty group, not per changed row (and,
+ * for a group key kept out of line, one pointer image of some twenty
+ * bytes per source row whose key the deltas named).
  */
 typedef struct DeltaSums
 {
 	HTAB	   *groups;			/* group key image -> DirtyKey (the row) */
-	HTAB	   *stored;			/* and stored image, for a long key */
+	HTAB	   *pointers;		/* and a long key by its TOAST pointers */
 	List	   *rows;			/* DirtyKey *, the rows, first seen first */
 	TupleDesc	desc;			/* of the rows; NULL until the first */
 	KeyShape	key_shape;		/* of the group key */
@@ -518,6 +520,54 @@ shape_of(KeyShape *shape, TupleDesc desc, int n)
 		shape->typlen[c] = TupleDescAttr(desc, c)->attlen;
 		shape->typbyval[c] = TupleDescAttr(desc, c)->attbyval;
 	}
+}
+
+/*
+ * The row of the sums that a delta row (its group key first in delta) adds
+ * to, or NULL when its group is new: the delta row is then the group's
+ * row.  A long group key may come as a pointer to its source's TOAST
+ * table, another row's in another chunk: the group is known by its value,
+ * read once for each pointer met (batch.c, dirty_key_pointer_image), into
+ * memory of detoast_cxt (the caller's chunk).
+ */
+static DirtyKey *
+delta_sums_group(DeltaSums *sums, Datum *delta, bool *delta_null, MemoryContext detoast_cxt)
+{
+	KeyShape   *shape = &sums->key_shape;
+	DirtyKey  **pointer = NULL;
+	DirtyKey  **entry;
+	bool		found;
+
+	if (dirty_key_is_toasted(shape, delta, delta_null))
+	{
+		MemoryContext oldcxt;
+
+		resetStringInfo(&sums->image);
+		if (dirty_key_pointer_image(&sums->image, shape, delta, delta_null))
+		{
+			if (sums->pointers == NULL)
+				sums->pointers = key_set_create(sums->cxt);
+			pointer = key_set_enter(sums->pointers, 0, 0, &sums->image, sums->cxt);
+			if (*pointer != NULL)
+				return *pointer;
+		}
+		oldcxt = MemoryContextSwitchTo(detoast_cxt);
+		dirty_key_detoast(shape, delta, delta_null, delta);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
+	resetStringInfo(&sums->image);
+	dirty_key_image(&sums->image, shape, delta, delta_null);
+	entry = key_set_enter(sums->groups, 0, 0, &sums->image, sums->cxt);
+	found = (*entry != NULL);
+	if (!found)
+	{
+		*entry = dirty_key_make(&sums->row_shape, delta, delta_null);
+		sums->rows = lappend(sums->rows, *entry);
+	}
+	if (pointer != NULL)
+		*pointer = *entry;
+	return found ? *entry : NULL;
 }
 
 static void
@@ -546,55 +596,14 @@ delta_sums_add(DeltaSums *sums, int nkeys, DeltaReceiver *receiver)
 	delta_null = palloc(sizeof(bool) * natts);
 	foreach(lc, receiver->rows)
 	{
-		DirtyKey  **stored = NULL;
-		DirtyKey  **entry = NULL;
-		bool		fresh;
+		DirtyKey   *row;
 
 		heap_deform_tuple(lfirst(lc), receiver->desc, delta, delta_null);
-
-		/*
-		 * A long group key may come as a pointer to its source's TOAST
-		 * table, another row's in another chunk: sum by its value, read
-		 * once for each stored value met (batch.c, dirty_key_stored_image;
-		 * the copy goes with the caller's chunk memory).
-		 */
-		if (dirty_key_is_extended(&sums->key_shape, delta, delta_null))
-		{
-			resetStringInfo(&sums->image);
-			if (dirty_key_stored_image(&sums->image, &sums->key_shape, delta, delta_null))
-			{
-				if (sums->stored == NULL)
-					sums->stored = key_set_create(sums->cxt);
-				stored = key_set_enter(sums->stored, 0, 0, &sums->image, sums->cxt);
-				if (*stored != NULL)
-					entry = stored;
-			}
-			if (entry == NULL)
-			{
-				MemoryContextSwitchTo(oldcxt);
-				dirty_key_plain(&sums->key_shape, delta, delta_null, delta);
-				MemoryContextSwitchTo(sums->cxt);
-			}
-		}
-		if (entry == NULL)
-		{
-			resetStringInfo(&sums->image);
-			dirty_key_image(&sums->image, &sums->key_shape, delta, delta_null);
-			entry = key_set_enter(sums->groups, 0, 0, &sums->image, sums->cxt);
-			fresh = (*entry == NULL);
-			if (fresh)
-			{
-				*entry = dirty_key_make(&sums->row_shape, delta, delta_null);
-				sums->rows = lappend(sums->rows, *entry);
-			}
-			if (stored != NULL)
-				*stored = *entry;
-			if (fresh)
-				continue;		/* its deltas are its sums */
-		}
+		row = delta_sums_group(sums, delta, delta_null, oldcxt);
+		if (row == NULL)
+			continue;			/* a new group: its deltas are its sums */
 		for (int d = nkeys; d < natts; d++)
 		{
-			DirtyKey   *row = *entry;
 			Datum		old = row->values[d];
 
 			if (delta_null[d])

@@ -633,7 +633,7 @@ typedef struct FinderReceiver
 	DestReceiver pub;
 	KeyShape	shape;			/* of a group key */
 	HTAB	   *seen;			/* the groups found so far, by image */
-	HTAB	   *stored;			/* and by stored image, those of a long key */
+	HTAB	   *pointers;		/* and a long key by its TOAST pointers */
 	StringInfoData image;
 	MemoryContext cxt;			/* where the groups are kept */
 	List	   *groups;			/* DirtyKey * */
@@ -646,7 +646,7 @@ finder_receive(TupleTableSlot *slot, DestReceiver *self)
 	KeyShape   *shape = &receiver->shape;
 	Datum	   *values;
 	bool	   *isnull = slot->tts_isnull;
-	DirtyKey  **stored = NULL;
+	DirtyKey  **pointer = NULL;
 	DirtyKey  **entry;
 	MemoryContext old;
 
@@ -656,21 +656,21 @@ finder_receive(TupleTableSlot *slot, DestReceiver *self)
 	/*
 	 * A long group key may come as a pointer to one source row's TOAST
 	 * data, another row's next time: the group is known by its value, read
-	 * once for each stored value met (batch.c, dirty_key_stored_image).
+	 * once for each pointer met (batch.c, dirty_key_pointer_image).
 	 */
-	if (dirty_key_is_extended(shape, values, isnull))
+	if (dirty_key_is_toasted(shape, values, isnull))
 	{
 		resetStringInfo(&receiver->image);
-		if (dirty_key_stored_image(&receiver->image, shape, values, isnull))
+		if (dirty_key_pointer_image(&receiver->image, shape, values, isnull))
 		{
-			if (receiver->stored == NULL)
-				receiver->stored = key_set_create(receiver->cxt);
-			stored = key_set_enter(receiver->stored, 0, 0, &receiver->image, receiver->cxt);
-			if (*stored != NULL)
+			if (receiver->pointers == NULL)
+				receiver->pointers = key_set_create(receiver->cxt);
+			pointer = key_set_enter(receiver->pointers, 0, 0, &receiver->image, receiver->cxt);
+			if (*pointer != NULL)
 				return true;	/* its group is found */
 		}
 		values = palloc(sizeof(Datum) * shape->nkeys);
-		dirty_key_plain(shape, slot->tts_values, isnull, values);
+		dirty_key_detoast(shape, slot->tts_values, isnull, values);
 	}
 
 	old = MemoryContextSwitchTo(receiver->cxt);
@@ -684,11 +684,11 @@ finder_receive(TupleTableSlot *slot, DestReceiver *self)
 	}
 	MemoryContextSwitchTo(old);
 
-	if (stored != NULL)
-		*stored = *entry;
+	if (pointer != NULL)
+		*pointer = *entry;
 	if (values != slot->tts_values)
 	{
-		dirty_key_plain_free(shape, slot->tts_values, values);
+		dirty_key_detoast_free(shape, slot->tts_values, values);
 		pfree(values);
 	}
 	return true;

@@ -538,7 +538,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		if (view->options.max_batch_size < req->chunk_keys)
 			keys_left = view->options.max_batch_size;
 
-		runas_begin(runas_target_owner(view->target), view->settings, &runas);
+		runas_begin_view(runas_target_owner(view->target), view->settings, &runas);
 		if (req->timeout_ms > 0)
 		{
 			enable_timeout_after(STATEMENT_TIMEOUT, req->timeout_ms);

@@ -10,7 +10,9 @@
  * (retry.c).  Per key column: 'n' for NULL, or 'v' and the
  * value -- a Datum for a type passed by value, the bytes of a fixed-length
  * type, else a length (uint32) and the bytes: a varlena's data without its
- * header, a cstring with its terminator.  Values must be detoasted.  Two
+ * header, a cstring with its terminator.  Values must be detoasted (a key
+ * read from a query's result may first be looked up by its TOAST pointers,
+ * 'x': dirty_key_pointer_image).  Two
  * keys equal under their type's equality but not in their bytes (numeric
  * 1.0 and 1.00) are both kept: applying a key twice does no harm.
  *
@@ -165,53 +167,56 @@ dirty_key_image(StringInfo buf, const KeyShape *shape,
 }
 
 /*
- * A key read from a query's result may hold a varlena kept out of line, or
- * compressed: one row's TOAST pointer, and another row's for an equal key.
- * Its image is then that of its plain values (dirty_key_plain).  Since
- * detoasting costs a read of the TOAST table, a caller that meets the same
- * stored values often (a group key read once per changed row) first looks
- * the key up by its stored image (dirty_key_stored_image): a pointer to
- * the TOAST table, or the compressed bytes, names one value, so equal
- * stored images are equal keys -- not conversely.  A pointer to memory (an
- * expanded object, an indirect datum) names none: such a key has no
- * stored image.
+ * A key read from a query's result may hold a varlena that is toasted --
+ * kept out of line, or compressed --: one row's TOAST pointer, and another
+ * row's for an equal key.  Its image is then that of its detoasted values
+ * (dirty_key_detoast).  Since detoasting a value kept out of line costs a
+ * read of its TOAST table, a caller that meets the same values often (a
+ * group key read once per changed row) first looks the key up by its
+ * pointer image (dirty_key_pointer_image): a pointer into a TOAST table
+ * names one value, so equal pointer images are equal keys -- not
+ * conversely.  A pointer to memory (an expanded object, an indirect datum)
+ * names none, and a compressed value is as cheap to expand as to image:
+ * those keys have no pointer image.  Pointer images live in memory, for
+ * one apply; they are never spilled or carried.
  */
 static inline bool
-key_value_extended(const KeyShape *shape, int k, const Datum *values, const bool *isnull)
+key_value_toasted(const KeyShape *shape, int k, const Datum *values, const bool *isnull)
 {
 	return !isnull[k] && shape->typlen[k] == -1 &&
 		(VARATT_IS_EXTERNAL(DatumGetPointer(values[k])) ||
 		 VARATT_IS_COMPRESSED(DatumGetPointer(values[k])));
 }
 
-/* Does the key hold a value kept out of line or compressed? */
+/* Does the key hold a toasted value? */
 bool
-dirty_key_is_extended(const KeyShape *shape, const Datum *values, const bool *isnull)
+dirty_key_is_toasted(const KeyShape *shape, const Datum *values, const bool *isnull)
 {
 	for (int k = 0; k < shape->nkeys; k++)
-		if (key_value_extended(shape, k, values, isnull))
+		if (key_value_toasted(shape, k, values, isnull))
 			return true;
 	return false;
 }
 
 /*
- * Append the image of the key as stored, an extended value by its bytes;
- * false (the image unfinished) if a value points to memory.
+ * Append the image of a key whose toasted values are pointers into TOAST
+ * tables, each such value ('x') by its pointer; false (the image
+ * unfinished) if one is not.
  */
 bool
-dirty_key_stored_image(StringInfo buf, const KeyShape *shape,
-					   const Datum *values, const bool *isnull)
+dirty_key_pointer_image(StringInfo buf, const KeyShape *shape,
+						const Datum *values, const bool *isnull)
 {
 	for (int k = 0; k < shape->nkeys; k++)
 	{
-		if (key_value_extended(shape, k, values, isnull))
+		if (key_value_toasted(shape, k, values, isnull))
 		{
-			struct varlena *stored = (struct varlena *) DatumGetPointer(values[k]);
+			struct varlena *pointer = (struct varlena *) DatumGetPointer(values[k]);
 
-			if (VARATT_IS_EXTERNAL(stored) && !VARATT_IS_EXTERNAL_ONDISK(stored))
+			if (!VARATT_IS_EXTERNAL_ONDISK(pointer))
 				return false;
 			appendStringInfoChar(buf, 'x');
-			appendBinaryStringInfo(buf, (char *) stored, VARSIZE_ANY(stored));
+			appendBinaryStringInfo(buf, (char *) pointer, VARSIZE_EXTERNAL(pointer));
 		}
 		else
 			key_value_image(buf, shape->typlen[k], shape->typbyval[k], values[k], isnull[k]);
@@ -220,21 +225,22 @@ dirty_key_stored_image(StringInfo buf, const KeyShape *shape,
 }
 
 /*
- * plain[k] = values[k], detoasted (palloc'd in CurrentMemoryContext) where
- * it is kept out of line or compressed; dirty_key_plain_free frees those.
+ * plain[k] = values[k], detoasted (a copy in CurrentMemoryContext) where
+ * it is toasted.  plain may be values itself; else dirty_key_detoast_free
+ * frees the copies.
  */
 void
-dirty_key_plain(const KeyShape *shape, const Datum *values, const bool *isnull,
-				Datum *plain)
+dirty_key_detoast(const KeyShape *shape, const Datum *values, const bool *isnull,
+				  Datum *plain)
 {
 	for (int k = 0; k < shape->nkeys; k++)
-		plain[k] = key_value_extended(shape, k, values, isnull) ?
+		plain[k] = key_value_toasted(shape, k, values, isnull) ?
 			PointerGetDatum(pg_detoast_datum_packed((struct varlena *) DatumGetPointer(values[k]))) :
 			values[k];
 }
 
 void
-dirty_key_plain_free(const KeyShape *shape, const Datum *values, Datum *plain)
+dirty_key_detoast_free(const KeyShape *shape, const Datum *values, Datum *plain)
 {
 	for (int k = 0; k < shape->nkeys; k++)
 		if (plain[k] != values[k])

@@ -174,14 +174,14 @@ extern TimestampTz batch_policy_next_round(BatchPolicy policy, TimestampTz appli
 extern void key_shape_copy(KeyShape *dst, const KeyShape *src);
 extern void dirty_key_image(StringInfo buf, const KeyShape *shape,
 							const Datum *values, const bool *isnull);
-extern bool dirty_key_is_extended(const KeyShape *shape, const Datum *values,
-								  const bool *isnull);
-extern bool dirty_key_stored_image(StringInfo buf, const KeyShape *shape,
-								   const Datum *values, const bool *isnull);
-extern void dirty_key_plain(const KeyShape *shape, const Datum *values,
-							const bool *isnull, Datum *plain);
-extern void dirty_key_plain_free(const KeyShape *shape, const Datum *values,
-								 Datum *plain);
+extern bool dirty_key_is_toasted(const KeyShape *shape, const Datum *values,
+								 const bool *isnull);
+extern bool dirty_key_pointer_image(StringInfo buf, const KeyShape *shape,
+									const Datum *values, const bool *isnull);
+extern void dirty_key_detoast(const KeyShape *shape, const Datum *values,
+							  const bool *isnull, Datum *plain);
+extern void dirty_key_detoast_free(const KeyShape *shape, const Datum *values,
+								   Datum *plain);
 extern DirtyKey *dirty_key_make(const KeyShape *shape, const Datum *values,
 								const bool *isnull);
 extern DirtyKey *dirty_key_from_image(const KeyShape *shape, const char *image,

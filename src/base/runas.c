@@ -125,11 +125,7 @@ runas_error_context(void *arg)
 void
 runas_begin(Oid role, Jsonb *settings, RunAs *runas)
 {
-	runas->errcb.callback = runas_error_context;
-	runas->errcb.arg = NULL;
-	runas->errcb.previous = error_context_stack;
-	error_context_stack = &runas->errcb;
-
+	runas->errcb.callback = NULL;
 	GetUserIdAndSecContext(&runas->save_userid, &runas->save_sec_context);
 	runas->nestlevel = NewGUCNestLevel();
 	set_one("search_path", RUNAS_SEARCH_PATH);
@@ -160,6 +156,20 @@ runas_begin(Oid role, Jsonb *settings, RunAs *runas)
 }
 
 /*
+ * runas_begin() to evaluate a view's query: an error on a name not found
+ * also says why (runas_error_context), until runas_end().
+ */
+void
+runas_begin_view(Oid role, Jsonb *settings, RunAs *runas)
+{
+	runas_begin(role, settings, runas);
+	runas->errcb.callback = runas_error_context;
+	runas->errcb.arg = NULL;
+	runas->errcb.previous = error_context_stack;
+	error_context_stack = &runas->errcb;
+}
+
+/*
  * Back to the caller's role and settings.  Every setting changed since
  * runas_begin() is undone, those the evaluated code changed with
  * set_config() included (as REFRESH MATERIALIZED VIEW does): the query's
@@ -170,7 +180,13 @@ runas_end(RunAs *runas)
 {
 	SetUserIdAndSecContext(runas->save_userid, runas->save_sec_context);
 	AtEOXact_GUC(false, runas->nestlevel);
-	error_context_stack = runas->errcb.previous;
+	if (runas->errcb.callback != NULL)
+	{
+		/* (after an error caught since runas_begin_view, already popped) */
+		Assert(error_context_stack == &runas->errcb ||
+			   error_context_stack == runas->errcb.previous);
+		error_context_stack = runas->errcb.previous;
+	}
 }
 
 /* The owner of a target table, read now. */

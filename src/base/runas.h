@@ -20,8 +20,8 @@
 
 /*
  * What runas_begin() changed, for runas_end() to put back; and the error
- * context it pushed, which says why a name the caller's session finds is
- * not found (runas.c).
+ * context runas_begin_view() pushed (callback not NULL), which says why a
+ * name the caller's session finds is not found (runas.c).
  */
 typedef struct RunAs
 {
@@ -34,6 +34,7 @@ typedef struct RunAs
 #define RUNAS_SEARCH_PATH	"pg_catalog, pg_temp"
 
 extern void runas_begin(Oid role, Jsonb *settings, RunAs *runas);
+extern void runas_begin_view(Oid role, Jsonb *settings, RunAs *runas);
 extern void runas_end(RunAs *runas);
 extern Jsonb *runas_capture_settings(void);
 extern Oid	runas_target_owner(Oid target);

@@ -755,7 +755,7 @@ run_refresh(ConcurrentTask *task)
 	target_validate(view.target, plan, true);
 	target_make_indexes(view.target, plan);
 	memset(&counts, 0, sizeof(counts));
-	runas_begin(runas_target_owner(view.target), view.settings, &runas);
+	runas_begin_view(runas_target_owner(view.target), view.settings, &runas);
 	apply_view_difference(&view, plan, &counts);
 	runas_end(&runas);
 	task->result_rows = counts.rows_upserted + counts.rows_deleted;

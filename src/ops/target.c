@@ -547,7 +547,7 @@ target_estimate_rows(Oid query_view, Oid owner, Jsonb *settings)
 	int64		rows = -1;
 	RunAs		runas;
 
-	runas_begin(owner, settings, &runas);
+	runas_begin_view(owner, settings, &runas);
 	SPI_connect();
 	plan = SPI_prepare(psprintf("SELECT * FROM %s", target_qualified_name(query_view)),
 					   0, NULL);
@@ -627,7 +627,7 @@ fill(Oid relid, Oid query_view, Jsonb *settings, bool clear, FillCounter *counte
 		LockRelationOid(relid, ExclusiveLock);
 	origin = fill_origin(relid);
 
-	runas_begin(runas_target_owner(relid), settings, &runas);
+	runas_begin_view(runas_target_owner(relid), settings, &runas);
 
 	/*
 	 * The fill deletes and inserts through SQL as the owner, where policies

@@ -170,7 +170,7 @@ share_prepare_view(ViewRecord *view)
 	{
 		RunAs		runas;
 
-		runas_begin(runas_target_owner(view->target), view->settings, &runas);
+		runas_begin_view(runas_target_owner(view->target), view->settings, &runas);
 		(void) plan_cache_get(view);
 		runas_end(&runas);
 		ReleaseCurrentSubTransaction();
