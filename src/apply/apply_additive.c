@@ -542,15 +542,10 @@ delta_sums_group(DeltaSums *sums, Datum *delta, bool *delta_null, MemoryContext 
 	{
 		MemoryContext oldcxt;
 
-		resetStringInfo(&sums->image);
-		if (dirty_key_pointer_image(&sums->image, shape, delta, delta_null))
-		{
-			if (sums->pointers == NULL)
-				sums->pointers = key_set_create(sums->cxt);
-			pointer = key_set_enter(sums->pointers, 0, 0, &sums->image, sums->cxt);
-			if (*pointer != NULL)
-				return *pointer;
-		}
+		pointer = key_set_enter_pointers(&sums->pointers, &sums->image, shape,
+										 delta, delta_null, sums->cxt);
+		if (pointer != NULL && *pointer != NULL)
+			return *pointer;
 		oldcxt = MemoryContextSwitchTo(detoast_cxt);
 		dirty_key_detoast(shape, delta, delta_null, delta);
 		MemoryContextSwitchTo(oldcxt);

@@ -660,15 +660,10 @@ finder_receive(TupleTableSlot *slot, DestReceiver *self)
 	 */
 	if (dirty_key_is_toasted(shape, values, isnull))
 	{
-		resetStringInfo(&receiver->image);
-		if (dirty_key_pointer_image(&receiver->image, shape, values, isnull))
-		{
-			if (receiver->pointers == NULL)
-				receiver->pointers = key_set_create(receiver->cxt);
-			pointer = key_set_enter(receiver->pointers, 0, 0, &receiver->image, receiver->cxt);
-			if (*pointer != NULL)
-				return true;	/* its group is found */
-		}
+		pointer = key_set_enter_pointers(&receiver->pointers, &receiver->image, shape,
+										 values, isnull, receiver->cxt);
+		if (pointer != NULL && *pointer != NULL)
+			return true;		/* its group is found */
 		values = palloc(sizeof(Datum) * shape->nkeys);
 		dirty_key_detoast(shape, slot->tts_values, isnull, values);
 	}

@@ -571,13 +571,10 @@ note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 	/* the image of a varlena is of its plain bytes, as equal keys have */
 	for (int k = 0; k < src->key_natts; k++)
 	{
-		int			col = src->key_output[k];
-
-		key_isnull[k] = isnull[col];
-		key_values[k] = values[col];
-		if (!isnull[col] && oa->shapes[s].typlen[k] == -1)
-			key_values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[col]));
+		key_isnull[k] = isnull[src->key_output[k]];
+		key_values[k] = values[src->key_output[k]];
 	}
+	dirty_key_detoast(&oa->shapes[s], key_values, key_isnull, key_values);
 	resetStringInfo(&oa->image);
 	dirty_key_image(&oa->image, &oa->shapes[s], key_values, key_isnull);
 

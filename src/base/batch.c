@@ -225,6 +225,24 @@ dirty_key_pointer_image(StringInfo buf, const KeyShape *shape,
 }
 
 /*
+ * The place, in *pointers (a key set made in cxt when first needed), of a
+ * toasted key found by its pointer image (written into buf); NULL if the
+ * key has none.  The place holds the key's DirtyKey once the caller has
+ * found it by its value, NULL until then.
+ */
+DirtyKey **
+key_set_enter_pointers(HTAB **pointers, StringInfo buf, const KeyShape *shape,
+					   const Datum *values, const bool *isnull, MemoryContext cxt)
+{
+	resetStringInfo(buf);
+	if (!dirty_key_pointer_image(buf, shape, values, isnull))
+		return NULL;
+	if (*pointers == NULL)
+		*pointers = key_set_create(cxt);
+	return key_set_enter(*pointers, 0, 0, buf, cxt);
+}
+
+/*
  * plain[k] = values[k], detoasted (a copy in CurrentMemoryContext) where
  * it is toasted.  plain may be values itself; else dirty_key_detoast_free
  * frees the copies.

@@ -178,6 +178,9 @@ extern bool dirty_key_is_toasted(const KeyShape *shape, const Datum *values,
 								 const bool *isnull);
 extern bool dirty_key_pointer_image(StringInfo buf, const KeyShape *shape,
 									const Datum *values, const bool *isnull);
+extern DirtyKey **key_set_enter_pointers(HTAB **pointers, StringInfo buf,
+										 const KeyShape *shape, const Datum *values,
+										 const bool *isnull, MemoryContext cxt);
 extern void dirty_key_detoast(const KeyShape *shape, const Datum *values,
 							  const bool *isnull, Datum *plain);
 extern void dirty_key_detoast_free(const KeyShape *shape, const Datum *values,
