@@ -744,6 +744,11 @@ $node->safe_psql('postgres', "SELECT delta_join.drop_view('s_catching')");
 ok( DeltaJoinWorkload::poll_until(
 		$node, 'SELECT count(*) = 0 FROM delta_join.progress', 20),
 	'the view dropped while its create catches up: the create ends');
+# (its progress row goes before the call returns: the cancel below, for a
+# create that would not end, waits until the call has returned)
+DeltaJoinWorkload::poll_until(
+	$node, q{SELECT count(*) = 0 FROM pg_stat_activity
+	WHERE query LIKE '%create_view(''s_catching''%' AND state = 'active' AND pid <> pg_backend_pid()}, 20);
 kill 'CONT', $apply_pid;
 $node->safe_psql(
 	'postgres', q{
