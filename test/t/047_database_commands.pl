@@ -132,6 +132,13 @@ ok(slot_exists($slot), '... and the slot is kept');
 $node->safe_psql('three', "UPDATE acct SET v = rtrim(v, '+')");
 views_go_on('three', 'after FORCE was refused for a session');
 $session->quit;
+
+# a backend outlives its client's exit for a moment: the superuser sessions
+# (that one, and views_go_on's) must be gone, or FORCE meets them again
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 0 FROM pg_stat_activity
+	WHERE datname = 'three' AND backend_type = 'client backend'})
+  or die 'the sessions of three did not end';
 ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE three WITH (FORCE)',
 	extra_params => [ '-U', 'other' ]);
 is($ret, 0, 'FORCE by the owner, no superuser, once alone: goes through') or diag($err);
