@@ -89,9 +89,11 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -109,7 +111,9 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/queryenvironment.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
 
 #include "apply/apply_error.h"
 #include "apply/recompute.h"
@@ -131,6 +135,8 @@ bool		dj_additive_aggregates = true;
 
 /* delta_join.whole_recompute_fraction */
 static double dj_whole_recompute_fraction = 0.5;
+
+static void image_estimates(Query *query, QueryEnvironment *env);
 
 /* ----------------------------------------------------------------
  *		What the forms share
@@ -205,12 +211,16 @@ restrict_query(Query *query, List *conds, DeltaPlan *plan, Oid target, bool havi
 	return query;
 }
 
-/* Run a plan with those parameters (NULL: none), its rows going to dest */
+/*
+ * Run a plan with those parameters (NULL: none) and the ephemeral named
+ * relations of env (NULL: none), its rows going to dest
+ */
 static void
-run_plan(PlannedStmt *pstmt, const char *name, ParamListInfo params, DestReceiver *dest)
+run_plan(PlannedStmt *pstmt, const char *name, ParamListInfo params, QueryEnvironment *env,
+		 DestReceiver *dest)
 {
 	QueryDesc  *qd = CreateQueryDesc(pstmt, name, GetActiveSnapshot(), InvalidSnapshot,
-									 dest, params, NULL, 0);
+									 dest, params, env, 0);
 
 	ExecutorStart(qd, 0);
 	ExecutorRun_compat(qd, ForwardScanDirection, 0, true);
@@ -378,7 +388,8 @@ keyed_plan_init(KeyedPlan *kp, Query *query, const char *name)
  * the result.
  */
 static void
-keyed_plan_run(KeyedPlan *kp, int nkeys, ParamListInfo params, DestReceiver *dest)
+keyed_plan_run(KeyedPlan *kp, int nkeys, ParamListInfo params, QueryEnvironment *env,
+			   DestReceiver *dest)
 {
 	MemoryContext old;
 
@@ -388,11 +399,14 @@ keyed_plan_run(KeyedPlan *kp, int nkeys, ParamListInfo params, DestReceiver *des
 												  "delta_join set-based plan",
 												  ALLOCSET_DEFAULT_SIZES);
 		PlannedStmt *pstmt;
+		Query	   *query;
 
 		old = MemoryContextSwitchTo(cxt);
-		pstmt = pg_plan_query(copyObject(kp->query), kp->name, 0, params);
+		query = copyObject(kp->query);
+		image_estimates(query, env);
+		pstmt = pg_plan_query(query, kp->name, 0, params);
 		MemoryContextSwitchTo(old);
-		run_plan(pstmt, kp->name, params, dest);
+		run_plan(pstmt, kp->name, params, env, dest);
 		MemoryContextDelete(cxt);
 		return;
 	}
@@ -403,7 +417,7 @@ keyed_plan_run(KeyedPlan *kp, int nkeys, ParamListInfo params, DestReceiver *des
 									NULL);
 		MemoryContextSwitchTo(old);
 	}
-	run_plan(kp->generic, kp->name, params, dest);
+	run_plan(kp->generic, kp->name, params, env, dest);
 }
 
 static void
@@ -664,7 +678,7 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 														   rq->typbyval[k], rq->typalign[k]));
 		apply_error_keys(rq->src, run_keys[start], count);
 		keyed_plan_run(&rq->kp, count, run_params(rq->nkeys, arrays, no_nulls, rq->arraytypes),
-					   dest);
+					   NULL, dest);
 	}
 	apply_error_place = outer_place;
 }
@@ -774,7 +788,7 @@ recompute_run_groups(GroupQuery *gq, int nkeys, const Datum *values, const bool 
 {
 	ParamListInfo params = run_params(gq->nparams, values, isnull, gq->paramtypes);
 
-	keyed_plan_run(&gq->kp, gq->set_mode ? nkeys : 0, params, dest);
+	keyed_plan_run(&gq->kp, gq->set_mode ? nkeys : 0, params, NULL, dest);
 	pfree(params);
 }
 
@@ -846,40 +860,153 @@ image_map_mutator(Node *node, ImageMap *map)
 }
 
 /*
- * Add to query's range table "unnest($n, $n+1, ...) AS img_s", a column per
- * key column of src (source s), its parameters noted in fq; return its
- * index.
+ * The images of a replaced source's changed rows, as a finder or delta
+ * query reads them: an ephemeral named relation of the query (as a
+ * trigger's transition table is), a column per key column of the source
+ * and, weighed, their weights (int8) last.  Each execution fills a
+ * tuplestore with the images (image_environment), which the plan scans
+ * where they are: no array per column to build, unnest and join again.
+ */
+typedef struct ImageRelation
+{
+	char	   *name;
+	int			source;			/* index into plan->sources */
+	int			ncolumns;		/* of the source's key */
+	bool		weighed;
+	TupleDesc	desc;
+} ImageRelation;
+
+/*
+ * The images a generic plan expects of an image relation: as many as
+ * the planner guesses for unnest() of an array it does not know
+ */
+#define IMAGE_GENERIC_ROWS	10
+
+/*
+ * Add to query's range table the image relation img_s of src (source s),
+ * weighed or not, noted in fq; return its index.
  */
 static int
-add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source)
+add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source, bool weighed)
 {
-	int			p = fq->nparams;
+	ImageRelation *image = palloc0(sizeof(ImageRelation));
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	List	   *colnames = NIL;
 
-	query->rtable = lappend(query->rtable,
-							unnest_keys_entry(query, src, p + 1, psprintf("img_%d", source + 1),
-											  "c", fq->elemtypes + p, fq->arraytypes + p,
-											  fq->typlen + p, fq->typbyval + p,
-											  fq->typalign + p));
-	for (int k = 0; k < src->key_natts; k++)
+	image->name = psprintf("delta_join_image_%d", source + 1);
+	image->source = source;
+	image->ncolumns = src->key_natts;
+	image->weighed = weighed;
+	image->desc = CreateTemplateTupleDesc(src->key_natts + (weighed ? 1 : 0));
+	for (int k = 0; k < image->desc->natts; k++)
 	{
-		fq->param_source[p + k] = source;
-		fq->param_column[p + k] = k;
+		Var		   *var = k < src->key_natts ?
+			column_var(query, src->rtindex, src->key_attnums[k]) :
+			makeVar(0, 0, INT8OID, -1, InvalidOid, 0);
+		char	   *colname = k < src->key_natts ? psprintf("c%d", k + 1) : "w";
+
+		TupleDescInitEntry(image->desc, k + 1, colname, var->vartype, var->vartypmod, 0);
+		TupleDescInitEntryCollation(image->desc, k + 1, var->varcollid);
+		rte->coltypes = lappend_oid(rte->coltypes, var->vartype);
+		rte->coltypmods = lappend_int(rte->coltypmods, var->vartypmod);
+		rte->colcollations = lappend_oid(rte->colcollations, var->varcollid);
+		colnames = lappend(colnames, makeString(pstrdup(colname)));
 	}
-	fq->nparams += src->key_natts;
+	rte->rtekind = RTE_NAMEDTUPLESTORE;
+	rte->relid = InvalidOid;
+	rte->enrname = image->name;
+	rte->enrtuples = IMAGE_GENERIC_ROWS;
+	rte->inFromCl = true;
+	rte->eref = makeAlias(psprintf("img_%d", source + 1), colnames);
+	rte->alias = rte->eref;
+	query->rtable = lappend(query->rtable, rte);
+	fq->images = lappend(fq->images, image);
 	return list_length(query->rtable);
 }
 
-/* Room in fq for the parameters of nparams image columns and one more */
-static void
-finder_query_params(FinderQuery *fq, int nparams)
+/*
+ * The ephemeral named relations of one execution of fq: each image
+ * relation's tuplestore holding the images of keys[source] (DirtyKey *),
+ * with their weights when weighed; *nimages is the most rows of one.
+ * (The tuplestores live in the current memory context: image_free.)
+ */
+static QueryEnvironment *
+image_environment(FinderQuery *fq, List **keys, int *nimages)
 {
-	fq->param_source = palloc(sizeof(int) * (nparams + 1));
-	fq->param_column = palloc(sizeof(int) * (nparams + 1));
-	fq->elemtypes = palloc(sizeof(Oid) * (nparams + 1));
-	fq->arraytypes = palloc(sizeof(Oid) * (nparams + 1));
-	fq->typlen = palloc(sizeof(int16) * (nparams + 1));
-	fq->typbyval = palloc(sizeof(bool) * (nparams + 1));
-	fq->typalign = palloc(sizeof(char) * (nparams + 1));
+	QueryEnvironment *env = create_queryEnv();
+	ListCell   *lc;
+
+	*nimages = 0;
+	foreach(lc, fq->images)
+	{
+		ImageRelation *image = lfirst(lc);
+		EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+		Tuplestorestate *store = tuplestore_begin_heap(false, false, work_mem);
+		int			natts = image->desc->natts;
+		Datum	   *values = palloc(sizeof(Datum) * natts);
+		bool	   *isnull = palloc(sizeof(bool) * natts);
+		ListCell   *lc2;
+
+		foreach(lc2, keys[image->source])
+		{
+			DirtyKey   *key = lfirst(lc2);
+
+			for (int k = 0; k < image->ncolumns; k++)
+			{
+				values[k] = key->values[k];
+				isnull[k] = key->isnull[k];
+				if (!isnull[k] && TupleDescAttr(image->desc, k)->attlen == -1 &&
+					VARATT_IS_EXTERNAL(DatumGetPointer(values[k])))
+					values[k] = PointerGetDatum(detoast_external_attr((struct varlena *)
+																	  DatumGetPointer(values[k])));
+			}
+			if (image->weighed)
+			{
+				values[natts - 1] = Int64GetDatum(key->weight);
+				isnull[natts - 1] = false;
+			}
+			tuplestore_putvalues(store, image->desc, values, isnull);
+		}
+		enr->md.name = image->name;
+		enr->md.reliddesc = InvalidOid;
+		enr->md.tupdesc = image->desc;
+		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+		enr->md.enrtuples = list_length(keys[image->source]);
+		enr->reldata = store;
+		register_ENR(env, enr);
+		*nimages = Max(*nimages, list_length(keys[image->source]));
+	}
+	return env;
+}
+
+/* Let go of the tuplestores of an image_environment of fq */
+static void
+image_free(FinderQuery *fq, QueryEnvironment *env)
+{
+	ListCell   *lc;
+
+	foreach(lc, fq->images)
+		tuplestore_end(get_ENR(env, ((ImageRelation *) lfirst(lc))->name)->reldata);
+}
+
+/*
+ * A query to be planned for the images of env (set-based apply): its image
+ * relations estimated at the rows they hold
+ */
+static void
+image_estimates(Query *query, QueryEnvironment *env)
+{
+	ListCell   *lc;
+
+	if (env == NULL)
+		return;
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_NAMEDTUPLESTORE)
+			rte->enrtuples = get_ENR(env, rte->enrname)->md.enrtuples;
+	}
 }
 
 /*
@@ -969,15 +1096,9 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 	List	   *quals = NIL;
 	List	   *tlist = NIL;
 	List	   *groups = NIL;
-	int			nparams = 0;
 	int			anti_join = bms_is_empty(replaced) ? 0 :
 		((DeltaSource *) list_nth(plan->sources, bms_next_member(replaced, -1)))->anti_join;
-	int			s = -1;
 	ListCell   *lc;
-
-	while ((s = bms_next_member(replaced, s)) >= 0)
-		nparams += ((DeltaSource *) list_nth(plan->sources, s))->key_natts;
-	finder_query_params(fq, nparams);
 
 	map.plan = plan;
 	map.replaced = replaced;
@@ -997,7 +1118,7 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 			continue;
 		}
 		if (bms_is_member(source, replaced))
-			rtindex = map.image_rtindex[source] = add_image_entry(fq, query, src, source);
+			rtindex = map.image_rtindex[source] = add_image_entry(fq, query, src, source, false);
 		fromlist = lappend(fromlist, makeNode(RangeTblRef));
 		((RangeTblRef *) llast(fromlist))->rtindex = rtindex;
 	}
@@ -1022,27 +1143,6 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 	return fq;
 }
 
-/* The array of parameter p of an image query: its column of each key */
-static Datum
-image_array(FinderQuery *fq, int p, List *keys)
-{
-	int			n = list_length(keys);
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
-	int			lbound = 1;
-	ListCell   *lc;
-
-	foreach(lc, keys)
-	{
-		DirtyKey   *key = lfirst(lc);
-
-		elems[foreach_current_index(lc)] = key->values[fq->param_column[p]];
-		nulls[foreach_current_index(lc)] = key->isnull[fq->param_column[p]];
-	}
-	return PointerGetDatum(construct_md_array(elems, nulls, 1, &n, &lbound, fq->elemtypes[p],
-											  fq->typlen[p], fq->typbyval[p], fq->typalign[p]));
-}
-
 /*
  * Run a finder query with the images of its replaced sources: keys[s], the
  * dirty keys (DirtyKey *) of source s, for each of them, all in one
@@ -1051,17 +1151,11 @@ image_array(FinderQuery *fq, int p, List *keys)
 void
 recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
 {
-	Datum	   *arrays = palloc(sizeof(Datum) * Max(fq->nparams, 1));
-	bool	   *no_nulls = palloc0(sizeof(bool) * Max(fq->nparams, 1));
-	int			nimages = 0;
+	int			nimages;
+	QueryEnvironment *env = image_environment(fq, keys, &nimages);
 
-	for (int p = 0; p < fq->nparams; p++)
-	{
-		nimages = Max(nimages, list_length(keys[fq->param_source[p]]));
-		arrays[p] = image_array(fq, p, keys[fq->param_source[p]]);
-	}
-	keyed_plan_run(&fq->kp, nimages, run_params(fq->nparams, arrays, no_nulls, fq->arraytypes),
-				   dest);
+	keyed_plan_run(&fq->kp, nimages, NULL, env, dest);
+	image_free(fq, env);
 }
 
 /* ----------------------------------------------------------------
@@ -1130,7 +1224,7 @@ weighed(Expr *arg, Var *weight)
  * Plan the delta query of an additive aggregate over joins for a batch that
  * changed source s only (analyze_additive.c): the view's joins and
  * conditions with s replaced by the weighed images of its changed rows --
- *		unnest($1::c1[], ..., $n::cn[], $n+1::int8[]) AS img_s(c1, ..., cn, w)
+ *		img_s(c1, ..., cn, w), an image relation (add_image_entry)
  * -- the other sources read as they are, grouped by the group key.  Its
  * rows are the group key's columns, then the sum of the weights (the
  * change of the group's rows), then for each aggregate output column the
@@ -1145,7 +1239,6 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	DeltaSource *src = list_nth(plan->sources, source);
 	Query	   *query = copyObject(plan->query);
 	ImageMap	map;
-	RangeTblEntry *image;
 	List	   *fromlist = NIL;
 	List	   *quals = NIL;
 	List	   *tlist = NIL;
@@ -1153,8 +1246,6 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 	Var		   *weight;
 	int			c = 0;
 	ListCell   *lc;
-
-	finder_query_params(fq, src->key_natts);
 
 	map.plan = plan;
 	map.replaced = bms_make_singleton(source);
@@ -1168,18 +1259,13 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 		int			rtindex = other->rtindex;
 
 		if (foreach_current_index(lc) == source)
-			rtindex = map.image_rtindex[source] = add_image_entry(fq, query, src, source);
+			rtindex = map.image_rtindex[source] = add_image_entry(fq, query, src, source, true);
 		fromlist = lappend(fromlist, makeNode(RangeTblRef));
 		((RangeTblRef *) llast(fromlist))->rtindex = rtindex;
 	}
 
-	/* the weights: one more column of the images */
-	image = llast(query->rtable);
-	fq->weight_param = fq->nparams + 1;
-	image->functions = lappend(image->functions,
-							   unnest_function(INT8OID, InvalidOid, fq->weight_param));
-	image->eref->colnames = lappend(image->eref->colnames, makeString(pstrdup("w")));
-	weight = makeVar(list_length(query->rtable), src->key_natts + 1, INT8OID, -1, InvalidOid, 0);
+	/* the weights: the images' last column */
+	weight = makeVar(map.image_rtindex[source], src->key_natts + 1, INT8OID, -1, InvalidOid, 0);
 
 	/* every condition: the images hold every column the query reads */
 	foreach(lc, plan->quals)
@@ -1234,24 +1320,15 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 void
 recompute_run_delta(FinderQuery *fq, List *keys, DestReceiver *dest)
 {
-	int			n = list_length(keys);
-	Datum	   *arrays = palloc(sizeof(Datum) * (fq->nparams + 1));
-	bool	   *no_nulls = palloc0(sizeof(bool) * (fq->nparams + 1));
-	Oid		   *types = palloc(sizeof(Oid) * (fq->nparams + 1));
-	Datum	   *weights = palloc(sizeof(Datum) * Max(n, 1));
-	ListCell   *lc;
+	ImageRelation *image = linitial(fq->images);
+	List	  **by_source = palloc0(sizeof(List *) * (image->source + 1));
+	int			nimages;
+	QueryEnvironment *env;
 
-	for (int p = 0; p < fq->nparams; p++)
-	{
-		arrays[p] = image_array(fq, p, keys);
-		types[p] = fq->arraytypes[p];
-	}
-	foreach(lc, keys)
-		weights[foreach_current_index(lc)] = Int64GetDatum(((DirtyKey *) lfirst(lc))->weight);
-	arrays[fq->nparams] = PointerGetDatum(construct_array(weights, n, INT8OID, sizeof(int64),
-														  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	types[fq->nparams] = INT8ARRAYOID;
-	keyed_plan_run(&fq->kp, n, run_params(fq->nparams + 1, arrays, no_nulls, types), dest);
+	by_source[image->source] = keys;
+	env = image_environment(fq, by_source, &nimages);
+	keyed_plan_run(&fq->kp, nimages, NULL, env, dest);
+	image_free(fq, env);
 }
 
 /* ----------------------------------------------------------------
@@ -1289,6 +1366,6 @@ recompute_run_all(DeltaPlan *plan, Oid target, DestReceiver *dest, bool gathered
 	}
 	run_plan(pg_plan_query(restrict_query(query, NIL, plan, target, false), VIEW_QUERY_NAME,
 						   gathered ? CURSOR_OPT_PARALLEL_OK : 0, NULL),
-			 VIEW_QUERY_NAME, NULL, dest);
+			 VIEW_QUERY_NAME, NULL, NULL, dest);
 	apply_error_place = outer_place;
 }

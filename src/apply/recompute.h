@@ -70,15 +70,7 @@ typedef struct FinderQuery
 {
 	KeyedPlan	kp;
 	int			ngroup;			/* its output: the group key's columns */
-	int			nparams;		/* an array per key column of each image */
-	int			weight_param;	/* a delta query's: the images' weights */
-	int		   *param_source;	/* per parameter: its source (index) ... */
-	int		   *param_column;	/* ... and key column */
-	Oid		   *elemtypes;
-	Oid		   *arraytypes;
-	int16	   *typlen;
-	bool	   *typbyval;
-	char	   *typalign;
+	List	   *images;			/* ImageRelation *, per replaced source */
 } FinderQuery;
 
 extern RegionQuery *recompute_prepare(DeltaPlan *plan, Oid target, int source,
