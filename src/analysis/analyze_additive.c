@@ -212,16 +212,11 @@ additive_refusal(Analysis *a)
 		for (int k = 0; k < src->wide_natts; k++)
 		{
 			AttrNumber	att = src->wide_attnums[k];
-			Oid			type;
 			Oid			culprit;
 
 			if (compat_column_is_virtual(src->relid, att))
 				return psprintf("column %s of %s is a virtual generated column",
 								analysis_column_label(src, att), analysis_source_label(src));
-			if (!analysis_passes_as_array(src, att, &type))
-				return psprintf("column %s of %s has type %s, which an array of changed rows cannot hold",
-								analysis_column_label(src, att), analysis_source_label(src),
-								format_type_be(type));
 			if (!analysis_logged_in_old_row(src, att, &culprit))
 				return psprintf("column %s of %s is not in the replica identity of %s (ALTER TABLE %s REPLICA IDENTITY FULL)",
 								analysis_column_label(src, att), analysis_source_label(src),

@@ -207,26 +207,11 @@ analysis_aggregate_join(Analysis *a)
 		{
 			Oid			culprit;
 			char	   *culprit_name;
-			Oid			type;
 
 			if (analysis_refuse_virtual(a, src, src->key_attnums[k],
 										"keyed recompute of groups through joins"))
 				continue;
 
-			/*
-			 * The finder queries pass a batch's changed rows as one array per
-			 * column, unnested in their FROM.
-			 */
-			if (!analysis_passes_as_array(src, src->key_attnums[k], &type))
-			{
-				analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-					   psprintf("keyed recompute of groups through joins: column %s of %s, which the group key or a join condition reads, has type %s",
-								analysis_column_label(src, src->key_attnums[k]),
-								analysis_source_label(src), format_type_be(type)),
-					   pstrdup("The groups a batch's changed rows leave and enter are found from arrays of their values, which cannot hold arrays and do not keep composite values whole."),
-					   pstrdup("Let strategy auto maintain the view by full recompute."));
-				continue;
-			}
 			if (analysis_logged_in_old_row(src, src->key_attnums[k], &culprit))
 				continue;
 			culprit_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(culprit)),

@@ -31,8 +31,9 @@
  *	finder query	(recompute_prepare_finder, recompute_run_finder) the
  *					query's joins and conditions, some of its sources
  *					replaced by the images of their changed rows --
- *						unnest($1::c1[], $2::c2[], ...) AS img_s(c1, c2, ...)
- *					the columns the group key and the conditions between
+ *						img_s(c1, c2, ...), an ephemeral named relation
+ *					(a tuplestore the query scans, add_image_entry) of the
+ *					columns the group key and the conditions between
  *					sources read (DeltaSource.key_attnums) -- projecting the
  *					group key, grouped by it: each dirty group once.
  *					Conditions reading other columns of a replaced source
@@ -58,8 +59,9 @@
  *
  * How each execution is planned (set-based apply, issue 22 item 4): an
  * execution of a set of at least delta_join.set_apply_min_keys keys -- a
- * region query's, a group query's in set mode, a finder query's -- is
- * planned for its keys, as a custom plan with the keys as constants, and a
+ * region query's, a group query's in set mode, a finder or delta query's
+ * -- is planned for its keys, as a custom plan with the keys as constants
+ * (or its image relations estimated at the rows they hold), and a
  * run of up to RECOMPUTE_SET_CHUNK keys is one execution: the planner sees
  * how many keys there are, and takes a hash join over a sequential scan
  * when they reach much of a table, where the generic plan, which knows

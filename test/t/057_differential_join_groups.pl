@@ -8,7 +8,8 @@
 #   orders    (id PK, merchant_id, item_id, amount, status)
 #   items     (id PK, category)
 #
-# and four aggregate views, two SELECT DISTINCT views over inner joins
+# (merchants also with an array column, tags, and one of a composite type,
+# place) and six aggregate views, two SELECT DISTINCT views over inner joins
 # (issue 22, item 2), two semi-joins and three anti-joins (issue 22, item
 # 3), created with strategy auto, each of which must take the new path
 # (views.mode):
@@ -38,7 +39,11 @@
 #    (a subquery that joins two tables), with a small max_batch_size;
 #  - anti_semi_merchants: the DISTINCT regions and ids of merchants whose
 #    tier is an item's id and that have no big order without a status (a
-#    semi-join and an anti-join).
+#    semi-join and an anti-join);
+#  - by_tags: by_region's join grouped by an array column of merchants
+#    (NULL, or holding NULLs, at times), count and sum only (additive);
+#  - by_place_status: grouped by a composite column of merchants (NULL,
+#    or with NULL fields, at times) and an order column, with max.
 #
 # Several concurrent pgbench clients then write on every source: inserts,
 # updates of amounts, moves of orders between merchants and items (join
@@ -111,7 +116,11 @@ sub queries
 		"$s.anti_semi_merchants" => qq{SELECT DISTINCT m.region, m.id AS merchant FROM $s.merchants m
   WHERE EXISTS (SELECT 1 FROM $s.items i WHERE i.id = m.tier)
     AND NOT EXISTS (SELECT 1 FROM $s.orders o2
-      WHERE o2.merchant_id = m.id AND o2.status IS NULL AND o2.amount > 500)});
+      WHERE o2.merchant_id = m.id AND o2.status IS NULL AND o2.amount > 500)},
+		"$s.by_tags" => qq{SELECT m.tags, count(*) AS n, sum(o.amount) AS total
+  FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id GROUP BY m.tags},
+		"$s.by_place_status" => qq{SELECT m.place, o.status, count(*) AS n, max(o.id) AS last_id
+  FROM $s.orders o JOIN $s.merchants m ON m.id = o.merchant_id GROUP BY m.place, o.status});
 }
 
 sub scripts
@@ -139,7 +148,11 @@ sub scripts
 };
 	my $delete_order = qq{DELETE FROM $s.orders WHERE id = :o;
 };
-	my $update_merchant = qq{UPDATE $s.merchants SET region = $region, tier = :n % 3 WHERE id = :m;
+	my $update_merchant = qq{UPDATE $s.merchants SET region = $region, tier = :n % 3,
+    tags = CASE WHEN :n = 1 THEN NULL ELSE ARRAY[:n % 3, NULLIF(:n % 2, 0)] END,
+    place = CASE WHEN :n = 2 THEN NULL
+      ELSE ROW(:n % 2, CASE WHEN :n = 5 THEN NULL ELSE 'p' || (:n % 3) END)::$s.spot END
+  WHERE id = :m;
 };
 	my $update_item = qq{UPDATE $s.items SET category = CASE WHEN :n = 0 THEN NULL ELSE 'c' || (:n % 3) END
   WHERE id = :i;
@@ -214,7 +227,9 @@ foreach my $seed (@run)
 		'postgres', qq{
 		SELECT setseed(1.0 / $seed);
 		CREATE SCHEMA $s;
-		CREATE TABLE $s.merchants (id int PRIMARY KEY, region text, tier int);
+		CREATE TYPE $s.spot AS (a int, b text);
+		CREATE TABLE $s.merchants (id int PRIMARY KEY, region text, tier int, tags int[],
+		  place $s.spot);
 		CREATE TABLE $s.items (id int PRIMARY KEY, category text);
 		CREATE TABLE $s.orders (id int PRIMARY KEY, merchant_id int, item_id int,
 		  amount numeric(12,2), status text);
@@ -224,7 +239,10 @@ foreach my $seed (@run)
 		ALTER TABLE $s.items REPLICA IDENTITY FULL;
 		ALTER TABLE $s.orders REPLICA IDENTITY FULL;
 		INSERT INTO $s.merchants
-		  SELECT g, CASE WHEN random() < 0.15 THEN NULL ELSE 'r' || (g % 4) END, g % 3
+		  SELECT g, CASE WHEN random() < 0.15 THEN NULL ELSE 'r' || (g % 4) END, g % 3,
+		         CASE WHEN random() < 0.1 THEN NULL ELSE ARRAY[g % 3, NULLIF(g % 2, 0)] END,
+		         CASE WHEN random() < 0.1 THEN NULL
+		           ELSE ROW(g % 2, CASE WHEN g % 5 = 0 THEN NULL ELSE 'p' || (g % 3) END)::$s.spot END
 		  FROM generate_series(1, $merchants) g;
 		INSERT INTO $s.items
 		  SELECT g, CASE WHEN random() < 0.1 THEN NULL ELSE 'c' || (g % 3) END
