@@ -112,7 +112,6 @@ extern bool analysis_check_citus(Analysis *a, Oid relid, const char *label);
 extern bool analysis_check_rls(Analysis *a, Oid relid, const char *label);
 extern bool analysis_partitions_decodable(Analysis *a, Oid relid, const char *label);
 extern int	analysis_partition_key(Analysis *a, DeltaSource *src, AttrNumber **attnums);
-extern bool analysis_passes_as_array(DeltaSource *src, AttrNumber att, Oid *type);
 extern bool analysis_logged_in_old_row(DeltaSource *src, AttrNumber att, Oid *culprit);
 extern bool analysis_refuse_virtual(Analysis *a, DeltaSource *src, AttrNumber att,
 									const char *rule);

@@ -1146,36 +1146,6 @@ check_old_keys_logged(Analysis *a)
 }
 
 /*
- * Outer joins and keyed recompute recompute the rows of a batch's changed
- * keys with region queries (recompute.c), which pass each key column as an
- * array: every key column must pass as one.
- */
-static void
-check_keys_as_arrays(Analysis *a)
-{
-	ListCell   *lc;
-
-	foreach(lc, a->plan->sources)
-	{
-		DeltaSource *src = lfirst(lc);
-
-		for (int k = 0; k < src->key_natts; k++)
-		{
-			Oid			type;
-
-			if (analysis_passes_as_array(src, src->key_attnums[k], &type))
-				continue;
-			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
-				   psprintf("key column %s of %s has type %s, which a recompute by key cannot pass",
-							analysis_column_label(src, src->key_attnums[k]),
-							analysis_source_label(src), format_type_be(type)),
-				   pstrdup("With outer joins, and on keyed recompute, the rows of a batch's changed keys are recomputed from arrays of the keys' values, which cannot hold arrays and do not keep composite values whole."),
-				   pstrdup("Key the source by columns of other types, or let strategy auto maintain the view by full recompute."));
-		}
-	}
-}
-
-/*
  * A delta join computes its rows from the rows decoding gives and lookups
  * fetch, which hold NULL for a virtual generated column: refuse each one
  * the query reads, once (a join's alias stands for the columns it joins).
@@ -1264,6 +1234,4 @@ analysis_join(Analysis *a)
 	check_join_filters(a);
 	if (plan->options.retract || plan->has_outer)
 		check_old_keys_logged(a);
-	if (a->path == DJ_PATH_KEYED || plan->has_outer)
-		check_keys_as_arrays(a);
 }

@@ -394,19 +394,6 @@ relation_logs_column(Relation rel, AttrNumber att)
 }
 
 /*
- * Can values of column att of the source be passed to a recompute as an
- * array, unnested in its FROM (recompute.c)?  Not those of a type with no
- * array type (an array), nor of a composite type, whose unnest gives its
- * fields instead of the value.
- */
-bool
-analysis_passes_as_array(DeltaSource *src, AttrNumber att, Oid *type)
-{
-	*type = get_atttype(src->relid, att);
-	return OidIsValid(get_array_type(*type)) && !type_is_rowtype(*type);
-}
-
-/*
  * Is column att of the source in the old row a decoded DELETE carries: its
  * replica identity (the primary key by default, another unique index, all
  * columns with REPLICA IDENTITY FULL, none with NOTHING)?  For a

@@ -11,7 +11,8 @@
  *	region query	(recompute_prepare, recompute_run; outer joins, retract
  *					mode, keyed recompute of a join) the keys as a relation
  *					joined to the query:
- *						unnest($1::k1[], $2::k2[], ...) AS keys(k1, k2, ...)
+ *						keys(k1, k2, ...), a key relation (a tuplestore
+ *						the query scans, key_relation_entry)
  *					in its FROM list and "s.k1 = keys.k1 AND ..." in its
  *					WHERE clause, plus "a.pk IS NULL" for the sources the
  *					region requires to be null-extended (the anchors before
@@ -31,8 +32,8 @@
  *	finder query	(recompute_prepare_finder, recompute_run_finder) the
  *					query's joins and conditions, some of its sources
  *					replaced by the images of their changed rows --
- *						img_s(c1, c2, ...), an ephemeral named relation
- *					(a tuplestore the query scans, add_image_entry) of the
+ *						img_s(k1, k2, ...), a key relation (a tuplestore
+ *					the query scans, key_relation_entry) of the
  *					columns the group key and the conditions between
  *					sources read (DeltaSource.key_attnums) -- projecting the
  *					group key, grouped by it: each dirty group once.
@@ -138,8 +139,6 @@ bool		dj_additive_aggregates = true;
 /* delta_join.whole_recompute_fraction */
 static double dj_whole_recompute_fraction = 0.5;
 
-static void image_estimates(Query *query, QueryEnvironment *env);
-
 /* ----------------------------------------------------------------
  *		What the forms share
  * ----------------------------------------------------------------
@@ -211,6 +210,162 @@ restrict_query(Query *query, List *conds, DeltaPlan *plan, Oid target, bool havi
 	}
 	compat_set_nullingrels(query);
 	return query;
+}
+
+/*
+ * A set of keys of a source, or of images of its changed rows, as a query
+ * reads them: an ephemeral named relation of the query (as a trigger's
+ * transition table is), a column per key column of the source and,
+ * weighed, the rows' weights (int8) last.  Each execution fills a
+ * tuplestore with them (key_relation_fill), which the plan scans where it
+ * is: no array per column to build, unnest and join again, and an array
+ * or a composite value stays whole.
+ */
+typedef struct KeyRelation
+{
+	char	   *name;			/* of the relation, in its query */
+	int			source;			/* index into plan->sources */
+	int			ncolumns;		/* the source's key columns */
+	bool		weighed;
+	TupleDesc	desc;
+} KeyRelation;
+
+/*
+ * The rows a generic plan expects of a key relation: as many as the
+ * planner guesses for unnest() of an array it does not know
+ */
+#define KEY_RELATION_GENERIC_ROWS	10
+
+/*
+ * A range-table entry for the key relation of src (source s), weighed or
+ * not, named alias in the query; *rel describes it.
+ */
+static RangeTblEntry *
+key_relation_entry(Query *query, DeltaSource *src, int source, const char *alias,
+				   bool weighed, KeyRelation **rel)
+{
+	KeyRelation *kr = palloc0(sizeof(KeyRelation));
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	List	   *colnames = NIL;
+
+	kr->name = psprintf("delta_join_%s", alias);
+	kr->source = source;
+	kr->ncolumns = src->key_natts;
+	kr->weighed = weighed;
+	kr->desc = CreateTemplateTupleDesc(src->key_natts + (weighed ? 1 : 0));
+	for (int k = 0; k < kr->desc->natts; k++)
+	{
+		Var		   *var = k < src->key_natts ?
+			column_var(query, src->rtindex, src->key_attnums[k]) :
+			makeVar(0, 0, INT8OID, -1, InvalidOid, 0);
+		char	   *colname = k < src->key_natts ? psprintf("k%d", k + 1) : "w";
+
+		TupleDescInitEntry(kr->desc, k + 1, colname, var->vartype, var->vartypmod, 0);
+		TupleDescInitEntryCollation(kr->desc, k + 1, var->varcollid);
+		rte->coltypes = lappend_oid(rte->coltypes, var->vartype);
+		rte->coltypmods = lappend_int(rte->coltypmods, var->vartypmod);
+		rte->colcollations = lappend_oid(rte->colcollations, var->varcollid);
+		colnames = lappend(colnames, makeString(pstrdup(colname)));
+	}
+	rte->rtekind = RTE_NAMEDTUPLESTORE;
+	rte->relid = InvalidOid;
+	rte->enrname = kr->name;
+	rte->enrtuples = KEY_RELATION_GENERIC_ROWS;
+	rte->inFromCl = true;
+	rte->eref = makeAlias(alias, colnames);
+	rte->alias = rte->eref;
+	*rel = kr;
+	return rte;
+}
+
+/*
+ * Register in env the key relation rel holding keys[0 .. n - 1] (DirtyKey
+ * *, values in key order), with their weights when weighed: a tuplestore
+ * in the current memory context (key_relations_free).
+ */
+static void
+key_relation_fill(KeyRelation *rel, QueryEnvironment *env, DirtyKey **keys, int n)
+{
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+	Tuplestorestate *store = tuplestore_begin_heap(false, false, work_mem);
+	int			natts = rel->desc->natts;
+	Datum	   *values = palloc(sizeof(Datum) * natts);
+	bool	   *isnull = palloc(sizeof(bool) * natts);
+
+	for (int i = 0; i < n; i++)
+	{
+		for (int k = 0; k < rel->ncolumns; k++)
+		{
+			values[k] = keys[i]->values[k];
+			isnull[k] = keys[i]->isnull[k];
+			if (!isnull[k] && TupleDescAttr(rel->desc, k)->attlen == -1 &&
+				VARATT_IS_EXTERNAL(DatumGetPointer(values[k])))
+				values[k] = PointerGetDatum(detoast_external_attr((struct varlena *)
+																  DatumGetPointer(values[k])));
+		}
+		if (rel->weighed)
+		{
+			values[natts - 1] = Int64GetDatum(keys[i]->weight);
+			isnull[natts - 1] = false;
+		}
+		tuplestore_putvalues(store, rel->desc, values, isnull);
+	}
+	enr->md.name = rel->name;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = rel->desc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = n;
+	enr->reldata = store;
+	register_ENR(env, enr);
+	pfree(values);
+	pfree(isnull);
+}
+
+/* Let go of the tuplestores of the key relations rels (KeyRelation *) in env */
+static void
+key_relations_free(QueryEnvironment *env, List *rels)
+{
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		KeyRelation *rel = lfirst(lc);
+
+		tuplestore_end(get_ENR(env, rel->name)->reldata);
+		unregister_ENR(env, rel->name);
+	}
+}
+
+/* The keys of a list (DirtyKey *), as an array */
+static DirtyKey **
+key_array(List *keys)
+{
+	DirtyKey  **array = palloc(sizeof(DirtyKey *) * Max(list_length(keys), 1));
+	ListCell   *lc;
+
+	foreach(lc, keys)
+		array[foreach_current_index(lc)] = lfirst(lc);
+	return array;
+}
+
+/*
+ * A query to be planned for the keys of env (set-based apply): its key
+ * relations estimated at the rows they hold
+ */
+static void
+key_estimates(Query *query, QueryEnvironment *env)
+{
+	ListCell   *lc;
+
+	if (env == NULL)
+		return;
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_NAMEDTUPLESTORE)
+			rte->enrtuples = get_ENR(env, rte->enrname)->md.enrtuples;
+	}
 }
 
 /*
@@ -349,8 +504,9 @@ recompute_chunk_size(int nkeys, int generic_chunk)
 
 /*
  * How many of the n keys from keys[0] one execution takes: at most chunk,
- * and no more than about RECOMPUTE_SET_BYTES of their values (each array
- * is limited to 1 GB, and a plan for the keys copies it), at least one.
+ * and no more than about RECOMPUTE_SET_BYTES of their values (an array of
+ * a group query's keys is limited to 1 GB, and a plan for the keys copies
+ * it; a key relation's tuplestore would go to disk), at least one.
  * ncols columns of the types given.
  */
 int
@@ -405,7 +561,7 @@ keyed_plan_run(KeyedPlan *kp, int nkeys, ParamListInfo params, QueryEnvironment 
 
 		old = MemoryContextSwitchTo(cxt);
 		query = copyObject(kp->query);
-		image_estimates(query, env);
+		key_estimates(query, env);
 		pstmt = pg_plan_query(query, kp->name, 0, params);
 		MemoryContextSwitchTo(old);
 		run_plan(pstmt, kp->name, params, env, dest);
@@ -503,57 +659,14 @@ unnest_entry(int n, const Oid *types, const Oid *collations, int first_param,
 }
 
 /*
- * The unnest_entry of the key columns of src; the types of the key columns
- * and of their arrays are set in the arrays given, from index 0.
- */
-static RangeTblEntry *
-unnest_keys_entry(Query *query, DeltaSource *src, int first_param, const char *alias,
-				  const char *colprefix, Oid *elemtypes, Oid *arraytypes, int16 *typlen,
-				  bool *typbyval, char *typalign)
-{
-	Oid		   *collations = palloc(sizeof(Oid) * Max(src->key_natts, 1));
-
-	for (int k = 0; k < src->key_natts; k++)
-	{
-		Var		   *var = column_var(query, src->rtindex, src->key_attnums[k]);
-
-		elemtypes[k] = var->vartype;
-		collations[k] = var->varcollid;
-		arraytypes[k] = get_array_type(var->vartype);
-		if (!OidIsValid(arraytypes[k]))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the key of source %s has a column of type %s, which has no array type",
-							dj_message_name(src->relname), format_type_be(var->vartype))));
-
-		/*
-		 * unnest() of an array of a composite type returns the fields of
-		 * each value as columns, not the value: the column keys.kN would
-		 * hold its first field, which a plan for the keys (set-based apply)
-		 * reads as the composite value and crashes on.
-		 */
-		if (type_is_rowtype(var->vartype))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the key of source %s has a column of composite type %s",
-							dj_message_name(src->relname), format_type_be(var->vartype)),
-					 errdetail("A set of keys is read as the columns of unnest(), which returns the fields of a composite value.")));
-		get_typlenbyvalalign(var->vartype, &typlen[k], &typbyval[k], &typalign[k]);
-	}
-	return unnest_entry(src->key_natts, elemtypes, collations, first_param, alias, colprefix);
-}
-
-/*
- * Add "unnest($1, $2, ...) AS keys" to the query's FROM list, one column
- * per key column of src, and return "src.key = keys.key ...", the
+ * Add the key relation "keys" to the query's FROM list, a column per key
+ * column of src (source s), and return "src.key = keys.key ...", the
  * conditions for its WHERE clause.
  */
 static List *
-add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
+add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src, int source)
 {
-	RangeTblEntry *rte = unnest_keys_entry(query, src, 1, "keys", "k", rq->elemtypes,
-										   rq->arraytypes, rq->typlen, rq->typbyval,
-										   rq->typalign);
+	RangeTblEntry *rte = key_relation_entry(query, src, source, "keys", false, &rq->keys);
 	RangeTblRef *rtr = makeNode(RangeTblRef);
 	List	   *conds = NIL;
 	int			rtindex;
@@ -571,6 +684,8 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src)
 		Oid			eq = ordinary_equality_operator(var->vartype);
 		Expr	   *cond = make_opclause(eq, BOOLOID, false, (Expr *) var, (Expr *) key,
 										 InvalidOid, var->varcollid);
+
+		get_typlenbyval(var->vartype, &rq->typlen[k], &rq->typbyval[k]);
 
 		/* a key whose NULLs are not distinct: a NULL finds NULLs */
 		if (src->key_has_nulls)
@@ -598,13 +713,10 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 
 	rq->src = src;
 	rq->nkeys = src->key_natts;
-	rq->arraytypes = palloc(sizeof(Oid) * Max(rq->nkeys, 1));
-	rq->elemtypes = palloc(sizeof(Oid) * Max(rq->nkeys, 1));
 	rq->typlen = palloc(sizeof(int16) * Max(rq->nkeys, 1));
 	rq->typbyval = palloc(sizeof(bool) * Max(rq->nkeys, 1));
-	rq->typalign = palloc(sizeof(char) * Max(rq->nkeys, 1));
 
-	conds = add_key_filter(rq, query, src);
+	conds = add_key_filter(rq, query, src, source);
 	rq->match_nulls = src->key_has_nulls;
 	while ((s = bms_next_member(null_sources, s)) >= 0)
 	{
@@ -632,22 +744,12 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 void
 recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 {
-	int			n = list_length(keys);
-	Datum	  **elems = palloc(sizeof(Datum *) * Max(rq->nkeys, 1));
-	bool	  **nulls = palloc(sizeof(bool *) * Max(rq->nkeys, 1));
-	Datum	   *arrays = palloc(sizeof(Datum) * Max(rq->nkeys, 1));
-	bool	   *no_nulls = palloc0(sizeof(bool) * Max(rq->nkeys, 1));
-	DirtyKey  **run_keys = palloc(sizeof(DirtyKey *) * Max(n, 1));
+	DirtyKey  **run_keys = palloc(sizeof(DirtyKey *) * Max(list_length(keys), 1));
 	ApplyErrorPlace outer_place = apply_error_place;
 	ListCell   *lc;
 	int			i = 0;
 	int			chunk;
 
-	for (int k = 0; k < rq->nkeys; k++)
-	{
-		elems[k] = palloc(sizeof(Datum) * Max(n, 1));
-		nulls[k] = palloc(sizeof(bool) * Max(n, 1));
-	}
 	foreach(lc, keys)
 	{
 		DirtyKey   *key = lfirst(lc);
@@ -657,30 +759,20 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 			has_null |= key->isnull[k];
 		if (has_null && !rq->match_nulls)
 			continue;			/* a primary key is never NULL: no row has it */
-		for (int k = 0; k < rq->nkeys; k++)
-		{
-			elems[k][i] = key->values[k];
-			nulls[k][i] = key->isnull[k];
-		}
 		run_keys[i++] = key;
 	}
 
 	chunk = recompute_chunk_size(i, RECOMPUTE_CHUNK);
 	for (int start = 0, count; start < i; start += count)
 	{
-		int			lbound = 1;
+		QueryEnvironment *env = create_queryEnv();
 
 		count = recompute_chunk_count(run_keys + start, i - start, chunk, rq->nkeys,
 									  rq->typlen, rq->typbyval);
-
-		for (int k = 0; k < rq->nkeys; k++)
-			arrays[k] = PointerGetDatum(construct_md_array(elems[k] + start, nulls[k] + start,
-														   1, &count, &lbound,
-														   rq->elemtypes[k], rq->typlen[k],
-														   rq->typbyval[k], rq->typalign[k]));
+		key_relation_fill(rq->keys, env, run_keys + start, count);
 		apply_error_keys(rq->src, run_keys[start], count);
-		keyed_plan_run(&rq->kp, count, run_params(rq->nkeys, arrays, no_nulls, rq->arraytypes),
-					   NULL, dest);
+		keyed_plan_run(&rq->kp, count, NULL, env, dest);
+		key_relations_free(env, list_make1(rq->keys));
 	}
 	apply_error_place = outer_place;
 }
@@ -862,156 +954,6 @@ image_map_mutator(Node *node, ImageMap *map)
 }
 
 /*
- * The images of a replaced source's changed rows, as a finder or delta
- * query reads them: an ephemeral named relation of the query (as a
- * trigger's transition table is), a column per key column of the source
- * and, weighed, their weights (int8) last.  Each execution fills a
- * tuplestore with the images (image_environment), which the plan scans
- * where they are: no array per column to build, unnest and join again.
- */
-typedef struct ImageRelation
-{
-	char	   *name;
-	int			source;			/* index into plan->sources */
-	int			ncolumns;		/* of the source's key */
-	bool		weighed;
-	TupleDesc	desc;
-} ImageRelation;
-
-/*
- * The images a generic plan expects of an image relation: as many as
- * the planner guesses for unnest() of an array it does not know
- */
-#define IMAGE_GENERIC_ROWS	10
-
-/*
- * Add to query's range table the image relation img_s of src (source s),
- * weighed or not, noted in fq; return its index.
- */
-static int
-add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source, bool weighed)
-{
-	ImageRelation *image = palloc0(sizeof(ImageRelation));
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	List	   *colnames = NIL;
-
-	image->name = psprintf("delta_join_image_%d", source + 1);
-	image->source = source;
-	image->ncolumns = src->key_natts;
-	image->weighed = weighed;
-	image->desc = CreateTemplateTupleDesc(src->key_natts + (weighed ? 1 : 0));
-	for (int k = 0; k < image->desc->natts; k++)
-	{
-		Var		   *var = k < src->key_natts ?
-			column_var(query, src->rtindex, src->key_attnums[k]) :
-			makeVar(0, 0, INT8OID, -1, InvalidOid, 0);
-		char	   *colname = k < src->key_natts ? psprintf("c%d", k + 1) : "w";
-
-		TupleDescInitEntry(image->desc, k + 1, colname, var->vartype, var->vartypmod, 0);
-		TupleDescInitEntryCollation(image->desc, k + 1, var->varcollid);
-		rte->coltypes = lappend_oid(rte->coltypes, var->vartype);
-		rte->coltypmods = lappend_int(rte->coltypmods, var->vartypmod);
-		rte->colcollations = lappend_oid(rte->colcollations, var->varcollid);
-		colnames = lappend(colnames, makeString(pstrdup(colname)));
-	}
-	rte->rtekind = RTE_NAMEDTUPLESTORE;
-	rte->relid = InvalidOid;
-	rte->enrname = image->name;
-	rte->enrtuples = IMAGE_GENERIC_ROWS;
-	rte->inFromCl = true;
-	rte->eref = makeAlias(psprintf("img_%d", source + 1), colnames);
-	rte->alias = rte->eref;
-	query->rtable = lappend(query->rtable, rte);
-	fq->images = lappend(fq->images, image);
-	return list_length(query->rtable);
-}
-
-/*
- * The ephemeral named relations of one execution of fq: each image
- * relation's tuplestore holding the images of keys[source] (DirtyKey *),
- * with their weights when weighed; *nimages is the most rows of one.
- * (The tuplestores live in the current memory context: image_free.)
- */
-static QueryEnvironment *
-image_environment(FinderQuery *fq, List **keys, int *nimages)
-{
-	QueryEnvironment *env = create_queryEnv();
-	ListCell   *lc;
-
-	*nimages = 0;
-	foreach(lc, fq->images)
-	{
-		ImageRelation *image = lfirst(lc);
-		EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
-		Tuplestorestate *store = tuplestore_begin_heap(false, false, work_mem);
-		int			natts = image->desc->natts;
-		Datum	   *values = palloc(sizeof(Datum) * natts);
-		bool	   *isnull = palloc(sizeof(bool) * natts);
-		ListCell   *lc2;
-
-		foreach(lc2, keys[image->source])
-		{
-			DirtyKey   *key = lfirst(lc2);
-
-			for (int k = 0; k < image->ncolumns; k++)
-			{
-				values[k] = key->values[k];
-				isnull[k] = key->isnull[k];
-				if (!isnull[k] && TupleDescAttr(image->desc, k)->attlen == -1 &&
-					VARATT_IS_EXTERNAL(DatumGetPointer(values[k])))
-					values[k] = PointerGetDatum(detoast_external_attr((struct varlena *)
-																	  DatumGetPointer(values[k])));
-			}
-			if (image->weighed)
-			{
-				values[natts - 1] = Int64GetDatum(key->weight);
-				isnull[natts - 1] = false;
-			}
-			tuplestore_putvalues(store, image->desc, values, isnull);
-		}
-		enr->md.name = image->name;
-		enr->md.reliddesc = InvalidOid;
-		enr->md.tupdesc = image->desc;
-		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-		enr->md.enrtuples = list_length(keys[image->source]);
-		enr->reldata = store;
-		register_ENR(env, enr);
-		*nimages = Max(*nimages, list_length(keys[image->source]));
-	}
-	return env;
-}
-
-/* Let go of the tuplestores of an image_environment of fq */
-static void
-image_free(FinderQuery *fq, QueryEnvironment *env)
-{
-	ListCell   *lc;
-
-	foreach(lc, fq->images)
-		tuplestore_end(get_ENR(env, ((ImageRelation *) lfirst(lc))->name)->reldata);
-}
-
-/*
- * A query to be planned for the images of env (set-based apply): its image
- * relations estimated at the rows they hold
- */
-static void
-image_estimates(Query *query, QueryEnvironment *env)
-{
-	ListCell   *lc;
-
-	if (env == NULL)
-		return;
-	foreach(lc, query->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-
-		if (rte->rtekind == RTE_NAMEDTUPLESTORE)
-			rte->enrtuples = get_ENR(env, rte->enrname)->md.enrtuples;
-	}
-}
-
-/*
  * The target list of an image query's group key (the view's group key
  * through map), in group-clause order, and its group clause (*groups).
  */
@@ -1039,6 +981,22 @@ group_key_targets(DeltaPlan *plan, ImageMap *map, List **groups)
 		*groups = lappend(*groups, sgc);
 	}
 	return tlist;
+}
+
+/*
+ * Add to query's range table the images of the changed rows of src (source
+ * s), a key relation img_s, weighed or not, noted in fq; return its index.
+ */
+static int
+add_image_entry(FinderQuery *fq, Query *query, DeltaSource *src, int source, bool weighed)
+{
+	KeyRelation *rel;
+
+	query->rtable = lappend(query->rtable,
+							key_relation_entry(query, src, source,
+											   psprintf("img_%d", source + 1), weighed, &rel));
+	fq->images = lappend(fq->images, rel);
+	return list_length(query->rtable);
 }
 
 /*
@@ -1153,11 +1111,20 @@ recompute_prepare_finder(DeltaPlan *plan, Bitmapset *replaced)
 void
 recompute_run_finder(FinderQuery *fq, List **keys, DestReceiver *dest)
 {
-	int			nimages;
-	QueryEnvironment *env = image_environment(fq, keys, &nimages);
+	QueryEnvironment *env = create_queryEnv();
+	int			nimages = 0;
+	ListCell   *lc;
 
+	foreach(lc, fq->images)
+	{
+		KeyRelation *rel = lfirst(lc);
+		List	   *images = keys[rel->source];
+
+		key_relation_fill(rel, env, key_array(images), list_length(images));
+		nimages = Max(nimages, list_length(images));
+	}
 	keyed_plan_run(&fq->kp, nimages, NULL, env, dest);
-	image_free(fq, env);
+	key_relations_free(env, fq->images);
 }
 
 /* ----------------------------------------------------------------
@@ -1226,7 +1193,7 @@ weighed(Expr *arg, Var *weight)
  * Plan the delta query of an additive aggregate over joins for a batch that
  * changed source s only (analyze_additive.c): the view's joins and
  * conditions with s replaced by the weighed images of its changed rows --
- *		img_s(c1, ..., cn, w), an image relation (add_image_entry)
+ *		img_s(k1, ..., kn, w), a key relation (add_image_entry)
  * -- the other sources read as they are, grouped by the group key.  Its
  * rows are the group key's columns, then the sum of the weights (the
  * change of the group's rows), then for each aggregate output column the
@@ -1322,15 +1289,11 @@ recompute_prepare_delta(DeltaPlan *plan, int source)
 void
 recompute_run_delta(FinderQuery *fq, List *keys, DestReceiver *dest)
 {
-	ImageRelation *image = linitial(fq->images);
-	List	  **by_source = palloc0(sizeof(List *) * (image->source + 1));
-	int			nimages;
-	QueryEnvironment *env;
+	int			source = ((KeyRelation *) linitial(fq->images))->source;
+	List	  **by_source = palloc0(sizeof(List *) * (source + 1));
 
-	by_source[image->source] = keys;
-	env = image_environment(fq, by_source, &nimages);
-	keyed_plan_run(&fq->kp, nimages, NULL, env, dest);
-	image_free(fq, env);
+	by_source[source] = keys;
+	recompute_run_finder(fq, by_source, dest);
 }
 
 /* ----------------------------------------------------------------

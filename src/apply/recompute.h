@@ -44,11 +44,9 @@ typedef struct RegionQuery
 {
 	DeltaSource *src;			/* the source whose keys restrict it */
 	int			nkeys;			/* its key columns */
-	Oid		   *elemtypes;		/* per key column: its type ... */
-	Oid		   *arraytypes;		/* ... and that type's array type */
-	int16	   *typlen;
+	struct KeyRelation *keys;	/* as the query reads them (recompute.c) */
+	int16	   *typlen;			/* per key column */
 	bool	   *typbyval;
-	char	   *typalign;
 	bool		match_nulls;	/* the key's NULLs are not distinct: NULL finds NULL */
 	KeyedPlan	kp;
 } RegionQuery;
