@@ -385,6 +385,31 @@ SELECT * FROM shelf_places ORDER BY 1, 2;
 SELECT delta_join.drop_view('doc_tags');
 SELECT delta_join.drop_view('doc_places');
 SELECT delta_join.drop_view('shelf_places');
+-- a composite with a field of a type that has no hash function (money):
+-- its groups are recomputed one by one, not as a set, which would hash
+-- them (hash_record fails on the field), over joins and on one table
+-- (each batch's dirty groups recomputed, not the whole query)
+ALTER SYSTEM SET delta_join.whole_recompute_fraction = 1000;
+SELECT pg_reload_conf();
+CREATE TYPE priced AS (price money, n int);
+ALTER TABLE docs ADD COLUMN priced priced;
+UPDATE docs SET priced = ROW(id, id % 2);
+\set doc_priced 'SELECT d.priced, count(*) AS n, max(s.id) AS shelf FROM docs d JOIN shelves s ON s.k = d.k GROUP BY d.priced'
+\set priced_docs 'SELECT priced, count(*) AS n, max(id) AS last FROM docs GROUP BY priced'
+SELECT delta_join.create_view('doc_priced', :'doc_priced', strategy => 'auto');
+SELECT delta_join.create_view('priced_docs', :'priced_docs', strategy => 'auto');
+SELECT target, mode FROM delta_join.views WHERE target IN ('jg.doc_priced', 'jg.priced_docs') ORDER BY 1;
+INSERT INTO docs (id, k, priced) VALUES (7, 1, ROW(1, 1)), (8, 2, ROW(2, 0)), (9, 1, NULL);
+UPDATE docs SET priced = ROW(3, 1) WHERE id = 2;
+SELECT delta_join.wait();
+SELECT v.target, d.* FROM (VALUES ('doc_priced', :'doc_priced'), ('priced_docs', :'priced_docs')) v(target, query),
+  diff(v.target::regclass, v.query) d ORDER BY 1;
+SELECT target, state, last_error FROM delta_join.status WHERE target IN ('jg.doc_priced', 'jg.priced_docs') ORDER BY 1;
+SELECT * FROM doc_priced ORDER BY 1;
+SELECT delta_join.drop_view('doc_priced');
+SELECT delta_join.drop_view('priced_docs');
+ALTER SYSTEM RESET delta_join.whole_recompute_fraction;
+SELECT pg_reload_conf();
 
 --
 -- 7. Anti-joins (issue 22, item 3): a WHERE with NOT EXISTS, or NOT IN

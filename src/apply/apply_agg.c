@@ -43,6 +43,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -345,8 +346,11 @@ target_groups(TargetWriter *writer, int nkeys, const int *key_output)
 
 /*
  * The set path, when the equality of each group key column takes two
- * values of its type and has a hash function, and the type has an array
- * type -- and, for a key of several columns, is not composite: the join
+ * values of its type and has a hash function that can hash every value of
+ * the type (not a composite, or an array, holding a type with none: its
+ * equality's hash_record, or hash_array, would fail on the first value),
+ * and the type has an array type -- and, for a key of several columns, is
+ * not composite: the join
  * reads the keys as the columns of unnest(), which spreads a composite
  * value over its fields (and cannot return the pseudo-type record at all);
  * NULL otherwise.
@@ -381,7 +385,8 @@ group_set_begin(DeltaPlan *plan, Oid target)
 		if (lefttype != set->elemtype[k] ||
 			!OidIsValid(get_array_type(set->elemtype[k])) ||
 			(n > 1 && type_is_rowtype(set->elemtype[k])) ||
-			!get_op_hash_functions(sgc->eqop, &hashproc, NULL))
+			!get_op_hash_functions(sgc->eqop, &hashproc, NULL) ||
+			!OidIsValid(lookup_type_cache(set->elemtype[k], TYPECACHE_HASH_PROC)->hash_proc))
 			return NULL;
 		get_typlenbyvalalign(set->elemtype[k], &set->typlen[k], &set->typbyval[k],
 							 &set->typalign[k]);
