@@ -38,6 +38,8 @@
 # Then it times by_merchant after 10 to ORDERS / 10 changed orders with
 # set-based apply on and off (issue 22, item 4), and prints their ratios.
 #
+# With MERCHANTS=n, n merchants instead of ORDERS / 100.
+#
 # With CHANGES=n, only by_merchant (VIEW=sums: sums_by_merchant) is
 # measured, after n orders changed (test/bench/join_groups_scale.sh runs it
 # on two sizes); with SUMS_ONLY=1, only the additive views.
@@ -48,7 +50,7 @@
 set -euo pipefail
 
 ORDERS=${1:-1000000}
-MERCHANTS=$((ORDERS / 100))
+MERCHANTS=${MERCHANTS:-$((ORDERS / 100))}
 PORT=${PORT:-5598}
 PG_CONFIG=${PG_CONFIG:-pg_config}
 BIN=$("$PG_CONFIG" --bindir)
