@@ -350,10 +350,9 @@ target_groups(TargetWriter *writer, int nkeys, const int *key_output)
  * the type (not a composite, or an array, holding a type with none: its
  * equality's hash_record, or hash_array, would fail on the first value),
  * and the type has an array type -- and, for a key of several columns, is
- * not composite: the join
- * reads the keys as the columns of unnest(), which spreads a composite
- * value over its fields (and cannot return the pseudo-type record at all);
- * NULL otherwise.
+ * not composite: the join reads the keys as the columns of unnest(), which
+ * spreads a composite value over its fields (and cannot return the
+ * pseudo-type record at all); NULL otherwise.
  */
 static GroupSet *
 group_set_begin(DeltaPlan *plan, Oid target)

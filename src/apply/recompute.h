@@ -68,7 +68,7 @@ typedef struct FinderQuery
 {
 	KeyedPlan	kp;
 	int			ngroup;			/* its output: the group key's columns */
-	List	   *images;			/* ImageRelation *, per replaced source */
+	List	   *images;			/* KeyRelation *, per replaced source */
 } FinderQuery;
 
 extern RegionQuery *recompute_prepare(DeltaPlan *plan, Oid target, int source,
