@@ -92,7 +92,6 @@
  */
 #include "postgres.h"
 
-#include "access/detoast.h"
 #include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -225,9 +224,9 @@ typedef struct KeyRelation
 {
 	char	   *name;			/* of the relation, in its query */
 	int			source;			/* index into plan->sources */
-	int			ncolumns;		/* the source's key columns */
 	bool		weighed;
 	TupleDesc	desc;
+	KeyShape	shape;			/* of the source's key columns */
 } KeyRelation;
 
 /*
@@ -250,9 +249,11 @@ key_relation_entry(Query *query, DeltaSource *src, int source, const char *alias
 
 	kr->name = psprintf("delta_join_%s", alias);
 	kr->source = source;
-	kr->ncolumns = src->key_natts;
 	kr->weighed = weighed;
 	kr->desc = CreateTemplateTupleDesc(src->key_natts + (weighed ? 1 : 0));
+	kr->shape.nkeys = src->key_natts;
+	kr->shape.typlen = palloc(sizeof(int16) * Max(src->key_natts, 1));
+	kr->shape.typbyval = palloc(sizeof(bool) * Max(src->key_natts, 1));
 	for (int k = 0; k < kr->desc->natts; k++)
 	{
 		Var		   *var = k < src->key_natts ?
@@ -262,6 +263,11 @@ key_relation_entry(Query *query, DeltaSource *src, int source, const char *alias
 
 		TupleDescInitEntry(kr->desc, k + 1, colname, var->vartype, var->vartypmod, 0);
 		TupleDescInitEntryCollation(kr->desc, k + 1, var->varcollid);
+		if (k < src->key_natts)
+		{
+			kr->shape.typlen[k] = TupleDescAttr(kr->desc, k)->attlen;
+			kr->shape.typbyval[k] = TupleDescAttr(kr->desc, k)->attbyval;
+		}
 		rte->coltypes = lappend_oid(rte->coltypes, var->vartype);
 		rte->coltypmods = lappend_int(rte->coltypmods, var->vartypmod);
 		rte->colcollations = lappend_oid(rte->colcollations, var->varcollid);
@@ -280,8 +286,8 @@ key_relation_entry(Query *query, DeltaSource *src, int source, const char *alias
 
 /*
  * Register in env the key relation rel holding keys[0 .. n - 1] (DirtyKey
- * *, values in key order), with their weights when weighed: a tuplestore
- * in the current memory context (key_relations_free).
+ * *, values in key order; toasted ones detoasted), with their weights when
+ * weighed: a tuplestore in the current memory context (key_relations_free).
  */
 static void
 key_relation_fill(KeyRelation *rel, QueryEnvironment *env, DirtyKey **keys, int n)
@@ -294,21 +300,15 @@ key_relation_fill(KeyRelation *rel, QueryEnvironment *env, DirtyKey **keys, int 
 
 	for (int i = 0; i < n; i++)
 	{
-		for (int k = 0; k < rel->ncolumns; k++)
-		{
-			values[k] = keys[i]->values[k];
-			isnull[k] = keys[i]->isnull[k];
-			if (!isnull[k] && TupleDescAttr(rel->desc, k)->attlen == -1 &&
-				VARATT_IS_EXTERNAL(DatumGetPointer(values[k])))
-				values[k] = PointerGetDatum(detoast_external_attr((struct varlena *)
-																  DatumGetPointer(values[k])));
-		}
+		dirty_key_detoast(&rel->shape, keys[i]->values, keys[i]->isnull, values);
+		memcpy(isnull, keys[i]->isnull, sizeof(bool) * rel->shape.nkeys);
 		if (rel->weighed)
 		{
 			values[natts - 1] = Int64GetDatum(keys[i]->weight);
 			isnull[natts - 1] = false;
 		}
 		tuplestore_putvalues(store, rel->desc, values, isnull);
+		dirty_key_detoast_free(&rel->shape, keys[i]->values, values);
 	}
 	enr->md.name = rel->name;
 	enr->md.reliddesc = InvalidOid;
@@ -685,8 +685,6 @@ add_key_filter(RegionQuery *rq, Query *query, DeltaSource *src, int source)
 		Expr	   *cond = make_opclause(eq, BOOLOID, false, (Expr *) var, (Expr *) key,
 										 InvalidOid, var->varcollid);
 
-		get_typlenbyval(var->vartype, &rq->typlen[k], &rq->typbyval[k]);
-
 		/* a key whose NULLs are not distinct: a NULL finds NULLs */
 		if (src->key_has_nulls)
 			cond = make_orclause(list_make2(cond,
@@ -713,8 +711,6 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 
 	rq->src = src;
 	rq->nkeys = src->key_natts;
-	rq->typlen = palloc(sizeof(int16) * Max(rq->nkeys, 1));
-	rq->typbyval = palloc(sizeof(bool) * Max(rq->nkeys, 1));
 
 	conds = add_key_filter(rq, query, src, source);
 	rq->match_nulls = src->key_has_nulls;
@@ -768,7 +764,7 @@ recompute_run(RegionQuery *rq, List *keys, DestReceiver *dest)
 		QueryEnvironment *env = create_queryEnv();
 
 		count = recompute_chunk_count(run_keys + start, i - start, chunk, rq->nkeys,
-									  rq->typlen, rq->typbyval);
+									  rq->keys->shape.typlen, rq->keys->shape.typbyval);
 		key_relation_fill(rq->keys, env, run_keys + start, count);
 		apply_error_keys(rq->src, run_keys[start], count);
 		keyed_plan_run(&rq->kp, count, NULL, env, dest);

@@ -45,8 +45,6 @@ typedef struct RegionQuery
 	DeltaSource *src;			/* the source whose keys restrict it */
 	int			nkeys;			/* its key columns */
 	struct KeyRelation *keys;	/* as the query reads them (recompute.c) */
-	int16	   *typlen;			/* per key column */
-	bool	   *typbyval;
 	bool		match_nulls;	/* the key's NULLs are not distinct: NULL finds NULL */
 	KeyedPlan	kp;
 } RegionQuery;
