@@ -88,6 +88,9 @@ typedef struct OuterApply
 	RegionQuery **by_anchor;	/* slice queries, per anchor position */
 	TargetLookup **lookups;		/* target rows by a source's key */
 	TargetLookup **partner_lookups; /* target rows a source row was joined in */
+	TargetLookup **slice_lookups;	/* per anchor position: the rows of its
+									 * slices, when an index leads with them */
+	bool	   *slice_tried;	/* ... looked for */
 	KeyShape   *shapes;			/* per source: how its key is stored */
 	FmgrInfo  **key_equal;		/* per source and key column: its equality */
 	Oid		  **key_collation;	/* ... and the column's collation */
@@ -632,13 +635,131 @@ note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 		note_anchors(oa, oa->values, oa->isnull);
 }
 
+/* The target rows of a slice: its anchor's key, earlier anchors NULL */
+typedef struct SliceScan
+{
+	OuterApply *oa;
+	int			position;		/* of the anchor */
+} SliceScan;
+
+/* Is a row of anchor position i's slices (no earlier anchor present)? */
+static bool
+row_in_slice(OuterApply *oa, int i, const bool *isnull)
+{
+	for (int j = 0; j < i; j++)
+	{
+		if (source_present(oa, list_nth_int(oa->plan->anchors, j), isnull))
+			return false;
+	}
+	return true;
+}
+
+static void
+add_slice_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	SliceScan  *scan = (SliceScan *) arg;
+
+	writer_output_values(writer, row, scan->oa->values, scan->oa->isnull);
+	if (row_in_slice(scan->oa, scan->position, scan->oa->isnull))
+		writer_region_add(writer, &row->tts_tid);
+}
+
 /*
- * Widen the noted slices to all the rows their anchors' rows are in, in
- * the target and in the query, until no new anchor comes (or a few
- * rounds): replacing a slice deletes target rows whose partners may then
- * need their null-extended row back, and the query may hold rows of an
- * earlier slice the target lacks (a partner that came and went between two
- * batches).  Each of those rows' slices is replaced along.
+ * The lookup of anchor position i's slices: by the anchor's key and, NULL,
+ * the first key column of each earlier anchor that can be absent, when an
+ * index of the target leads with those columns.  The target key of a FULL
+ * JOIN does: the slice "no order, item 3" is one probe of (order, item),
+ * where the rows of item 3 are those of every order it is in.  NULL when
+ * no index does: the anchor's rows are then filtered (row_in_slice).
+ */
+static TargetLookup *
+slice_lookup_for(OuterApply *oa, int i)
+{
+	if (!oa->slice_tried[i])
+	{
+		DeltaSource *src = list_nth(oa->plan->sources, list_nth_int(oa->plan->anchors, i));
+		int			cols[INDEX_MAX_KEYS];
+		int			ncols = target_region_columns(oa->plan, src, cols);
+		int			nown = ncols;
+
+		for (int j = 0; j < i && ncols < INDEX_MAX_KEYS; j++)
+		{
+			DeltaSource *earlier = list_nth(oa->plan->sources,
+											list_nth_int(oa->plan->anchors, j));
+			bool		listed = false;
+
+			if (!earlier->key_in_output || bms_is_empty(earlier->nulling))
+				continue;
+			for (int c = 0; c < ncols; c++)
+				listed |= (cols[c] == earlier->key_output[0]);
+			if (!listed)
+				cols[ncols++] = earlier->key_output[0];
+		}
+		if (ncols > nown)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+
+			oa->slice_lookups[i] = writer_lookup_begin(oa->writer, ncols, cols, true);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		oa->slice_tried[i] = true;
+	}
+	return oa->slice_lookups[i];
+}
+
+/* Call fn for each target row of the slices of anchor position i named by keys */
+static void
+slice_rows(OuterApply *oa, int i, List *keys, TargetRowFn fn, SliceScan *scan)
+{
+	int			s = list_nth_int(oa->plan->anchors, i);
+	TargetLookup *tl = slice_lookup_for(oa, i);
+	ListCell   *lc;
+
+	if (tl == NULL)
+	{
+		key_rows(oa, s, keys, fn, scan);
+		return;
+	}
+	foreach(lc, keys)
+	{
+		apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
+		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
+		for (int j = 0; j < i; j++)
+		{
+			DeltaSource *earlier = list_nth(oa->plan->sources,
+											list_nth_int(oa->plan->anchors, j));
+
+			if (earlier->key_in_output && !bms_is_empty(earlier->nulling))
+				oa->isnull[earlier->key_output[0]] = true;
+		}
+		writer_lookup_rows(oa->writer, tl, oa->values, oa->isnull, fn, scan);
+	}
+	apply_error_clear();
+}
+
+static void
+note_slice_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	SliceScan  *scan = (SliceScan *) arg;
+
+	writer_output_values(writer, row, scan->oa->values, scan->oa->isnull);
+	if (row_in_slice(scan->oa, scan->position, scan->oa->isnull))
+		note_anchors(scan->oa, scan->oa->values, scan->oa->isnull);
+}
+
+/*
+ * Widen the noted slices to the anchors of their rows, in the target and
+ * in the query, until no new anchor comes (or a few rounds): replacing a
+ * slice deletes or writes rows whose other anchors may then need their
+ * null-extended row back, or no longer.  Only the slice's own rows count
+ * -- those of its anchor's key in which no earlier anchor is present --
+ * for only they are replaced: a row of an earlier anchor that the key is
+ * also in belongs to that anchor's slice, which the change did not touch
+ * unless the row holds the changed source row, and then it was noted with
+ * it.  So the rows of "order 7" in orders FULL JOIN items do not lead, through
+ * the items of order 7, to every other order those items' key is in: with
+ * many-to-many keys that widened one changed row to the whole result.
+ * Later anchors only: the widening ends.
  */
 static void
 close_anchors(OuterApply *oa)
@@ -652,41 +773,19 @@ close_anchors(OuterApply *oa)
 
 		for (int i = 0; i < nanchors; i++)
 		{
-			int			s = list_nth_int(oa->plan->anchors, i);
 			List	   *fresh = list_copy_tail(oa->anchor_keys[i], done[i]);
+			SliceScan	scan = {oa, i};
 
 			if (fresh == NIL)
 				continue;
 			grew = true;
 			done[i] = list_length(oa->anchor_keys[i]);
-			key_rows(oa, s, fresh, note_target_row, oa);
-			run_region(oa, query_for_source(oa, s), fresh, note_anchors);
+			slice_rows(oa, i, fresh, note_slice_row, &scan);
+			run_region(oa, query_for_anchor(oa, i), fresh, note_anchors);
 		}
 		if (!grew)
 			break;
 	}
-}
-
-/* The target rows of a slice: its anchor's key, earlier anchors NULL */
-typedef struct SliceScan
-{
-	OuterApply *oa;
-	int			position;		/* of the anchor */
-} SliceScan;
-
-static void
-add_slice_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
-{
-	SliceScan  *scan = (SliceScan *) arg;
-	OuterApply *oa = scan->oa;
-
-	writer_output_values(writer, row, oa->values, oa->isnull);
-	for (int j = 0; j < scan->position; j++)
-	{
-		if (source_present(oa, list_nth_int(oa->plan->anchors, j), oa->isnull))
-			return;
-	}
-	writer_region_add(writer, &row->tts_tid);
 }
 
 static void
@@ -722,7 +821,7 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 	SliceScan	scan = {oa, i};
 
 	writer_region_begin(oa->writer);
-	key_rows(oa, s, keys, add_slice_row, &scan);
+	slice_rows(oa, i, keys, add_slice_row, &scan);
 	run_region(oa, query_for_anchor(oa, i), keys, region_upsert);
 	if (keys != NIL)
 		apply_error_keys(list_nth(oa->plan->sources, s), linitial(keys), list_length(keys));
@@ -868,6 +967,8 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->isnull = palloc(sizeof(bool) * plan->ncolumns);
 	oa->anchor_keys = palloc0(sizeof(List *) * Max(list_length(plan->anchors), 1));
 	oa->anchor_sets = palloc0(sizeof(HTAB *) * Max(list_length(plan->anchors), 1));
+	oa->slice_lookups = palloc0(sizeof(TargetLookup *) * Max(list_length(plan->anchors), 1));
+	oa->slice_tried = palloc0(sizeof(bool) * Max(list_length(plan->anchors), 1));
 	initStringInfo(&oa->image);
 
 	if (plan->tag_column >= 0)
@@ -943,6 +1044,11 @@ outer_apply_end(OuterApply *oa)
 			writer_lookup_end(oa->lookups[s]);
 		if (oa->partner_lookups[s] != NULL)
 			writer_lookup_end(oa->partner_lookups[s]);
+	}
+	for (int i = 0; i < list_length(oa->plan->anchors); i++)
+	{
+		if (oa->slice_lookups[i] != NULL)
+			writer_lookup_end(oa->slice_lookups[i]);
 	}
 }
 
