@@ -139,6 +139,8 @@ writer_begin(Oid target, DeltaPlan *plan, ApplyCounts *counts)
 		lappend(writer->estate->es_opened_result_relations, writer->rri);
 	ExecOpenIndices(writer->rri, false);
 	writer->cxt = CurrentMemoryContext;
+	writer->scan_cxt = AllocSetContextCreate(writer->cxt, "delta_join target scan",
+											 ALLOCSET_SMALL_SIZES);
 	for (int i = 0; i < writer->rri->ri_NumIndices; i++)
 	{
 		Relation	idx = writer->rri->ri_IndexRelationDescs[i];
@@ -215,6 +217,35 @@ rows_equal(TupleTableSlot *oldslot, TupleTableSlot *newslot)
 }
 
 /*
+ * Begin an index scan of the target for one lookup, in the writer's scan
+ * context, which writer_scan_end resets.  A scan copies its keys, and the
+ * caches their functions keep (record_eq's, for a composite column) are
+ * made anew in each scan's copy: in the scan context, not in the writer's,
+ * where the lookups of a batch -- one or more per key -- would pile them up.
+ */
+static IndexScanDesc
+writer_scan_begin(TargetWriter *writer, Relation idx, Snapshot snapshot, ScanKey keys,
+				  int nkeys)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(writer->scan_cxt);
+	IndexScanDesc scan;
+
+	for (int i = 0; i < nkeys; i++)
+		keys[i].sk_func.fn_mcxt = writer->scan_cxt;
+	scan = index_beginscan_compat(writer->rel, idx, snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	MemoryContextSwitchTo(oldcxt);
+	return scan;
+}
+
+static void
+writer_scan_end(TargetWriter *writer, IndexScanDesc scan)
+{
+	index_endscan(scan);
+	MemoryContextReset(writer->scan_cxt);
+}
+
+/*
  * Find the target row whose key equals newslot's, into oldslot.
  *
  * Like RelationFindReplTupleByIndex() in execReplication.c, but a NULL key
@@ -253,12 +284,11 @@ find_target_row(TargetWriter *writer)
 		bool		found;
 
 		InitDirtySnapshot(dirty);
-		scan = index_beginscan_compat(writer->rel, idx, &dirty, nkeys, 0);
-		index_rescan(scan, writer->keys, nkeys, NULL, 0);
+		scan = writer_scan_begin(writer, idx, &dirty, writer->keys, nkeys);
 		found = index_getnext_slot(scan, ForwardScanDirection, writer->oldslot);
 		if (found)
 			xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-		index_endscan(scan);
+		writer_scan_end(writer, scan);
 		if (!TransactionIdIsValid(xwait))
 			return found;
 		XactLockTableWait(xwait, NULL, NULL, XLTW_None);
@@ -543,32 +573,43 @@ writer_lookup_rows(TargetWriter *writer, TargetLookup *tl, const Datum *values,
 {
 	SnapshotData dirty;
 	IndexScanDesc scan;
-	List	   *tids = NIL;
-	ListCell   *lc;
+	ItemPointerData few[64];
+	ItemPointer tids = few;
+	Size		ntids = 0;
+	Size		maxtids = lengthof(few);
 
 	for (int i = 0; i < tl->ncols; i++)
 		lookup_set_key(&tl->keys[i], &tl->equal_keys[i], values[tl->cols[i]],
 					   isnull[tl->cols[i]]);
 
 	InitDirtySnapshot(dirty);
-	scan = index_beginscan_compat(writer->rel, tl->idx, &dirty, tl->ncols, 0);
-	index_rescan(scan, tl->keys, tl->ncols, NULL, 0);
+	scan = writer_scan_begin(writer, tl->idx, &dirty, tl->keys, tl->ncols);
 	while (index_getnext_slot(scan, ForwardScanDirection, writer->oldslot))
 	{
-		ItemPointer tid = palloc(sizeof(ItemPointerData));
-
-		*tid = writer->oldslot->tts_tid;
-		tids = lappend(tids, tid);
+		/* (freed below: a batch makes a lookup per key, each may find many) */
+		if (ntids == maxtids)
+		{
+			maxtids *= 2;
+			if (tids == few)
+			{
+				tids = palloc_extended(sizeof(ItemPointerData) * maxtids, MCXT_ALLOC_HUGE);
+				memcpy(tids, few, sizeof(few));
+			}
+			else
+				tids = repalloc_huge(tids, sizeof(ItemPointerData) * maxtids);
+		}
+		tids[ntids++] = writer->oldslot->tts_tid;
 	}
-	index_endscan(scan);
+	writer_scan_end(writer, scan);
 
-	foreach(lc, tids)
+	for (Size i = 0; i < ntids; i++)
 	{
-		if (!table_tuple_fetch_row_version(writer->rel, lfirst(lc), SnapshotAny,
-										   writer->oldslot))
-			continue;
-		fn(writer, writer->oldslot, arg);
+		if (table_tuple_fetch_row_version(writer->rel, &tids[i], SnapshotAny,
+										  writer->oldslot))
+			fn(writer, writer->oldslot, arg);
 	}
+	if (tids != few)
+		pfree(tids);
 }
 
 void
@@ -752,4 +793,5 @@ writer_end(TargetWriter *writer)
 	if (writer->key_rel)
 		index_close(writer->key_rel, NoLock);
 	table_close(writer->rel, NoLock);
+	MemoryContextDelete(writer->scan_cxt);
 }

@@ -41,6 +41,7 @@ typedef struct TargetWriter
 	int		   *attnums;		/* output column i -> target attnum */
 	ApplyCounts *counts;
 	MemoryContext cxt;			/* where the writer lives */
+	MemoryContext scan_cxt;		/* one index scan's (writer_scan_begin) */
 
 	/*
 	 * The target's other immediate unique and exclusion indexes, each as a
