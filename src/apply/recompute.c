@@ -105,6 +105,7 @@
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
+#include "rewrite/rewriteManip.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -180,6 +181,51 @@ key_param(int id, Oid type, Oid collation)
 	param->paramcollid = collation;
 	param->location = -1;
 	return param;
+}
+
+/*
+ * Append to conds IS NULL of each column of src that the join conditions
+ * of a null-extended source's jointree node read (but its key's first,
+ * tested already).  Each is implied, as every column of a null-extended
+ * source is NULL; with them the planner can run the outer join as an
+ * anti-join, which it does only for a column that a strict condition of
+ * the join reads.  So the rows of "no order, item 3" in orders FULL JOIN
+ * items are found by whether item 3 has an order, not by joining every
+ * order of its key and keeping none of them.
+ */
+static List *
+join_column_null_tests(Query *query, Node *node, DeltaSource *src, List *conds)
+{
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			conds = join_column_null_tests(query, lfirst(lc), src, conds);
+	}
+	else if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) node;
+		ListCell   *lc;
+
+		conds = join_column_null_tests(query, join->larg, src, conds);
+		conds = join_column_null_tests(query, join->rarg, src, conds);
+		if (join->quals == NULL || checkExprHasSubLink(join->quals))
+			return conds;
+		foreach(lc, pull_var_clause(join->quals, 0))
+		{
+			Var		   *var = lfirst(lc);
+			Expr	   *test;
+
+			if (var->varno != src->rtindex || var->varlevelsup != 0 || var->varattno <= 0 ||
+				var->varattno == src->pk_attnums[0])
+				continue;
+			test = null_test((Expr *) column_var(query, src->rtindex, var->varattno), IS_NULL);
+			if (!list_member(conds, test))
+				conds = lappend(conds, test);
+		}
+	}
+	return conds;
 }
 
 /*
@@ -725,6 +771,7 @@ recompute_prepare(DeltaPlan *plan, Oid target, int source, Bitmapset *null_sourc
 		conds = lappend(conds, null_test((Expr *) column_var(query, other->rtindex,
 															 other->pk_attnums[0]),
 										 IS_NULL));
+		conds = join_column_null_tests(query, (Node *) query->jointree, other, conds);
 	}
 	keyed_plan_init(&rq->kp, restrict_query(query, conds, plan, target, false),
 					REGION_QUERY_NAME);
