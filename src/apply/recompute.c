@@ -184,14 +184,14 @@ key_param(int id, Oid type, Oid collation)
 }
 
 /*
- * Append to conds IS NULL of each column of src that the join conditions
- * of a null-extended source's jointree node read (but its key's first,
- * tested already).  Each is implied, as every column of a null-extended
- * source is NULL; with them the planner can run the outer join as an
- * anti-join, which it does only for a column that a strict condition of
- * the join reads.  So the rows of "no order, item 3" in orders FULL JOIN
- * items are found by whether item 3 has an order, not by joining every
- * order of its key and keeping none of them.
+ * Append to conds "col IS NULL" for each column of src, a source the
+ * query's rows are to have null-extended, that a join condition under node
+ * reads (but the first of its key, tested already).  Each is implied, as
+ * every column of a null-extended source is NULL.  With them the planner
+ * can run the outer join as an anti-join, which it does only for a column
+ * that a strict condition of the join reads: the rows of "no order, item
+ * 3" in orders FULL JOIN items are found by whether item 3 has an order,
+ * not by joining it with every order of its key and keeping none.
  */
 static List *
 join_column_null_tests(Query *query, Node *node, DeltaSource *src, List *conds)
