@@ -134,23 +134,20 @@ SELECT $$
   SELECT l.id AS lid, r.id AS rid, l.k, l.v, r.w FROM mm_l l FULL JOIN mm_r r ON l.k = r.k
 $$ AS mm \gset
 SELECT delta_join.create_view('mm', :'mm', options => '{"retract": true}');
-SELECT rows_upserted AS upserted, rows_deleted AS deleted, rows_unchanged AS unchanged
-FROM delta_join.status WHERE target = 'retract.mm' \gset
+\set mm_counts 'SELECT rows_upserted AS upserted, rows_deleted AS deleted, rows_unchanged AS unchanged FROM delta_join.status WHERE target = $$retract.mm$$'
+:mm_counts \gset
 UPDATE mm_l SET v = 1 WHERE id = 3;
 SELECT delta_join.wait('retract.mm');
-SELECT rows_upserted - :upserted AS upserted, rows_deleted - :deleted AS deleted,
-       rows_unchanged - :unchanged AS unchanged
-FROM delta_join.status WHERE target = 'retract.mm';
+SELECT c.upserted - :upserted AS upserted, c.deleted - :deleted AS deleted,
+       c.unchanged - :unchanged AS unchanged FROM (:mm_counts) c;
 SELECT * FROM diff('mm', :'mm');
-SELECT rows_upserted AS upserted, rows_deleted AS deleted, rows_unchanged AS unchanged
-FROM delta_join.status WHERE target = 'retract.mm' \gset
+:mm_counts \gset
 -- to the key of mm_r 61 (its null extension goes), then every row of k 0
 -- gone (their partners' null extensions come)
 UPDATE mm_l SET k = 7 WHERE id = 3;
 SELECT delta_join.wait('retract.mm');
-SELECT rows_upserted - :upserted AS upserted, rows_deleted - :deleted AS deleted,
-       rows_unchanged - :unchanged AS unchanged
-FROM delta_join.status WHERE target = 'retract.mm';
+SELECT c.upserted - :upserted AS upserted, c.deleted - :deleted AS deleted,
+       c.unchanged - :unchanged AS unchanged FROM (:mm_counts) c;
 DELETE FROM mm_l WHERE k = 0;
 SELECT delta_join.wait('retract.mm');
 SELECT * FROM diff('mm', :'mm');

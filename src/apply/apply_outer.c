@@ -242,9 +242,26 @@ lookup_for(OuterApply *oa, int s)
 	return oa->lookups[s];
 }
 
-/* Call fn for each target row where source s has one of keys */
+/*
+ * The output column whose NULL says that the source of anchor position j
+ * is absent from a row (source_present), or -1 when none does: its key is
+ * not in the output, or no outer join null-extends it.
+ */
+static int
+anchor_absent_column(OuterApply *oa, int j)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, list_nth_int(oa->plan->anchors, j));
+
+	return src->key_in_output && !bms_is_empty(src->nulling) ? src->key_output[0] : -1;
+}
+
+/*
+ * Call fn for each target row that tl finds where source s has one of
+ * keys and, NULL, the absent columns of the first nabsent anchors.
+ */
 static void
-key_rows(OuterApply *oa, int s, List *keys, TargetRowFn fn, void *arg)
+lookup_key_rows(OuterApply *oa, int s, TargetLookup *tl, int nabsent, List *keys,
+				TargetRowFn fn, void *arg)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 	ListCell   *lc;
@@ -253,9 +270,23 @@ key_rows(OuterApply *oa, int s, List *keys, TargetRowFn fn, void *arg)
 	{
 		apply_error_key(src, lfirst(lc));
 		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		writer_lookup_rows(oa->writer, lookup_for(oa, s), oa->values, oa->isnull, fn, arg);
+		for (int j = 0; j < nabsent; j++)
+		{
+			int			col = anchor_absent_column(oa, j);
+
+			if (col >= 0)
+				oa->isnull[col] = true;
+		}
+		writer_lookup_rows(oa->writer, tl, oa->values, oa->isnull, fn, arg);
 	}
 	apply_error_clear();
+}
+
+/* Call fn for each target row where source s has one of keys */
+static void
+key_rows(OuterApply *oa, int s, List *keys, TargetRowFn fn, void *arg)
+{
+	lookup_key_rows(oa, s, lookup_for(oa, s), 0, keys, fn, arg);
 }
 
 static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
@@ -684,16 +715,13 @@ slice_lookup_for(OuterApply *oa, int i)
 
 		for (int j = 0; j < i && ncols < INDEX_MAX_KEYS; j++)
 		{
-			DeltaSource *earlier = list_nth(oa->plan->sources,
-											list_nth_int(oa->plan->anchors, j));
+			int			col = anchor_absent_column(oa, j);
 			bool		listed = false;
 
-			if (!earlier->key_in_output || bms_is_empty(earlier->nulling))
-				continue;
 			for (int c = 0; c < ncols; c++)
-				listed |= (cols[c] == earlier->key_output[0]);
-			if (!listed)
-				cols[ncols++] = earlier->key_output[0];
+				listed |= (cols[c] == col);
+			if (col >= 0 && !listed)
+				cols[ncols++] = col;
 		}
 		if (ncols > nown)
 		{
@@ -713,28 +741,11 @@ slice_rows(OuterApply *oa, int i, List *keys, TargetRowFn fn, SliceScan *scan)
 {
 	int			s = list_nth_int(oa->plan->anchors, i);
 	TargetLookup *tl = slice_lookup_for(oa, i);
-	ListCell   *lc;
 
-	if (tl == NULL)
-	{
+	if (tl != NULL)
+		lookup_key_rows(oa, s, tl, i, keys, fn, scan);
+	else
 		key_rows(oa, s, keys, fn, scan);
-		return;
-	}
-	foreach(lc, keys)
-	{
-		apply_error_key(list_nth(oa->plan->sources, s), lfirst(lc));
-		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
-		for (int j = 0; j < i; j++)
-		{
-			DeltaSource *earlier = list_nth(oa->plan->sources,
-											list_nth_int(oa->plan->anchors, j));
-
-			if (earlier->key_in_output && !bms_is_empty(earlier->nulling))
-				oa->isnull[earlier->key_output[0]] = true;
-		}
-		writer_lookup_rows(oa->writer, tl, oa->values, oa->isnull, fn, scan);
-	}
-	apply_error_clear();
 }
 
 static void
