@@ -557,8 +557,11 @@ view_batch_take(ViewBatch *batch, int64 n, bool first)
  * Add the work of batch "from" to batch "into" (same view): its counts, its
  * TRUNCATEs and those of its keys that "seen", the set of keys already in
  * "into", lacks -- no key once either is a recompute of the whole, which
- * covers them all.  What is added is copied into cxt, which holds "into"
- * and "seen".
+ * covers them all.  A key both hold is held once, with the sum of their
+ * weights, so "into" stays weighed if "from" is: the changes of
+ * consecutive batches added up (a view's keys held while batches are cut,
+ * retry.c).  What is added is copied into cxt, which holds "into" and
+ * "seen".
  */
 void
 view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryContext cxt)
@@ -570,7 +573,7 @@ view_batch_merge(ViewBatch *into, const ViewBatch *from, HTAB *seen, MemoryConte
 	Assert(into->view_id == from->view_id);
 	into->changes += from->changes;
 	into->commit_time = Max(into->commit_time, from->commit_time);
-	into->weighed = false;
+	into->weighed &= from->weighed;
 	into->whole |= from->whole;
 	if (into->whole)
 		return;

@@ -105,9 +105,13 @@ typedef struct ViewBatch
 	 * the capture for its own batch, cleared by whatever makes it not so
 	 * (a key carried in from an earlier batch, a change whose old row was
 	 * not logged whole, a TRUNCATE).  Keys spilled to disk keep their
-	 * weights, which a merge sums; the batch gathered with them is weighed
-	 * if the capture's was (apply_view.c, pieces_together).  Any other
-	 * batch made of batches (a copy, a piece, a merge) is not weighed.
+	 * weights, and a chunk of them is weighed as its batch is; the batch
+	 * gathered with them is weighed if the capture's was (apply_view.c,
+	 * pieces_together).  A merge sums the weights of the keys the two
+	 * batches share and is weighed if both were: the waiting work of a
+	 * view (retry.c), which sums consecutive batches.  Any other batch made
+	 * of batches (a copy, a piece, the rest of a view's work) is not
+	 * weighed.
 	 */
 	bool		weighed;
 

@@ -821,8 +821,9 @@ capture_release(Capture *cap)
  * The next chunk of up to max_keys keys that the capture spilled for a view
  * (from the first when rewind), as a ViewBatch allocated in
  * CurrentMemoryContext: the view's sources, in ordinal order, with only
- * those keys -- the batch's counts and TRUNCATEs are in what
- * capture_batches returns.  NULL once every spilled key was read.
+ * those keys, weighed if the batch is -- the batch's counts and TRUNCATEs
+ * are in what capture_batches returns.  NULL once every spilled key was
+ * read.
  */
 ViewBatch *
 capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
@@ -858,6 +859,7 @@ capture_next_chunk(Capture *cap, int view_id, bool rewind, int64 max_keys)
 	chunk = palloc0(sizeof(ViewBatch));
 	chunk->view_id = view_id;
 	chunk->chunk = true;
+	chunk->weighed = ventry->batch->weighed;
 	foreach(lc, ventry->batch->sources)
 	{
 		SourceBatch *sb = palloc(sizeof(SourceBatch));

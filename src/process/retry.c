@@ -281,8 +281,10 @@ retry_add(DeferredView *dv, const ViewRecord *view, ViewBatch *batch)
 {
 	if (dv->batch == NULL)
 	{
+		/* weighed until a batch that is not joins it (view_batch_merge) */
 		dv->batch = MemoryContextAllocZero(dv->cxt, sizeof(ViewBatch));
 		dv->batch->view_id = dv->view_id;
+		dv->batch->weighed = true;
 	}
 	view_batch_merge(dv->batch, batch, dv->seen, dv->cxt);
 	if (!dv->batch->whole && view_batch_nkeys(dv->batch) > dj_max_waiting_keys)
@@ -538,6 +540,8 @@ retry_release(int view_id, TimestampTz now)
 
 	if (dv == NULL || !dv->held)
 		return;
+	elog(DEBUG1, "delta_join view %d: the keys it held (%s) are applied now",
+		 view_id, dv->reason ? dv->reason : "");
 	dv->held = false;
 	dv->next_try = now;
 	dv->first_failure = 0;

@@ -1302,6 +1302,8 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, bool spilled
 	 * image with the other's row as it is now, gone) and stay in the target
 	 * for good.  So its keys are held until the first batch that reaches its
 	 * position, which finds the groups of all of them together, each once.
+	 * Held keys keep their weights, summed (view_batch_merge): an additive
+	 * view adds the batches it held to its groups then, as it adds one.
 	 */
 	if (view->path == DJ_PATH_JOIN_GROUPS && !batch_caught_up)
 	{
@@ -1361,7 +1363,8 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, bool spilled
 	vw->req.chunk_keys = policy.max_keys;
 	vw->req.timeout_ms = retry_apply_timeout(view);
 	vw->req.end_lsn = decoding_position();
-	vw->req.exactly_once = (work == batch && worker_exactly_once(view));
+	/* (waiting work is weighed only if it adds up every batch it waited for) */
+	vw->req.exactly_once = work->weighed && worker_exactly_once(view);
 	return vw;
 }
 

@@ -707,6 +707,23 @@ sub status_text
 
 =pod
 
+=item explain_text($node, $query, $strategy)
+
+What C<delta_join.explain()> says of C<$query> (with C<$strategy>, when
+given), its lines joined by newlines.
+
+=cut
+
+sub explain_text
+{
+	my ($node, $query, $strategy) = @_;
+	my $with = defined $strategy ? ", strategy => '$strategy'" : '';
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(line, E'\\n') FROM delta_join.explain(\$q\$ $query \$q\$$with) AS line");
+}
+
+=pod
+
 =item cancel_client($node, $text)
 
 Cancel the client sessions (not the background workers) whose running

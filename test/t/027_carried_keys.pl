@@ -118,8 +118,7 @@ $node->safe_psql(
 	ALTER SYSTEM SET log_min_messages = debug1;
 	SELECT pg_reload_conf();
 	SELECT delta_join.create_view('by_item', '$by_item', strategy => 'auto');});
-like( $node->safe_psql('postgres',
-		"SELECT string_agg(line, E'\\n') FROM delta_join.explain('$by_item', strategy => 'auto') AS line"),
+like(DeltaJoinTest::explain_text($node, $by_item, 'auto'),
 	qr/added to their groups' counts and sums \(additive\)/,
 	'the aggregate over the join is kept by adding');
 $h = start_stuck(q{BEGIN;

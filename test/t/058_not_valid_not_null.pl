@@ -55,10 +55,10 @@ foreach my $t (sort keys %views)
 		"SELECT delta_join.create_view('$t', \$q\$ $views{$t} \$q\$, strategy => 'auto')");
 	is($node->safe_psql('postgres', "SELECT mode FROM delta_join.views WHERE target::regclass = 'public.$t'::regclass"),
 		'full recompute', "$t: a NOT VALID NOT NULL proves nothing, so it stays on full recompute")
-	  or diag($node->safe_psql('postgres', "SELECT string_agg(explain, E'\\n') FROM delta_join.explain(\$q\$ $views{$t} \$q\$, strategy => 'auto')"));
+	  or diag(DeltaJoinTest::explain_text($node, $views{$t}, 'auto'));
 	DeltaJoinTest::target_ok($node, $t, $views{$t}, "$t: after backfill");
 }
-like($node->safe_psql('postgres', "SELECT string_agg(explain, E'\\n') FROM delta_join.explain(\$q\$ $views{not_in} \$q\$, strategy => 'auto')"),
+like(DeltaJoinTest::explain_text($node, $views{not_in}, 'auto'),
 	qr/a column that NOT IN compares may be NULL/, 'not_in: explain() says the column may be NULL');
 
 # changes while the NULLs are there, then after they went
@@ -77,9 +77,9 @@ $node->safe_psql('postgres', q{
 	UPDATE accounts SET code = id + 100 WHERE code IS NULL;
 	ALTER TABLE banned VALIDATE CONSTRAINT banned_owner_nn;
 	ALTER TABLE accounts VALIDATE CONSTRAINT accounts_code_nn;});
-like($node->safe_psql('postgres', "SELECT string_agg(explain, E'\\n') FROM delta_join.explain(\$q\$ $views{not_in} \$q\$, strategy => 'auto')"),
+like(DeltaJoinTest::explain_text($node, $views{not_in}, 'auto'),
 	qr/mode: keyed recompute \(groups through joins\)/, 'not_in: with the constraint valid, NOT IN is taken by key');
-like($node->safe_psql('postgres', "SELECT string_agg(explain, E'\\n') FROM delta_join.explain(\$q\$ $views{semi_by_code} \$q\$, strategy => 'auto')"),
+like(DeltaJoinTest::explain_text($node, $views{semi_by_code}, 'auto'),
 	qr/mode: keyed recompute \(groups through joins\)/, 'semi_by_code: with the constraint valid, code is a key');
 
 $node->stop;

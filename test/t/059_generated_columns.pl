@@ -179,12 +179,10 @@ SKIP:
 	}
 	like(error_of(create('v_retract', $refused{v_join}[0], undef, '{"retract": true}')),
 		qr/0A000: \Q$refused{v_join}[1]\E/, 'v_retract: retract mode refuses it too');
-	like($node->safe_psql('postgres',
-			"SELECT string_agg(explain, E'\\n') FROM delta_join.explain(\$q\$ $refused{v_group}[0] \$q\$, strategy => 'none')"),
+	like(DeltaJoinTest::explain_text($node, $refused{v_group}[0], 'none'),
 		qr/Not eligible for keyed recompute \(strategy none\):\n\s+\Q$refused{v_group}[1]\E/,
 		'keyed recompute refuses a virtual group key too, which decoded rows hold NULL for');
-	like($node->safe_psql('postgres',
-			"SELECT string_agg(explain, E'\\n') FROM delta_join.explain(\$q\$ $refused{v_join}[0] \$q\$)"),
+	like(DeltaJoinTest::explain_text($node, $refused{v_join}[0]),
 		qr/virtual generated column\n\s+hint: Write the column's generation expression in the query/,
 		'explain() says why, with the hint');
 

@@ -30,7 +30,10 @@
 # (max_batch_size 40): its keys spill to disk, and are read back a chunk
 # at a time (never all in memory), the deltas of the chunks summed per
 # group before they are added -- or, additive apply off, the groups each
-# chunk leads to gathered, then recomputed.  Phase 2:
+# chunk leads to gathered, then recomputed.  Then a backlog of writes on
+# orders, with much WAL of another table between them, read by a worker
+# that was stopped: its batches are cut short, the views' keys held until
+# a batch reaches the end of the WAL, which adds them all.  Phase 2:
 # every source changes (merchants change region and tier, are deleted and
 # recreated; items change category): batches that changed two sources are
 # recomputed, the others added.  After each phase delta_join.wait() returns
@@ -215,8 +218,7 @@ foreach my $seed (@run)
 		my $options = $t =~ /small/ ? q{'{"max_batch_size": 20}'} : q{'{}'};
 		$node->safe_psql('postgres',
 			"SELECT delta_join.create_view('$t', \$q\$ $views{$t} \$q\$, strategy => 'auto', options => $options)");
-		like($node->safe_psql('postgres',
-				"SELECT string_agg(line, E'\\n') FROM delta_join.explain(\$q\$ $views{$t} \$q\$, strategy => 'auto') AS line"),
+		like(DeltaJoinTest::explain_text($node, $views{$t}, 'auto'),
 			qr/added to their groups' counts and sums \(additive\)/,
 			"seed $seed: explain says $t is additive");
 	}
@@ -267,6 +269,40 @@ foreach my $seed (@run)
 	  : $spill_log =~ /groups through joins: \d+ groups found from \d+ changed rows read in (\d+) chunks/;
 	cmp_ok($chunks // 0, '>', 1,
 		"seed $seed: the spilled keys of one source were read a chunk at a time");
+
+	# a backlog of writes on orders, with WAL of a table no view reads
+	# between them, read by a worker that was stopped: its batches are cut
+	# short (full, with much WAL left), and the views' keys are held until
+	# a batch reaches the end of the WAL.  The held keys keep their
+	# weights, summed: that batch adds them all.
+	$node->safe_psql('postgres',
+		"CREATE TABLE $s.filler (pad text);"
+		  . "ALTER SYSTEM SET delta_join.max_batch_size = 40; SELECT pg_reload_conf(); SELECT pg_sleep(0.3);"
+		  . "UPDATE $s.orders SET qty = qty WHERE id = (SELECT min(id) FROM $s.orders)");
+	ok(DeltaJoinWorkload::wait_views($node, undef, '60s'),
+		"seed $seed: wait() before the backlog");
+	my $pid = DeltaJoinWorkload::worker_pid($node);
+	ok(DeltaJoinWorkload::stop_worker_idle($node, $pid), "seed $seed: the worker is stopped idle");
+	my $held_start = -s $node->logfile;
+	DeltaJoinWorkload::pgbench_ok(
+		$node,
+		DeltaJoinWorkload::write_scripts(
+			order_scripts($s),
+			filler => [ 4, "INSERT INTO $s.filler SELECT repeat('x', 300) FROM generate_series(1, 3000);\n" ]),
+		"seed $seed: a backlog of writes on orders",
+		seed => $seed + 2,
+		clients => 4,
+		transactions => 150);
+	kill 'CONT', $pid;
+	ok(DeltaJoinWorkload::wait_views($node, undef, '120s'), "seed $seed: wait() after the backlog");
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM RESET delta_join.max_batch_size; SELECT pg_reload_conf(); SELECT pg_sleep(0.3)");
+	DeltaJoinTest::targets_ok($node, "seed $seed: after a backlog whose batches were cut",
+		[ map { [ $_, $views{$_} ] } @targets ]);
+	my $held_log = slurp_file($node->logfile, $held_start);
+	like($held_log, qr/the keys it held \(a backlog/, "seed $seed: keys were held behind cut batches");
+	like($held_log, qr/additive apply: \d+ changed rows of $s\.orders/,
+		"seed $seed: the held keys were added") if $additive;
 
 	DeltaJoinWorkload::pgbench_ok(
 		$node,
