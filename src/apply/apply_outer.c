@@ -67,6 +67,13 @@
 /* rounds of widening the noted slices (close_anchors) */
 #define CLOSE_ANCHOR_ROUNDS		4
 
+/*
+ * At most this many sources outer joins null-extend for a row's sub-rows
+ * to be found by probing the target key (OuterApply.nullable): a probe
+ * for each way of null-extending some of them.
+ */
+#define SUB_ROW_PROBE_SOURCES	3
+
 typedef struct OuterApply
 {
 	MemoryContext cxt;			/* what lives as long as the batch */
@@ -75,10 +82,11 @@ typedef struct OuterApply
 	TargetWriter *writer;
 	int			nsources;
 	bool		twins_differ;	/* a null-extended source's key is in the target key */
-	int			sole_nullable;	/* the one source outer joins null-extend, when
-								 * the target key is its key and those of
-								 * sources in every row; else -1 */
-	TargetLookup *key_lookup;	/* target rows by the target key, for it */
+	int			nnullable;		/* the sources outer joins null-extend, when
+								 * the target key is made of their keys and
+								 * those of sources in every row; else 0 */
+	int		   *nullable;
+	TargetLookup *key_lookup;	/* target rows by the target key, for them */
 	Datum	   *sub_values;		/* scratch: a row's sub-row's key */
 	bool	   *sub_isnull;
 	Datum		tag;			/* a UNION ALL branch's tag, in the target's type */
@@ -87,6 +95,7 @@ typedef struct OuterApply
 	RegionQuery **by_source;	/* rows a source row is in, built on first use */
 	RegionQuery **by_anchor;	/* slice queries, per anchor position */
 	TargetLookup **lookups;		/* target rows by a source's key */
+	bool	   *lookup_tried;	/* ... looked for, where it may be missing */
 	TargetLookup **partner_lookups; /* target rows a source row was joined in */
 	TargetLookup **slice_lookups;	/* per anchor position: the rows of its
 									 * slices, when an index leads with them */
@@ -225,21 +234,33 @@ row_is_ours(OuterApply *oa, const Datum *values, const bool *isnull)
 		(!isnull[col] && datum_image_eq(values[col], oa->tag, oa->tag_byval, oa->tag_len));
 }
 
+/*
+ * Target rows by source s's key, through an index that leads with its
+ * columns: the target has one for each anchor (and for retract mode's
+ * sources); for another source, NULL when it has none and missing_ok.
+ */
 static TargetLookup *
-lookup_for(OuterApply *oa, int s)
+source_lookup(OuterApply *oa, int s, bool missing_ok)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 
-	if (oa->lookups[s] == NULL)
+	if (oa->lookups[s] == NULL && (!missing_ok || !oa->lookup_tried[s]))
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
 		int			cols[INDEX_MAX_KEYS];
 		int			ncols = target_region_columns(oa->plan, src, cols);
 
-		oa->lookups[s] = writer_lookup_begin(oa->writer, ncols, cols, false);
+		oa->lookups[s] = writer_lookup_begin(oa->writer, ncols, cols, missing_ok);
+		oa->lookup_tried[s] = true;
 		MemoryContextSwitchTo(oldcxt);
 	}
 	return oa->lookups[s];
+}
+
+static TargetLookup *
+lookup_for(OuterApply *oa, int s)
+{
+	return source_lookup(oa, s, false);
 }
 
 /*
@@ -468,6 +489,74 @@ match_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 }
 
 /*
+ * Probe the target key for the sub-rows of a row (values, isnull): the row
+ * with some of the sources of oa->nullable present in it null-extended,
+ * for each set of them, each row found handed to match_row.
+ */
+static void
+probe_sub_rows(OuterApply *oa, const Datum *values, const bool *isnull, RowMatch *m)
+{
+	int			present[SUB_ROW_PROBE_SOURCES];
+	int			npresent = 0;
+
+	for (int i = 0; i < oa->nnullable; i++)
+	{
+		if (source_present(oa, oa->nullable[i], isnull))
+			present[npresent++] = oa->nullable[i];
+	}
+	for (int set = 1; set < (1 << npresent); set++)
+	{
+		memcpy(oa->sub_values, values, sizeof(Datum) * oa->plan->ncolumns);
+		memcpy(oa->sub_isnull, isnull, sizeof(bool) * oa->plan->ncolumns);
+		for (int i = 0; i < npresent; i++)
+		{
+			DeltaSource *src = list_nth(oa->plan->sources, present[i]);
+
+			if ((set & (1 << i)) == 0)
+				continue;
+			for (int k = 0; k < src->key_natts; k++)
+				oa->sub_isnull[src->key_output[k]] = true;
+		}
+		writer_lookup_rows(oa->writer, oa->key_lookup, oa->sub_values, oa->sub_isnull,
+						   match_row, m);
+	}
+}
+
+/*
+ * How to find the super-rows of a row, or NULL when it has none (every
+ * source of oa->nullable is present in it).  A super-row holds every
+ * source present in the row, so the rows of any of them hold them all:
+ * those of the last that outer joins null-extend, when the target has an
+ * index for its key (a memo's rows, not its desk's), which are the fewest
+ * as a rule; else those of its first anchor.
+ */
+static TargetLookup *
+super_row_lookup(OuterApply *oa, const bool *isnull)
+{
+	bool		absent = false;
+	ListCell   *lc;
+
+	for (int i = 0; i < oa->nnullable; i++)
+		absent |= !source_present(oa, oa->nullable[i], isnull);
+	if (!absent)
+		return NULL;
+	for (int i = oa->nnullable - 1; i >= 0; i--)
+	{
+		TargetLookup *tl;
+
+		if (source_present(oa, oa->nullable[i], isnull) &&
+			(tl = source_lookup(oa, oa->nullable[i], true)) != NULL)
+			return tl;
+	}
+	foreach(lc, oa->plan->anchors)
+	{
+		if (source_present(oa, lfirst_int(lc), isnull))
+			return lookup_for(oa, lfirst_int(lc));
+	}
+	return NULL;
+}
+
+/*
  * Write one row of upsert mode, and delete the target's rows that are its
  * sub-rows or super-rows: an outer join's result never holds a row and
  * its null extension together, so those are left from before -- "order 7,
@@ -487,23 +576,19 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 	RowMatch	m = {oa, values, isnull, NIL, NIL};
 	ListCell   *lc;
 
-	if (oa->twins_differ && oa->sole_nullable >= 0 &&
-		source_present(oa, oa->sole_nullable, isnull))
+	if (oa->twins_differ && oa->nnullable > 0)
 	{
-		/*
-		 * A row in which the one nullable source is present has no
-		 * super-row, and one sub-row at most: that source null-extended,
-		 * the rest of the target key the same.  One probe of the target key
-		 * finds it, where the anchor's rows may be thousands.
-		 */
-		DeltaSource *src = list_nth(oa->plan->sources, oa->sole_nullable);
+		TargetLookup *supers;
 
-		memcpy(oa->sub_values, values, sizeof(Datum) * oa->plan->ncolumns);
-		memcpy(oa->sub_isnull, isnull, sizeof(bool) * oa->plan->ncolumns);
-		for (int k = 0; k < src->key_natts; k++)
-			oa->sub_isnull[src->key_output[k]] = true;
-		writer_lookup_rows(oa->writer, oa->key_lookup, oa->sub_values, oa->sub_isnull,
-						   match_row, &m);
+		/*
+		 * Its sub-rows by the target key, its super-rows among the rows of
+		 * one anchor, where searching every anchor's rows would read
+		 * thousands for each row written (the many-to-many partners of a
+		 * FULL JOIN, a desk's memos).
+		 */
+		probe_sub_rows(oa, values, isnull, &m);
+		if ((supers = super_row_lookup(oa, isnull)) != NULL)
+			writer_lookup_rows(oa->writer, supers, values, isnull, match_row, &m);
 	}
 	else if (oa->twins_differ)
 	{
@@ -911,15 +996,17 @@ replace_all(OuterApply *oa)
  */
 
 /*
- * The one source of the plan that outer joins null-extend, if the target
- * key is made of its key columns and of those of sources in every row (and
- * a UNION ALL branch's tag): then a row's sub-row is that source
- * null-extended, found by the target key.  Else -1.
+ * The sources of the plan that outer joins null-extend (into nullable, their
+ * count returned), if the target key is made of key columns of sources
+ * whose keys the output holds (and a UNION ALL branch's tag), and each of
+ * them has its key in the output: then a row's sub-rows are that row with
+ * some of them null-extended, each found by the target key with their key
+ * columns NULL.  Else 0, as for more than SUB_ROW_PROBE_SOURCES of them.
  */
 static int
-sole_nullable_source(DeltaPlan *plan)
+nullable_sources(DeltaPlan *plan, int *nullable)
 {
-	int			sole = -1;
+	int			n = 0;
 	ListCell   *lc;
 
 	foreach(lc, plan->sources)
@@ -928,12 +1015,10 @@ sole_nullable_source(DeltaPlan *plan)
 
 		if (bms_is_empty(src->nulling))
 			continue;
-		if (sole >= 0 || !src->key_in_output)
-			return -1;
-		sole = foreach_current_index(lc);
+		if (n == SUB_ROW_PROBE_SOURCES || !src->key_in_output)
+			return 0;
+		nullable[n++] = foreach_current_index(lc);
 	}
-	if (sole < 0)
-		return -1;
 	for (int c = 0; c < plan->key_ncolumns; c++)
 	{
 		int			col = plan->key_columns[c];
@@ -943,16 +1028,15 @@ sole_nullable_source(DeltaPlan *plan)
 		{
 			DeltaSource *src = lfirst(lc);
 
-			if (!src->key_in_output ||
-				(foreach_current_index(lc) != sole && !bms_is_empty(src->nulling)))
+			if (!src->key_in_output)
 				continue;
 			for (int k = 0; k < src->key_natts; k++)
 				known |= (src->key_output[k] == col);
 		}
 		if (!known)
-			return -1;
+			return 0;
 	}
-	return sole;
+	return n;
 }
 
 static void
@@ -970,6 +1054,7 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->by_source = palloc0(sizeof(RegionQuery *) * oa->nsources);
 	oa->by_anchor = palloc0(sizeof(RegionQuery *) * Max(list_length(plan->anchors), 1));
 	oa->lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
+	oa->lookup_tried = palloc0(sizeof(bool) * oa->nsources);
 	oa->partner_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
 	oa->shapes = palloc(sizeof(KeyShape) * oa->nsources);
 	oa->key_equal = palloc(sizeof(FmgrInfo *) * oa->nsources);
@@ -1035,11 +1120,12 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 					oa->twins_differ = true;
 		}
 	}
-	oa->sole_nullable = sole_nullable_source(plan);
-	if (oa->twins_differ && oa->sole_nullable >= 0)
+	oa->nullable = palloc(sizeof(int) * SUB_ROW_PROBE_SOURCES);
+	oa->nnullable = nullable_sources(plan, oa->nullable);
+	if (oa->twins_differ && oa->nnullable > 0)
 		oa->key_lookup = writer_lookup_begin(writer, plan->key_ncolumns, plan->key_columns, true);
 	if (oa->key_lookup == NULL)
-		oa->sole_nullable = -1;
+		oa->nnullable = 0;
 	oa->sub_values = palloc(sizeof(Datum) * plan->ncolumns);
 	oa->sub_isnull = palloc(sizeof(bool) * plan->ncolumns);
 }
