@@ -50,24 +50,15 @@ set -euo pipefail
 
 DJ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$DJ_ROOT/test/common.sh"
+. "$DJ_ROOT/test/bench/lib.sh"
 
 ORDERS=${1:-1000000}
 MERCHANTS=$((ORDERS / 100))
 PORT=${PORT:-5597}
 PG_CONFIG=${PG_CONFIG:-pg_config}
-BIN=$("$PG_CONFIG" --bindir)
-DIR=$(mktemp -d /tmp/dj_join_memory.XXXXXX)
-chown postgres "$DIR"
-
-sql() { dj_as_pg "$BIN/psql" -h "$DIR" -p "$PORT" -d postgres -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-stop() { dj_server_stop "$DIR/data"; rm -rf "$DIR"; }
-trap stop EXIT
-
-mkdir "$DIR/data" && chown postgres "$DIR/data"
-dj_server_init "$DIR/data" "$DIR" "$PORT" "shared_buffers = '1GB'
+bench_server dj_join_memory "shared_buffers = '1GB'
 max_wal_size = '8GB'
 log_min_messages = 'debug1'"
-dj_as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
 
 echo "loading $ORDERS orders, $MERCHANTS merchants"
 sql -v orders="$ORDERS" -v merchants="$MERCHANTS" -v amount='abs(hashint4(g)) % 1000000 / 100.0' \

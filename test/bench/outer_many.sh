@@ -37,24 +37,15 @@ set -euo pipefail
 
 DJ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$DJ_ROOT/test/common.sh"
+. "$DJ_ROOT/test/bench/lib.sh"
 
 L=${1:-600}
 R=${2:-3000}
 KEYS=${3:-6}
 PORT=${PORT:-5596}
 PG_CONFIG=${PG_CONFIG:-pg_config}
-BIN=$("$PG_CONFIG" --bindir)
-DIR=$(mktemp -d /tmp/dj_outer_many.XXXXXX)
-chown postgres "$DIR"
-
-sql() { dj_as_pg "$BIN/psql" -h "$DIR" -p "$PORT" -d postgres -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-stop() { dj_server_stop "$DIR/data"; rm -rf "$DIR"; }
-trap stop EXIT
-
-mkdir "$DIR/data" && chown postgres "$DIR/data"
-dj_server_init "$DIR/data" "$DIR" "$PORT" "shared_buffers = '512MB'
+bench_server dj_outer_many "shared_buffers = '512MB'
 max_wal_size = '4GB'"
-dj_as_pg "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
 
 sql <<SQL
 CREATE EXTENSION delta_join;
@@ -76,17 +67,6 @@ STMT[r w]="UPDATE r SET w = w + 1 WHERE id % 50 = 0"
 STMT[l k]="UPDATE l SET k = (k + 1) % $KEYS WHERE id % 100 = 1"
 STMT[r gone]="DELETE FROM r WHERE k = 2"
 STMT[r new]="INSERT INTO r SELECT $R + g, 2, g FROM generate_series(1, GREATEST($R / $KEYS / 30, 1)) g"
-
-# the ms from the commit of statement $1 until the view is fresh
-until_fresh() {
-	sql <<SQL | tail -3 | paste -sd' ' | awk '{printf "%.0f", $3 - $1}'
-SELECT delta_join.wait();
-$1;
-SELECT extract(epoch FROM clock_timestamp()) * 1000;
-SELECT delta_join.wait(NULL, '900s');
-SELECT extract(epoch FROM clock_timestamp()) * 1000;
-SQL
-}
 
 # view $1 (full or inner) in mode $2 (upsert or retract), from fresh data:
 # the times of the steps into T["$1 $2 step"], whether it holds its query
