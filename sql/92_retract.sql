@@ -152,6 +152,25 @@ DELETE FROM mm_l WHERE k = 0;
 SELECT delta_join.wait('retract.mm');
 SELECT * FROM diff('mm', :'mm');
 SELECT count(*) AS rows, count(*) FILTER (WHERE lid IS NULL) AS unmatched FROM mm;
+-- A changed row of mm_r, the later source: its rows are in the slices of
+-- its 19 partners of mm_l, which held 570 rows; it replaces its own 19
+-- rows and probes the null-extended row of each partner (none comes), and
+-- did not compare the other 551.
+:mm_counts \gset
+UPDATE mm_r SET w = 1 WHERE id = 5;
+SELECT delta_join.wait('retract.mm');
+SELECT c.upserted - :upserted AS upserted, c.deleted - :deleted AS deleted,
+       c.unchanged - :unchanged AS unchanged FROM (:mm_counts) c;
+SELECT * FROM diff('mm', :'mm');
+-- and moved to the key of mm_l 3, the only row of k 7: its 19 rows go,
+-- "mm_l 3, mm_r 5" comes beside "mm_l 3, mm_r 61"
+:mm_counts \gset
+UPDATE mm_r SET k = 7 WHERE id = 5;
+SELECT delta_join.wait('retract.mm');
+SELECT c.upserted - :upserted AS upserted, c.deleted - :deleted AS deleted,
+       c.unchanged - :unchanged AS unchanged FROM (:mm_counts) c;
+SELECT * FROM diff('mm', :'mm');
+SELECT * FROM mm WHERE k = 7 OR rid IN (5, 61) ORDER BY lid, rid;
 
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();

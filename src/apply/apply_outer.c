@@ -74,6 +74,17 @@
  */
 #define SUB_ROW_PROBE_SOURCES	3
 
+/*
+ * Retract mode, by partners: per source q, the keys of q's rows that the
+ * changed rows of a source were joined with, before or now, and the same
+ * keys by image (note_key).
+ */
+typedef struct PartnerNotes
+{
+	List	  **keys;
+	HTAB	  **sets;
+} PartnerNotes;
+
 typedef struct OuterApply
 {
 	MemoryContext cxt;			/* what lives as long as the batch */
@@ -106,7 +117,17 @@ typedef struct OuterApply
 	Datum	   *values;			/* scratch: one output row */
 	bool	   *isnull;
 	List	  **anchor_keys;	/* per anchor position: DirtyKey * to replace */
-	HTAB	  **anchor_sets;	/* ... and the same keys, by image (note_anchor_key) */
+	HTAB	  **anchor_sets;	/* ... and the same keys, by image (note_key) */
+	int			changed;		/* retract mode, by partners: the source whose
+								 * rows changed (replace_by_partners) */
+	PartnerNotes **partners;	/* ... per changed source: its partners */
+	RegionQuery **absent_queries;	/* per source: its rows with the changed
+									 * source null-extended, built on first
+									 * use */
+	TargetLookup **absent_lookups;	/* ... and the target's, when an index
+									 * leads with its key and the changed
+									 * source's absent column */
+	bool	   *absent_tried;	/* ... looked for */
 	StringInfoData image;		/* scratch: one key's image */
 } OuterApply;
 
@@ -133,6 +154,17 @@ source_present(OuterApply *oa, int s, const bool *isnull)
 	/* (a source outer joins cannot null-extend is in every row) */
 	return src->key_in_output &&
 		(bms_is_empty(src->nulling) || !isnull[src->key_output[0]]);
+}
+
+/*
+ * Is source s's key compared to tell rows apart: is it one of those the
+ * target key is made of?  (The key of a source the join ties to another's
+ * column is not.)  Every source's is when the plan names none.
+ */
+static bool
+source_compared(OuterApply *oa, int s)
+{
+	return bms_is_empty(oa->plan->key_sources) || bms_is_member(s, oa->plan->key_sources);
 }
 
 /*
@@ -180,8 +212,7 @@ is_sub_row(OuterApply *oa, const Datum *sub_values, const bool *sub_isnull,
 	{
 		bool		in_sub = source_present(oa, s, sub_isnull);
 		bool		in_row = source_present(oa, s, isnull);
-		bool		compared = bms_is_empty(oa->plan->key_sources) ||
-			bms_is_member(s, oa->plan->key_sources);
+		bool		compared = source_compared(oa, s);
 
 		if (in_sub && (!in_row ||
 					   (compared && !same_key(oa, s, sub_values, sub_isnull, values, isnull))))
@@ -523,15 +554,16 @@ probe_sub_rows(OuterApply *oa, const Datum *values, const bool *isnull, RowMatch
 }
 
 /*
- * How to find the super-rows of a row, or NULL when it has none (every
- * source of oa->nullable is present in it).  A super-row holds every
- * source present in the row, so the rows of any of them hold them all:
+ * Hand to match_row the target rows that may be super-rows of a row: none
+ * when every source of oa->nullable is present in it.  A super-row holds
+ * every source present in the row, with the same key where the key is
+ * compared (is_sub_row), so the rows of one such source hold them all:
  * those of the last that outer joins null-extend, when the target has an
- * index for its key (a memo's rows, not its desk's), which are the fewest
- * as a rule; else those of its first anchor.
+ * index for its key (a memo's rows, not its desk's), the fewest as a rule.
+ * Else the rows of each anchor present in it.
  */
-static TargetLookup *
-super_row_lookup(OuterApply *oa, const bool *isnull)
+static void
+find_super_rows(OuterApply *oa, Datum *values, bool *isnull, RowMatch *m)
 {
 	bool		absent = false;
 	ListCell   *lc;
@@ -539,21 +571,25 @@ super_row_lookup(OuterApply *oa, const bool *isnull)
 	for (int i = 0; i < oa->nnullable; i++)
 		absent |= !source_present(oa, oa->nullable[i], isnull);
 	if (!absent)
-		return NULL;
+		return;
 	for (int i = oa->nnullable - 1; i >= 0; i--)
 	{
+		int			q = oa->nullable[i];
 		TargetLookup *tl;
 
-		if (source_present(oa, oa->nullable[i], isnull) &&
-			(tl = source_lookup(oa, oa->nullable[i], true)) != NULL)
-			return tl;
+		if (source_present(oa, q, isnull) && source_compared(oa, q) &&
+			(tl = source_lookup(oa, q, true)) != NULL)
+		{
+			writer_lookup_rows(oa->writer, tl, values, isnull, match_row, m);
+			return;
+		}
 	}
 	foreach(lc, oa->plan->anchors)
 	{
 		if (source_present(oa, lfirst_int(lc), isnull))
-			return lookup_for(oa, lfirst_int(lc));
+			writer_lookup_rows(oa->writer, lookup_for(oa, lfirst_int(lc)), values, isnull,
+							   match_row, m);
 	}
-	return NULL;
 }
 
 /*
@@ -578,17 +614,14 @@ upsert_row(OuterApply *oa, Datum *values, bool *isnull)
 
 	if (oa->twins_differ && oa->nnullable > 0)
 	{
-		TargetLookup *supers;
-
 		/*
 		 * Its sub-rows by the target key, its super-rows among the rows of
-		 * one anchor, where searching every anchor's rows would read
+		 * one source, where searching every anchor's rows would read
 		 * thousands for each row written (the many-to-many partners of a
 		 * FULL JOIN, a desk's memos).
 		 */
 		probe_sub_rows(oa, values, isnull, &m);
-		if ((supers = super_row_lookup(oa, isnull)) != NULL)
-			writer_lookup_rows(oa->writer, supers, values, isnull, match_row, &m);
+		find_super_rows(oa, values, isnull, &m);
 	}
 	else if (oa->twins_differ)
 	{
@@ -671,16 +704,15 @@ upsert_null_extended_row(OuterApply *oa, Datum *values, bool *isnull)
  */
 
 /*
- * Note the key of anchor position i in a row (its slice, to be replaced),
- * unless it is noted already.  The keys noted are kept in a list, in the
- * order noted, and in a set by their image, so that noting the anchors of
- * every row of a large target (a TRUNCATE) takes a probe per row, not a
- * pass over the keys noted so far.
+ * Note the key of source s in a row, unless it is noted already: in *keys,
+ * in the order noted, and in *set by its image (tagged set_tag), so that
+ * noting the keys of every row of a large target (a TRUNCATE) takes a
+ * probe per row, not a pass over the keys noted so far.
  */
 static void
-note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
+note_key(OuterApply *oa, int s, List **keys, HTAB **set, int set_tag,
+		 const Datum *values, const bool *isnull)
 {
-	int			s = list_nth_int(oa->plan->anchors, i);
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 	Datum		key_values[INDEX_MAX_KEYS];
 	bool		key_isnull[INDEX_MAX_KEYS];
@@ -697,15 +729,23 @@ note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
 	resetStringInfo(&oa->image);
 	dirty_key_image(&oa->image, &oa->shapes[s], key_values, key_isnull);
 
-	if (oa->anchor_sets[i] == NULL)
-		oa->anchor_sets[i] = key_set_create(oa->cxt);
-	noted = key_set_enter(oa->anchor_sets[i], 0, i, &oa->image, oa->cxt);
+	if (*set == NULL)
+		*set = key_set_create(oa->cxt);
+	noted = key_set_enter(*set, 0, set_tag, &oa->image, oa->cxt);
 	if (*noted == NULL)
 	{
 		*noted = row_key(oa, s, values);
-		oa->anchor_keys[i] = lappend(oa->anchor_keys[i], *noted);
+		*keys = lappend(*keys, *noted);
 	}
 	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Note the key of anchor position i in a row: its slice, to be replaced */
+static void
+note_anchor_key(OuterApply *oa, int i, const Datum *values, const bool *isnull)
+{
+	note_key(oa, list_nth_int(oa->plan->anchors, i), &oa->anchor_keys[i],
+			 &oa->anchor_sets[i], i, values, isnull);
 }
 
 /* The keys noted for anchor position i, which are no longer noted */
@@ -926,6 +966,214 @@ replace_anchor_slices(OuterApply *oa, int i, List *keys)
 }
 
 /*
+ * Retract mode, by partners.  A changed row of a source that outer joins
+ * null-extend changes the rows that hold it, and, among the others, only
+ * rows in which its source is absent: a row that holds another row of its
+ * source depends on that row, not on this one, but a null-extended row
+ * of a preserved row stands for "no partner", which the changed row may
+ * have ended or begun.  Such a row holds a row that the changed row was
+ * joined with, before or now.  So the rows that hold the changed rows are
+ * replaced (as a source in every row replaces its rows), noting the rows
+ * of the other sources they were joined with (the partners); then, for
+ * each partner, its rows in which the changed source is absent.
+ *
+ * Where the slices of the first present anchor (replace_anchor_slices)
+ * would replace every row of each partner: in l FULL JOIN r ON l.k = r.k,
+ * a changed row of r rewrote the rows of each of its l partners, the
+ * whole of its key with many-to-many keys, where this replaces its own
+ * rows and probes the null-extended row of each partner.
+ */
+
+/* Note the partners of the changed source (oa->changed) in a row */
+static void
+note_row_partners(OuterApply *oa, const Datum *values, const bool *isnull)
+{
+	PartnerNotes *notes = oa->partners[oa->changed];
+
+	for (int q = 0; q < oa->nsources; q++)
+	{
+		if (q != oa->changed && source_present(oa, q, isnull))
+			note_key(oa, q, &notes->keys[q], &notes->sets[q], q, values, isnull);
+	}
+}
+
+static void
+note_partnered_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	OuterApply *oa = (OuterApply *) arg;
+
+	writer_output_values(writer, row, oa->values, oa->isnull);
+	note_row_partners(oa, oa->values, oa->isnull);
+}
+
+static void
+add_partnered_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	OuterApply *oa = (OuterApply *) arg;
+
+	writer_output_values(writer, row, oa->values, oa->isnull);
+	note_row_partners(oa, oa->values, oa->isnull);
+	writer_region_add(writer, &row->tts_tid);
+}
+
+static void
+upsert_partnered_row(OuterApply *oa, Datum *values, bool *isnull)
+{
+	note_row_partners(oa, values, isnull);
+	writer_upsert(oa->writer, values, isnull);
+}
+
+/*
+ * The region query of source q's rows with the changed source absent, and
+ * the target's lookup of them: an index that leads with q's key and the
+ * changed source's absent column, searched NULL; NULL when none does (q's
+ * rows are then filtered).
+ */
+static RegionQuery *
+absent_query_for(OuterApply *oa, int q)
+{
+	if (!oa->absent_tried[q])
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(oa->cxt);
+		DeltaSource *src = list_nth(oa->plan->sources, q);
+		DeltaSource *changed = list_nth(oa->plan->sources, oa->changed);
+		int			cols[INDEX_MAX_KEYS];
+		int			ncols = target_region_columns(oa->plan, src, cols);
+
+		oa->absent_queries[q] = recompute_prepare(oa->plan, RelationGetRelid(oa->writer->rel),
+												  q, bms_make_singleton(oa->changed));
+		if (ncols < INDEX_MAX_KEYS)
+		{
+			cols[ncols++] = changed->key_output[0];
+			oa->absent_lookups[q] = writer_lookup_begin(oa->writer, ncols, cols, true);
+		}
+		oa->absent_tried[q] = true;
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return oa->absent_queries[q];
+}
+
+static void
+add_absent_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
+{
+	OuterApply *oa = (OuterApply *) arg;
+
+	writer_output_values(writer, row, oa->values, oa->isnull);
+	if (row_is_ours(oa, oa->values, oa->isnull) &&
+		!source_present(oa, oa->changed, oa->isnull))
+		writer_region_add(writer, &row->tts_tid);
+}
+
+/* Replace the rows of source q's keys in which the changed source is absent */
+static void
+replace_absent_rows(OuterApply *oa, int q, List *keys)
+{
+	RegionQuery *rq = absent_query_for(oa, q);
+	DeltaSource *changed = list_nth(oa->plan->sources, oa->changed);
+	ListCell   *lc;
+
+	writer_region_begin(oa->writer);
+	if (oa->absent_lookups[q] == NULL)
+		key_rows(oa, q, keys, add_absent_row, oa);
+	else
+	{
+		foreach(lc, keys)
+		{
+			apply_error_key(list_nth(oa->plan->sources, q), lfirst(lc));
+			key_to_row(oa, q, lfirst(lc), oa->values, oa->isnull);
+			oa->isnull[changed->key_output[0]] = true;
+			writer_lookup_rows(oa->writer, oa->absent_lookups[q], oa->values, oa->isnull,
+							   add_absent_row, oa);
+		}
+		apply_error_clear();
+	}
+	run_region(oa, rq, keys, region_upsert);
+	apply_error_keys(list_nth(oa->plan->sources, q), linitial(keys), list_length(keys));
+	writer_region_end(oa->writer);
+	apply_error_clear();
+}
+
+/*
+ * Can a changed row of source s be replaced by partners?  Every source's
+ * rows must be found by its key in the target (retract mode gives each
+ * source but a lookup-only one such an index) and in the query.
+ */
+static bool
+by_partners(OuterApply *oa, int s)
+{
+	ListCell   *lc;
+
+	if (bms_is_empty(((DeltaSource *) list_nth(oa->plan->sources, s))->nulling))
+		return false;
+	foreach(lc, oa->plan->sources)
+	{
+		DeltaSource *src = lfirst(lc);
+
+		if (src->lookup_only || !src->key_in_output)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Note the partners of the rows of source s with keys that the target
+ * holds, before the batch writes any row.  Each source's changes are
+ * replaced in turn, and those of an earlier one may already have deleted
+ * a row that joined a later one's changed row with a partner ("no r, s 3,
+ * u 1" when r's rows and u 1 went in one transaction): the later one
+ * would not find that partner, whose null-extended row ("no r, s 3, no
+ * u") would never come.
+ */
+static void
+note_old_partners(OuterApply *oa, int s, List *keys)
+{
+	if (oa->partners[s] == NULL)
+	{
+		oa->partners[s] = palloc(sizeof(PartnerNotes));
+		oa->partners[s]->keys = palloc0(sizeof(List *) * oa->nsources);
+		oa->partners[s]->sets = palloc0(sizeof(HTAB *) * oa->nsources);
+	}
+	oa->changed = s;
+	key_rows(oa, s, keys, note_partnered_row, oa);
+	oa->changed = -1;
+}
+
+/*
+ * Replace by partners what the rows of source s with keys changed (their
+ * partners in the target noted before, note_old_partners).
+ */
+static void
+replace_by_partners(OuterApply *oa, int s, List *keys)
+{
+	DeltaSource *src = list_nth(oa->plan->sources, s);
+	PartnerNotes *notes = oa->partners[s];
+
+	oa->changed = s;
+	for (int q = 0; q < oa->nsources; q++)
+	{
+		if (oa->absent_lookups[q] != NULL)
+			writer_lookup_end(oa->absent_lookups[q]);
+		oa->absent_lookups[q] = NULL;
+		oa->absent_queries[q] = NULL;
+		oa->absent_tried[q] = false;
+	}
+
+	writer_region_begin(oa->writer);
+	key_rows(oa, s, keys, add_partnered_row, oa);
+	run_region(oa, query_for_source(oa, s), keys, upsert_partnered_row);
+	apply_error_keys(src, linitial(keys), list_length(keys));
+	writer_region_end(oa->writer);
+	apply_error_clear();
+
+	for (int q = 0; q < oa->nsources; q++)
+	{
+		if (notes->keys[q] != NIL)
+			replace_absent_rows(oa, q, notes->keys[q]);
+	}
+	oa->changed = -1;
+}
+
+/*
  * Upsert mode, source s truncated: note the anchors of the target's rows
  * of this plan that s may be in -- those where it is present, or, when the
  * output does not hold its key (it cannot tell), every row -- as deletes
@@ -1065,6 +1313,11 @@ outer_apply_init(OuterApply *oa, DeltaPlan *plan, TargetWriter *writer)
 	oa->anchor_sets = palloc0(sizeof(HTAB *) * Max(list_length(plan->anchors), 1));
 	oa->slice_lookups = palloc0(sizeof(TargetLookup *) * Max(list_length(plan->anchors), 1));
 	oa->slice_tried = palloc0(sizeof(bool) * Max(list_length(plan->anchors), 1));
+	oa->changed = -1;
+	oa->partners = palloc0(sizeof(PartnerNotes *) * oa->nsources);
+	oa->absent_queries = palloc0(sizeof(RegionQuery *) * oa->nsources);
+	oa->absent_lookups = palloc0(sizeof(TargetLookup *) * oa->nsources);
+	oa->absent_tried = palloc0(sizeof(bool) * oa->nsources);
 	initStringInfo(&oa->image);
 
 	if (plan->tag_column >= 0)
@@ -1141,12 +1394,29 @@ outer_apply_end(OuterApply *oa)
 			writer_lookup_end(oa->lookups[s]);
 		if (oa->partner_lookups[s] != NULL)
 			writer_lookup_end(oa->partner_lookups[s]);
+		if (oa->absent_lookups[s] != NULL)
+			writer_lookup_end(oa->absent_lookups[s]);
 	}
 	for (int i = 0; i < list_length(oa->plan->anchors); i++)
 	{
 		if (oa->slice_lookups[i] != NULL)
 			writer_lookup_end(oa->slice_lookups[i]);
 	}
+}
+
+/* The index in plan->sources of the source of sb */
+static int
+plan_source_index(DeltaPlan *plan, SourceBatch *sb)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->sources)
+	{
+		if (((DeltaSource *) lfirst(lc))->ordinal == sb->ordinal)
+			return foreach_current_index(lc);
+	}
+	elog(ERROR, "view has no source at position %d", sb->ordinal);
+	return -1;					/* keep compiler quiet */
 }
 
 void
@@ -1173,21 +1443,25 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		}
 	}
 
+	/* the partners of changed rows, before any row is written */
+	if (plan->options.retract)
+	{
+		foreach(lc, batch->sources)
+		{
+			SourceBatch *sb = lfirst(lc);
+			int			s = plan_source_index(plan, sb);
+
+			if (sb->keys != NIL && by_partners(&oa, s))
+				note_old_partners(&oa, s, sb->keys);
+		}
+	}
+
 	foreach(lc, batch->sources)
 	{
 		SourceBatch *sb = lfirst(lc);
-		int			s = -1;
-		DeltaSource *src;
-		ListCell   *lc2;
+		int			s = plan_source_index(plan, sb);
+		DeltaSource *src = list_nth(plan->sources, s);
 
-		foreach(lc2, plan->sources)
-		{
-			if (((DeltaSource *) lfirst(lc2))->ordinal == sb->ordinal)
-				s = foreach_current_index(lc2);
-		}
-		if (s < 0)
-			elog(ERROR, "view has no source at position %d", sb->ordinal);
-		src = list_nth(plan->sources, s);
 		counts->keys_applied += list_length(sb->keys);
 
 		if (!plan->options.retract)
@@ -1240,6 +1514,12 @@ apply_outer(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer, ApplyCounts
 		if (bms_is_empty(src->nulling))
 		{
 			replace_source_slices(&oa, s, sb->keys);
+			continue;
+		}
+
+		if (sb->keys != NIL && by_partners(&oa, s))
+		{
+			replace_by_partners(&oa, s, sb->keys);
 			continue;
 		}
 
