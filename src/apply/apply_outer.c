@@ -224,16 +224,21 @@ is_sub_row(OuterApply *oa, const Datum *sub_values, const bool *sub_isnull,
 
 /* The key of source s in a row, as a DirtyKey (copied) */
 static DirtyKey *
-row_key(OuterApply *oa, int s, const Datum *values)
+row_key(OuterApply *oa, int s, const Datum *values, const bool *isnull)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
-	DirtyKey   *key = palloc(sizeof(DirtyKey));
+	DirtyKey   *key = palloc0(sizeof(DirtyKey));
 
-	key->values = palloc(sizeof(Datum) * src->key_natts);
-	key->isnull = palloc0(sizeof(bool) * src->key_natts);
+	key->values = palloc0(sizeof(Datum) * src->key_natts);
+	key->isnull = palloc(sizeof(bool) * src->key_natts);
 	for (int k = 0; k < src->key_natts; k++)
-		key->values[k] = datumCopy(values[src->key_output[k]], oa->shapes[s].typbyval[k],
-								   oa->shapes[s].typlen[k]);
+	{
+		/* (a key whose NULLs are not distinct may hold some) */
+		key->isnull[k] = isnull[src->key_output[k]];
+		if (!key->isnull[k])
+			key->values[k] = datumCopy(values[src->key_output[k]], oa->shapes[s].typbyval[k],
+									   oa->shapes[s].typlen[k]);
+	}
 	return key;
 }
 
@@ -734,7 +739,7 @@ note_key(OuterApply *oa, int s, List **keys, HTAB **set, int set_tag,
 	noted = key_set_enter(*set, 0, set_tag, &oa->image, oa->cxt);
 	if (*noted == NULL)
 	{
-		*noted = row_key(oa, s, values);
+		*noted = row_key(oa, s, values, isnull);
 		*keys = lappend(*keys, *noted);
 	}
 	MemoryContextSwitchTo(oldcxt);

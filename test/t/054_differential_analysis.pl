@@ -333,8 +333,17 @@ foreach my $seed (@run)
 		UPDATE $t SET rn = rn + 1 WHERE rn = 1 AND sku = (SELECT min(sku) FROM $t);});
 	isnt(text_diff($t, query_of('sku_ranks', $s), ''), '0',
 		'self-check: a tampered target is reported');
+	# rows tied on (sku, qty), stored in the reverse of an index's order:
+	# a sort of the table's rows and a scan of the index number them apart
+	# (the stock's random rows did not always)
+	$node->safe_psql(
+		'postgres', qq{
+		CREATE TABLE $s.ties (sku int, qty int, note text);
+		INSERT INTO $s.ties VALUES (1, 5, 'c'), (1, 5, 'b'), (1, 5, 'a'), (1, 7, 'z');
+		CREATE INDEX ON $s.ties (sku, qty, note);
+		ANALYZE $s.ties;});
 	my $ties = "SELECT sku, qty, note, row_number() OVER (PARTITION BY sku ORDER BY qty) AS rn "
-	  . "FROM $s.stock";
+	  . "FROM $s.ties";
 	my %results = map {
 		(
 			$node->safe_psql(
