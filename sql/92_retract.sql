@@ -172,6 +172,43 @@ SELECT c.upserted - :upserted AS upserted, c.deleted - :deleted AS deleted,
 SELECT * FROM diff('mm', :'mm');
 SELECT * FROM mm WHERE k = 7 OR rid IN (5, 61) ORDER BY lid, rid;
 
+-- A batch of changes of two sources, the view's work taken in pieces (its
+-- max_batch_size: a key at a time).  The rows of the changed q_b rows
+-- name q_c 12 as a partner; replacing the rows where q_b is absent of
+-- that partner deletes "q_a 4, no q_b, q_c 12, q_d 1" (q_c 12 went in the
+-- same transaction).  A later piece, replacing q_c 12's own rows, no
+-- longer found q_a 4 as its partner in the target, and "q_a 4" alone
+-- never came: the view's work is now one piece, whose partners are all
+-- noted before it writes.
+CREATE TABLE q_a (id int PRIMARY KEY, k int, k2 int);
+CREATE TABLE q_b (id int PRIMARY KEY, k2 int, v int);
+CREATE TABLE q_c (id int PRIMARY KEY, k int, k2 int);
+CREATE TABLE q_d (id int PRIMARY KEY, k2 int);
+CREATE INDEX ON q_a (k);
+CREATE INDEX ON q_a (k2);
+CREATE INDEX ON q_b (k2);
+CREATE INDEX ON q_c (k);
+CREATE INDEX ON q_c (k2);
+CREATE INDEX ON q_d (k2);
+INSERT INTO q_a VALUES (4, 2, NULL), (5, 2, 1);
+INSERT INTO q_b VALUES (1, 1, 0);
+INSERT INTO q_b SELECT g, 100 + g, 0 FROM generate_series(2, 20) g;
+INSERT INTO q_c VALUES (12, 2, 0);
+INSERT INTO q_d VALUES (1, 0);
+SELECT $$
+  SELECT a.id AS aid, b.id AS bid, c.id AS cid, d.id AS did
+  FROM q_a a LEFT JOIN q_b b ON a.k2 = b.k2 FULL JOIN q_c c ON c.k = a.k LEFT JOIN q_d d ON d.k2 = c.k2
+$$ AS abcd \gset
+SELECT delta_join.create_view('abcd', :'abcd', options => '{"retract": true, "max_batch_size": 1}');
+SELECT * FROM abcd ORDER BY aid, bid;
+BEGIN;
+UPDATE q_b SET v = v + 1;
+DELETE FROM q_c WHERE id = 12;
+COMMIT;
+SELECT delta_join.wait('retract.abcd');
+SELECT * FROM abcd ORDER BY aid, bid;
+SELECT * FROM diff('abcd', :'abcd');
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

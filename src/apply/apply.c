@@ -202,6 +202,36 @@ apply_view_whole(ViewRecord *view)
 }
 
 /*
+ * Must the view's work (batch) be applied in one piece, not a piece at a
+ * time?  Groups through joins are found from all the changed rows together
+ * (apply_agg.c).  A retract-mode outer join notes from the target, before
+ * it replaces anything, the rows each changed row was joined with
+ * (apply_outer.c); with two sources changed, a piece of one source's keys
+ * applied before the piece of the other's could delete the rows that name
+ * them ("a 4, no b, c 12, d 1", gone with the rows of b's partner c 12
+ * where b is absent), and the row a 4 has once c 12 went, "a 4, no b, no
+ * c", would never come.  (Pieces of one source's keys delete no row that
+ * holds another of its changed rows.)
+ */
+bool
+apply_view_together(ViewRecord *view, const ViewBatch *batch)
+{
+	DeltaPlan  *plan;
+	bool		outer;
+	ListCell   *lc;
+
+	if (view->path == DJ_PATH_JOIN_GROUPS)
+		return true;
+	if (batch == NULL || list_length(batch->sources) < 2)
+		return false;
+	plan = plan_cache_get(view);
+	outer = plan->has_outer;
+	foreach(lc, plan->branches)
+		outer |= ((DeltaPlan *) lfirst(lc))->has_outer;
+	return outer && plan->options.retract;
+}
+
+/*
  * Write into a view's target only the difference between what it holds
  * and its query's result now (refresh concurrently: readers see the old
  * rows until the caller commits).  Runs as the caller, who runs as the

@@ -332,10 +332,12 @@ pieces_chunk_by_chunk(Pieces *pc)
  * Every key of the view's work as one piece, the first time; NULL after.
  * For a view whose dirty groups are found from the images of all its
  * sources' changes together (keyed recompute of groups through joins,
- * apply_agg.c).  A batch that spilled keys of one source only is handed
- * out as a piece without keys that reads them a chunk at a time
- * (ViewBatch.next_chunk): a transaction of a million rows is then never
- * in memory at once.
+ * apply_agg.c), and a retract-mode outer join whose batch changed two
+ * sources or more, which notes the partners of all its changed rows
+ * before it writes (apply_view_together).  A batch of groups through
+ * joins that spilled keys of one source only is handed out as a piece
+ * without keys that reads them a chunk at a time (ViewBatch.next_chunk):
+ * a transaction of a million rows is then never in memory at once.
  */
 static ViewBatch *
 pieces_together(Pieces *pc)
@@ -525,7 +527,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		bool		whole = (view->path == DJ_PATH_FULL ||
 							 (req->batch != NULL && req->batch->whole));
 		int64		keys_left = PG_INT64_MAX;
-		bool		together = (view->path == DJ_PATH_JOIN_GROUPS);
+		bool		together;
 		ViewBatch  *piece;
 		List	   *held_back = NIL;
 
@@ -554,6 +556,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		if (!plan_cache_lock_view(view, snapshot) ||
 			(snapshot != NULL && catalog_view_written_after(view, snapshot)))
 			result = VIEW_LATER;
+		together = apply_view_together(view, req->batch);
 		whole |= apply_view_whole(view) || together;
 		PopActiveSnapshot();
 
