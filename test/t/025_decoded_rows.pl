@@ -218,7 +218,9 @@ one_batch(
 	q{UPDATE events SET merchant_id = 4 WHERE event_id = 1000});
 
 my $log = slurp_file($node->logfile);
-my @bad = $log =~ /^.*(?:ERROR|WARNING|PANIC|FATAL|TRAP).*$/mg;
+# (but not the autovacuum launcher's warning, which a loaded machine makes)
+my @bad = grep { !/autovacuum worker took too long to start/ }
+  $log =~ /^.*(?:ERROR|WARNING|PANIC|FATAL|TRAP).*$/mg;
 is(scalar(@bad), 0, 'the server log has no errors or warnings')
   or diag(join("\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)]));
 

@@ -423,8 +423,8 @@ foreach my $seed (@run)
 			COMMIT;});
 		my $seen = $node->safe_psql(
 			'postgres', qq{
-			SELECT delta_join.wait('$s.all_labels') AND delta_join.wait('$s.order_custs')
-			   AND delta_join.wait('$s.busy_custs') AND delta_join.wait('$s.tier1_orders');
+			SELECT delta_join.wait('$s.all_labels', '300s') AND delta_join.wait('$s.order_custs', '300s')
+			   AND delta_join.wait('$s.busy_custs', '300s') AND delta_join.wait('$s.tier1_orders', '300s');
 			SELECT concat_ws(',',
 			  CASE WHEN NOT EXISTS (SELECT FROM $s.all_labels WHERE label = 'marker $r') THEN 'all_labels' END,
 			  CASE WHEN NOT EXISTS (SELECT FROM $s.order_custs WHERE order_id = -$r) THEN 'order_custs' END,

@@ -358,7 +358,8 @@ foreach my $seed (@run)
 # ---- the server log is clean ----
 {
 	my @log = split /\n/, slurp_file($node->logfile);
-	my @warnings = grep { /\b(WARNING|PANIC):/ } @log;
+	# (but not the autovacuum launcher's, which a loaded machine makes)
+	my @warnings = grep { /\b(WARNING|PANIC):/ && !/autovacuum worker took too long to start/ } @log;
 	is(join("\n", @warnings), '', 'the server log shows no warning');
 	my @exits = grep {
 		index($_, 'background worker "delta_join worker"') >= 0
