@@ -2,8 +2,9 @@
  *
  * apply_outer.c
  *	  Join views with outer joins: the rows a changed source row is in, and
- *	  in retract mode the slices of the result around them, recomputed by
- *	  the planner (recompute.c) and written to the target.
+ *	  in retract mode the rows around them that its change may have made
+ *	  wrong, recomputed by the planner (recompute.c) and written to the
+ *	  target.
  *
  * Nouns (DESIGN.md §2, "Outer delta joins"):
  *
@@ -14,6 +15,9 @@
  *	sub-row			of a row r: a row whose present sources are some of
  *					r's, with the same keys -- what r was before a partner
  *					joined it, or becomes when one leaves.
+ *	super-row		of a row r: a row of which r is a sub-row.
+ *	partner			of a changed row: a row of another source joined with it
+ *					in a row of the result, before the change or after.
  *	anchor			one of the sources every row has at least one of
  *					(DeltaPlan.anchors); a row's first present anchor and its
  *					key name the row's slice.  A row and its sub-rows share
@@ -23,21 +27,25 @@
  *
  * Upsert mode: for each dirty key of a source, the rows that source row is
  * in now are upserted, and writing a row deletes the target's sub-rows and
- * super-rows of it, so a user never sees "order 7, no item" beside "order
- * 7, item 3": when item 3 arrives the null-extended row goes, and when the
- * last item of order 7 goes, the null-extended row that the query now
- * returns replaces the joined one (which upsert mode would otherwise have
- * kept as a residual row).  Other residual rows stay.  A TRUNCATE of a
+ * super-rows of it (upsert_row), so a user never sees "order 7, no item"
+ * beside "order 7, item 3": when item 3 arrives the null-extended row
+ * goes, and when the last item of order 7 goes, the null-extended row that
+ * the query now returns replaces the joined one (which upsert mode would
+ * otherwise have kept as a residual row).  Other residual rows stay.  A TRUNCATE of a
  * source is a delete of each of its rows: the rows it may be in are found
  * in the target and recomputed from their anchors.
  *
  * Retract mode: for each dirty key of a source that is in every row, the
- * slice "rows with that key" is replaced by what the query gives for it:
+ * region "rows with that key" is replaced by what the query gives for it:
  * upsert what it gives, delete what it no longer gives.  For a source that
- * can be null-extended, the slices to replace are those of the anchors of
- * the rows the source row was in (found in the target) and is in now
- * (from the query); a preserved row whose last partner went gets its
- * null-extended row back.  A TRUNCATE of a source recomputes the whole
+ * can be null-extended, its rows are replaced so, and then, for each of
+ * their partners (noted from the target before the batch writes, and
+ * from the query), the partner's rows in which that source is absent
+ * (replace_by_partners): a preserved row whose last partner went gets its
+ * null-extended row back, one that found its first loses it.  With a
+ * lookup-only source, whose rows the target cannot find by key, the
+ * regions are instead the slices of the anchors of the rows the source row
+ * was in and is in now.  A TRUNCATE of a source recomputes the whole
  * result.
  *
  * Memory: the queries, lookups and keys noted live in the caller's (batch)
@@ -93,10 +101,10 @@ typedef struct OuterApply
 	TargetWriter *writer;
 	int			nsources;
 	bool		twins_differ;	/* a null-extended source's key is in the target key */
-	int			nnullable;		/* the sources outer joins null-extend, when
-								 * the target key is made of their keys and
-								 * those of sources in every row; else 0 */
-	int		   *nullable;
+	int			nnullable;		/* how many sources outer joins null-extend,
+								 * when the target key is made of sources'
+								 * keys (nullable_sources); else 0 */
+	int		   *nullable;		/* ... those sources */
 	TargetLookup *key_lookup;	/* target rows by the target key, for them */
 	Datum	   *sub_values;		/* scratch: a row's sub-row's key */
 	bool	   *sub_isnull;
