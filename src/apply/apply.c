@@ -201,6 +201,20 @@ apply_view_whole(ViewRecord *view)
 	return plan->path == DJ_PATH_FULL || plan->whole;
 }
 
+/* Does an outer join (of any UNION ALL branch) null-extend a source? */
+static bool
+plan_has_outer(DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->branches)
+	{
+		if (((DeltaPlan *) lfirst(lc))->has_outer)
+			return true;
+	}
+	return plan->has_outer;
+}
+
 /*
  * Must the view's work (batch) be applied in one piece, not a piece at a
  * time?  Groups through joins are found from all the changed rows together
@@ -217,18 +231,40 @@ bool
 apply_view_together(ViewRecord *view, const ViewBatch *batch)
 {
 	DeltaPlan  *plan;
-	bool		outer;
-	ListCell   *lc;
 
 	if (view->path == DJ_PATH_JOIN_GROUPS)
 		return true;
 	if (batch == NULL || list_length(batch->sources) < 2)
 		return false;
 	plan = plan_cache_get(view);
-	outer = plan->has_outer;
-	foreach(lc, plan->branches)
-		outer |= ((DeltaPlan *) lfirst(lc))->has_outer;
-	return outer && plan->options.retract;
+	return plan->options.retract && plan_has_outer(plan);
+}
+
+/*
+ * Must the view's keys be held while the worker's batches are cut short (a
+ * backlog: worker.c), until a batch reaches the end of the WAL there is?
+ * A cut batch's snapshot already sees the changes of the batches after it.
+ * Groups through joins are found by joining the batch's changed rows with
+ * the other sources as that snapshot sees them: a group whose rows changed
+ * on two sources, one in each batch, would be found by neither.  A
+ * retract-mode outer join is apply_view_together's case over two batches:
+ * the first replaces rows of a partner of the second's changed row (under
+ * a snapshot where that row is gone already), and the second no longer
+ * finds the partner.  Held, their keys are applied by one batch, which
+ * sees no change it lacks.  A retract view whose plan is not built yet is
+ * held too: holding costs only time.
+ */
+bool
+apply_view_held_in_backlog(ViewRecord *view)
+{
+	DeltaPlan  *plan;
+
+	if (view->path == DJ_PATH_JOIN_GROUPS)
+		return true;
+	if (!view->options.retract)
+		return false;
+	plan = plan_cache_peek(view);
+	return plan == NULL || plan_has_outer(plan);
 }
 
 /*

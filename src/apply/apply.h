@@ -20,6 +20,7 @@ extern void apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *co
 extern void apply_view_held_back(ViewRecord *view, List *held_back, ApplyCounts *counts);
 extern bool apply_view_whole(ViewRecord *view);
 extern bool apply_view_together(ViewRecord *view, const ViewBatch *batch);
+extern bool apply_view_held_in_backlog(ViewRecord *view);
 extern void apply_view_difference(ViewRecord *view, DeltaPlan *plan, ApplyCounts *counts);
 extern void apply_check_access(DeltaPlan *plan);
 

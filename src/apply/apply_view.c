@@ -25,6 +25,7 @@
 #include <malloc.h>
 #endif
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "tcop/tcopprot.h"
@@ -328,6 +329,18 @@ pieces_chunk_by_chunk(Pieces *pc)
 	return plan->kind == DJ_KIND_AGGREGATE && plan->path == DJ_PATH_JOIN_GROUPS;
 }
 
+/* A copy, in CurrentMemoryContext, of rows held back (MinimalTuple) */
+static List *
+held_back_copy(List *held_back)
+{
+	List	   *copy = NIL;
+	ListCell   *lc;
+
+	foreach(lc, held_back)
+		copy = lappend(copy, heap_copy_minimal_tuple(lfirst(lc)));
+	return copy;
+}
+
 /*
  * Every key of the view's work as one piece, the first time; NULL after.
  * For a view whose dirty groups are found from the images of all its
@@ -529,6 +542,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		int64		keys_left = PG_INT64_MAX;
 		bool		together;
 		ViewBatch  *piece;
+		MemoryContext piece_cxt;
 		List	   *held_back = NIL;
 
 		/*
@@ -570,6 +584,8 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 			else
 				PushActiveSnapshot(GetTransactionSnapshot());
 
+			piece_cxt = AllocSetContextCreate(oldcxt, "delta_join piece",
+											  ALLOCSET_DEFAULT_SIZES);
 			while ((piece = together ? pieces_together(&pc) :
 					pieces_next(&pc, whole ? PG_INT64_MAX :
 								req->sliced ? Min(ps->keys, Max(keys_left, 1)) :
@@ -577,7 +593,18 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 			{
 				TimestampTz piece_started = GetCurrentTimestamp();
 
+				/*
+				 * What a piece makes -- its writer, its region queries and
+				 * their plans -- goes with it: a view's work of many pieces
+				 * (one key each, under a view's max_batch_size of 1) kept
+				 * them all, gigabytes for a few thousand keys.  The rows
+				 * held back go on to the next piece.
+				 */
+				MemoryContextSwitchTo(piece_cxt);
 				apply_view_batch(view, piece, counts, &held_back);
+				MemoryContextSwitchTo(oldcxt);
+				held_back = held_back_copy(held_back);
+				MemoryContextReset(piece_cxt);
 
 				/* the next piece sees what this one wrote */
 				CommandCounterIncrement();
@@ -615,6 +642,7 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 			}
 			if (held_back != NIL)
 				apply_view_held_back(view, held_back, counts);
+			MemoryContextDelete(piece_cxt);
 			PopActiveSnapshot();
 		}
 

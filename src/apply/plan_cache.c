@@ -235,6 +235,18 @@ plan_cache_get(ViewRecord *view)
 	return plan_cache_entry(view)->plan;
 }
 
+/* The view's delta plan if the cache holds a valid one, else NULL */
+DeltaPlan *
+plan_cache_peek(ViewRecord *view)
+{
+	CachedView *entry;
+
+	if (view_cache == NULL)
+		return NULL;
+	entry = hash_search(view_cache, &view->view_id, HASH_FIND, NULL);
+	return entry != NULL && entry->valid ? entry->plan : NULL;
+}
+
 /*
  * Was the relation created or its storage replaced (a rewrite, a TRUNCATE)
  * -- its pg_class row written -- by a transaction that snapshot does not

@@ -16,6 +16,7 @@
 #include "registry/catalog.h"
 
 extern DeltaPlan *plan_cache_get(ViewRecord *view);
+extern DeltaPlan *plan_cache_peek(ViewRecord *view);
 extern void plan_cache_forget_all(void);
 extern void plan_cache_forget_dropped(List *views);
 extern void plan_cache_reset_system_caches(void);

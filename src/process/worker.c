@@ -135,6 +135,7 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
+#include "apply/apply.h"
 #include "apply/plan_cache.h"
 #include "apply/apply_view.h"
 #include "base/batch.h"
@@ -1303,9 +1304,11 @@ worker_view_work(ViewRecord *view, ViewProgress *vp, List *batches, bool spilled
 	 * for good.  So its keys are held until the first batch that reaches its
 	 * position, which finds the groups of all of them together, each once.
 	 * Held keys keep their weights, summed (view_batch_merge): an additive
-	 * view adds the batches it held to its groups then, as it adds one.
+	 * view adds the batches it held to its groups then, as it adds one.  A
+	 * retract-mode outer join is held for a like reason
+	 * (apply_view_held_in_backlog).
 	 */
-	if (view->path == DJ_PATH_JOIN_GROUPS && !batch_caught_up)
+	if (!batch_caught_up && apply_view_held_in_backlog(view))
 	{
 		worker_hold(view, vp, dv, batch, now,
 					"a backlog: its changes are applied once the worker has caught up");
