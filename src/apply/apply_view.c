@@ -40,6 +40,7 @@
 #include "apply/apply_error.h"
 #include "apply/apply_view.h"
 #include "apply/plan_cache.h"
+#include "base/compat.h"
 #include "base/runas.h"
 #include "registry/catalog.h"
 
@@ -337,7 +338,7 @@ held_back_copy(List *held_back)
 	ListCell   *lc;
 
 	foreach(lc, held_back)
-		copy = lappend(copy, heap_copy_minimal_tuple(lfirst(lc)));
+		copy = lappend(copy, heap_copy_minimal_tuple_compat(lfirst(lc)));
 	return copy;
 }
 

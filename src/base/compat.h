@@ -55,6 +55,8 @@
  *		immediate primary key, the only kind 15 returns).
  *		ExecCheckIndexConstraints() takes the TID of a row to ignore (NULL:
  *		none, as on 15).
+ *		heap_copy_minimal_tuple() takes the room to leave before the copy
+ *		(0: none, as on 15).
  *		A query with GROUP BY reads its grouping expressions through Vars of
  *		an RTE_GROUP entry: compat_flatten_grouping() gives the analysis
  *		15's shape back.
@@ -217,6 +219,8 @@ extern bool compat_column_is_virtual(Oid relid, int attno);
 	RelationGetPrimaryKeyIndex((relation), false)
 #define ExecCheckIndexConstraints_compat(rri, slot, estate, conflictTid, arbiterIndexes) \
 	ExecCheckIndexConstraints((rri), (slot), (estate), (conflictTid), NULL, (arbiterIndexes))
+#define heap_copy_minimal_tuple_compat(mtup) \
+	heap_copy_minimal_tuple((mtup), 0)
 #else
 #define ExecutorRun_compat(queryDesc, direction, count, execute_once) \
 	ExecutorRun((queryDesc), (direction), (count), (execute_once))
@@ -234,6 +238,8 @@ extern bool compat_column_is_virtual(Oid relid, int attno);
 	RelationGetPrimaryKeyIndex(relation)
 #define ExecCheckIndexConstraints_compat(rri, slot, estate, conflictTid, arbiterIndexes) \
 	ExecCheckIndexConstraints((rri), (slot), (estate), (conflictTid), (arbiterIndexes))
+#define heap_copy_minimal_tuple_compat(mtup) \
+	heap_copy_minimal_tuple(mtup)
 #endif
 
 #endif							/* DJ_COMPAT_H */
