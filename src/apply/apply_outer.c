@@ -31,9 +31,9 @@
  * beside "order 7, item 3": when item 3 arrives the null-extended row
  * goes, and when the last item of order 7 goes, the null-extended row that
  * the query now returns replaces the joined one (which upsert mode would
- * otherwise have kept as a residual row).  Other residual rows stay.  A TRUNCATE of a
- * source is a delete of each of its rows: the rows it may be in are found
- * in the target and recomputed from their anchors.
+ * otherwise have kept as a residual row).  Other residual rows stay.  A
+ * TRUNCATE of a source is a delete of each of its rows: the rows it may be
+ * in are found in the target and recomputed from their anchors.
  *
  * Retract mode: for each dirty key of a source that is in every row, the
  * region "rows with that key" is replaced by what the query gives for it:
@@ -322,11 +322,11 @@ anchor_absent_column(OuterApply *oa, int j)
 
 /*
  * Call fn for each target row that tl finds where source s has one of
- * keys and, NULL, the absent columns of the first nabsent anchors.
+ * keys and the output columns absent[0 .. nabsent - 1] are NULL.
  */
 static void
-lookup_key_rows(OuterApply *oa, int s, TargetLookup *tl, int nabsent, List *keys,
-				TargetRowFn fn, void *arg)
+lookup_key_rows(OuterApply *oa, int s, TargetLookup *tl, const int *absent, int nabsent,
+				List *keys, TargetRowFn fn, void *arg)
 {
 	DeltaSource *src = list_nth(oa->plan->sources, s);
 	ListCell   *lc;
@@ -336,12 +336,7 @@ lookup_key_rows(OuterApply *oa, int s, TargetLookup *tl, int nabsent, List *keys
 		apply_error_key(src, lfirst(lc));
 		key_to_row(oa, s, lfirst(lc), oa->values, oa->isnull);
 		for (int j = 0; j < nabsent; j++)
-		{
-			int			col = anchor_absent_column(oa, j);
-
-			if (col >= 0)
-				oa->isnull[col] = true;
-		}
+			oa->isnull[absent[j]] = true;
 		writer_lookup_rows(oa->writer, tl, oa->values, oa->isnull, fn, arg);
 	}
 	apply_error_clear();
@@ -351,7 +346,7 @@ lookup_key_rows(OuterApply *oa, int s, TargetLookup *tl, int nabsent, List *keys
 static void
 key_rows(OuterApply *oa, int s, List *keys, TargetRowFn fn, void *arg)
 {
-	lookup_key_rows(oa, s, lookup_for(oa, s), 0, keys, fn, arg);
+	lookup_key_rows(oa, s, lookup_for(oa, s), NULL, 0, keys, fn, arg);
 }
 
 static void note_target_row(TargetWriter *writer, TupleTableSlot *row, void *arg);
@@ -881,7 +876,21 @@ slice_rows(OuterApply *oa, int i, List *keys, TargetRowFn fn, SliceScan *scan)
 	TargetLookup *tl = slice_lookup_for(oa, i);
 
 	if (tl != NULL)
-		lookup_key_rows(oa, s, tl, i, keys, fn, scan);
+	{
+		int		   *absent = palloc(sizeof(int) * Max(i, 1));
+		int			nabsent = 0;
+
+		/* the earlier anchors that can be absent, searched NULL */
+		for (int j = 0; j < i; j++)
+		{
+			int			col = anchor_absent_column(oa, j);
+
+			if (col >= 0)
+				absent[nabsent++] = col;
+		}
+		lookup_key_rows(oa, s, tl, absent, nabsent, keys, fn, scan);
+		pfree(absent);
+	}
 	else
 		key_rows(oa, s, keys, fn, scan);
 }
@@ -1020,16 +1029,6 @@ note_partnered_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
 }
 
 static void
-add_partnered_row(TargetWriter *writer, TupleTableSlot *row, void *arg)
-{
-	OuterApply *oa = (OuterApply *) arg;
-
-	writer_output_values(writer, row, oa->values, oa->isnull);
-	note_row_partners(oa, oa->values, oa->isnull);
-	writer_region_add(writer, &row->tts_tid);
-}
-
-static void
 upsert_partnered_row(OuterApply *oa, Datum *values, bool *isnull)
 {
 	note_row_partners(oa, values, isnull);
@@ -1083,23 +1082,13 @@ replace_absent_rows(OuterApply *oa, int q, List *keys)
 {
 	RegionQuery *rq = absent_query_for(oa, q);
 	DeltaSource *changed = list_nth(oa->plan->sources, oa->changed);
-	ListCell   *lc;
 
 	writer_region_begin(oa->writer);
 	if (oa->absent_lookups[q] == NULL)
 		key_rows(oa, q, keys, add_absent_row, oa);
 	else
-	{
-		foreach(lc, keys)
-		{
-			apply_error_key(list_nth(oa->plan->sources, q), lfirst(lc));
-			key_to_row(oa, q, lfirst(lc), oa->values, oa->isnull);
-			oa->isnull[changed->key_output[0]] = true;
-			writer_lookup_rows(oa->writer, oa->absent_lookups[q], oa->values, oa->isnull,
-							   add_absent_row, oa);
-		}
-		apply_error_clear();
-	}
+		lookup_key_rows(oa, q, oa->absent_lookups[q], &changed->key_output[0], 1, keys,
+						add_absent_row, oa);
 	run_region(oa, rq, keys, region_upsert);
 	apply_error_keys(list_nth(oa->plan->sources, q), linitial(keys), list_length(keys));
 	writer_region_end(oa->writer);
@@ -1153,7 +1142,9 @@ note_old_partners(OuterApply *oa, int s, List *keys)
 
 /*
  * Replace by partners what the rows of source s with keys changed (their
- * partners in the target noted before, note_old_partners).
+ * partners in the target noted before, note_old_partners: a row found
+ * now either was there then or was written by this batch from the
+ * query, whose rows of s note theirs below).
  */
 static void
 replace_by_partners(OuterApply *oa, int s, List *keys)
@@ -1172,7 +1163,7 @@ replace_by_partners(OuterApply *oa, int s, List *keys)
 	}
 
 	writer_region_begin(oa->writer);
-	key_rows(oa, s, keys, add_partnered_row, oa);
+	key_rows(oa, s, keys, add_region_row, NULL);
 	run_region(oa, query_for_source(oa, s), keys, upsert_partnered_row);
 	apply_error_keys(src, linitial(keys), list_length(keys));
 	writer_region_end(oa->writer);
