@@ -246,6 +246,32 @@ worker_waits_for_me(int pid)
 	return false;
 }
 
+/*
+ * Take out of *views those that are no longer in the catalog, read with a
+ * fresh snapshot: dropped since wait() read them, they have nothing left
+ * to wait for.  The worker forgets a dropped view's progress, and with the
+ * last view drops the slot, so without this such a view would be waited
+ * for until the timeout, or taken for a view that missed changes.  True
+ * when one was taken out.
+ */
+static bool
+take_dropped(List **views)
+{
+	List	   *live = catalog_list_views();
+	bool		taken = false;
+	ListCell   *lc;
+
+	foreach(lc, *views)
+	{
+		if (catalog_view_in(live, ((ViewRecord *) lfirst(lc))->view_id) == NULL)
+		{
+			*views = foreach_delete_current(*views, lc);
+			taken = true;
+		}
+	}
+	return taken;
+}
+
 /* Whether this database's replication slot exists */
 static bool
 slot_present(void)
@@ -285,6 +311,9 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 	for (;;)
 	{
 		bool		in_error = false;
+		bool		forgotten = false;	/* a pending view the worker does
+										 * not know (dropped?) */
+		bool		slot;
 		long		sleep_ms = 1000;
 		List	   *pending = NIL;	/* views not fresh yet */
 		List	   *retried = NIL;	/* of them, those the worker retries */
@@ -323,6 +352,8 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 				continue;
 			done = false;
 			pending = lappend(pending, view);
+			if (stat == NULL)
+				forgotten = true;
 			if (stat != NULL && stat->retry_reason[0] != '\0')
 				retried = lappend(retried, view);
 		}
@@ -331,6 +362,15 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 		if (done)
 			break;
 
+		/* views dropped meanwhile are done with (take_dropped) */
+		slot = slot_present();
+		if ((forgotten || !slot) && take_dropped(views))
+		{
+			list_free(retried);
+			list_free(pending);
+			continue;
+		}
+
 		/*
 		 * The database's slot is gone (dropped by hand; a copy, a restore,
 		 * a promoted standby, which have none): nothing applies the views
@@ -338,7 +378,7 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 		 * for a view in error, do not wait for ever.  (A slot being made is
 		 * there already, ephemeral.)
 		 */
-		if (!slot_present())
+		if (!slot)
 		{
 			*errors = true;
 			list_free(retried);
