@@ -175,6 +175,32 @@ SELECT delta_join.create_view('roles.alice_norm', $$
   SELECT o.merchant_id, o.order_id, o.item_id, roles.bobs_norm(i.item_name) AS name
   FROM roles.orders o JOIN roles.items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id $$);
 RESET ROLE;
+-- The same for code a domain runs: a value coerced to a domain (in the
+-- query, or on its way into a target column of that type) runs the
+-- domain's CHECK constraints.  Another role's domain, whose owner may add
+-- a constraint at any time, is refused, and so is a domain of the owner's
+-- whose constraint calls another role's function; a domain of the
+-- owner's own calling built-ins is fine.
+SET ROLE dj_bob;
+CREATE DOMAIN roles.bobs_name AS text CHECK (VALUE <> '');
+CREATE FUNCTION roles.bobs_check(t text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT t <> '' $$;
+RESET ROLE;
+SET ROLE dj_alice;
+CREATE DOMAIN roles.alices_name AS text CHECK (roles.bobs_check(VALUE));
+CREATE DOMAIN roles.alices_own_name AS text CHECK (VALUE <> '');
+CREATE DOMAIN roles.alices_bobs_name AS roles.bobs_name;
+\set dom_query 'SELECT o.merchant_id, o.order_id, o.item_id, i.item_name::roles.%s AS name FROM roles.orders o JOIN roles.items i ON o.merchant_id = i.merchant_id AND o.item_id = i.item_id'
+SELECT delta_join.create_view('roles.alice_dom', format(:'dom_query', 'bobs_name'));
+SELECT delta_join.create_view('roles.alice_dom', format(:'dom_query', 'alices_name'));
+SELECT delta_join.create_view('roles.alice_dom', format(:'dom_query', 'alices_bobs_name'));
+CREATE TABLE roles.alice_dom (merchant_id bigint, order_id bigint, item_id bigint, name roles.bobs_name,
+  PRIMARY KEY (merchant_id, order_id, item_id));
+SELECT delta_join.create_view('roles.alice_dom', replace(format(:'dom_query', 'alices_own_name'), '::roles.alices_own_name', ''));
+DROP TABLE roles.alice_dom;
+SELECT delta_join.create_view('roles.alice_dom', format(:'dom_query', 'alices_own_name'));
+SELECT delta_join.drop_view('roles.alice_dom', drop_table => true);
+DROP DOMAIN roles.alices_name, roles.alices_own_name, roles.alices_bobs_name;
+RESET ROLE;
 
 --
 -- 6. REASSIGN OWNED and DROP OWNED follow the target: the query view goes

@@ -27,21 +27,28 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
 
 #include "apply/apply.h"
 #include "apply/apply_error.h"
 #include "apply/plan_cache.h"
+#include "apply/target_shape.h"
 #include "base/compat.h"
 
 /* ----------------------------------------------------------------
@@ -49,11 +56,22 @@
  * ----------------------------------------------------------------
  */
 
-/*
- * Lookups read the sources directly: check, as the current user, the
- * rights the query needs, and that no row security applies to a source (a
- * revoked privilege, or a policy enabled later, puts the view in error).
- */
+/* What the check of the code a view runs found of another role's */
+typedef struct ForeignCode
+{
+	Oid			funcid;			/* a function of another role, or InvalidOid */
+	Oid			domain;			/* the domain it was reached through, or a
+								 * domain of another role; or InvalidOid */
+	Oid			owner;			/* the role of the one found */
+} ForeignCode;
+
+/* Can the current user act as owner, or is owner trusted (a superuser)? */
+static bool
+acts_for(Oid owner)
+{
+	return has_privs_of_role(GetUserId(), owner) || superuser_arg(owner);
+}
+
 /* check_functions_in_node callback: a user-defined function the role does not act for */
 static bool
 foreign_function(Oid funcid, void *context)
@@ -68,19 +86,92 @@ foreign_function(Oid funcid, void *context)
 		return false;
 	owner = ((Form_pg_proc) GETSTRUCT(tuple))->proowner;
 	ReleaseSysCache(tuple);
-	if (has_privs_of_role(GetUserId(), owner) || superuser_arg(owner))
+	if (acts_for(owner))
 		return false;
-	*(Oid *) context = funcid;
+	((ForeignCode *) context)->funcid = funcid;
+	((ForeignCode *) context)->owner = owner;
 	return true;
 }
 
+static bool foreign_code_walker(Node *node, ForeignCode *found);
+
+/* Does a CHECK constraint of the domain (its own) call another role's function? */
 static bool
-foreign_function_walker(Node *node, Oid *funcid)
+foreign_constraint(Oid domain, ForeignCode *found)
+{
+	Relation	rel = table_open(ConstraintRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		foreign = false;
+
+	ScanKeyInit(&key, Anum_pg_constraint_contypid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(domain));
+	scan = systable_beginscan(rel, ConstraintTypidIndexId, true, NULL, 1, &key);
+	while (!foreign && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		bin;
+
+		if (((Form_pg_constraint) GETSTRUCT(tuple))->contype != CONSTRAINT_CHECK)
+			continue;
+		bin = heap_getattr(tuple, Anum_pg_constraint_conbin, RelationGetDescr(rel), &isnull);
+		if (!isnull)
+			foreign = foreign_code_walker(stringToNode(TextDatumGetCString(bin)), found);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return foreign;
+}
+
+/*
+ * A value coerced to a domain runs the CHECK constraints of the domain and
+ * of the domains it is made from: is one of those domains another role's
+ * (which may add a constraint at any time), or does a constraint call
+ * another role's function?  The constraints are read as stored, not as
+ * the type cache plans them: planning inlines a SQL function, whose owner
+ * may replace it all the same.
+ */
+static bool
+foreign_domain(Oid domain, ForeignCode *found)
+{
+	for (Oid type = domain; OidIsValid(type);)
+	{
+		HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+		Form_pg_type form;
+		Oid			base = InvalidOid;
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for type %u", type);
+		form = (Form_pg_type) GETSTRUCT(tuple);
+		if (form->typtype == TYPTYPE_DOMAIN)
+		{
+			base = form->typbasetype;
+			found->domain = type;
+			found->owner = form->typowner;
+		}
+		ReleaseSysCache(tuple);
+		if (!OidIsValid(base))
+			break;
+		if (!acts_for(found->owner) || foreign_constraint(type, found))
+		{
+			found->domain = type;
+			return true;
+		}
+		type = base;
+	}
+	found->domain = InvalidOid;
+	found->owner = InvalidOid;
+	return false;
+}
+
+static bool
+foreign_code_walker(Node *node, ForeignCode *found)
 {
 	if (node == NULL)
 		return false;
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, foreign_function_walker, funcid, 0);
+		return query_tree_walker((Query *) node, foreign_code_walker, found, 0);
 	if (IsA(node, Aggref))
 	{
 		HeapTuple	tuple = SearchSysCache1(AGGFNOID,
@@ -90,61 +181,89 @@ foreign_function_walker(Node *node, Oid *funcid)
 		{
 			Form_pg_aggregate agg = (Form_pg_aggregate) GETSTRUCT(tuple);
 			Oid			support[] = {agg->aggtransfn, agg->aggfinalfn, agg->aggcombinefn};
-			bool		found = false;
+			bool		foreign = false;
 
-			for (int i = 0; i < (int) lengthof(support) && !found; i++)
-				found = OidIsValid(support[i]) && foreign_function(support[i], funcid);
+			for (int i = 0; i < (int) lengthof(support) && !foreign; i++)
+				foreign = OidIsValid(support[i]) && foreign_function(support[i], found);
 			ReleaseSysCache(tuple);
-			if (found)
+			if (foreign)
 				return true;
 		}
 	}
-	if (check_functions_in_node(node, foreign_function, funcid))
+	if (IsA(node, CoerceToDomain) &&
+		foreign_domain(((CoerceToDomain *) node)->resulttype, found))
 		return true;
-	return expression_tree_walker(node, foreign_function_walker, funcid);
+	if (check_functions_in_node(node, foreign_function, found))
+		return true;
+	return expression_tree_walker(node, foreign_code_walker, found);
 }
 
 /*
  * The code a view runs must be its owner's, or trusted: a user-defined
- * function (an operator's, an aggregate's, a cast's) of another role would
- * run with the target owner's rights at every apply, whatever its owner
- * made of it since (CREATE OR REPLACE FUNCTION).  Functions of roles the
- * owner acts for, and of superusers (extensions), are fine.
+ * function (an operator's, an aggregate's, a cast's, a domain constraint's)
+ * or a domain of another role would run with the target owner's rights at
+ * every apply, whatever its owner made of it since (CREATE OR REPLACE
+ * FUNCTION, ALTER DOMAIN ... ADD CONSTRAINT).  Looked for in the query and
+ * in the coercions of its output to the target's column types (a column
+ * of a domain type).  Functions and domains of roles the owner acts for,
+ * and of superusers (extensions), are fine.
  */
 static void
-check_function_owners(DeltaPlan *plan)
+check_code_owners(DeltaPlan *plan, Oid target)
 {
-	Oid			funcid = InvalidOid;
-	HeapTuple	tuple;
-	Oid			owner;
+	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid};
+	List	   *outputs = NIL;
+	ListCell   *lc;
+	char	   *what;
+	const char *where;
 
-	if (!foreign_function_walker((Node *) plan->query, &funcid))
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			outputs = lappend(outputs, tle->expr);
+	}
+	if (foreign_code_walker((Node *) plan->query, &found))
+		where = "of the view's query";
+	else if (foreign_code_walker((Node *) target_coerce_exprs(target, plan, outputs), &found))
+		where = "of a column of the target";
+	else
 		return;
-	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for function %u", funcid);
-	owner = ((Form_pg_proc) GETSTRUCT(tuple))->proowner;
-	ReleaseSysCache(tuple);
+
+	if (!OidIsValid(found.funcid))
+		what = psprintf("domain %s", format_type_be_qualified(found.domain));
+	else if (OidIsValid(found.domain))
+		what = psprintf("function %s, which a constraint of domain %s calls,",
+						format_procedure(found.funcid), format_type_be_qualified(found.domain));
+	else
+		what = psprintf("function %s", format_procedure(found.funcid));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("function %s of the view's query belongs to role \"%s\", which role \"%s\" does not act for",
-					format_procedure(funcid),
-					GetUserNameFromId(owner, false),
+			 errmsg("%s %s belongs to role \"%s\", which role \"%s\" does not act for",
+					what, where, GetUserNameFromId(found.owner, false),
 					GetUserNameFromId(GetUserId(), false)),
-			 errdetail("The view's query runs as the owner of its target, at every change: another role's function would run with those rights, and may be replaced at any time."),
-			 errhint("Use functions owned by the target's owner (ALTER FUNCTION ... OWNER TO), or by a role it is a member of.")));
+			 errdetail("The view's query runs as the owner of its target, at every change: another role's code would run with those rights, and may be replaced at any time."),
+			 errhint("Use functions and domains owned by the target's owner (ALTER FUNCTION ... OWNER TO, ALTER DOMAIN ... OWNER TO), or by a role it is a member of.")));
 }
 
+/*
+ * Lookups read the sources directly: check, as the current user, the
+ * rights the query needs, and that no row security applies to a source (a
+ * revoked privilege, or a policy enabled later, puts the view in error).
+ * Also that the code the view runs is the owner's own, or trusted
+ * (check_code_owners).
+ */
 void
-apply_check_access(DeltaPlan *plan)
+apply_check_access(DeltaPlan *plan, Oid target)
 {
 	ListCell   *lc;
 
-	check_function_owners(plan);
+	check_code_owners(plan, target);
 
 	(void) compat_check_permissions(plan->query, true);
 	foreach(lc, plan->branches)
-		apply_check_access(lfirst(lc));
+		apply_check_access(lfirst(lc), target);
 	foreach(lc, plan->sources)
 	{
 		DeltaSource *src = lfirst(lc);
@@ -278,7 +397,7 @@ apply_view_difference(ViewRecord *view, DeltaPlan *plan, ApplyCounts *counts)
 {
 	TargetWriter *writer;
 
-	apply_check_access(plan);
+	apply_check_access(plan, view->target);
 	writer = writer_begin(view->target, plan, counts);
 	apply_error_place.writer = writer;
 	apply_full(plan, writer);
@@ -305,7 +424,7 @@ apply_view_batch(ViewRecord *view, ViewBatch *batch, ApplyCounts *counts, List *
 
 	if (plan->path != DJ_PATH_DELTA || batch->whole)
 		counts->recomputed_at = GetCurrentTimestamp();
-	apply_check_access(plan);
+	apply_check_access(plan, view->target);
 	writer = writer_begin(view->target, plan, counts);
 	counts->additive = !view->options.manual_writes && apply_additive_kept(plan, writer);
 	writer_carry_in(writer, *held_back);

@@ -22,7 +22,7 @@ extern bool apply_view_whole(ViewRecord *view);
 extern bool apply_view_together(ViewRecord *view, const ViewBatch *batch);
 extern bool apply_view_held_in_backlog(ViewRecord *view);
 extern void apply_view_difference(ViewRecord *view, DeltaPlan *plan, ApplyCounts *counts);
-extern void apply_check_access(DeltaPlan *plan);
+extern void apply_check_access(DeltaPlan *plan, Oid target);
 
 /* the appliers */
 extern void apply_join(DeltaPlan *plan, ViewBatch *batch, TargetWriter *writer,

@@ -282,7 +282,7 @@ guard_check_view(ViewRecord *view, const char *command, bool may_refuse)
 		}
 		runas_begin(runas_target_owner(view->target), view->settings, &runas);
 		running_as_owner = true;
-		apply_check_access(plan);
+		apply_check_access(plan, view->target);
 		runas_end(&runas);
 		running_as_owner = false;
 	}

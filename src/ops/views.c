@@ -190,7 +190,7 @@ check_owner_access(Oid target, DeltaPlan *plan, Jsonb *settings)
 	RunAs		runas;
 
 	runas_begin_view(runas_target_owner(target), settings, &runas);
-	apply_check_access(plan);
+	apply_check_access(plan, target);
 	runas_end(&runas);
 }
 
