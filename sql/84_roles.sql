@@ -201,6 +201,93 @@ SELECT delta_join.create_view('roles.alice_dom', format(:'dom_query', 'alices_ow
 SELECT delta_join.drop_view('roles.alice_dom', drop_table => true);
 DROP DOMAIN roles.alices_name, roles.alices_own_name, roles.alices_bobs_name;
 RESET ROLE;
+-- An operator runs more than its function: the planner puts its negator in
+-- its place under NOT, and its estimators call its commutator's function
+-- on the statistics; its owner may change those at any time.  bob's
+-- operators whose function is a built-in are refused as well, and so is
+-- a range type whose subtype_diff (called by the planner's estimates) is
+-- bob's.
+SET ROLE dj_bob;
+CREATE FUNCTION roles.bobs_ne(bigint, bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT $1 <> $2 $$;
+CREATE OPERATOR roles.!== (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = roles.bobs_ne);
+CREATE OPERATOR roles.=== (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = int8eq,
+  NEGATOR = OPERATOR(roles.!==));
+CREATE FUNCTION roles.bobs_diff(bigint, bigint) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$ SELECT ($1 - $2)::float8 $$;
+CREATE TYPE roles.bobs_range AS RANGE (subtype = bigint, subtype_diff = roles.bobs_diff);
+RESET ROLE;
+SET ROLE dj_alice;
+SELECT delta_join.create_view('roles.alice_ops', $$
+  SELECT merchant_id, item_id, order_id FROM roles.orders WHERE NOT (order_id OPERATOR(roles.===) 100) $$);
+SELECT delta_join.create_view('roles.alice_ops', $$
+  SELECT merchant_id, item_id, order_id FROM roles.orders WHERE order_id <@ roles.bobs_range(100, 200) $$);
+RESET ROLE;
+-- A view the query reads, which the analysis does not inline (DISTINCT):
+-- the planner expands it, and its code runs as the view's owner too.  Its
+-- query is looked at as it is at each apply (the view stays locked from
+-- then on); its own owner's rights do not matter.
+GRANT SELECT ON roles.items TO dj_bob;
+SET ROLE dj_bob;
+CREATE VIEW roles.bobs_items AS SELECT DISTINCT merchant_id, item_id, item_name FROM roles.items;
+GRANT SELECT ON roles.bobs_items TO dj_alice;
+CREATE VIEW roles.bobs_norm_items AS
+  SELECT DISTINCT merchant_id, item_id, roles.bobs_norm(item_name) AS item_name FROM roles.items;
+GRANT SELECT ON roles.bobs_norm_items TO dj_alice;
+RESET ROLE;
+SET ROLE dj_alice;
+SELECT delta_join.create_view('roles.alice_bobs', 'SELECT merchant_id, item_id, item_name FROM roles.bobs_norm_items', strategy => 'auto');
+SELECT delta_join.create_view('roles.alice_bobs', 'SELECT merchant_id, item_id, item_name FROM roles.bobs_items', strategy => 'auto');
+RESET ROLE;
+SET ROLE dj_bob;
+CREATE OR REPLACE VIEW roles.bobs_items AS
+  SELECT DISTINCT merchant_id, item_id, roles.bobs_norm(item_name) AS item_name FROM roles.items;
+RESET ROLE;
+SELECT target, state, last_error FROM delta_join.status WHERE target = 'roles.alice_bobs';
+SET ROLE dj_alice;
+SELECT delta_join.refresh('roles.alice_bobs');
+SELECT delta_join.drop_view('roles.alice_bobs', drop_table => true);
+RESET ROLE;
+DROP VIEW roles.bobs_items, roles.bobs_norm_items;
+-- What the DDL guard runs in the session of a command's runner names its
+-- operators with their schema: an operator of mallory's on the runner's
+-- search_path, which a simple CASE would have taken for "=", never runs.
+SET ROLE dj_mallory;
+CREATE TABLE public.mallorys_log (who name);
+GRANT INSERT ON public.mallorys_log TO PUBLIC;
+CREATE FUNCTION public.mallorys_eq(oid, regclass) RETURNS boolean LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO public.mallorys_log VALUES (current_user); RETURN $1 OPERATOR(pg_catalog.=) $2::oid; END $$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = public.mallorys_eq);
+RESET ROLE;
+CREATE TABLE roles.unrelated (i int);
+DROP TABLE roles.unrelated;
+DROP OPERATOR public.= (oid, regclass);
+SELECT count(*) AS mallorys_operator_ran FROM public.mallorys_log;
+-- The guard analyzes a view's query as the view's owner, as the worker
+-- does: the analysis folds a UNION ALL branch's tag, here through alice's
+-- own implicit cast, which must run as alice, not as the role whose DDL
+-- the guard checks (a superuser here).
+SET ROLE dj_alice;
+CREATE TABLE roles.seen_by_cast (who name);
+CREATE TYPE roles.channel1 AS ENUM ('web');
+CREATE TYPE roles.channel2 AS ENUM ('web', 'store');
+CREATE FUNCTION roles.note_cast() RETURNS void LANGUAGE sql VOLATILE AS
+  $$ INSERT INTO roles.seen_by_cast VALUES (current_user) $$;
+CREATE FUNCTION roles.channel_cast(roles.channel1) RETURNS roles.channel2 LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN PERFORM roles.note_cast(); RETURN $1::text::roles.channel2; END $$;
+CREATE CAST (roles.channel1 AS roles.channel2) WITH FUNCTION roles.channel_cast(roles.channel1) AS IMPLICIT;
+SELECT delta_join.create_view('roles.alice_channels', $$
+  SELECT 'web'::roles.channel1 AS channel, merchant_id, item_id, order_id FROM roles.orders
+  UNION ALL SELECT 'store'::roles.channel2, merchant_id, item_id, 0 FROM roles.items $$);
+RESET ROLE;
+TRUNCATE roles.seen_by_cast;
+COMMENT ON TABLE roles.items IS 'the items';
+SELECT DISTINCT who FROM roles.seen_by_cast;
+SET ROLE dj_alice;
+SELECT delta_join.drop_view('roles.alice_channels', drop_table => true);
+DROP CAST (roles.channel1 AS roles.channel2);
+DROP FUNCTION roles.channel_cast(roles.channel1), roles.note_cast();
+DROP TYPE roles.channel1, roles.channel2;
+DROP TABLE roles.seen_by_cast;
+RESET ROLE;
 
 --
 -- 6. REASSIGN OWNED and DROP OWNED follow the target: the query view goes

@@ -256,4 +256,8 @@ extern List *explain_plan(Query *query, List *hints, const DeltaOptions *options
 extern void analyze_check_lock_rights(DeltaPlan *plan);
 extern int	analysis_under_nullable_side(Node *jtnode, int rtindex);
 
+/* determinism.c: an aggregate's support functions (InvalidOid where none) */
+#define AGGREGATE_SUPPORT_FUNCTIONS 8
+extern void aggregate_support_functions(Oid aggfnoid, Oid *support);
+
 #endif							/* DJ_ANALYZE_H */

@@ -190,18 +190,14 @@ reject_function(Analysis *a, Oid funcid, Unfit why, const char *context)
 }
 
 /*
- * An aggregate is as deterministic as its support functions (pg_proc says
- * nothing useful about an aggregate itself): built-in ones follow the
- * function rule, user-defined ones must be immutable.  The same holds for
- * an aggregate called as a window function.
+ * The functions an aggregate runs: those of its plain, parallel and moving
+ * forms (a window's moving frame), AGGREGATE_SUPPORT_FUNCTIONS of them.
  */
-static void
-check_aggregate_support(Analysis *a, Oid aggfnoid)
+void
+aggregate_support_functions(Oid aggfnoid, Oid *support)
 {
 	HeapTuple	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
 	Form_pg_aggregate form;
-	Oid			support[8];
-	char	   *context;
 
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
@@ -215,7 +211,21 @@ check_aggregate_support(Analysis *a, Oid aggfnoid)
 	support[6] = form->aggminvtransfn;
 	support[7] = form->aggmfinalfn;
 	ReleaseSysCache(tuple);
+}
 
+/*
+ * An aggregate is as deterministic as its support functions (pg_proc says
+ * nothing useful about an aggregate itself): built-in ones follow the
+ * function rule, user-defined ones must be immutable.  The same holds for
+ * an aggregate called as a window function.
+ */
+static void
+check_aggregate_support(Analysis *a, Oid aggfnoid)
+{
+	Oid			support[AGGREGATE_SUPPORT_FUNCTIONS];
+	char	   *context;
+
+	aggregate_support_functions(aggfnoid, support);
 	context = psprintf("aggregate %s()", get_func_name(aggfnoid));
 	for (size_t i = 0; i < lengthof(support); i++)
 	{

@@ -22,6 +22,7 @@
 #include "analysis/query.h"
 #include "analysis/view_plan.h"
 #include "base/options.h"
+#include "base/runas.h"
 
 /*
  * The source_catalog rows of a plan's sources (SourceRecord *): each
@@ -55,10 +56,21 @@ view_plan_source_records(DeltaPlan *plan)
 	return records;
 }
 
-/* A registered view's bound query, analyzed with its options and hints */
+/*
+ * A registered view's bound query, analyzed with its options and hints, as
+ * the target's owner with the view's settings (runas.h), as everything
+ * that evaluates the query: the analysis folds constants (a UNION ALL
+ * branch's tag cast to its column's type), which runs the owner's
+ * functions, and must not run them with the rights of whoever needs the
+ * plan -- the worker, a superuser, or the DDL guard, in the session of
+ * the role whose command it checks.
+ */
 static DeltaPlan *
 analyze_registered(ViewRecord *view)
 {
+	RunAs		runas;
+	DeltaPlan  *plan;
+
 	if (!OidIsValid(view->query_view))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -66,8 +78,21 @@ analyze_registered(ViewRecord *view)
 						dj_message_name(catalog_view_name(view))),
 				 errdetail("A source of the view was dropped with CASCADE, which dropped the view's query too."),
 				 errhint("Drop the view with delta_join.drop_view and create it again.")));
-	return analyze_plan_path(query_load(view->query_view), catalog_hints(view), &view->options,
-							 view->path);
+	runas_begin(runas_target_owner(view->target), view->settings, &runas);
+	/* (the DDL guard catches errors and goes on: be the caller again first) */
+	PG_TRY();
+	{
+		plan = analyze_plan_path(query_load(view->query_view), catalog_hints(view),
+								 &view->options, view->path);
+	}
+	PG_CATCH();
+	{
+		runas_end(&runas);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	runas_end(&runas);
+	return plan;
 }
 
 /* Are the registered key columns of a source these? */

@@ -29,17 +29,22 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
-#include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_range.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "rewrite/rewriteHandler.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
@@ -56,14 +61,22 @@
  * ----------------------------------------------------------------
  */
 
-/* What the check of the code a view runs found of another role's */
+/*
+ * What the check of the code a view runs found of another role's: a
+ * function, and what reached it (an operator, a domain, a range type), or
+ * an operator or a domain of another role
+ */
 typedef struct ForeignCode
 {
-	Oid			funcid;			/* a function of another role, or InvalidOid */
-	Oid			domain;			/* the domain it was reached through, or a
-								 * domain of another role; or InvalidOid */
+	Oid			funcid;			/* a function, or InvalidOid */
+	Oid			oper;			/* an operator (or the one using funcid) */
+	Oid			type;			/* a domain, or a domain or range type using
+								 * funcid */
 	Oid			owner;			/* the role of the one found */
+	List	   *expanding;		/* the views whose queries are looked at */
 } ForeignCode;
+
+static bool foreign_code_walker(Node *node, ForeignCode *found);
 
 /* Can the current user act as owner, or is owner trusted (a superuser)? */
 static bool
@@ -93,7 +106,60 @@ foreign_function(Oid funcid, void *context)
 	return true;
 }
 
-static bool foreign_code_walker(Node *node, ForeignCode *found);
+/* An aggregate runs its support functions: is one another role's? */
+static bool
+foreign_aggregate(Oid aggfnoid, ForeignCode *found)
+{
+	Oid			support[AGGREGATE_SUPPORT_FUNCTIONS];
+	bool		foreign = false;
+
+	aggregate_support_functions(aggfnoid, support);
+	for (int i = 0; i < AGGREGATE_SUPPORT_FUNCTIONS && !foreign; i++)
+		foreign = OidIsValid(support[i]) && foreign_function(support[i], found);
+	return foreign;
+}
+
+/*
+ * An operator runs more than its function: the planner may put its
+ * negator in its place (NOT a = b), and its selectivity estimators call its
+ * commutator's function, or the negator's, on the columns' statistics.
+ * Another role's operator may be given other estimators, or a commutator
+ * or negator it lacks, at any time (ALTER OPERATOR).  Is one of those
+ * another role's?
+ */
+static bool
+foreign_operator(Oid opno, ForeignCode *found, bool with_partners)
+{
+	HeapTuple	tuple;
+	Form_pg_operator form;
+	Oid			functions[3];
+	Oid			partners[2];
+	bool		foreign;
+
+	if (opno < FirstNormalObjectId)
+		return false;
+	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	form = (Form_pg_operator) GETSTRUCT(tuple);
+	found->owner = form->oprowner;
+	functions[0] = form->oprcode;
+	functions[1] = form->oprrest;
+	functions[2] = form->oprjoin;
+	partners[0] = form->oprcom;
+	partners[1] = form->oprnegate;
+	ReleaseSysCache(tuple);
+
+	foreign = !acts_for(found->owner);
+	for (int i = 0; i < (int) lengthof(functions) && !foreign; i++)
+		foreign = OidIsValid(functions[i]) && foreign_function(functions[i], found);
+	for (int i = 0; i < (int) lengthof(partners) && !foreign && with_partners; i++)
+		foreign = OidIsValid(partners[i]) && partners[i] != opno &&
+			foreign_operator(partners[i], found, false);
+	if (foreign && !OidIsValid(found->oper))
+		found->oper = opno;
+	return foreign;
+}
 
 /* Does a CHECK constraint of the domain (its own) call another role's function? */
 static bool
@@ -128,9 +194,9 @@ foreign_constraint(Oid domain, ForeignCode *found)
  * A value coerced to a domain runs the CHECK constraints of the domain and
  * of the domains it is made from: is one of those domains another role's
  * (which may add a constraint at any time), or does a constraint call
- * another role's function?  The constraints are read as stored, not as
- * the type cache plans them: planning inlines a SQL function, whose owner
- * may replace it all the same.
+ * another role's code?  The constraints are read as stored, not as the
+ * type cache plans them: planning inlines a SQL function, whose owner may
+ * replace it all the same.
  */
 static bool
 foreign_domain(Oid domain, ForeignCode *found)
@@ -139,29 +205,113 @@ foreign_domain(Oid domain, ForeignCode *found)
 	{
 		HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
 		Form_pg_type form;
+		Oid			owner;
 		Oid			base = InvalidOid;
 
 		if (!HeapTupleIsValid(tuple))
 			elog(ERROR, "cache lookup failed for type %u", type);
 		form = (Form_pg_type) GETSTRUCT(tuple);
+		owner = form->typowner;
 		if (form->typtype == TYPTYPE_DOMAIN)
-		{
 			base = form->typbasetype;
-			found->domain = type;
-			found->owner = form->typowner;
-		}
 		ReleaseSysCache(tuple);
 		if (!OidIsValid(base))
 			break;
-		if (!acts_for(found->owner) || foreign_constraint(type, found))
+		if (!acts_for(owner))
+			found->owner = owner;
+		if (!acts_for(owner) || foreign_constraint(type, found))
 		{
-			found->domain = type;
+			found->type = type;
 			return true;
 		}
 		type = base;
 	}
-	found->domain = InvalidOid;
-	found->owner = InvalidOid;
+	return false;
+}
+
+/*
+ * A value of a range type (or of a multirange, an array or a domain of
+ * one) has its range type's functions run on it: subtype_diff by the
+ * planner's estimates, canonical by the range's input.  Is one of them
+ * another role's?
+ */
+static bool
+foreign_type(Oid type, ForeignCode *found)
+{
+	for (int depth = 0; OidIsValid(type) && depth < 8; depth++)
+	{
+		Oid			element = get_element_type(type);
+		HeapTuple	tuple;
+
+		if (OidIsValid(element))
+		{
+			type = element;
+			continue;
+		}
+		if (type_is_multirange(type))
+		{
+			type = get_multirange_range(type);
+			continue;
+		}
+		if (get_typtype(type) == TYPTYPE_DOMAIN)
+		{
+			type = getBaseType(type);
+			continue;
+		}
+		if (!type_is_range(type))
+			return false;
+		tuple = SearchSysCache1(RANGETYPE, ObjectIdGetDatum(type));
+		if (!HeapTupleIsValid(tuple))
+			return false;
+		{
+			Form_pg_range range = (Form_pg_range) GETSTRUCT(tuple);
+			Oid			functions[2] = {range->rngsubdiff, range->rngcanonical};
+			bool		foreign = false;
+
+			ReleaseSysCache(tuple);
+			for (int i = 0; i < (int) lengthof(functions) && !foreign; i++)
+				foreign = OidIsValid(functions[i]) && foreign_function(functions[i], found);
+			if (foreign)
+				found->type = type;
+			return foreign;
+		}
+	}
+	return false;
+}
+
+/*
+ * A view the query reads and the analysis left as it is (one it does not
+ * inline: the planner expands it) runs its query's code as the target's
+ * owner: its query is looked at as it is now, and the view kept locked
+ * until the transaction ends, so that it is not replaced (CREATE OR
+ * REPLACE VIEW) before the query runs.  Its owner's rights are not those
+ * code runs with, so the view may be another role's.
+ */
+static bool
+foreign_views(Query *query, ForeignCode *found)
+{
+	ListCell   *lc;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		Relation	rel;
+		Query	   *view_query;
+		bool		foreign;
+
+		/* (a view's own query names it, as OLD and NEW, before PostgreSQL 16) */
+		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_VIEW ||
+			list_member_oid(found->expanding, rte->relid))
+			continue;
+		rel = relation_open(rte->relid, AccessShareLock);
+		view_query = copyObject(get_view_query(rel));
+		relation_close(rel, NoLock);
+		found->expanding = lappend_oid(found->expanding, rte->relid);
+		foreign = foreign_code_walker((Node *) view_query, found);
+		found->expanding = list_delete_last(found->expanding);
+		if (foreign)
+			return true;
+	}
 	return false;
 }
 
@@ -171,27 +321,36 @@ foreign_code_walker(Node *node, ForeignCode *found)
 	if (node == NULL)
 		return false;
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, foreign_code_walker, found, 0);
-	if (IsA(node, Aggref))
+		return foreign_views((Query *) node, found) ||
+			query_tree_walker((Query *) node, foreign_code_walker, found, 0);
+	if (IsA(node, Aggref) && foreign_aggregate(((Aggref *) node)->aggfnoid, found))
+		return true;
+	if (IsA(node, WindowFunc) && ((WindowFunc *) node)->winagg &&
+		foreign_aggregate(((WindowFunc *) node)->winfnoid, found))
+		return true;
+	if (IsA(node, CoerceToDomain) &&
+		foreign_domain(((CoerceToDomain *) node)->resulttype, found))
+		return true;
+	if ((IsA(node, OpExpr) || IsA(node, DistinctExpr) || IsA(node, NullIfExpr)) &&
+		foreign_operator(((OpExpr *) node)->opno, found, true))
+		return true;
+	if (IsA(node, ScalarArrayOpExpr) &&
+		foreign_operator(((ScalarArrayOpExpr *) node)->opno, found, true))
+		return true;
+	if (IsA(node, RowCompareExpr))
 	{
-		HeapTuple	tuple = SearchSysCache1(AGGFNOID,
-											ObjectIdGetDatum(((Aggref *) node)->aggfnoid));
+		ListCell   *lc;
 
-		if (HeapTupleIsValid(tuple))
+		foreach(lc, ((RowCompareExpr *) node)->opnos)
 		{
-			Form_pg_aggregate agg = (Form_pg_aggregate) GETSTRUCT(tuple);
-			Oid			support[] = {agg->aggtransfn, agg->aggfinalfn, agg->aggcombinefn};
-			bool		foreign = false;
-
-			for (int i = 0; i < (int) lengthof(support) && !foreign; i++)
-				foreign = OidIsValid(support[i]) && foreign_function(support[i], found);
-			ReleaseSysCache(tuple);
-			if (foreign)
+			if (foreign_operator(lfirst_oid(lc), found, true))
 				return true;
 		}
 	}
-	if (IsA(node, CoerceToDomain) &&
-		foreign_domain(((CoerceToDomain *) node)->resulttype, found))
+	if ((IsA(node, Var) || IsA(node, Const) || IsA(node, Param) || IsA(node, FuncExpr) ||
+		 IsA(node, OpExpr) || IsA(node, CoerceViaIO) || IsA(node, RelabelType) ||
+		 IsA(node, ArrayExpr)) &&
+		foreign_type(exprType(node), found))
 		return true;
 	if (check_functions_in_node(node, foreign_function, found))
 		return true;
@@ -199,19 +358,23 @@ foreign_code_walker(Node *node, ForeignCode *found)
 }
 
 /*
- * The code a view runs must be its owner's, or trusted: a user-defined
- * function (an operator's, an aggregate's, a cast's, a domain constraint's)
- * or a domain of another role would run with the target owner's rights at
- * every apply, whatever its owner made of it since (CREATE OR REPLACE
- * FUNCTION, ALTER DOMAIN ... ADD CONSTRAINT).  Looked for in the query and
- * in the coercions of its output to the target's column types (a column
- * of a domain type).  Functions and domains of roles the owner acts for,
- * and of superusers (extensions), are fine.
+ * The code a view runs must be its owner's, or trusted.  A user-defined
+ * function of another role -- called by the query, or by an operator of
+ * it (its negator's and commutator's too), an aggregate, a cast, a domain's
+ * constraint, a range type, or a view it reads -- would run with the
+ * target owner's rights at every apply, whatever its owner made of it
+ * since (CREATE OR REPLACE FUNCTION); so would what another role's
+ * operator or domain is made to run (ALTER OPERATOR, ALTER DOMAIN ... ADD
+ * CONSTRAINT).  Looked for in the query
+ * and in the coercions of its output to the target's column types (a
+ * column of a domain type).  Code of roles the owner acts for, and of
+ * superusers (extensions), is fine.  What the owner's own functions call
+ * is the owner's choice, as in any query.
  */
 static void
 check_code_owners(DeltaPlan *plan, Oid target)
 {
-	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid};
+	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid, InvalidOid, NIL};
 	List	   *outputs = NIL;
 	ListCell   *lc;
 	char	   *what;
@@ -231,20 +394,27 @@ check_code_owners(DeltaPlan *plan, Oid target)
 	else
 		return;
 
-	if (!OidIsValid(found.funcid))
-		what = psprintf("domain %s", format_type_be_qualified(found.domain));
-	else if (OidIsValid(found.domain))
-		what = psprintf("function %s, which a constraint of domain %s calls,",
-						format_procedure(found.funcid), format_type_be_qualified(found.domain));
-	else
+	if (OidIsValid(found.funcid) && OidIsValid(found.oper))
+		what = psprintf("function %s, which operator %s calls,",
+						format_procedure(found.funcid), format_operator(found.oper));
+	else if (OidIsValid(found.funcid) && OidIsValid(found.type))
+		what = psprintf("function %s, which %s %s calls,", format_procedure(found.funcid),
+						get_typtype(found.type) == TYPTYPE_DOMAIN ?
+						"a constraint of domain" : "range type",
+						format_type_be_qualified(found.type));
+	else if (OidIsValid(found.funcid))
 		what = psprintf("function %s", format_procedure(found.funcid));
+	else if (OidIsValid(found.oper))
+		what = psprintf("operator %s", format_operator(found.oper));
+	else
+		what = psprintf("domain %s", format_type_be_qualified(found.type));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("%s %s belongs to role \"%s\", which role \"%s\" does not act for",
 					what, where, GetUserNameFromId(found.owner, false),
 					GetUserNameFromId(GetUserId(), false)),
 			 errdetail("The view's query runs as the owner of its target, at every change: another role's code would run with those rights, and may be replaced at any time."),
-			 errhint("Use functions and domains owned by the target's owner (ALTER FUNCTION ... OWNER TO, ALTER DOMAIN ... OWNER TO), or by a role it is a member of.")));
+			 errhint("Use functions, operators and domains owned by the target's owner (ALTER ... OWNER TO), or by a role it is a member of.")));
 }
 
 /*

@@ -658,16 +658,21 @@ touched_relations(List **classids, List **objids)
 	List	   *relids = NIL;
 	MemoryContext caller = CurrentMemoryContext;
 
+	/*
+	 * In the session of whoever runs the DDL: every operator named with its
+	 * schema (a simple CASE would look "=" up by name), and run by
+	 * catalog_exec, with a search_path of pg_catalog only
+	 */
 	SPI_connect();
-	if (SPI_execute("SELECT CASE c.classid "
-					"  WHEN 'pg_catalog.pg_trigger'::pg_catalog.regclass THEN "
-					"    (SELECT tgrelid FROM pg_catalog.pg_trigger WHERE oid OPERATOR(pg_catalog.=) c.objid) "
-					"  WHEN 'pg_catalog.pg_rewrite'::pg_catalog.regclass THEN "
-					"    (SELECT ev_class FROM pg_catalog.pg_rewrite WHERE oid OPERATOR(pg_catalog.=) c.objid) "
-					"  WHEN 'pg_catalog.pg_class'::pg_catalog.regclass THEN c.objid END, "
-					"  c.classid, c.objid "
-					"FROM pg_catalog.pg_event_trigger_ddl_commands() c",
-					false, 0) != SPI_OK_SELECT)
+	if (catalog_exec("SELECT CASE "
+					 "  WHEN c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass THEN "
+					 "    (SELECT tgrelid FROM pg_catalog.pg_trigger WHERE oid OPERATOR(pg_catalog.=) c.objid) "
+					 "  WHEN c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass THEN "
+					 "    (SELECT ev_class FROM pg_catalog.pg_rewrite WHERE oid OPERATOR(pg_catalog.=) c.objid) "
+					 "  WHEN c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass THEN c.objid END, "
+					 "  c.classid, c.objid "
+					 "FROM pg_catalog.pg_event_trigger_ddl_commands() c",
+					 0, NULL, NULL, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the commands of the event");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -950,11 +955,11 @@ dj_on_sql_drop(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 
 	SPI_connect();
-	if (SPI_execute("SELECT objid FROM pg_catalog.pg_event_trigger_dropped_objects() "
-					"WHERE objsubid OPERATOR(pg_catalog.=) 0 AND classid OPERATOR(pg_catalog.=) "
-					"  ANY (ARRAY['pg_catalog.pg_class', 'pg_catalog.pg_trigger', "
-					"  'pg_catalog.pg_rewrite']::pg_catalog.regclass[])",
-					true, 0) != SPI_OK_SELECT)
+	if (catalog_exec("SELECT objid FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					 "WHERE objsubid OPERATOR(pg_catalog.=) 0 AND classid OPERATOR(pg_catalog.=) "
+					 "  ANY (ARRAY['pg_catalog.pg_class', 'pg_catalog.pg_trigger', "
+					 "  'pg_catalog.pg_rewrite']::pg_catalog.regclass[])",
+					 0, NULL, NULL, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the objects dropped");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
