@@ -33,9 +33,13 @@
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_partitioned_table.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_range.h"
+#include "catalog/pg_statistic_ext.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -49,6 +53,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "apply/apply.h"
 #include "apply/apply_error.h"
@@ -72,6 +77,7 @@ typedef struct ForeignCode
 	Oid			oper;			/* an operator (or the one using funcid) */
 	Oid			type;			/* a domain, or a domain or range type using
 								 * funcid */
+	Oid			table;			/* a table whose definition calls funcid */
 	Oid			owner;			/* the role of the one found */
 	List	   *expanding;		/* the views whose queries are looked at */
 } ForeignCode;
@@ -161,33 +167,96 @@ foreign_operator(Oid opno, ForeignCode *found, bool with_partners)
 	return foreign;
 }
 
-/* Does a CHECK constraint of the domain (its own) call another role's function? */
+/*
+ * Does an expression stored in a catalog call another role's code: one of
+ * the columns atts (text, nodeToString) of the rows of catalog whose
+ * column keyatt is key, found through index?  Read as stored, not as the
+ * caches plan them: planning inlines a SQL function, whose owner may
+ * replace it all the same.
+ */
 static bool
-foreign_constraint(Oid domain, ForeignCode *found)
+foreign_stored_code(Oid catalog, Oid index, AttrNumber keyatt, Oid key,
+					const AttrNumber *atts, int natts, ForeignCode *found)
 {
-	Relation	rel = table_open(ConstraintRelationId, AccessShareLock);
-	ScanKeyData key;
+	Relation	rel = table_open(catalog, AccessShareLock);
+	ScanKeyData skey;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	bool		foreign = false;
 
-	ScanKeyInit(&key, Anum_pg_constraint_contypid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(domain));
-	scan = systable_beginscan(rel, ConstraintTypidIndexId, true, NULL, 1, &key);
+	ScanKeyInit(&skey, keyatt, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(key));
+	scan = systable_beginscan(rel, index, true, NULL, 1, &skey);
 	while (!foreign && HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		bool		isnull;
-		Datum		bin;
+		for (int i = 0; i < natts && !foreign; i++)
+		{
+			bool		isnull;
+			Datum		stored = heap_getattr(tuple, atts[i], RelationGetDescr(rel), &isnull);
 
-		if (((Form_pg_constraint) GETSTRUCT(tuple))->contype != CONSTRAINT_CHECK)
-			continue;
-		bin = heap_getattr(tuple, Anum_pg_constraint_conbin, RelationGetDescr(rel), &isnull);
-		if (!isnull)
-			foreign = foreign_code_walker(stringToNode(TextDatumGetCString(bin)), found);
+			if (!isnull)
+				foreign = foreign_code_walker(stringToNode(TextDatumGetCString(stored)), found);
+		}
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return foreign;
+}
+
+/* Does a CHECK constraint of the domain (its own) call another role's code? */
+static bool
+foreign_constraint(Oid domain, ForeignCode *found)
+{
+	static const AttrNumber conbin[] = {Anum_pg_constraint_conbin};
+
+	return foreign_stored_code(ConstraintRelationId, ConstraintTypidIndexId,
+							   Anum_pg_constraint_contypid, domain, conbin, 1, found);
+}
+
+/*
+ * The planner runs code a table's definition holds, as the role that plans:
+ * it folds the calls with constant arguments in its indexes' expressions
+ * and predicates, its CHECK constraints (constraint exclusion), its
+ * partition key and its statistics' expressions.  Does a table the query
+ * reads, or one of its partitions or inheritance children, hold another
+ * role's code?  A table of the owner's, or of a role it acts for, holds
+ * its own.
+ */
+static bool
+foreign_table(Oid relid, ForeignCode *found)
+{
+	static const AttrNumber index_code[] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
+	static const AttrNumber constraint_code[] = {Anum_pg_constraint_conbin};
+	static const AttrNumber partition_code[] = {Anum_pg_partitioned_table_partexprs};
+	static const AttrNumber statistics_code[] = {Anum_pg_statistic_ext_stxexprs};
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Oid			table = lfirst_oid(lc);
+		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(table));
+		Oid			owner;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+		ReleaseSysCache(tuple);
+		if (acts_for(owner))
+			continue;
+		if (foreign_stored_code(IndexRelationId, IndexIndrelidIndexId, Anum_pg_index_indrelid,
+								table, index_code, 2, found) ||
+			foreign_stored_code(ConstraintRelationId, ConstraintRelidTypidNameIndexId,
+								Anum_pg_constraint_conrelid, table, constraint_code, 1, found) ||
+			foreign_stored_code(PartitionedRelationId, PartitionedRelidIndexId,
+								Anum_pg_partitioned_table_partrelid, table, partition_code, 1,
+								found) ||
+			foreign_stored_code(StatisticExtRelationId, StatisticExtRelidIndexId,
+								Anum_pg_statistic_ext_stxrelid, table, statistics_code, 1, found))
+		{
+			found->table = table;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
@@ -230,65 +299,68 @@ foreign_domain(Oid domain, ForeignCode *found)
 }
 
 /*
- * A value of a range type (or of a multirange, an array or a domain of
- * one) has its range type's functions run on it: subtype_diff by the
- * planner's estimates, canonical by the range's input.  Is one of them
- * another role's?
+ * A value of a range type -- or of a multirange, an array, a domain or a
+ * composite type made of one -- has its range type's functions run on it:
+ * subtype_diff by the planner's estimates, canonical by the range's input.
+ * Is one of them another role's?
  */
 static bool
-foreign_type(Oid type, ForeignCode *found)
+foreign_type(Oid type, ForeignCode *found, int depth)
 {
-	for (int depth = 0; OidIsValid(type) && depth < 8; depth++)
+	Oid			element;
+	HeapTuple	tuple;
+	bool		foreign = false;
+
+	if (!OidIsValid(type) || depth > 16)
+		return false;
+	if (OidIsValid(element = get_element_type(type)))
+		return foreign_type(element, found, depth + 1);
+	if (type_is_multirange(type))
+		return foreign_type(get_multirange_range(type), found, depth + 1);
+	switch (get_typtype(type))
 	{
-		Oid			element = get_element_type(type);
-		HeapTuple	tuple;
+		case TYPTYPE_DOMAIN:
+			return foreign_type(getBaseType(type), found, depth + 1);
+		case TYPTYPE_COMPOSITE:
+			{
+				TupleDesc	desc = lookup_rowtype_tupdesc(type, -1);
 
-		if (OidIsValid(element))
-		{
-			type = element;
-			continue;
-		}
-		if (type_is_multirange(type))
-		{
-			type = get_multirange_range(type);
-			continue;
-		}
-		if (get_typtype(type) == TYPTYPE_DOMAIN)
-		{
-			type = getBaseType(type);
-			continue;
-		}
-		if (!type_is_range(type))
-			return false;
-		tuple = SearchSysCache1(RANGETYPE, ObjectIdGetDatum(type));
-		if (!HeapTupleIsValid(tuple))
-			return false;
-		{
-			Form_pg_range range = (Form_pg_range) GETSTRUCT(tuple);
-			Oid			functions[2] = {range->rngsubdiff, range->rngcanonical};
-			bool		foreign = false;
+				for (int i = 0; i < desc->natts && !foreign; i++)
+					foreign = !TupleDescAttr(desc, i)->attisdropped &&
+						foreign_type(TupleDescAttr(desc, i)->atttypid, found, depth + 1);
+				ReleaseTupleDesc(desc);
+				return foreign;
+			}
+		case TYPTYPE_RANGE:
+			tuple = SearchSysCache1(RANGETYPE, ObjectIdGetDatum(type));
+			if (HeapTupleIsValid(tuple))
+			{
+				Form_pg_range range = (Form_pg_range) GETSTRUCT(tuple);
+				Oid			functions[2] = {range->rngsubdiff, range->rngcanonical};
 
-			ReleaseSysCache(tuple);
-			for (int i = 0; i < (int) lengthof(functions) && !foreign; i++)
-				foreign = OidIsValid(functions[i]) && foreign_function(functions[i], found);
-			if (foreign)
-				found->type = type;
+				ReleaseSysCache(tuple);
+				for (int i = 0; i < (int) lengthof(functions) && !foreign; i++)
+					foreign = OidIsValid(functions[i]) && foreign_function(functions[i], found);
+				if (foreign)
+					found->type = type;
+			}
 			return foreign;
-		}
+		default:
+			return false;
 	}
-	return false;
 }
 
 /*
- * A view the query reads and the analysis left as it is (one it does not
- * inline: the planner expands it) runs its query's code as the target's
- * owner: its query is looked at as it is now, and the view kept locked
- * until the transaction ends, so that it is not replaced (CREATE OR
- * REPLACE VIEW) before the query runs.  Its owner's rights are not those
- * code runs with, so the view may be another role's.
+ * The relations the query reads: a table's definition (foreign_table), and
+ * a view the analysis left as it is (one it does not inline: the planner
+ * expands it), whose query's code runs as the target's owner.  A view's
+ * query is looked at as it is now, and the view kept locked until the
+ * transaction ends, so that it is not replaced (CREATE OR REPLACE VIEW)
+ * before the query runs; its owner's rights are not those its code runs
+ * with, so the view may be another role's.
  */
 static bool
-foreign_views(Query *query, ForeignCode *found)
+foreign_relations(Query *query, ForeignCode *found)
 {
 	ListCell   *lc;
 
@@ -299,9 +371,16 @@ foreign_views(Query *query, ForeignCode *found)
 		Query	   *view_query;
 		bool		foreign;
 
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		if (rte->relkind != RELKIND_VIEW)
+		{
+			if (foreign_table(rte->relid, found))
+				return true;
+			continue;
+		}
 		/* (a view's own query names it, as OLD and NEW, before PostgreSQL 16) */
-		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_VIEW ||
-			list_member_oid(found->expanding, rte->relid))
+		if (list_member_oid(found->expanding, rte->relid))
 			continue;
 		rel = relation_open(rte->relid, AccessShareLock);
 		view_query = copyObject(get_view_query(rel));
@@ -321,7 +400,7 @@ foreign_code_walker(Node *node, ForeignCode *found)
 	if (node == NULL)
 		return false;
 	if (IsA(node, Query))
-		return foreign_views((Query *) node, found) ||
+		return foreign_relations((Query *) node, found) ||
 			query_tree_walker((Query *) node, foreign_code_walker, found, 0);
 	if (IsA(node, Aggref) && foreign_aggregate(((Aggref *) node)->aggfnoid, found))
 		return true;
@@ -349,8 +428,8 @@ foreign_code_walker(Node *node, ForeignCode *found)
 	}
 	if ((IsA(node, Var) || IsA(node, Const) || IsA(node, Param) || IsA(node, FuncExpr) ||
 		 IsA(node, OpExpr) || IsA(node, CoerceViaIO) || IsA(node, RelabelType) ||
-		 IsA(node, ArrayExpr)) &&
-		foreign_type(exprType(node), found))
+		 IsA(node, ArrayExpr) || IsA(node, FieldSelect) || IsA(node, RowExpr)) &&
+		foreign_type(exprType(node), found, 0))
 		return true;
 	if (check_functions_in_node(node, foreign_function, found))
 		return true;
@@ -374,7 +453,7 @@ foreign_code_walker(Node *node, ForeignCode *found)
 static void
 check_code_owners(DeltaPlan *plan, Oid target)
 {
-	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid, InvalidOid, NIL};
+	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid, InvalidOid, InvalidOid, NIL};
 	List	   *outputs = NIL;
 	ListCell   *lc;
 	char	   *what;
@@ -402,6 +481,11 @@ check_code_owners(DeltaPlan *plan, Oid target)
 						get_typtype(found.type) == TYPTYPE_DOMAIN ?
 						"a constraint of domain" : "range type",
 						format_type_be_qualified(found.type));
+	else if (OidIsValid(found.funcid) && OidIsValid(found.table))
+		what = psprintf("function %s, which the definition of table %s calls,",
+						format_procedure(found.funcid),
+						quote_qualified_identifier(get_namespace_name(get_rel_namespace(found.table)),
+												   get_rel_name(found.table)));
 	else if (OidIsValid(found.funcid))
 		what = psprintf("function %s", format_procedure(found.funcid));
 	else if (OidIsValid(found.oper))

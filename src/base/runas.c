@@ -87,6 +87,23 @@ runas_capture_settings(void)
 }
 
 /* Set one setting for the current GUC nest level. */
+/*
+ * Is name one of the settings a view pins?  Only those are taken from its
+ * record: a record a role could write (a distributed view's, on a Citus
+ * node) must not set anything else, with the rights of the process that
+ * applies it.
+ */
+static bool
+pinned_setting(const char *name)
+{
+	for (size_t i = 0; i < lengthof(pinned_settings); i++)
+	{
+		if (pg_strcasecmp(name, pinned_settings[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
 static void
 set_one(const char *name, const char *value)
 {
@@ -145,7 +162,8 @@ runas_begin(Oid role, Jsonb *settings, RunAs *runas)
 		{
 			if (tok == WJB_KEY)
 				name = pnstrdup(v.val.string.val, v.val.string.len);
-			else if (tok == WJB_VALUE && name != NULL && v.type == jbvString)
+			else if (tok == WJB_VALUE && name != NULL && v.type == jbvString &&
+					 pinned_setting(name))
 				set_one(name, pnstrdup(v.val.string.val, v.val.string.len));
 		}
 	}

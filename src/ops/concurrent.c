@@ -123,6 +123,7 @@ typedef struct ConcurrentTask
 	Oid			dboid;
 	Oid			login_roleid;	/* the role the caller's session logged in as */
 	Oid			roleid;			/* the role it acts as */
+	int			sec_context;	/* and how (SECURITY DEFINER, restricted) */
 	int			caller_pgprocno;
 	int			caller_pid;
 	VirtualTransactionId caller_vxid;
@@ -306,7 +307,7 @@ task_init(ConcurrentTask *task, BackfillCommand command, StringInfo data,
 	task->command = command;
 	task->dboid = MyDatabaseId;
 	task->login_roleid = GetAuthenticatedUserId();
-	task->roleid = GetUserId();
+	GetUserIdAndSecContext(&task->roleid, &task->sec_context);
 	task->caller_pgprocno = MyProcNumber_compat;
 	task->caller_pid = MyProcPid;
 	GET_VXID_FROM_PGPROC(task->caller_vxid, *MyProc);
@@ -896,12 +897,15 @@ dj_concurrent_main(Datum main_arg)
 	/*
 	 * Connect as the role the caller's session logged in as (the role it
 	 * acts as may not log in: a SET ROLE to a group, a SECURITY DEFINER
-	 * function's owner), then act as that role, as SET ROLE would.
+	 * function's owner), then act as that role as the caller does: in a
+	 * SECURITY DEFINER function, or a security-restricted operation (the
+	 * index expression an ANALYZE computes), it stays there, and cannot
+	 * SET ROLE back to the role that logged in.  (As SET ROLE would, it
+	 * could: code of the caller's role, its casts, run by the create's
+	 * analysis, could become a superuser whose session called it.)
 	 */
 	BackgroundWorkerInitializeConnectionByOid(task->dboid, task->login_roleid, 0);
-	StartTransactionCommand();
-	SetCurrentRoleId(task->roleid, superuser_arg(task->roleid));
-	CommitTransactionCommand();
+	SetUserIdAndSecContext(task->roleid, task->sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	take_caller_settings(task);
 
 	memset(&task_state, 0, sizeof(task_state));
