@@ -23,6 +23,7 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -120,6 +121,30 @@ constant_text(Const *c)
 	return OidOutputFunctionCall(output, c->constvalue);
 }
 
+/* check_functions_in_node callback: a function not built in */
+static bool
+user_function(Oid funcid, void *context)
+{
+	return funcid >= FirstNormalObjectId;
+}
+
+/*
+ * Does the expression run code that is not built in: a user-defined
+ * function (a cast's, say), or a domain's constraints?  The analysis runs
+ * before the check of whose code a view runs (apply.c), and must not run
+ * such code itself: a cast of another role's type the planner picks for a
+ * UNION's branch is found by that check, not run by the analysis.
+ */
+static bool
+user_code_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CoerceToDomain) || check_functions_in_node(node, user_function, NULL))
+		return true;
+	return expression_tree_walker(node, user_code_walker, context);
+}
+
 /*
  * Branch b's output column col as a constant of the UNION's column type
  * (coltype), or NULL.  The branch's expression is of its own type where the
@@ -141,7 +166,8 @@ branch_tag_value(Query *branch, int col, Oid coltype, int32 coltypmod)
 		if (exprType(expr) != coltype)
 			expr = coerce_to_target_type(NULL, expr, exprType(expr), coltype, coltypmod,
 										 COERCION_IMPLICIT, COERCE_IMPLICIT_CAST, -1);
-		if (expr != NULL)
+		/* folded only when that runs built-ins (user_code_walker) */
+		if (expr != NULL && !user_code_walker(expr, NULL))
 			expr = eval_const_expressions(NULL, expr);
 		return (expr != NULL && IsA(expr, Const)) ? (Const *) expr : NULL;
 	}

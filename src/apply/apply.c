@@ -42,8 +42,11 @@
 #include "catalog/pg_statistic_ext.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -84,11 +87,21 @@ typedef struct ForeignCode
 
 static bool foreign_code_walker(Node *node, ForeignCode *found);
 
-/* Can the current user act as owner, or is owner trusted (a superuser)? */
+/*
+ * Is code of owner trusted by the current user: a superuser's, its own, or
+ * of a role whose rights it has?  A superuser has every role's rights, but
+ * trusts only the roles it is a member of: what other roles' code a view
+ * runs, they may change, and it would run as a superuser.
+ */
 static bool
 acts_for(Oid owner)
 {
-	return has_privs_of_role(GetUserId(), owner) || superuser_arg(owner);
+	Oid			user = GetUserId();
+
+	if (owner == user || superuser_arg(owner))
+		return true;
+	return superuser_arg(user) ? is_member_of_role_nosuper(user, owner) :
+		has_privs_of_role(user, owner);
 }
 
 /* check_functions_in_node callback: a user-defined function the role does not act for */
@@ -311,7 +324,8 @@ foreign_type(Oid type, ForeignCode *found, int depth)
 	HeapTuple	tuple;
 	bool		foreign = false;
 
-	if (!OidIsValid(type) || depth > 16)
+	/* (built-in types are made of built-in ones) */
+	if (type < FirstNormalObjectId || depth > 16)
 		return false;
 	if (OidIsValid(element = get_element_type(type)))
 		return foreign_type(element, found, depth + 1);
@@ -394,14 +408,96 @@ foreign_relations(Query *query, ForeignCode *found)
 	return false;
 }
 
+/*
+ * The planner casts a set operation's inputs to its column types, looking
+ * the casts up as it plans: is one another role's code, or a cast between
+ * types of which one is another role's (whose owner may make a new cast at
+ * any time)?  child is a leaf (RangeTblRef) or a nested operation.
+ */
+static bool
+foreign_setop_input(Query *query, SetOperationStmt *op, Node *child, ForeignCode *found)
+{
+	List	   *inputs = NIL;
+	int			col = 0;
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	if (IsA(child, SetOperationStmt))
+	{
+		SetOperationStmt *nested = (SetOperationStmt *) child;
+
+		if (foreign_setop_input(query, nested, nested->larg, found) ||
+			foreign_setop_input(query, nested, nested->rarg, found))
+			return true;
+		forboth(lc, nested->colTypes, lc2, nested->colTypmods)
+			inputs = lappend(inputs, makeNullConst(lfirst_oid(lc), lfirst_int(lc2), InvalidOid));
+	}
+	else
+	{
+		Query	   *leaf = rt_fetch(((RangeTblRef *) child)->rtindex, query->rtable)->subquery;
+
+		foreach(lc, leaf->targetList)
+		{
+			TargetEntry *tle = lfirst(lc);
+
+			if (!tle->resjunk)
+				inputs = lappend(inputs, tle->expr);
+		}
+	}
+	foreach(lc, inputs)
+	{
+		Node	   *input = lfirst(lc);
+		Oid			types[2];
+		Node	   *cast;
+
+		if (col >= list_length(op->colTypes))
+			break;
+		types[0] = exprType(input);
+		types[1] = list_nth_oid(op->colTypes, col);
+		if (types[0] == types[1])
+		{
+			col++;
+			continue;
+		}
+		for (int i = 0; i < 2; i++)
+		{
+			HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(types[i]));
+
+			if (!HeapTupleIsValid(tuple))
+				continue;
+			found->owner = ((Form_pg_type) GETSTRUCT(tuple))->typowner;
+			ReleaseSysCache(tuple);
+			if (!acts_for(found->owner))
+			{
+				found->type = types[i];
+				return true;
+			}
+		}
+		cast = coerce_to_target_type(NULL, input, types[0], types[1],
+									 list_nth_int(op->colTypmods, col),
+									 COERCION_IMPLICIT, COERCE_IMPLICIT_CAST, -1);
+		if (foreign_code_walker(cast, found))
+			return true;
+		col++;
+	}
+	return false;
+}
+
 static bool
 foreign_code_walker(Node *node, ForeignCode *found)
 {
 	if (node == NULL)
 		return false;
 	if (IsA(node, Query))
-		return foreign_relations((Query *) node, found) ||
-			query_tree_walker((Query *) node, foreign_code_walker, found, 0);
+	{
+		Query	   *query = (Query *) node;
+		SetOperationStmt *op = (SetOperationStmt *) query->setOperations;
+
+		return foreign_relations(query, found) ||
+			(op != NULL && (foreign_setop_input(query, op, op->larg, found) ||
+							foreign_setop_input(query, op, op->rarg, found))) ||
+			query_tree_walker(query, foreign_code_walker, found, 0);
+	}
 	if (IsA(node, Aggref) && foreign_aggregate(((Aggref *) node)->aggfnoid, found))
 		return true;
 	if (IsA(node, WindowFunc) && ((WindowFunc *) node)->winagg &&
@@ -491,7 +587,8 @@ check_code_owners(DeltaPlan *plan, Oid target)
 	else if (OidIsValid(found.oper))
 		what = psprintf("operator %s", format_operator(found.oper));
 	else
-		what = psprintf("domain %s", format_type_be_qualified(found.type));
+		what = psprintf("%s %s", get_typtype(found.type) == TYPTYPE_DOMAIN ? "domain" : "type",
+						format_type_be_qualified(found.type));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("%s %s belongs to role \"%s\", which role \"%s\" does not act for",
