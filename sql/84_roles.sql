@@ -327,6 +327,23 @@ SELECT delta_join.create_view('roles.alice_bobs', $$
 RESET ROLE;
 DROP TABLE roles.bobs_table;
 DROP TYPE roles.bobs_pair;
+-- Whoever owns the table, the code's owner counts: a table of a group
+-- alice is in, given an index by bob, another member, with bob's function.
+CREATE ROLE dj_group;
+GRANT dj_group TO dj_alice, dj_bob;
+GRANT USAGE, CREATE ON SCHEMA roles TO dj_group;
+SET ROLE dj_group;
+CREATE TABLE roles.group_table (id int PRIMARY KEY, v text);
+RESET ROLE;
+SET ROLE dj_bob;
+CREATE INDEX ON roles.group_table (id) WHERE roles.bobs_norm('A') = 'a';
+RESET ROLE;
+SET ROLE dj_alice;
+SELECT delta_join.create_view('roles.alice_group', 'SELECT id, v FROM roles.group_table');
+RESET ROLE;
+DROP TABLE roles.group_table;
+REVOKE USAGE, CREATE ON SCHEMA roles FROM dj_group;
+DROP ROLE dj_group;
 --
 -- 6. REASSIGN OWNED and DROP OWNED follow the target: the query view goes
 --    with it, so the old owner can be dropped.

@@ -225,20 +225,27 @@ foreign_constraint(Oid domain, ForeignCode *found)
 							   Anum_pg_constraint_contypid, domain, conbin, 1, found);
 }
 
+/* Does a stored expression (nodeToString text, or NULL) call another role's code? */
+static bool
+foreign_stored_text(const char *text, ForeignCode *found)
+{
+	return text != NULL && foreign_code_walker(stringToNode(text), found);
+}
+
 /*
  * The planner runs code a table's definition holds, as the role that plans:
  * it folds the calls with constant arguments in its indexes' expressions
  * and predicates, its CHECK constraints (constraint exclusion), its
  * partition key and its statistics' expressions.  Does a table the query
  * reads, or one of its partitions or inheritance children, hold another
- * role's code?  A table of the owner's, or of a role it acts for, holds
- * its own.
+ * role's code?  Whoever owns the table, the code's owner counts: a table
+ * of a group the owner is in may be given an index by any member of it.
+ * Read from the relation cache where it keeps the stored text, so that a
+ * table whose definition holds no expression costs no catalog scan.
  */
 static bool
 foreign_table(Oid relid, ForeignCode *found)
 {
-	static const AttrNumber index_code[] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
-	static const AttrNumber constraint_code[] = {Anum_pg_constraint_conbin};
 	static const AttrNumber partition_code[] = {Anum_pg_partitioned_table_partexprs};
 	static const AttrNumber statistics_code[] = {Anum_pg_statistic_ext_stxexprs};
 	ListCell   *lc;
@@ -246,24 +253,44 @@ foreign_table(Oid relid, ForeignCode *found)
 	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
 	{
 		Oid			table = lfirst_oid(lc);
-		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(table));
-		Oid			owner;
+		Relation	rel = try_relation_open(table, AccessShareLock);
+		TupleConstr *constr;
+		bool		foreign = false;
+		ListCell   *ilc;
 
-		if (!HeapTupleIsValid(tuple))
+		if (rel == NULL)
 			continue;
-		owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-		ReleaseSysCache(tuple);
-		if (acts_for(owner))
-			continue;
-		if (foreign_stored_code(IndexRelationId, IndexIndrelidIndexId, Anum_pg_index_indrelid,
-								table, index_code, 2, found) ||
-			foreign_stored_code(ConstraintRelationId, ConstraintRelidTypidNameIndexId,
-								Anum_pg_constraint_conrelid, table, constraint_code, 1, found) ||
-			foreign_stored_code(PartitionedRelationId, PartitionedRelidIndexId,
-								Anum_pg_partitioned_table_partrelid, table, partition_code, 1,
-								found) ||
-			foreign_stored_code(StatisticExtRelationId, StatisticExtRelidIndexId,
-								Anum_pg_statistic_ext_stxrelid, table, statistics_code, 1, found))
+		foreach(ilc, RelationGetIndexList(rel))
+		{
+			HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(ilc)));
+			AttrNumber	atts[2] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
+
+			if (!HeapTupleIsValid(tuple))
+				continue;
+			for (int i = 0; i < 2 && !foreign; i++)
+			{
+				bool		isnull;
+				Datum		stored = SysCacheGetAttr(INDEXRELID, tuple, atts[i], &isnull);
+
+				foreign = !isnull && foreign_stored_text(TextDatumGetCString(stored), found);
+			}
+			ReleaseSysCache(tuple);
+			if (foreign)
+				break;
+		}
+		constr = RelationGetDescr(rel)->constr;
+		for (int i = 0; constr != NULL && i < constr->num_check && !foreign; i++)
+			foreign = foreign_stored_text(constr->check[i].ccbin, found);
+		if (!foreign && rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+			foreign = foreign_stored_code(PartitionedRelationId, PartitionedRelidIndexId,
+										  Anum_pg_partitioned_table_partrelid, table,
+										  partition_code, 1, found);
+		if (!foreign && RelationGetStatExtList(rel) != NIL)
+			foreign = foreign_stored_code(StatisticExtRelationId, StatisticExtRelidIndexId,
+										  Anum_pg_statistic_ext_stxrelid, table,
+										  statistics_code, 1, found);
+		relation_close(rel, NoLock);
+		if (foreign)
 		{
 			found->table = table;
 			return true;
