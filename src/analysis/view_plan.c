@@ -59,11 +59,11 @@ view_plan_source_records(DeltaPlan *plan)
 /*
  * A registered view's bound query, analyzed with its options and hints, as
  * the target's owner with the view's settings (runas.h), as everything
- * that evaluates the query: the analysis folds constants (a UNION ALL
- * branch's tag cast to its column's type), which runs the owner's
- * functions, and must not run them with the rights of whoever needs the
- * plan -- the worker, a superuser, or the DDL guard, in the session of
- * the role whose command it checks.
+ * that evaluates the query.  The analysis runs built-in code only (it
+ * folds a UNION ALL branch's tag through built-in casts alone,
+ * analyze_union.c); what it runs must still not run with the rights of
+ * whoever needs the plan -- the worker, a superuser, or the DDL guard, in
+ * the session of the role whose command it checks.
  */
 static DeltaPlan *
 analyze_registered(ViewRecord *view)

@@ -86,7 +86,6 @@ runas_capture_settings(void)
 	return JsonbValueToJsonb(result);
 }
 
-/* Set one setting for the current GUC nest level. */
 /*
  * Is name one of the settings a view pins?  Only those are taken from its
  * record: a record a role could write (a distributed view's, on a Citus
@@ -104,6 +103,7 @@ pinned_setting(const char *name)
 	return false;
 }
 
+/* Set one setting for the current GUC nest level. */
 static void
 set_one(const char *name, const char *value)
 {
