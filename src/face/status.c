@@ -138,31 +138,48 @@ chain_of(List *views, ViewRecord *start, int *rounds)
 }
 
 /*
- * The views of `views` that the catalog, read now, has in error, or left
- * 'backfilling' by a concurrent create or refresh whose process is gone
- * (the worker puts them in error when it sees it; their target may be
- * empty); they are taken out of `views`.
+ * Take out of *views, and return, those the predicate picks from what the
+ * catalog, read now (a fresh snapshot), holds of each: its record, or
+ * NULL for a view dropped since wait() read it.
  */
+static List *
+take_views(List **views, bool (*take) (ViewRecord *current))
+{
+	List	   *live = catalog_list_views();
+	List	   *taken = NIL;
+	ListCell   *lc;
+
+	foreach(lc, *views)
+	{
+		ViewRecord *waited = lfirst(lc);
+
+		if (take(catalog_view_in(live, waited->view_id)))
+		{
+			taken = lappend(taken, waited);
+			*views = foreach_delete_current(*views, lc);
+		}
+	}
+	return taken;
+}
+
+/*
+ * A view the catalog has in error, or left 'backfilling' by a concurrent
+ * create or refresh whose process is gone (the worker puts it in error
+ * when it sees it; its target may be empty).
+ */
+static bool
+now_in_error(ViewRecord *current)
+{
+	return current != NULL &&
+		(current->in_error ||
+		 (current->backfilling && !progress_backfill_running(MyDatabaseId, current->view_id)));
+}
+
+/* The views of *views in error (now_in_error), taken out of it */
 static List *
 take_in_error(List **views)
 {
-	List	   *in_error = NIL;
-	ListCell   *lc;
-
-	foreach(lc, catalog_list_views())
-	{
-		ViewRecord *view = lfirst(lc);
-		ViewRecord *waited = catalog_view_in(*views, view->view_id);
-
-		if (waited != NULL &&
-			(view->in_error ||
-			 (view->backfilling && !progress_backfill_running(MyDatabaseId, view->view_id))))
-		{
-			in_error = lappend(in_error, waited);
-			*views = list_delete_ptr(*views, waited);
-		}
-	}
-	return in_error;
+	return take_views(views, now_in_error);
 }
 
 /* The error of check_lock_against_apply: relid is held in mode */
@@ -247,29 +264,15 @@ worker_waits_for_me(int pid)
 }
 
 /*
- * Take out of *views those that are no longer in the catalog, read with a
- * fresh snapshot: dropped since wait() read them, they have nothing left
- * to wait for.  The worker forgets a dropped view's progress, and with the
- * last view drops the slot, so without this such a view would be waited
- * for until the timeout, or taken for a view that missed changes.  True
- * when one was taken out.
+ * A view dropped since wait() read it: it has nothing left to wait for.
+ * The worker forgets a dropped view's progress, and with the last view
+ * drops the slot, so without this such a view would be waited for until
+ * the timeout, or taken for a view that missed changes.
  */
 static bool
-take_dropped(List **views)
+now_dropped(ViewRecord *current)
 {
-	List	   *live = catalog_list_views();
-	bool		taken = false;
-	ListCell   *lc;
-
-	foreach(lc, *views)
-	{
-		if (catalog_view_in(live, ((ViewRecord *) lfirst(lc))->view_id) == NULL)
-		{
-			*views = foreach_delete_current(*views, lc);
-			taken = true;
-		}
-	}
-	return taken;
+	return current == NULL;
 }
 
 /* Whether this database's replication slot exists */
@@ -362,9 +365,9 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 		if (done)
 			break;
 
-		/* views dropped meanwhile are done with (take_dropped) */
+		/* views dropped meanwhile are done with (now_dropped) */
 		slot = slot_present();
-		if ((forgotten || !slot) && take_dropped(views))
+		if ((forgotten || !slot) && take_views(views, now_dropped) != NIL)
 		{
 			list_free(retried);
 			list_free(pending);
