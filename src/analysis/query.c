@@ -421,3 +421,20 @@ query_drop(Oid query_view)
 	performDeletion(&object, DROP_CASCADE, PERFORM_DELETION_INTERNAL);
 	runas_end(&runas);
 }
+
+/* The output columns of a query: the expressions of its select list's non-junk entries */
+List *
+query_output_exprs(Query *query)
+{
+	List	   *exprs = NIL;
+	ListCell   *lc;
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk)
+			exprs = lappend(exprs, tle->expr);
+	}
+	return exprs;
+}

@@ -16,5 +16,6 @@ extern void query_depend_on_extension(Oid query_view);
 extern Query *query_load(Oid query_view);
 extern void query_follow_target(Oid query_view, Oid target);
 extern void query_drop(Oid query_view);
+extern List *query_output_exprs(Query *query);
 
 #endif							/* DJ_QUERY_H */

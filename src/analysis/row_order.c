@@ -69,6 +69,7 @@
 #include "utils/syscache.h"
 
 #include "analysis/analysis.h"
+#include "analysis/query.h"
 
 /* A key of an order: rows tie on it when their values are equal under eqop */
 typedef struct OrderKey
@@ -676,23 +677,6 @@ alike_when_tied(List *exprs, List *keys, Index levelsup, Query *level, Index win
 	return true;
 }
 
-/* The output columns of a level */
-static List *
-output_exprs(Query *level)
-{
-	List	   *exprs = NIL;
-	ListCell   *lc;
-
-	foreach(lc, level->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			exprs = lappend(exprs, tle->expr);
-	}
-	return exprs;
-}
-
 /* ----------------------------------------------------------------
  *		Aggregates
  * ----------------------------------------------------------------
@@ -885,7 +869,7 @@ check_windows(Analysis *a, Query *level)
 		if (kind == WINDOW_SEQUENCE)
 			alike = alike_when_tied(wfunc->args, keys, 0, level, wfunc->winref);
 		else
-			alike = alike_when_tied(output_exprs(level), keys, 0, level, wfunc->winref);
+			alike = alike_when_tied(query_output_exprs(level), keys, 0, level, wfunc->winref);
 		if (alike || rows_never_tie(level, keys, ROWS_GROUPED))
 			continue;
 		analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -951,7 +935,7 @@ row_order_check_level(Analysis *a, Query *level)
 		List	   *keys = order_keys(level->sortClause, level->targetList);
 
 		if (!rows_never_tie(level, keys, ROWS_OUTPUT) &&
-			!alike_when_tied(output_exprs(level), keys, 0, level, 0))
+			!alike_when_tied(query_output_exprs(level), keys, 0, level, 0))
 			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 				   level->sortClause == NIL ?
 				   pstrdup("delta view rule 4: LIMIT or OFFSET without ORDER BY keeps rows in no defined order") :
@@ -965,7 +949,7 @@ row_order_check_level(Analysis *a, Query *level)
 									   order_keys(level->sortClause, level->targetList));
 
 		if (!rows_never_tie(level, keys, ROWS_GROUPED) &&
-			!alike_when_tied(output_exprs(level), keys, 0, level, 0))
+			!alike_when_tied(query_output_exprs(level), keys, 0, level, 0))
 			analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 				   level->sortClause == NIL ?
 				   pstrdup("delta view rule 4: DISTINCT ON without ORDER BY keeps any row of each group") :
@@ -985,7 +969,7 @@ row_order_check_array(Analysis *a, SubLink *sublink)
 	List	   *keys = order_keys(sub->sortClause, sub->targetList);
 
 	if (rows_never_tie(sub, keys, ROWS_OUTPUT) ||
-		alike_when_tied(output_exprs(sub), keys, 0, sub, 0))
+		alike_when_tied(query_output_exprs(sub), keys, 0, sub, 0))
 		return;
 	analysis_reject(a, ERRCODE_FEATURE_NOT_SUPPORTED,
 		   sub->sortClause == NIL ?

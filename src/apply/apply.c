@@ -58,6 +58,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "analysis/query.h"
 #include "apply/apply.h"
 #include "apply/apply_error.h"
 #include "apply/plan_cache.h"
@@ -463,13 +464,7 @@ foreign_setop_input(Query *query, SetOperationStmt *op, Node *child, ForeignCode
 	{
 		Query	   *leaf = rt_fetch(((RangeTblRef *) child)->rtindex, query->rtable)->subquery;
 
-		foreach(lc, leaf->targetList)
-		{
-			TargetEntry *tle = lfirst(lc);
-
-			if (!tle->resjunk)
-				inputs = lappend(inputs, tle->expr);
-		}
+		inputs = query_output_exprs(leaf);
 	}
 	foreach(lc, inputs)
 	{
@@ -577,21 +572,13 @@ static void
 check_code_owners(DeltaPlan *plan, Oid target)
 {
 	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid, InvalidOid, InvalidOid, NIL};
-	List	   *outputs = NIL;
-	ListCell   *lc;
 	char	   *what;
 	const char *where;
 
-	foreach(lc, plan->query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			outputs = lappend(outputs, tle->expr);
-	}
 	if (foreign_code_walker((Node *) plan->query, &found))
 		where = "of the view's query";
-	else if (foreign_code_walker((Node *) target_coerce_exprs(target, plan, outputs), &found))
+	else if (foreign_code_walker((Node *) target_coerced_outputs(target, plan, plan->query),
+								 &found))
 		where = "of a column of the target";
 	else
 		return;

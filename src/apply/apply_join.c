@@ -140,7 +140,6 @@ join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
 	TupleDesc	desc;
 	int			natts = 0;
 	int			col = 0;
-	List	   *outputs = NIL;
 	ListCell   *lc;
 	RemapContext context;
 
@@ -174,14 +173,7 @@ join_apply_init(JoinApply *ja, DeltaPlan *plan, TargetWriter *writer)
 																				   &context)),
 							NULL);
 	ja->columns = palloc(sizeof(ExprState *) * plan->ncolumns);
-	foreach(lc, plan->query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			outputs = lappend(outputs, tle->expr);
-	}
-	foreach(lc, target_coerce_exprs(RelationGetRelid(writer->rel), plan, outputs))
+	foreach(lc, target_coerced_outputs(RelationGetRelid(writer->rel), plan, plan->query))
 		ja->columns[col++] = compile_expression(ja, lfirst(lc));
 	ja->values = palloc(sizeof(Datum) * plan->ncolumns);
 	ja->isnull = palloc(sizeof(bool) * plan->ncolumns);

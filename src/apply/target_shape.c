@@ -53,6 +53,7 @@
 #include "utils/syscache.h"
 
 #include "analysis/analyze.h"
+#include "analysis/query.h"
 #include "apply/target_shape.h"
 #include "base/compat.h"
 #include "base/delta_join.h"
@@ -933,18 +934,10 @@ target_check_lookup_indexes(Oid relid, DeltaPlan *plan)
 void
 target_coerce_output(Query *query, DeltaPlan *plan, Oid target)
 {
-	List	   *outputs = NIL;
+	List	   *outputs = target_coerced_outputs(target, plan, query);
 	int			col = 0;
 	ListCell   *lc;
 
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (!tle->resjunk)
-			outputs = lappend(outputs, tle->expr);
-	}
-	outputs = target_coerce_exprs(target, plan, outputs);
 	foreach(lc, query->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
@@ -960,7 +953,7 @@ target_coerce_output(Query *query, DeltaPlan *plan, Oid target)
  * (a numeric sum into a DECIMAL(38,2) column is rounded to 2 places).
  * Key columns have the query's types already (target_validate).
  */
-List *
+static List *
 target_coerce_exprs(Oid target, DeltaPlan *plan, List *exprs)
 {
 	Relation	rel = table_open(target, AccessShareLock);
@@ -988,4 +981,14 @@ target_coerce_exprs(Oid target, DeltaPlan *plan, List *exprs)
 	}
 	table_close(rel, AccessShareLock);
 	return result;
+}
+
+/*
+ * The non-junk entries of query's select list in the target's column
+ * types (target_coerce_exprs)
+ */
+List *
+target_coerced_outputs(Oid target, DeltaPlan *plan, Query *query)
+{
+	return target_coerce_exprs(target, plan, query_output_exprs(query));
 }

@@ -41,6 +41,6 @@ extern bool target_output_nullable(DeltaPlan *plan, int col);
 extern bool target_key_nullable(DeltaPlan *plan);
 extern void target_warn_not_null(Oid relid, DeltaPlan *plan);
 extern void target_coerce_output(Query *query, DeltaPlan *plan, Oid target);
-extern List *target_coerce_exprs(Oid target, DeltaPlan *plan, List *exprs);
+extern List *target_coerced_outputs(Oid target, DeltaPlan *plan, Query *query);
 
 #endif							/* DJ_TARGET_SHAPE_H */
