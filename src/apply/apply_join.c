@@ -422,6 +422,7 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk, SourceBatch *sb)
 {
 	WalkScans  *ws = palloc0(sizeof(WalkScans));
 	DeltaSource *driver = list_nth(plan->sources, walk->driver);
+	LookupLeaf *plain;
 	ListCell   *lc;
 
 	ws->fetch = lookup_begin(driver->relid, driver->pk_index, driver->pk_natts, NULL, NULL,
@@ -432,12 +433,11 @@ walk_scans_begin(DeltaPlan *plan, DeltaWalk *walk, SourceBatch *sb)
 	 * Decoded rows, unless the source has changed its columns since they
 	 * were decoded, or its key's bytes do not tell equal keys.
 	 */
-	if (ws->fetch->nparts == 1 && RelationGetRelid(ws->fetch->heaps[0]) == sb->relid &&
-		(sb->rowdesc == NULL ||
-		 row_type_fits(sb->rowdesc, RelationGetDescr(ws->fetch->heaps[0]))) &&
-		key_bytes_tell_equality(ws->fetch->indexes[0], driver->pk_natts))
-		ws->row_slot = MakeSingleTupleTableSlot(RelationGetDescr(ws->fetch->heaps[0]),
-												&TTSOpsHeapTuple);
+	plain = ws->fetch->plain;
+	if (plain != NULL && RelationGetRelid(plain->heap) == sb->relid &&
+		(sb->rowdesc == NULL || row_type_fits(sb->rowdesc, RelationGetDescr(plain->heap))) &&
+		key_bytes_tell_equality(plain->index, driver->pk_natts))
+		ws->row_slot = MakeSingleTupleTableSlot(RelationGetDescr(plain->heap), &TTSOpsHeapTuple);
 	ws->nlookups = list_length(walk->lookups);
 	ws->lookups = palloc(sizeof(DeltaLookup *) * Max(ws->nlookups, 1));
 	ws->scans = palloc(sizeof(LookupScan *) * Max(ws->nlookups, 1));

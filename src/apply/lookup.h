@@ -11,23 +11,46 @@
 #include "access/genam.h"
 #include "access/tupconvert.h"
 #include "executor/tuptable.h"
+#include "partitioning/partdefs.h"
 #include "utils/snapshot.h"
+
+/* A relation a lookup reads: a plain source, or a leaf partition of one */
+typedef struct LookupLeaf
+{
+	Relation	heap;
+	Relation	index;			/* its index (attached to the lookup's index) */
+	IndexScanDesc scan;
+	TupleTableSlot *slot;		/* in the leaf's row type */
+	TupleConversionMap *map;	/* to the root's row type, or NULL */
+} LookupLeaf;
+
+typedef struct LookupLevel LookupLevel;	/* a partitioned table (lookup.c) */
 
 /* One lookup, reusable for many keys: begin once, rescan per key. */
 typedef struct LookupScan
 {
-	int			nparts;			/* 1, or the leaf partitions of the source */
-	Relation   *heaps;
-	Relation   *indexes;
-	IndexScanDesc *scans;
-	TupleTableSlot **slots;		/* per part, in the part's row type */
-	TupleConversionMap **maps;	/* per part, to the root's row type, or NULL */
+	LookupLeaf *plain;			/* the source, when it is not partitioned */
+	LookupLevel *root;			/* else the source, partitioned */
+	List	   *levels;			/* the partitioned tables opened so far */
+	LookupLeaf **leaves;		/* the leaves opened so far (or plain) */
+	int			nleaves;
+	int			maxleaves;
+	LookupLeaf **active;		/* the leaves the current key may be in */
+	int			nactive;
+	int			maxactive;
+	int			current;		/* index in active of the leaf being scanned */
 	TupleTableSlot *rootslot;	/* rows in the source's (root) row type */
+	Relation	index;			/* the index looked up (of the source) */
 	int			nkeys;
+	Oid		   *procs;			/* as given to lookup_begin, or NULL */
+	Oid		   *subtypes;		/* likewise */
 	ScanKeyData *keys;			/* arguments filled by lookup_rescan */
 	ScanKeyData *equal_keys;	/* the equality keys, kept while keys search NULLs */
 	bool		match_nulls;	/* a NULL value finds NULLs (a NULLS NOT DISTINCT key) */
-	int			current;		/* part being scanned */
+	Snapshot	snapshot;
+	PartitionDirectory partitions;	/* the partitions of a partitioned
+									 * source, as at begin */
+	MemoryContext mcxt;			/* where leaves opened later are kept */
 	int64		count;			/* rescans done */
 } LookupScan;
 
