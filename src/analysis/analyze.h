@@ -234,6 +234,15 @@ typedef struct DeltaPlan
 
 	/* apply_join.c: the lookup caches, kept with the plan (PlanCache *) */
 	List	   *caches;
+
+	/*
+	 * apply.c: the code the query runs was found to be trusted by role
+	 * owners_checked_as (InvalidOid: not yet) when the worker had taken in
+	 * owners_checked_at invalidations; the views that check locked (Oid).
+	 */
+	uint64		owners_checked_at;
+	Oid			owners_checked_as;
+	List	   *owners_views;
 } DeltaPlan;
 
 /* The ordinal of source rtindex of UNION ALL branch b (0-based) */

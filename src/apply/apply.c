@@ -48,10 +48,13 @@
 #include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/lmgr.h"
+#include "storage/sinval.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
@@ -84,6 +87,7 @@ typedef struct ForeignCode
 	Oid			table;			/* a table whose definition calls funcid */
 	Oid			owner;			/* the role of the one found */
 	List	   *expanding;		/* the views whose queries are looked at */
+	List	   *views;			/* every view looked at (and locked) */
 } ForeignCode;
 
 static bool foreign_code_walker(Node *node, ForeignCode *found);
@@ -427,6 +431,7 @@ foreign_relations(Query *query, ForeignCode *found)
 		rel = relation_open(rte->relid, AccessShareLock);
 		view_query = copyObject(get_view_query(rel));
 		relation_close(rel, NoLock);
+		found->views = list_append_unique_oid(found->views, rte->relid);
 		found->expanding = lappend_oid(found->expanding, rte->relid);
 		foreign = foreign_code_walker((Node *) view_query, found);
 		found->expanding = list_delete_last(found->expanding);
@@ -555,6 +560,32 @@ foreign_code_walker(Node *node, ForeignCode *found)
 }
 
 /*
+ * Does the last check of the plan's code owners hold still?  What it looked
+ * at -- the query, the definitions of the tables it reads (of each
+ * partition), the owners of functions, operators and types, and who is a
+ * member of which role -- changes only with the catalogs, and a committed
+ * change of a catalog sends invalidations, which the worker takes in at the
+ * latest when it locks the relations of the view's apply (as it has, since
+ * plan_cache_lock_view).  So it holds for the same role as long as none
+ * came in since.  The views the query reads are locked again, as the check
+ * locks them (foreign_relations), so that none is replaced before the
+ * query runs: a view replaced before its lock was taken has sent its
+ * invalidation by then.
+ */
+static bool
+owners_still_trusted(DeltaPlan *plan)
+{
+	ListCell   *lc;
+
+	if (plan->owners_checked_as != GetUserId() ||
+		plan->owners_checked_at != SharedInvalidMessageCounter)
+		return false;
+	foreach(lc, plan->owners_views)
+		LockRelationOid(lfirst_oid(lc), AccessShareLock);
+	return plan->owners_checked_at == SharedInvalidMessageCounter;
+}
+
+/*
  * The code a view runs must be its owner's, or trusted.  A user-defined
  * function of another role -- called by the query, or by an operator of
  * it (its negator's and commutator's too), an aggregate, a cast, a domain's
@@ -571,17 +602,28 @@ foreign_code_walker(Node *node, ForeignCode *found)
 static void
 check_code_owners(DeltaPlan *plan, Oid target)
 {
-	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid, InvalidOid, InvalidOid, NIL};
+	ForeignCode found = {InvalidOid, InvalidOid, InvalidOid, InvalidOid, InvalidOid, NIL, NIL};
 	char	   *what;
 	const char *where;
 
+	if (owners_still_trusted(plan))
+		return;
 	if (foreign_code_walker((Node *) plan->query, &found))
 		where = "of the view's query";
 	else if (foreign_code_walker((Node *) target_coerced_outputs(target, plan, plan->query),
 								 &found))
 		where = "of a column of the target";
 	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(plan));
+
+		list_free(plan->owners_views);
+		plan->owners_views = list_copy(found.views);
+		plan->owners_checked_as = GetUserId();
+		plan->owners_checked_at = SharedInvalidMessageCounter;
+		MemoryContextSwitchTo(old);
 		return;
+	}
 
 	if (OidIsValid(found.funcid) && OidIsValid(found.oper))
 		what = psprintf("function %s, which operator %s calls,",

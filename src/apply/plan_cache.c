@@ -35,6 +35,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "storage/lmgr.h"
+#include "storage/sinval.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -55,6 +56,14 @@ typedef struct CachedView
 	DeltaPlan  *plan;
 	int			nrelids;
 	Oid		   *relids;			/* relations whose invalidation drops it */
+
+	/*
+	 * The partitions of those that are partitioned, as found when the
+	 * worker had taken in partitions_at invalidations (partitions_known)
+	 */
+	bool		partitions_known;
+	uint64		partitions_at;
+	List	   *partitions;		/* Oid */
 } CachedView;
 
 static HTAB *view_cache = NULL;
@@ -189,6 +198,8 @@ plan_cache_entry(ViewRecord *view)
 	if (found)
 		MemoryContextDelete(entry->cxt);
 	entry->valid = false;
+	entry->partitions_known = false;
+	entry->partitions = NIL;
 	entry->cxt = AllocSetContextCreate(TopMemoryContext, "delta_join plan",
 									   ALLOCSET_DEFAULT_SIZES);
 
@@ -285,26 +296,46 @@ plan_cache_lock_view(ViewRecord *view, Snapshot snapshot)
 {
 	CachedView *entry = plan_cache_entry(view);
 	bool		seen = true;
+	ListCell   *lc;
 
 	for (int i = 0; i < entry->nrelids; i++)
 	{
 		Oid			relid = entry->relids[i];
-		LOCKMODE	mode = (relid == view->target) ? RowExclusiveLock : AccessShareLock;
 
-		LockRelationOid(relid, mode);
+		LockRelationOid(relid, relid == view->target ? RowExclusiveLock : AccessShareLock);
 		if (snapshot != NULL && relation_written_after(relid, snapshot))
 			seen = false;
-		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
-		{
-			List	   *parts = find_all_inheritors(relid, mode, NULL);
-			ListCell   *lc;
+	}
 
-			foreach(lc, parts)
-			{
-				if (snapshot != NULL && relation_written_after(lfirst_oid(lc), snapshot))
-					seen = false;
-			}
+	/*
+	 * Their partitions: partitions are attached, detached, made or dropped
+	 * only by DDL, which sends invalidations (taken in by the locks above
+	 * at the latest), so they are found again only after some came in.
+	 */
+	if (!entry->partitions_known || entry->partitions_at != SharedInvalidMessageCounter)
+	{
+		MemoryContext old = MemoryContextSwitchTo(entry->cxt);
+
+		list_free(entry->partitions);
+		entry->partitions = NIL;
+		entry->partitions_at = SharedInvalidMessageCounter;
+		for (int i = 0; i < entry->nrelids; i++)
+		{
+			if (get_rel_relkind(entry->relids[i]) == RELKIND_PARTITIONED_TABLE)
+				entry->partitions = list_concat_unique_oid(entry->partitions,
+														   list_delete_first(find_all_inheritors(entry->relids[i],
+																								 NoLock, NULL)));
 		}
+		entry->partitions_known = true;
+		MemoryContextSwitchTo(old);
+	}
+	foreach(lc, entry->partitions)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		LockRelationOid(relid, relid == view->target ? RowExclusiveLock : AccessShareLock);
+		if (snapshot != NULL && relation_written_after(relid, snapshot))
+			seen = false;
 	}
 	return seen;
 }
