@@ -109,6 +109,20 @@ SELECT delta_join.wait('lk.usd_by_currency');
 SELECT * FROM usd_by_currency ORDER BY currency;
 SELECT * FROM diff('usd_by_currency', :'full_q');
 
+-- a hint after a name that two tables of the query have (one inside an
+-- aliased join, which hides it) is refused: it could land on the other
+CREATE SCHEMA lk2;
+CREATE TABLE lk2.rates (currency text PRIMARY KEY, usd numeric);
+SELECT delta_join.explain($$
+  SELECT p.id, rates.usd, j.usd AS usd2
+  FROM payments p JOIN rates /*+ OPTIONS('lookup_only'='true') */ ON rates.currency = p.currency
+  JOIN (lk2.rates JOIN payments q USING (currency)) AS j ON j.id = p.id $$);
+SELECT delta_join.create_view('ambiguous', $$
+  SELECT p.id, rates.usd, j.usd AS usd2
+  FROM payments p JOIN rates /*+ OPTIONS('lookup_only'='true') */ ON rates.currency = p.currency
+  JOIN (lk2.rates JOIN payments q USING (currency)) AS j ON j.id = p.id $$);
+DROP SCHEMA lk2 CASCADE;
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

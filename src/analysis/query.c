@@ -141,8 +141,10 @@ parse_single_select(const char *text)
 
 /*
  * Point each hint at the range-table entry the analyzed query made of the
- * table it follows (the names of the FROM items of one query level are
- * unique).
+ * table it follows, by its name.  The names of one query level's FROM
+ * items are unique but for those inside an aliased join, which the alias
+ * hides ("JOIN (s.r JOIN q USING (id)) AS j" beside another r): a name
+ * that two tables have is refused, so that a hint never lands on the other.
  */
 static void
 resolve_hints(List *hints, List *names, Query *query)
@@ -172,6 +174,14 @@ resolve_hints(List *hints, List *names, Query *query)
 									hint->as_of ? "FOR SYSTEM_TIME AS OF" : "table hint",
 									hint->location, name),
 							 errhint("Table hints and FOR SYSTEM_TIME AS OF apply to tables.")));
+				/* (a FROM item in parentheses may reuse a name) */
+				if (hint->rtindex != 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_AMBIGUOUS_ALIAS),
+							 errmsg("%s at offset %d follows \"%s\", which names more than one table of the query",
+									hint->as_of ? "FOR SYSTEM_TIME AS OF" : "table hint",
+									hint->location, name),
+							 errhint("Give the tables distinct aliases.")));
 				hint->rtindex = foreach_current_index(lc3) + 1;
 			}
 		}
