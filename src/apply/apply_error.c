@@ -153,7 +153,7 @@ apply_error_begin(ErrorContextCallback *callback, ViewRecord *view, XLogRecPtr e
 {
 	memset(&apply_error_place, 0, sizeof(apply_error_place));
 	apply_error_place.view = view;
-	strlcpy(apply_error_place.view_name, catalog_view_name(view), APPLY_ERROR_NAME_LEN);
+	dj_text_copy(apply_error_place.view_name, catalog_view_name(view), APPLY_ERROR_NAME_LEN);
 	apply_error_place.end_lsn = end_lsn;
 	callback->callback = apply_error_callback;
 	callback->arg = NULL;

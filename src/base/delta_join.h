@@ -207,5 +207,6 @@ extern const char *dj_path_name(DeltaPath path);
 extern bool dj_parse_path(const char *name, DeltaPath *path);
 extern const char *dj_kind_name(DeltaKind kind);
 extern const char *dj_message_name(const char *name);
+extern void dj_text_copy(char *dst, const char *src, size_t size);
 
 #endif							/* DELTA_JOIN_H */

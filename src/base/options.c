@@ -43,6 +43,7 @@
 #include <math.h>
 
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -255,6 +256,20 @@ dj_message_name(const char *name)
 	if (strchr(name, '"') != NULL)
 		return name;
 	return psprintf("\"%s\"", name);
+}
+
+/*
+ * Copy text into a buffer of size bytes in shared memory, cut at a
+ * character's boundary: a multibyte character cut in two would be an
+ * invalid string, which a client of another encoding could not read.
+ */
+void
+dj_text_copy(char *dst, const char *src, size_t size)
+{
+	int			len = pg_mbcliplen(src, strlen(src), size - 1);
+
+	memcpy(dst, src, len);
+	dst[len] = '\0';
 }
 
 /* The name of a kind, as view_catalog.kind stores it */

@@ -25,6 +25,7 @@
 #include "storage/procarray.h"
 #include "utils/syscache.h"
 
+#include "base/delta_join.h"
 #include "base/progress.h"
 #include "base/shmem.h"
 
@@ -210,9 +211,14 @@ progress_publish(Oid dboid, ViewProgress *views, int nviews, XLogRecPtr end_lsn)
 		 * it dropped its keys comes first, where the length never cuts it.
 		 */
 		if (vp->deferred)
-			snprintf(stat->retry_reason, PROGRESS_REASON_LEN, "%s%s",
+		{
+			char		reason[PROGRESS_REASON_LEN + 64];
+
+			snprintf(reason, sizeof(reason), "%s%s",
 					 vp->whole ? "to be recomputed whole (over max_waiting_keys): " : "",
 					 vp->retry_reason);
+			dj_text_copy(stat->retry_reason, reason, PROGRESS_REASON_LEN);
+		}
 		else
 			stat->retry_reason[0] = '\0';
 		stat->changes_seen += vp->changes;

@@ -941,10 +941,10 @@ dj_concurrent_main(Datum main_arg)
 		RESUME_CANCEL_INTERRUPTS();
 
 		task->sqlerrcode = error->sqlerrcode;
-		strlcpy(task->message, error->message ? error->message : "unknown error",
-				TASK_TEXT_LEN);
-		strlcpy(task->detail, error->detail ? error->detail : "", TASK_TEXT_LEN);
-		strlcpy(task->hint, error->hint ? error->hint : "", TASK_TEXT_LEN);
+		dj_text_copy(task->message, error->message ? error->message : "unknown error",
+					 TASK_TEXT_LEN);
+		dj_text_copy(task->detail, error->detail ? error->detail : "", TASK_TEXT_LEN);
+		dj_text_copy(task->hint, error->hint ? error->hint : "", TASK_TEXT_LEN);
 	}
 	PG_END_TRY();
 	task->finished = true;

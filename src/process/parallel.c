@@ -844,8 +844,8 @@ helper_run(HelperPool *hp, dsm_handle handle)
 						&results[v].counts, NULL, &error) == VIEW_APPLIED);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (!results[v].applied)
-			strlcpy(results[v].message, error->message ? error->message : "",
-					SHARE_MESSAGE_LEN);
+			dj_text_copy(results[v].message, error->message ? error->message : "",
+						 SHARE_MESSAGE_LEN);
 	}
 
 	PopActiveSnapshot();

@@ -336,8 +336,8 @@ worker_note_failure(void)
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
 	db = shmem_find_db(worker_dboid, false);
 	if (db != NULL)
-		strlcpy(db->failure, edata->message ? edata->message : "unknown error",
-				sizeof(db->failure));
+		dj_text_copy(db->failure, edata->message ? edata->message : "unknown error",
+					 sizeof(db->failure));
 	LWLockRelease(worker_shared->lock);
 }
 

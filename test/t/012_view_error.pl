@@ -158,7 +158,7 @@ $node->safe_psql(
 	CREATE FUNCTION checked(v int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
 	BEGIN
 		IF EXISTS (SELECT FROM public.xx_flag WHERE on_) THEN
-			RAISE EXCEPTION 'internal trouble with %', v USING ERRCODE = 'XX000';
+			RAISE EXCEPTION 'internal trouble with % x%', v, repeat(chr(8364), 100) USING ERRCODE = 'XX000';
 		END IF;
 		RETURN v;
 	END $$;
@@ -172,6 +172,19 @@ ok( $node->poll_query_until(
 		SELECT state = 'active' AND reason ~ '^retrying \(\d+ tries\): internal trouble with 20'
 		FROM delta_join.status WHERE target = 'public.checked_gauges'}),
 	'a view meeting an internal error stays active and says it is retrying');
+# the reason is cut to fit delta_join.status between two characters: cut
+# through a euro sign (3 bytes), it was no valid text (convert_from says)
+SKIP:
+{
+	skip 'the server encoding is not UTF8', 1
+	  if $node->safe_psql('postgres', 'SHOW server_encoding') ne 'UTF8';
+	is( $node->safe_psql(
+			'postgres', q{
+			SELECT octet_length(reason) BETWEEN 150 AND 159
+			   AND convert_from(textsend(reason), 'UTF8') ~ (repeat(chr(8364), 2) || '$')
+			FROM delta_join.status WHERE target = 'public.checked_gauges'}),
+		't', 'the reason is cut between two characters');
+}
 $node->safe_psql('postgres', 'UPDATE xx_flag SET on_ = false');
 is($node->safe_psql('postgres', "SELECT delta_join.wait('checked_gauges', '60s')"),
 	't', 'once the internal error passes, the view is applied');
