@@ -430,6 +430,14 @@ SELECT delta_join.create_view('dropped_with', 'SELECT id, v FROM drop_src');
 DROP TABLE dropped_with;
 SELECT count(*) FROM delta_join.views WHERE target::text LIKE '%dropped_with';
 
+-- an existing table given as target whose own trigger has the guard's name
+-- is refused: the trigger is not replaced, nor dropped with the view
+CREATE TABLE own_guard (id int PRIMARY KEY, v int);
+CREATE FUNCTION own_guard_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER delta_join_guard AFTER INSERT ON own_guard FOR EACH ROW EXECUTE FUNCTION own_guard_log();
+SELECT delta_join.create_view('own_guard', 'SELECT id, v FROM drop_src');
+SELECT tgname, tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'own_guard'::regclass;
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

@@ -301,6 +301,24 @@ target_guard(Oid relid)
 	}
 
 	/*
+	 * A guard changed since (ALTER TABLE ... DISABLE TRIGGER) is put back;
+	 * a trigger of the table's own that has its name is not replaced.
+	 */
+	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		if (strcmp(trigger->tgname, TARGET_GUARD_TRIGGER) == 0 &&
+			trigger->tgfoid != target_guard_function())
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("table %s has a trigger named \"%s\", the name of the guard of a target",
+							dj_message_name(target_qualified_name(relid)), TARGET_GUARD_TRIGGER),
+					 errhint("Rename the trigger: ALTER TRIGGER %s ON %s RENAME TO ...;",
+							 TARGET_GUARD_TRIGGER, target_qualified_name(relid))));
+	}
+
+	/*
 	 * Created directly rather than by a statement: the DDL guard would check
 	 * the view with the trigger not yet there.  As the bootstrap superuser,
 	 * since the DDL guard also puts back the guard of a view whose target
