@@ -201,6 +201,24 @@ SELECT target, state FROM delta_join.status WHERE target::text LIKE '%nn\_%' ORD
 SELECT * FROM nn_by_code;
 SELECT delta_join.drop_view(t) FROM unnest(ARRAY['nn_by_region', 'nn_by_code', 'nn_wide']) t;
 
+-- temporary objects other than tables (rule 1 refuses those): the session
+-- that made them drops them when it ends, and the view with them; a
+-- concurrent create, which reads the query in another session, refuses the
+-- caller's temporary tables too (the name shadow would read bad.shadow there)
+CREATE TABLE tmp_src (id int PRIMARY KEY, v int);
+CREATE TABLE shadow (id int PRIMARY KEY, v int);
+CREATE TEMP TABLE shadow (id int PRIMARY KEY, v int);
+CREATE TEMP VIEW tmp_view AS SELECT id, v FROM tmp_src;
+CREATE FUNCTION pg_temp.tmp_f(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1';
+CREATE DOMAIN pg_temp.tmp_d AS int CHECK (VALUE > 0);
+SELECT regexp_replace(t, 'pg_temp_\d+', 'pg_temp_N') FROM try_create('tmp1', 'SELECT id, v FROM tmp_view') t;
+SELECT regexp_replace(t, 'pg_temp_\d+', 'pg_temp_N') FROM try_create('tmp2', 'SELECT id, pg_temp.tmp_f(v) AS w FROM tmp_src') t;
+SELECT regexp_replace(t, 'pg_temp_\d+', 'pg_temp_N') FROM try_create('tmp3', 'SELECT id, v::pg_temp.tmp_d AS w FROM tmp_src') t;
+SELECT regexp_replace(t, 'pg_temp_\d+', 'pg_temp_N') FROM try_create('tmp4', 'SELECT id, v FROM shadow') t;
+SELECT delta_join.create_view('tmp5', 'SELECT id, v FROM shadow', concurrently => true);
+SELECT count(*) FROM delta_join.views WHERE target::text LIKE 'bad.tmp%';
+DROP TABLE shadow;
+
 SET client_min_messages = warning;
 DROP SCHEMA bad CASCADE;
 RESET client_min_messages;

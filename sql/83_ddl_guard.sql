@@ -438,6 +438,13 @@ CREATE TRIGGER delta_join_guard AFTER INSERT ON own_guard FOR EACH ROW EXECUTE F
 SELECT delta_join.create_view('own_guard', 'SELECT id, v FROM drop_src');
 SELECT tgname, tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'own_guard'::regclass;
 
+-- a target is not moved where create_view would not make it: into schema
+-- delta_join, or information_schema (pg_dump leaves it out)
+SELECT delta_join.create_view('moved', 'SELECT id, v FROM drop_src');
+ALTER TABLE moved SET SCHEMA information_schema;
+ALTER TABLE moved SET SCHEMA delta_join;
+SELECT target, state FROM delta_join.views WHERE target::text LIKE '%moved';
+
 -- every view's query gives the same rows under every plan (setup.sql)
 SELECT * FROM oracle_views();
 SELECT delta_join.drop_view(target) FROM delta_join.views ORDER BY target;

@@ -41,9 +41,14 @@
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
@@ -52,6 +57,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
@@ -191,6 +197,86 @@ resolve_hints(List *hints, List *names, Query *query)
 }
 
 /*
+ * A temporary object other than a table (rule 1 refuses those) -- a view,
+ * function, operator, type, domain or collation of pg_temp -- is refused:
+ * the session that made it drops it when it ends, and with it, by DROP ...
+ * CASCADE (which fires no event trigger), the query view; the view would
+ * break without a word.  A create_view(..., concurrently => true) reads
+ * the query in another session, where pg_temp is not the caller's: there
+ * the caller's temporary tables are refused here too (tables), since its
+ * rule 1 would not see them.
+ */
+static void
+refuse_temporary(Oid classid, Oid objid)
+{
+	ObjectAddress object;
+	Oid			nspid;
+
+	if (objid < FirstNormalObjectId)
+		return;
+	ObjectAddressSet(object, classid, objid);
+	nspid = get_object_namespace(&object);
+	if (OidIsValid(nspid) && isAnyTempNamespace(nspid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the query uses %s, a temporary object", getObjectDescription(&object, false)),
+				 errdetail("The session that made it drops it when it ends, and with it the view."),
+				 errhint("Make it in a permanent schema.")));
+}
+
+static bool
+refuse_temporary_function(Oid funcid, void *context)
+{
+	refuse_temporary(ProcedureRelationId, funcid);
+	return false;
+}
+
+static bool
+temporary_object_walker(Node *node, void *tables)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((Query *) node)->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+
+			if (rte->rtekind == RTE_RELATION &&
+				(*(bool *) tables || (rte->relkind != RELKIND_RELATION &&
+									  rte->relkind != RELKIND_PARTITIONED_TABLE)))
+				refuse_temporary(RelationRelationId, rte->relid);
+		}
+		return query_tree_walker((Query *) node, temporary_object_walker, tables, 0);
+	}
+	(void) check_functions_in_node(node, refuse_temporary_function, NULL);
+	if (IsA(node, OpExpr) || IsA(node, DistinctExpr) || IsA(node, NullIfExpr))
+		refuse_temporary(OperatorRelationId, ((OpExpr *) node)->opno);
+	else if (IsA(node, ScalarArrayOpExpr))
+		refuse_temporary(OperatorRelationId, ((ScalarArrayOpExpr *) node)->opno);
+	else if (IsA(node, CollateExpr))
+		refuse_temporary(CollationRelationId, ((CollateExpr *) node)->collOid);
+	if (IsA(node, Var) || IsA(node, Const) || IsA(node, Param) || IsA(node, FuncExpr) ||
+		IsA(node, OpExpr) || IsA(node, Aggref) || IsA(node, WindowFunc) ||
+		IsA(node, CoerceViaIO) || IsA(node, RelabelType) || IsA(node, CoerceToDomain) ||
+		IsA(node, ArrayExpr) || IsA(node, FieldSelect) || IsA(node, RowExpr))
+	{
+		refuse_temporary(TypeRelationId, exprType(node));
+		refuse_temporary(CollationRelationId, exprCollation(node));
+	}
+	return expression_tree_walker(node, temporary_object_walker, tables);
+}
+
+/* Refuse the temporary objects a query uses, its tables too if tables */
+void
+query_refuse_temporary(Query *query, bool tables)
+{
+	(void) temporary_object_walker((Node *) query, &tables);
+}
+
+/*
  * Parse and analyze the text of a view's query as the caller would run it,
  * with the caller's rights and search_path.  Returns the analyzed Query and,
  * in *hints, its table hints (DeltaHint *, rtindex set).
@@ -219,6 +305,7 @@ query_parse(const char *text, List **hints)
 	query = parse_analyze_fixedparams(rawstmt, dialect_parser_text(dialect), NULL, 0, NULL);
 	PopActiveSnapshot();
 	resolve_hints(*hints, names, query);
+	query_refuse_temporary(query, false);
 
 	error_context_stack = errcallback.previous;
 	return query;

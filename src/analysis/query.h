@@ -11,6 +11,7 @@
 #include "nodes/parsenodes.h"
 
 extern Query *query_parse(const char *text, List **hints);
+extern void query_refuse_temporary(Query *query, bool tables);
 extern Oid	query_bind(Query *query, Oid target);
 extern void query_depend_on_extension(Oid query_view);
 extern Query *query_load(Oid query_view);

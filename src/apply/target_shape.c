@@ -602,6 +602,28 @@ target_check_branch_types(DeltaPlan *plan)
 }
 
 /*
+ * A target cannot be in schema delta_join, nor in one pg_dump leaves out:
+ * named there by create_view, or moved there later (ALTER TABLE ... SET
+ * SCHEMA, which the DDL guard checks with target_validate).
+ */
+void
+target_check_schema(Oid nspid)
+{
+	if (nspid == get_namespace_oid(DJ_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("a target cannot be in schema %s", DJ_SCHEMA),
+				 errdetail("That schema holds delta_join's catalog and the views' queries."),
+				 errhint("Name a table in another schema.")));
+	if (nspid == get_namespace_oid(DJ_UNDUMPED_SCHEMA, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("a target cannot be in schema %s", DJ_UNDUMPED_SCHEMA),
+				 errdetail("pg_dump does not dump the tables of that schema: a dump of the database would not restore its delta views."),
+				 errhint("Name a table in another schema.")));
+}
+
+/*
  * Check that an existing target can hold the view's result: an ordinary,
  * permanent table whose columns are the query's output columns, same names
  * and order, each taking the query's value by assignment; the result's key
@@ -621,6 +643,7 @@ target_validate(Oid relid, DeltaPlan *plan, bool guarded)
 	bool	   *looked_up = palloc0(sizeof(bool) * Max(plan->ncolumns, 1));
 	int			col = 0;
 
+	target_check_schema(RelationGetNamespace(rel));
 	target_foreach_lookup_columns(plan, mark_lookup_columns, looked_up);
 	target_check_branch_types(plan);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)

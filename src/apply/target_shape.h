@@ -16,6 +16,7 @@
 /* The statement trigger that keeps others from writing a target */
 #define TARGET_GUARD_TRIGGER	"delta_join_guard"
 
+extern void target_check_schema(Oid nspid);
 extern void target_validate(Oid relid, DeltaPlan *plan, bool guarded);
 extern bool target_index_column_fits(Relation rel, Relation index, int i);
 extern Oid	target_key_index(Relation rel, DeltaPlan *plan);

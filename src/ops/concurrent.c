@@ -330,7 +330,11 @@ ops_create_view_concurrently(const char *target, const char *text, DeltaOptions 
 	ConcurrentTask answer;
 	StringInfoData data;
 
+	List	   *hints;
+
 	concurrent_check_caller("delta_join.create_view(..., concurrently => true)");
+	/* read as the caller would: a name of the caller's pg_temp is refused */
+	query_refuse_temporary(query_parse(text, &hints), true);
 	task_init(&request, BACKFILL_CREATE, &data, target);
 	request.options = *options;
 	request.query_off = task_add(&data, text);

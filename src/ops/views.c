@@ -249,18 +249,7 @@ create_view(const char *target, Query *query, List *hints,
 	relid = RangeVarGetRelidExtended(rv, ExclusiveLock, RVR_MISSING_OK,
 									 check_owner_before_lock, NULL);
 	target_nsp = OidIsValid(relid) ? get_rel_namespace(relid) : RangeVarGetCreationNamespace(rv);
-	if (target_nsp == get_namespace_oid(DJ_SCHEMA, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
-				 errmsg("a target cannot be in schema %s", DJ_SCHEMA),
-				 errdetail("That schema holds delta_join's catalog and the views' queries."),
-				 errhint("Name a table in another schema.")));
-	if (target_nsp == get_namespace_oid(DJ_UNDUMPED_SCHEMA, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
-				 errmsg("a target cannot be in schema %s", DJ_UNDUMPED_SCHEMA),
-				 errdetail("pg_dump does not dump the tables of that schema: a dump of the database would not restore its delta views."),
-				 errhint("Name a table in another schema.")));
+	target_check_schema(target_nsp);
 	foreach(lc, plan->sources)
 	{
 		if (((DeltaSource *) lfirst(lc))->relid == relid)
