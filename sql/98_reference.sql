@@ -383,6 +383,11 @@ SELECT query FROM delta_join.views WHERE target = 'ref_agg.merchant_items';
 UPDATE ref.items SET item_name = 'quince' WHERE merchant_id = 2 AND item_id = 9;
 SELECT delta_join.wait('ref_agg.merchant_items');
 SELECT * FROM view_diff('ref_agg.merchant_items');
+-- a FROM item that renames its columns: the key is ordered by its names there
+SELECT delta_join.create_view('renamed_first', $q$
+SELECT m, FIRST_VALUE(amt) AS first_amount FROM orders AS x(m, o, amt) GROUP BY m$q$);
+SELECT query FROM delta_join.views WHERE target = 'ref_agg.renamed_first';
+SELECT * FROM renamed_first ORDER BY m;
 -- with OVER, FIRST_VALUE and LAST_VALUE are PostgreSQL's window functions
 SELECT delta_join.create_view('first_in_merchant', $q$
 SELECT merchant_id, order_id, FIRST_VALUE(amount) OVER (PARTITION BY merchant_id ORDER BY order_id) AS first_amount,

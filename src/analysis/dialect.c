@@ -791,6 +791,34 @@ primary_key(Oid relid)
 }
 
 /*
+ * The name column attnum of relid goes by in the query: its alias's, when
+ * the FROM item renames its columns (FROM t AS x(a, b)), in the order of
+ * the table's columns (dropped ones aside); else its own.
+ */
+static char *
+column_name_as_written(Oid relid, AttrNumber attnum, Alias *alias)
+{
+	int			position = 0;
+
+	if (alias == NULL || alias->colnames == NIL)
+		return get_attname(relid, attnum, false);
+	for (AttrNumber a = 1; a < attnum; a++)
+	{
+		HeapTuple	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(a));
+
+		if (HeapTupleIsValid(tuple))
+		{
+			if (!((Form_pg_attribute) GETSTRUCT(tuple))->attisdropped)
+				position++;
+			ReleaseSysCache(tuple);
+		}
+	}
+	if (position < list_length(alias->colnames))
+		return pstrdup(strVal(list_nth(alias->colnames, position)));
+	return get_attname(relid, attnum, false);
+}
+
+/*
  * The primary key of every table of the FROM list of one query level, in
  * FROM order, as sort items; NULL, with why in *why, when the list holds
  * something else.  NIL (and no why) when a table does not exist: parse
@@ -861,7 +889,8 @@ from_list_key(RewriteContext *cxt, List *from, char **why)
 			ColumnRef  *column = makeNode(ColumnRef);
 
 			column->fields = list_make2(makeString(pstrdup(ref_name(rv))),
-										makeString(get_attname(relid, lfirst_int(lc2), false)));
+										makeString(column_name_as_written(relid, lfirst_int(lc2),
+																		  rv->alias)));
 			column->location = -1;
 			order = lappend(order, sort_by((Node *) column));
 		}
