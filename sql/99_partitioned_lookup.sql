@@ -4,7 +4,8 @@
 -- PostgreSQL routes a new row (hash, list, range, the default partition, a
 -- partition partitioned in turn); a key that does not give it -- a level's
 -- partition key has a column the lookup does not bind, or binds by another
--- type than the partition key's -- reads every partition it may be in.
+-- type or operator family than the partition key's -- reads every
+-- partition it may be in.
 -- Each view is compared with its query after every step, while rows move
 -- between partitions and partitions are attached and detached.
 --
@@ -118,7 +119,28 @@ SELECT * FROM diff('cross_wide', :'cross');
 SELECT * FROM diff('lefty', :'lefty');
 SELECT count(*) FROM wide WHERE merchant_id = 6;
 
+-- a partition key whose operator family orders otherwise than the lookup's
+-- index, with the same equality: text_pattern_ops orders bytes, while the
+-- column's case-insensitive collation finds 'a' equal to 'A' (in another
+-- partition): the lookup reads both partitions
+CREATE COLLATION plook_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE pat (t text COLLATE plook_ci PRIMARY KEY, label text)
+  PARTITION BY RANGE (t text_pattern_ops);
+CREATE TABLE pat_lo PARTITION OF pat FOR VALUES FROM (MINVALUE) TO ('a');
+CREATE TABLE pat_hi PARTITION OF pat FOR VALUES FROM ('a') TO (MAXVALUE);
+INSERT INTO pat VALUES ('A', 'upper'), ('b', 'lower');
+CREATE TABLE pat_ref (id int PRIMARY KEY, t text COLLATE plook_ci);
+CREATE INDEX ON pat_ref (t);
+\set pat_q 'SELECT r.id, r.t AS rt, p.t AS pt, p.label FROM pat_ref r JOIN pat p ON p.t = r.t'
+SELECT delta_join.create_view('pat_wide', :'pat_q', options => '{"retract": true}');
+INSERT INTO pat_ref VALUES (1, 'a'), (2, 'B');
+SELECT delta_join.wait();
+SELECT * FROM pat_wide ORDER BY id;
+SELECT * FROM diff('pat_wide', :'pat_q');
+
 SELECT target, state FROM delta_join.views WHERE target::text LIKE 'plook.%' ORDER BY 1;
-SELECT delta_join.drop_view(t) FROM unnest(ARRAY['wide', 'cross_wide', 'lefty']) t;
+SELECT delta_join.drop_view(t) FROM unnest(ARRAY['wide', 'cross_wide', 'lefty', 'pat_wide']) t;
 RESET search_path;
+SET client_min_messages = warning;
 DROP SCHEMA plook CASCADE;
+RESET client_min_messages;

@@ -606,23 +606,44 @@ check_code_owners(DeltaPlan *plan, Oid target)
 	char	   *what;
 	const char *where;
 
+	uint64		before;
+
 	if (owners_still_trusted(plan))
 		return;
-	if (foreign_code_walker((Node *) plan->query, &found))
-		where = "of the view's query";
-	else if (foreign_code_walker((Node *) target_coerced_outputs(target, plan, plan->query),
-								 &found))
-		where = "of a column of the target";
-	else
-	{
-		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(plan));
 
-		list_free(plan->owners_views);
-		plan->owners_views = list_copy(found.views);
-		plan->owners_checked_as = GetUserId();
-		plan->owners_checked_at = SharedInvalidMessageCounter;
-		MemoryContextSwitchTo(old);
-		return;
+	/*
+	 * The walk takes in invalidations as it locks views and opens the target:
+	 * a change committed meanwhile may be of what it had read already, so
+	 * the walk holds for the state it saw only if none came in; else it is
+	 * made again, a few times, then kept for this apply only.
+	 */
+	for (int tries = 0;; tries++)
+	{
+		before = SharedInvalidMessageCounter;
+		list_free(found.views);
+		found.views = NIL;
+		if (foreign_code_walker((Node *) plan->query, &found))
+		{
+			where = "of the view's query";
+			break;
+		}
+		if (foreign_code_walker((Node *) target_coerced_outputs(target, plan, plan->query),
+								&found))
+		{
+			where = "of a column of the target";
+			break;
+		}
+		if (before == SharedInvalidMessageCounter || tries == 2)
+		{
+			MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(plan));
+
+			list_free(plan->owners_views);
+			plan->owners_views = list_copy(found.views);
+			plan->owners_checked_as = GetUserId();
+			plan->owners_checked_at = before;
+			MemoryContextSwitchTo(old);
+			return;
+		}
 	}
 
 	if (OidIsValid(found.funcid) && OidIsValid(found.oper))

@@ -115,10 +115,13 @@ struct LookupLevel
 
 /*
  * The bound values that give each column of level's partition key, or NULL
- * when one is not bound, or not by the partition key's equality: values
- * the lookup finds equal must be in one partition, which an index of
- * another collation, or an equality outside the partition key's operator
- * family, would not ensure.  A column of an expression is never bound.
+ * when one is not bound, or not as the partition key compares: values the
+ * lookup finds equal must be in one partition.  A list or range partition
+ * key must be of the index's operator family and collation (the same
+ * equality may come with another order: text_pattern_ops orders bytes,
+ * which a case-insensitive collation's equality does not follow); a hash
+ * key's family must hold the lookup's equality, under the same collation.
+ * A column of an expression is never bound.
  */
 static int *
 level_route(LookupScan *scan, LookupLevel *level)
@@ -150,6 +153,8 @@ level_route(LookupScan *scan, LookupLevel *level)
 									   BTEqualStrategyNumber);
 		if (type != index->rd_opcintype[k] || type != key->partopcintype[i] ||
 			!OidIsValid(equality) || !op_in_opfamily(equality, key->partopfamily[i]) ||
+			(key->strategy != PARTITION_STRATEGY_HASH &&
+			 key->partopfamily[i] != index->rd_opfamily[k]) ||
 			(scan->procs && OidIsValid(scan->procs[k]) && scan->procs[k] != get_opcode(equality)) ||
 			(OidIsValid(key->partcollation[i]) && key->partcollation[i] != index->rd_indcollation[k]))
 			return NULL;
@@ -315,7 +320,9 @@ route_key(LookupScan *scan, LookupLevel *level, const Datum *values, const bool 
  * equality function of each bound column; NULL means the column type's own.
  *
  * A partitioned source's partitions are those it has now (a partition
- * directory keeps them for the scan), each opened when a key first reaches
+ * directory keeps them for the scan; one being detached concurrently is
+ * left out once the detach is visible, as the planner leaves it out of
+ * the query), each opened when a key first reaches
  * it: a key whose values give the partition key goes to the one partition
  * that may hold its rows, as a new row would, so that a lookup costs one
  * index descent however many partitions the source has.
@@ -342,7 +349,7 @@ lookup_begin(Oid relid, Oid indexoid, int nkeys, const Oid *procs, const Oid *su
 
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 	{
-		scan->partitions = CreatePartitionDirectory(CurrentMemoryContext, false);
+		scan->partitions = CreatePartitionDirectory(CurrentMemoryContext, true);
 		scan->root = level_open(scan, rel, indexoid);
 	}
 	else

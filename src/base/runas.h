@@ -38,5 +38,6 @@ extern void runas_begin_view(Oid role, Jsonb *settings, RunAs *runas);
 extern void runas_end(RunAs *runas);
 extern Jsonb *runas_capture_settings(void);
 extern Oid	runas_target_owner(Oid target);
+extern void run_rolled_back(void (*fn) (void *arg), void *arg);
 
 #endif							/* DJ_RUNAS_H */

@@ -93,49 +93,42 @@ reads_citus_table(const char *text)
 	return false;
 }
 
+/* distributed_wanted's question, asked by run_rolled_back */
+typedef struct WantedQuery
+{
+	const char *text;
+	bool		wanted;
+} WantedQuery;
+
+static void
+read_wanted(void *arg)
+{
+	WantedQuery *query = arg;
+
+	query->wanted = reads_citus_table(query->text);
+}
+
 /*
  * Should create_view make a distributed view of this query?  Yes on a
  * Citus coordinator when the query reads a Citus table; everywhere else the
  * ordinary path refuses Citus tables, naming the coordinator.
  *
- * The query is parsed in a subtransaction that is rolled back, whatever the
- * answer: the caller's transaction keeps none of the locks parsing takes
- * (on the sources and Citus's catalogs).  A concurrent create runs in a
- * process of its own, while its caller waits: a lock its caller kept on a
- * source would hold a DDL on that source back until the create ends, and
- * every writer queued behind the DDL.
+ * The query is parsed in a subtransaction that is rolled back, whatever
+ * the answer (run_rolled_back): the caller's transaction keeps none of the
+ * locks parsing takes (on the sources and Citus's catalogs).  A concurrent
+ * create runs in a process of its own, while its caller waits: a lock its
+ * caller kept on a source would hold a DDL on that source back until the
+ * create ends, and every writer queued behind the DDL.
  */
 bool
 distributed_wanted(const char *text)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool wanted = false;
+	WantedQuery wanted = {text, false};
 
 	if (citus_local_group() != 0)
 		return false;
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		wanted = reads_citus_table(text);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		ReThrowError(edata);
-	}
-	PG_END_TRY();
-	RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	return wanted;
+	run_rolled_back(read_wanted, &wanted);
+	return wanted.wanted;
 }
 
 /*

@@ -320,6 +320,21 @@ task_init(ConcurrentTask *task, BackfillCommand command, StringInfo data,
 }
 
 /*
+ * The query, read as the caller reads it, must use no temporary object of
+ * the caller's: the process that makes the view reads it in a session of
+ * its own, where pg_temp is another.  Read in a subtransaction rolled back
+ * after (run_rolled_back), so that the caller holds no lock on the sources
+ * while the create runs (a writer's transaction, or DDL, may need them).
+ */
+static void
+refuse_caller_temporary(void *text)
+{
+	List	   *hints;
+
+	query_refuse_temporary(query_parse(text, &hints), true);
+}
+
+/*
  * create_view(target, query, ..., concurrently => true) of a query over
  * this node's tables, options resolved in the caller's session.
  */
@@ -330,11 +345,8 @@ ops_create_view_concurrently(const char *target, const char *text, DeltaOptions 
 	ConcurrentTask answer;
 	StringInfoData data;
 
-	List	   *hints;
-
 	concurrent_check_caller("delta_join.create_view(..., concurrently => true)");
-	/* read as the caller would: a name of the caller's pg_temp is refused */
-	query_refuse_temporary(query_parse(text, &hints), true);
+	run_rolled_back(refuse_caller_temporary, (void *) text);
 	task_init(&request, BACKFILL_CREATE, &data, target);
 	request.options = *options;
 	request.query_off = task_add(&data, text);
