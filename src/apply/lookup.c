@@ -233,14 +233,7 @@ leaf_open(LookupScan *scan, Relation rel, Oid indexoid)
 	leaf->map = (RelationGetDescr(rel) == rootdesc) ? NULL :
 		convert_tuples_by_name(RelationGetDescr(rel), rootdesc);
 	leaf->scan = index_beginscan_compat(rel, leaf->index, scan->snapshot, scan->nkeys, 0);
-	if (scan->nleaves == scan->maxleaves)
-	{
-		scan->maxleaves = Max(8, scan->maxleaves * 2);
-		scan->leaves = scan->leaves ?
-			repalloc(scan->leaves, sizeof(LookupLeaf *) * scan->maxleaves) :
-			palloc(sizeof(LookupLeaf *) * scan->maxleaves);
-	}
-	scan->leaves[scan->nleaves++] = leaf;
+	scan->leaves = lappend(scan->leaves, leaf);
 	return leaf;
 }
 
@@ -411,9 +404,9 @@ lookup_end(LookupScan *scan)
 {
 	ListCell   *lc;
 
-	for (int i = 0; i < scan->nleaves; i++)
+	foreach(lc, scan->leaves)
 	{
-		LookupLeaf *leaf = scan->leaves[i];
+		LookupLeaf *leaf = lfirst(lc);
 
 		index_endscan(leaf->scan);
 		ExecDropSingleTupleTableSlot(leaf->slot);

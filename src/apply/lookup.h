@@ -32,9 +32,8 @@ typedef struct LookupScan
 	LookupLeaf *plain;			/* the source, when it is not partitioned */
 	LookupLevel *root;			/* else the source, partitioned */
 	List	   *levels;			/* the partitioned tables opened so far */
-	LookupLeaf **leaves;		/* the leaves opened so far (or plain) */
-	int			nleaves;
-	int			maxleaves;
+	List	   *leaves;			/* the leaves opened so far (LookupLeaf *;
+								 * or plain) */
 	LookupLeaf **active;		/* the leaves the current key may be in */
 	int			nactive;
 	int			maxactive;

@@ -280,6 +280,17 @@ relation_written_after(Oid relid, Snapshot snapshot)
 }
 
 /*
+ * Lock relid, as the apply of view reads it (or writes it: its target);
+ * false if a change that gave it new storage committed after snapshot.
+ */
+static bool
+lock_relation_seen(Oid relid, ViewRecord *view, Snapshot snapshot)
+{
+	LockRelationOid(relid, relid == view->target ? RowExclusiveLock : AccessShareLock);
+	return snapshot == NULL || !relation_written_after(relid, snapshot);
+}
+
+/*
  * Lock what the view's apply reads and writes -- its sources (and their
  * partitions), the views its query reads, its target -- as the apply will,
  * before the apply reads under its snapshot.  A table rewrite (ALTER TABLE
@@ -300,10 +311,7 @@ plan_cache_lock_view(ViewRecord *view, Snapshot snapshot)
 
 	for (int i = 0; i < entry->nrelids; i++)
 	{
-		Oid			relid = entry->relids[i];
-
-		LockRelationOid(relid, relid == view->target ? RowExclusiveLock : AccessShareLock);
-		if (snapshot != NULL && relation_written_after(relid, snapshot))
+		if (!lock_relation_seen(entry->relids[i], view, snapshot))
 			seen = false;
 	}
 
@@ -321,20 +329,21 @@ plan_cache_lock_view(ViewRecord *view, Snapshot snapshot)
 		entry->partitions_at = SharedInvalidMessageCounter;
 		for (int i = 0; i < entry->nrelids; i++)
 		{
-			if (get_rel_relkind(entry->relids[i]) == RELKIND_PARTITIONED_TABLE)
-				entry->partitions = list_concat_unique_oid(entry->partitions,
-														   list_delete_first(find_all_inheritors(entry->relids[i],
-																								 NoLock, NULL)));
+			List	   *tree;
+
+			if (get_rel_relkind(entry->relids[i]) != RELKIND_PARTITIONED_TABLE)
+				continue;
+			/* (the table itself comes first) */
+			tree = find_all_inheritors(entry->relids[i], NoLock, NULL);
+			entry->partitions = list_concat_unique_oid(entry->partitions,
+													   list_delete_first(tree));
 		}
 		entry->partitions_known = true;
 		MemoryContextSwitchTo(old);
 	}
 	foreach(lc, entry->partitions)
 	{
-		Oid			relid = lfirst_oid(lc);
-
-		LockRelationOid(relid, relid == view->target ? RowExclusiveLock : AccessShareLock);
-		if (snapshot != NULL && relation_written_after(relid, snapshot))
+		if (!lock_relation_seen(lfirst_oid(lc), view, snapshot))
 			seen = false;
 	}
 	return seen;
