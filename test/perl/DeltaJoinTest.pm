@@ -133,6 +133,39 @@ sub has_output_plugin_libraries
 
 =pod
 
+=item citus_pkglibdir()
+
+The folder F<citus.so> is in when Citus is installed in the server on PATH,
+else undef.  C<make test> builds Citus while the tests that do not need it
+run, and names in C<DJ_CITUS_DONE> the file the build writes its exit
+status to when it ends: that is waited for first (at most
+C<DJ_CITUS_WAIT> seconds, 1800), the test's own time limit stopped
+meanwhile and started again after.
+
+=cut
+
+sub citus_pkglibdir
+{
+	my $done = $ENV{DJ_CITUS_DONE} // '';
+	if ($done ne '' && !-e $done)
+	{
+		my $wait = $ENV{DJ_CITUS_WAIT} // 1800;
+
+		note "waiting for make test to build Citus";
+		alarm(0);
+		for (my $s = 0; $s < $wait && !-e $done; $s++)
+		{
+			sleep 1;
+		}
+		alarm($test_timeout);
+	}
+	my $pkglibdir = `pg_config --pkglibdir`;
+	chomp $pkglibdir;
+	return -f "$pkglibdir/citus.so" ? $pkglibdir : undef;
+}
+
+=pod
+
 =item %parallel_apply
 
 Settings that make every batch of a view that can be shared go to parallel

@@ -17,10 +17,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use DeltaJoinTest;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-plan skip_all => "Citus is not installed ($pkglibdir/citus.so)"
-  unless -f "$pkglibdir/citus.so";
+my $pkglibdir = DeltaJoinTest::citus_pkglibdir();
+plan skip_all => "Citus is not installed (no citus.so in pg_config --pkglibdir)"
+  unless defined $pkglibdir;
 
 # (a split connects to the node over TCP, as citus.local_hostname)
 my %conf = (

@@ -24,10 +24,9 @@ use Test::More;
 use DeltaJoinTest;
 use DeltaJoinWorkload;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-plan skip_all => "Citus is not installed ($pkglibdir/citus.so)"
-  unless -f "$pkglibdir/citus.so";
+my $pkglibdir = DeltaJoinTest::citus_pkglibdir();
+plan skip_all => "Citus is not installed (no citus.so in pg_config --pkglibdir)"
+  unless defined $pkglibdir;
 
 my %conf = (
 	shared_preload_libraries => 'citus,delta_join',
