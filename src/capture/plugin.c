@@ -48,15 +48,20 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/genam.h"
 #include "access/relation.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "lib/stringinfo.h"
 #include "replication/logical.h"
 #include "replication/origin.h"
 #include "replication/output_plugin.h"
 #include "replication/reorderbuffer.h"
+#include "storage/lmgr.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -126,6 +131,7 @@ static void plugin_resolve_catalog(PluginState *state);
 static void plugin_follow_catalog(PluginState *state, Capture *cap);
 static RelEntry *plugin_lookup_relation(PluginState *state, Capture *cap,
 										Relation relation);
+static bool relation_exists_now(Oid relid);
 static void plugin_build_entry(PluginState *state, Capture *cap,
 							   Relation relation, RelEntry *entry);
 static bool plugin_key_image(PluginState *state, SourceFeed *feed, HeapTuple tuple,
@@ -587,6 +593,29 @@ feed_cmp(const void *a, const void *b)
 }
 
 /*
+ * Is relid in pg_class as the present sees it, whatever the historic
+ * snapshot of the change being decoded sees?
+ */
+static bool
+relation_exists_now(Oid relid)
+{
+	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetNonHistoricCatalogSnapshot(RelationRelationId));
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_class, ClassOidIndexId, true, snapshot, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(pg_class, AccessShareLock);
+	return found;
+}
+
+/*
  * Read source_catalog, as of the change being decoded, for the rows naming
  * this relation or (for a partition) one of its ancestors, and fill the
  * entry with what they say, key columns mapped to this relation's attnums
@@ -606,9 +635,22 @@ plugin_build_entry(PluginState *state, Capture *cap, Relation relation, RelEntry
 
 	if (!OidIsValid(state->catalog_relid))
 		return;
-	catrel = try_relation_open(state->catalog_relid, AccessShareLock);
-	if (catrel == NULL)
+
+	/*
+	 * The catalog of the change's time must also be there now.  Building its
+	 * relcache entry under decoding's historic snapshot reads its file's
+	 * number from the present pg_class (RelationInitPhysicalAddr, for a
+	 * table decoding may read), which fails once the extension was dropped
+	 * after the batch began; its views went with it, and nothing of that
+	 * time is captured.  Locked first, it stays until the entry is built.
+	 */
+	LockRelationOid(state->catalog_relid, AccessShareLock);
+	if (!relation_exists_now(state->catalog_relid) ||
+		(catrel = try_relation_open(state->catalog_relid, NoLock)) == NULL)
+	{
+		UnlockRelationOid(state->catalog_relid, AccessShareLock);
 		return;
+	}
 
 	candidates = list_make1_oid(relid);
 	if (relation->rd_rel->relispartition)

@@ -223,7 +223,8 @@ static XLogRecPtr confirm_lsn = InvalidXLogRecPtr;
 static XLogRecPtr confirm_after = InvalidXLogRecPtr;
 
 static void worker_on_exit(int code, Datum arg);
-static void worker_note_failure(void);
+static bool worker_extension_dropped_under(void);
+static void worker_note_failure(ErrorData *edata);
 static void worker_clear_failure(void);
 static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
@@ -317,22 +318,55 @@ dj_worker_main(Datum main_arg)
 	}
 	PG_CATCH();
 	{
-		worker_note_failure();
-		PG_RE_THROW();
+		MemoryContext oldcxt = MemoryContextSwitchTo(worker_cxt);
+		ErrorData  *edata = CopyErrorData();
+
+		MemoryContextSwitchTo(oldcxt);
+		if (worker_extension_dropped_under())
+		{
+			/* as when worker_check_views sees it: the launcher starts another */
+			ereport(LOG,
+					(errmsg("delta_join worker for database %u exiting: the extension was dropped while a batch ran",
+							worker_dboid),
+					 errdetail("The batch failed with: %s", edata->message)));
+			proc_exit(0);
+		}
+		worker_note_failure(edata);
+		ReThrowError(edata);
 	}
 	PG_END_TRY();
 	proc_exit(0);
 }
 
-/* Publish the error that is ending the worker (in a PG_CATCH) */
-static void
-worker_note_failure(void)
+/*
+ * After an error (in a PG_CATCH): was the extension this worker applies
+ * dropped, or dropped and created again, since it last read its views?  A
+ * DROP EXTENSION that commits while a batch runs fails the batch's next
+ * read of the catalog it took away ("relation ... does not exist"); that
+ * is no failure of the views', which are gone.  Ends the failed
+ * transaction and its error, and reads the catalog in one of its own.
+ */
+static bool
+worker_extension_dropped_under(void)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(ErrorContext);
-	ErrorData  *edata = CopyErrorData();
+	bool		dropped;
+
+	AbortOutOfAnyTransaction();
+	FlushErrorState();
+	if (!OidIsValid(worker_catalog))
+		return false;
+	StartTransactionCommand();
+	dropped = catalog_relid("view_catalog") != worker_catalog;
+	CommitTransactionCommand();
+	return dropped;
+}
+
+/* Publish the error that is ending the worker */
+static void
+worker_note_failure(ErrorData *edata)
+{
 	DbWorker   *db;
 
-	MemoryContextSwitchTo(oldcxt);
 	LWLockAcquire(worker_shared->lock, LW_EXCLUSIVE);
 	db = shmem_find_db(worker_dboid, false);
 	if (db != NULL)
