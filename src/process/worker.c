@@ -224,6 +224,7 @@ static XLogRecPtr confirm_after = InvalidXLogRecPtr;
 
 static void worker_on_exit(int code, Datum arg);
 static bool worker_extension_dropped_under(void);
+static bool worker_catalog_gone(void);
 static void worker_note_failure(ErrorData *edata);
 static void worker_clear_failure(void);
 static void worker_loop(void);
@@ -353,12 +354,20 @@ worker_extension_dropped_under(void)
 
 	AbortOutOfAnyTransaction();
 	FlushErrorState();
-	if (!OidIsValid(worker_catalog))
-		return false;
 	StartTransactionCommand();
-	dropped = catalog_relid("view_catalog") != worker_catalog;
+	dropped = worker_catalog_gone();
 	CommitTransactionCommand();
 	return dropped;
+}
+
+/*
+ * Is the catalog of views this worker last read no longer the database's
+ * (the extension dropped, or dropped and created again)?  In a transaction.
+ */
+static bool
+worker_catalog_gone(void)
+{
+	return OidIsValid(worker_catalog) && catalog_relid("view_catalog") != worker_catalog;
 }
 
 /* Publish the error that is ending the worker */
@@ -1000,7 +1009,7 @@ worker_batch(bool retry_due)
 	 * not to be decoded any further (its source_catalog can no longer be
 	 * opened), and the look decides what comes next.
 	 */
-	if (OidIsValid(worker_catalog) && catalog_relid("view_catalog") != worker_catalog)
+	if (worker_catalog_gone())
 	{
 		UnregisterSnapshot(snapshot);
 		CommitTransactionCommand();
