@@ -49,7 +49,9 @@ package DeltaJoinTest;
 use strict;
 use warnings;
 
+use Fcntl qw(:flock);
 use File::Basename qw(dirname);
+use File::Path qw(rmtree);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -178,6 +180,60 @@ our %parallel_apply = (
 	'delta_join.apply_workers' => '3',
 	'delta_join.parallel_apply_min_keys' => '1',);
 
+# The data folder initdb made once for this run of the TAP suite, which
+# each new server copies instead of running initdb (as PostgreSQL 17's own
+# tests do with INITDB_TEMPLATE): initdb is the largest part of a test
+# server's start, and the TAP files start more than a hundred.  Made by the
+# first test that needs it, under a lock the parallel files share, in
+# tmp_check, which prove_installcheck empties before each run.
+sub _initdb_template
+{
+	my $template = "$PostgreSQL::Test::Utils::tmp_check/initdb_template";
+
+	open my $lock, '>', "$template.lock" or die "could not open $template.lock: $!";
+	flock($lock, LOCK_EX) or die "could not lock $template.lock: $!";
+	if (!-d $template)
+	{
+		rmtree("$template.part");
+		PostgreSQL::Test::Utils::system_or_bail('initdb', '-D', "$template.part",
+			'-A', 'trust', '-N');
+		rename("$template.part", $template) or die "could not rename $template.part: $!";
+	}
+	close $lock;
+	return $template;
+}
+
+# $node->init(allows_streaming => 'logical'), the data folder copied from
+# _initdb_template.  PostgreSQL 17 and later copy it themselves when
+# INITDB_TEMPLATE names it; on 15 the call of initdb that init makes
+# (initdb -D <folder> -A trust -N, with no other argument) is replaced by
+# the copy, the way 17 makes it.
+sub _init_from_template
+{
+	my ($node) = @_;
+	my $template = _initdb_template();
+
+	if ($node->pg_version >= 17)
+	{
+		local $ENV{INITDB_TEMPLATE} = $template;
+		$node->init(allows_streaming => 'logical');
+		return;
+	}
+
+	my $system_or_bail = \&PostgreSQL::Test::Utils::system_or_bail;
+	no warnings 'redefine';
+	local *PostgreSQL::Test::Utils::system_or_bail = sub {
+		my @command = @_;
+		if (@command == 6 && $command[0] eq 'initdb' && $command[1] eq '-D'
+			&& "@command[3 .. 5]" eq '-A trust -N')
+		{
+			@command = ('cp', '-RPp', $template, $command[2]);
+		}
+		return $system_or_bail->(@command);
+	};
+	$node->init(allows_streaming => 'logical');
+}
+
 =pod
 
 =item init_node($name, conf => { ... })
@@ -193,7 +249,7 @@ sub init_node
 	my $conf = settings(%{ $params{conf} // {} });
 
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => 'logical');
+	_init_from_template($node);
 
 	# settings appended last win over what init() wrote
 	my $text = "\n# delta_join test settings\n";
