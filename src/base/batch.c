@@ -23,7 +23,6 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "utils/datum.h"
@@ -446,97 +445,6 @@ row_type_fits(TupleDesc stored, TupleDesc current)
 			return false;
 	}
 	return true;
-}
-
-/*
- * A row type as row_type_fits compares it, written for another process (a
- * parallel-apply helper), and read back there: a descriptor of that many
- * columns whose type, storage and dropped flag are set, for row_type_fits
- * alone.
- */
-void
-row_type_write(StringInfo buf, TupleDesc desc)
-{
-	appendBinaryStringInfo(buf, (const char *) &desc->natts, sizeof(desc->natts));
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute a = TupleDescAttr(desc, i);
-
-		appendBinaryStringInfo(buf, (const char *) &a->atttypid, sizeof(a->atttypid));
-		appendBinaryStringInfo(buf, (const char *) &a->attlen, sizeof(a->attlen));
-		appendBinaryStringInfo(buf, (const char *) &a->attbyval, sizeof(a->attbyval));
-		appendBinaryStringInfo(buf, (const char *) &a->attalign, sizeof(a->attalign));
-		appendBinaryStringInfo(buf, (const char *) &a->attisdropped, sizeof(a->attisdropped));
-	}
-}
-
-TupleDesc
-row_type_read(const char **p)
-{
-	int			natts;
-	TupleDesc	desc;
-
-#define READ(dst, size) (memcpy((dst), *p, (size)), *p += (size))
-	READ(&natts, sizeof(natts));
-	desc = CreateTemplateTupleDesc(natts);
-	for (int i = 0; i < natts; i++)
-	{
-		Form_pg_attribute a = TupleDescAttr(desc, i);
-
-		memset(a, 0, ATTRIBUTE_FIXED_PART_SIZE);
-		READ(&a->atttypid, sizeof(a->atttypid));
-		READ(&a->attlen, sizeof(a->attlen));
-		READ(&a->attbyval, sizeof(a->attbyval));
-		READ(&a->attalign, sizeof(a->attalign));
-		READ(&a->attisdropped, sizeof(a->attisdropped));
-	}
-#undef READ
-	return desc;
-}
-
-/*
- * What decoding kept of a key's row (row_known, row), written after its
- * image for a parallel-apply helper, and read back there into the key.
- * A kept row holds no pointer (capture.c keeps no row with an external
- * value): its bytes are the row.
- */
-void
-dirty_row_write(StringInfo buf, const DirtyKey *key)
-{
-	char		state = !key->row_known ? 'u' : key->row == NULL ? 'g' : 'r';
-
-	appendStringInfoChar(buf, state);
-	if (state != 'r')
-		return;
-	Assert(!HeapTupleHasExternal(key->row));
-	appendBinaryStringInfo(buf, (const char *) &key->row->t_len, sizeof(key->row->t_len));
-	appendBinaryStringInfo(buf, (const char *) &key->row->t_self, sizeof(key->row->t_self));
-	appendBinaryStringInfo(buf, (const char *) &key->row->t_tableOid,
-						   sizeof(key->row->t_tableOid));
-	appendBinaryStringInfo(buf, (const char *) key->row->t_data, key->row->t_len);
-}
-
-void
-dirty_row_read(const char **p, DirtyKey *key)
-{
-	char		state = *(*p)++;
-	uint32		len;
-	HeapTuple	row;
-
-	key->row_known = (state != 'u');
-	key->row = NULL;
-	if (state != 'r')
-		return;
-#define READ(dst, size) (memcpy((dst), *p, (size)), *p += (size))
-	READ(&len, sizeof(len));
-	row = palloc(HEAPTUPLESIZE + len);
-	row->t_len = len;
-	READ(&row->t_self, sizeof(row->t_self));
-	READ(&row->t_tableOid, sizeof(row->t_tableOid));
-	row->t_data = (HeapTupleHeader) ((char *) row + HEAPTUPLESIZE);
-	READ(row->t_data, len);
-#undef READ
-	key->row = row;
 }
 
 static int

@@ -69,8 +69,7 @@ typedef struct SourceBatch
 	KeyShape	shape;			/* of its keys */
 	List	   *keys;			/* DirtyKey *, no two equal */
 	TupleDesc	rowdesc;		/* the row type of the keys' rows, as decoded;
-								 * NULL: no key has a row.  In a helper's
-								 * share, only what row_type_fits compares */
+								 * NULL: no key has a row */
 	bool		rows_off;		/* the row type changed within the batch: keep
 								 * no rows */
 } SourceBatch;
@@ -200,10 +199,6 @@ extern DirtyKey **key_set_enter(HTAB *set, int view_id, int ordinal,
 extern DirtyKey **key_set_find(HTAB *set, int view_id, int ordinal,
 							   const StringInfo image);
 extern bool row_type_fits(TupleDesc stored, TupleDesc current);
-extern void row_type_write(StringInfo buf, TupleDesc desc);
-extern TupleDesc row_type_read(const char **p);
-extern void dirty_row_write(StringInfo buf, const DirtyKey *key);
-extern void dirty_row_read(const char **p, DirtyKey *key);
 extern void view_batch_sort_sources(ViewBatch *batch);
 extern int64 view_batch_nkeys(const ViewBatch *batch);
 extern ViewBatch *view_batch_copy(const ViewBatch *batch);

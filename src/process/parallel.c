@@ -11,10 +11,7 @@
  * the pool: one slot per helper, holding its state and the task it is
  * given.  A task is a segment of its own, made by the leader for one round:
  * the helper's share of each view, as the views' ids and their dirty keys'
- * images (batch.c) -- each with the row decoding kept of it, when it kept
- * rows of that source, so that the helper walks from the row as the leader
- * does instead of fetching it --, followed by room for what applying each
- * share did.
+ * images (batch.c), followed by room for what applying each share did.
  *
  * A helper applies its task in one transaction, each view in its own
  * subtransaction as the view's target's owner with the view's settings,
@@ -169,7 +166,6 @@ static void helper_tell_stop(int index);
 static void helper_run(HelperPool *hp, dsm_handle handle);
 static ViewBatch *share_read(const char **p);
 static void share_write_source_head(StringInfo buf, const SourceBatch *sb);
-static bool share_has_rows(const SourceBatch *sb);
 
 /* ----------------
  * The leader
@@ -352,20 +348,6 @@ share_write_source_head(StringInfo buf, const SourceBatch *sb)
 						   sizeof(int16) * sb->shape.nkeys);
 	appendBinaryStringInfo(buf, (const char *) sb->shape.typbyval,
 						   sizeof(bool) * sb->shape.nkeys);
-	appendStringInfoChar(buf, share_has_rows(sb) ? 'r' : '-');
-	if (share_has_rows(sb))
-		row_type_write(buf, sb->rowdesc);
-}
-
-/*
- * Does a share carry the rows decoding kept of its source's keys?  Then a
- * helper walks from them as the worker does, instead of fetching each
- * changed row by its key.
- */
-static bool
-share_has_rows(const SourceBatch *sb)
-{
-	return sb->rowdesc != NULL && !sb->rows_off;
 }
 
 /*
@@ -449,8 +431,6 @@ parallel_round_split(ShareRound *round, ViewBatch *work, const int *share_by,
 			buf = &round->data[share - 1];
 			appendBinaryStringInfo(buf, (char *) &image.len, sizeof(image.len));
 			appendBinaryStringInfo(buf, image.data, image.len);
-			if (share_has_rows(sb))
-				dirty_row_write(buf, key);
 			count[share - 1]++;
 		}
 		for (int h = 0; h < round->nhelpers; h++)
@@ -773,7 +753,6 @@ share_read(const char **p)
 	{
 		SourceBatch *sb = palloc0(sizeof(SourceBatch));
 		int			nkeys;
-		bool		rows;
 
 		READ(&sb->ordinal, sizeof(sb->ordinal));
 		READ(&sb->relid, sizeof(sb->relid));
@@ -783,23 +762,16 @@ share_read(const char **p)
 		sb->shape.typbyval = palloc(sizeof(bool) * Max(sb->shape.nkeys, 1));
 		READ(sb->shape.typlen, sizeof(int16) * sb->shape.nkeys);
 		READ(sb->shape.typbyval, sizeof(bool) * sb->shape.nkeys);
-		rows = (*(*p)++ == 'r');
-		if (rows)
-			sb->rowdesc = row_type_read(p);
 		READ(&nkeys, sizeof(int));
 		for (int k = 0; k < nkeys; k++)
 		{
 			int			len;
 			uint32		used;
-			DirtyKey   *key;
 
 			READ(&len, sizeof(len));
-			key = dirty_key_from_image(&sb->shape, *p, &used);
+			sb->keys = lappend(sb->keys, dirty_key_from_image(&sb->shape, *p, &used));
 			Assert(used == (uint32) len);
 			*p += len;
-			if (rows)
-				dirty_row_read(p, key);
-			sb->keys = lappend(sb->keys, key);
 		}
 		batch->sources = lappend(batch->sources, sb);
 	}
@@ -864,8 +836,6 @@ helper_run(HelperPool *hp, dsm_handle handle)
 			continue;
 		}
 		batch->caches_stale = true;
-		elog(DEBUG1, "delta_join helper: a share of view \"%s\", %lld keys",
-			 catalog_view_name(view), (long long) view_batch_nkeys(batch));
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(view));
 		results[v].applied =
 			(apply_view(&(ApplyRequest) {.view = view, .batch = batch, .end_lsn = hdr->end_lsn,
