@@ -482,6 +482,31 @@ view_batch_nkeys(const ViewBatch *batch)
 	return n;
 }
 
+/*
+ * Forget the rows decoding kept of a view's keys: the batch is to be
+ * applied under a snapshot newer than its own, where a kept row could be
+ * joined with rows of other sources that a later transaction wrote, a
+ * row no snapshot ever saw.  The appliers fetch each row instead.
+ */
+void
+view_batch_forget_rows(ViewBatch *batch)
+{
+	ListCell   *lc;
+
+	foreach(lc, batch->sources)
+	{
+		ListCell   *lc2;
+
+		foreach(lc2, ((SourceBatch *) lfirst(lc))->keys)
+		{
+			DirtyKey   *key = lfirst(lc2);
+
+			key->row_known = false;
+			key->row = NULL;
+		}
+	}
+}
+
 /* Sort a view's SourceBatches in ordinal order, as the appliers expect */
 void
 view_batch_sort_sources(ViewBatch *batch)

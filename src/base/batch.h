@@ -201,6 +201,7 @@ extern DirtyKey **key_set_find(HTAB *set, int view_id, int ordinal,
 extern bool row_type_fits(TupleDesc stored, TupleDesc current);
 extern void view_batch_sort_sources(ViewBatch *batch);
 extern int64 view_batch_nkeys(const ViewBatch *batch);
+extern void view_batch_forget_rows(ViewBatch *batch);
 extern ViewBatch *view_batch_copy(const ViewBatch *batch);
 extern ViewBatch *view_batch_take(ViewBatch *batch, int64 n, bool first);
 extern void apply_counts_add(ApplyCounts *into, const ApplyCounts *from);
