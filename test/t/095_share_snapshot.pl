@@ -6,8 +6,8 @@
 # they make rows that no snapshot ever held.
 #
 # A batch changes every row of a (v0 to v1).  The helper is stopped idle
-# before the batch; the worker applies its own share under the batch's
-# snapshot, commits it and waits for the helper.  Then one transaction
+# before the batch is applied; the worker applies its own share under the
+# batch's snapshot, commits it and waits for the helper.  Then one transaction
 # changes b (w_old to w_new) and deletes every row of a, and the helper is
 # terminated before it runs its share: the worker applies the view again
 # alone.  No committed state ever joined v1 to w_new; the target must not
