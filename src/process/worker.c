@@ -117,6 +117,8 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -229,7 +231,7 @@ static void worker_note_failure(ErrorData *edata);
 static void worker_clear_failure(void);
 static void worker_loop(void);
 static CatalogCheck worker_check_views(void);
-static void worker_start_decoding(void);
+static bool worker_start_decoding(bool busy);
 static void worker_check_slot_moved(void);
 static const char *worker_slot_wal_missing(void);
 static void worker_note_slot_position(void);
@@ -242,6 +244,7 @@ static void worker_plans_current(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
 static void worker_batch(bool retry_due);
+static Oid	worker_lock_extension(void);
 static void worker_new_batch(void);
 static void worker_apply_batch(Snapshot snapshot);
 typedef struct AppliedViews AppliedViews;
@@ -502,8 +505,14 @@ worker_loop(void)
 			next_shard_sync = TimestampTzPlusMilliseconds(now, WORKER_SHARD_SYNC_MS);
 		}
 
-		if (!decoding_running())
-			worker_start_decoding();
+		if (!decoding_running() && !worker_start_decoding(check == CATALOG_BUSY))
+		{
+			/* the first view is being made: nothing to decode before it */
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 WORKER_BUSY_RETRY_MS, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
 
 		/*
 		 * A batch is made and applied as soon as there is WAL to read, a
@@ -627,6 +636,7 @@ worker_check_views(void)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	(void) worker_lock_extension();
 	PushActiveSnapshot(GetTransactionSnapshot());
 
 	catalog_oid = catalog_relid("view_catalog");
@@ -791,16 +801,41 @@ worker_progress_rows(List *views)
 }
 
 /*
- * Acquire the slot and set up decoding from its restart point; the context
- * stays open across batches.
+ * Acquire the slot and set up decoding from its restart point, skipped to
+ * the oldest applied position of the views; the context stays open across
+ * batches.
+ *
+ * busy: the last look at the catalog found a transaction adding a view.
+ * If no view is committed yet, the first one is being made, and there is
+ * no position to skip to: decoding does not start (false returned), and
+ * the caller looks again.  Decoding from the slot's restart point would
+ * replay what came before -- on a slot kept through DROP and CREATE
+ * EXTENSION, the changes of the dropped extension's source_catalog, which
+ * core cannot open once it is gone ("could not find pg_class entry"),
+ * failing every worker started before the view commits.  No view needs
+ * any of that WAL: the new view's position is where it was made.
+ *
+ * The extension is locked until the start is done, so that the catalog
+ * read here is not dropped under the read.
  */
-static void
-worker_start_decoding(void)
+static bool
+worker_start_decoding(bool busy)
 {
 	const char *invalidation;
 	XLogRecPtr	skip_to;
 
 	StartTransactionCommand();
+	(void) worker_lock_extension();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	skip_to = OidIsValid(catalog_relid("view_catalog")) ?
+		catalog_oldest_applied_lsn() : InvalidXLogRecPtr;
+	PopActiveSnapshot();
+	if (busy && XLogRecPtrIsInvalid(skip_to))
+	{
+		CommitTransactionCommand();
+		return false;
+	}
+
 	CheckLogicalDecodingRequirements();
 	ReplicationSlotAcquire_compat(worker_slot, true);
 
@@ -827,10 +862,6 @@ worker_start_decoding(void)
 	worker_check_slot_moved();
 
 	/* what committed before every view's applied position, no view needs */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	skip_to = OidIsValid(catalog_relid("view_catalog")) ?
-		catalog_oldest_applied_lsn() : InvalidXLogRecPtr;
-	PopActiveSnapshot();
 	if (!XLogRecPtrIsInvalid(skip_to))
 		decoding_skip_to(skip_to);
 	worker_note_slot_position();
@@ -838,6 +869,7 @@ worker_start_decoding(void)
 	decoding_start(worker_cxt, plan_cache_reset_system_caches);
 	batch_start_lsn = MyReplicationSlot->data.confirmed_flush;
 	CommitTransactionCommand();
+	return true;
 }
 
 /*
@@ -976,6 +1008,31 @@ worker_progress(void)
 }
 
 /*
+ * Keep the extension from being dropped until the caller unlocks it or its
+ * transaction ends: taken before a look at the catalog, so that what it
+ * found is not dropped under its next read, nor under the decoding that
+ * relies on it (a batch's, the start of decoding).  Decoding replays the
+ * changes of delta_join.source_catalog, a table decoding reads, and builds
+ * its relcache entry under the historic snapshot from the file number the
+ * present pg_class gives (RelationInitPhysicalAddr): a DROP EXTENSION that
+ * committed meanwhile fails the batch in core, before any callback of ours
+ * ("could not find pg_class entry").  DROP EXTENSION locks the extension
+ * before any of its objects, so it waits here holding none of them, and
+ * the worker, which holds no other lock of the extension's meanwhile,
+ * never waits for it.  The extension's OID, or InvalidOid when it is not
+ * installed.
+ */
+static Oid
+worker_lock_extension(void)
+{
+	Oid			extension = get_extension_oid(DJ_EXTENSION_NAME, true);
+
+	if (OidIsValid(extension))
+		LockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
+	return extension;
+}
+
+/*
  * Make a batch and apply it, in one transaction (consistent snapshots,
  * DESIGN.md section 5): take the snapshot the batch is applied under,
  * read the WAL insert position after it -- every transaction the snapshot
@@ -995,12 +1052,14 @@ worker_progress(void)
 static void
 worker_batch(bool retry_due)
 {
+	Oid			extension;
 	Snapshot	snapshot;
 	XLogRecPtr	upto;
 	bool		caught_up;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	extension = worker_lock_extension();
 	worker_plans_current();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
@@ -1019,6 +1078,11 @@ worker_batch(bool retry_due)
 	upto = progress_wal_position_now();
 	progress_set_reading(worker_dboid, upto);
 	caught_up = decoding_read(policy, snapshot, upto);
+	if (OidIsValid(extension))
+		UnlockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
+	if (decoding_carrying())
+		elog(DEBUG1, "keys of transactions the batch's snapshot does not see, the first committed at %X/%X, are carried to the next batch",
+			 LSN_FORMAT_ARGS(decoding_carried_lsn()));
 
 	if (decoding_batch_empty() && !retry_due)
 	{

@@ -115,8 +115,14 @@ DeltaJoinWorkload::status_ok($node, $_, 'after more writes') foreach qw(summary 
 # those of a catalog dropped before the batch; and a batch whose next read
 # of view_catalog finds it gone ends the worker without an error.  Five
 # cycles, each under writes, the views made again at once.
+# DJ_RECREATE_CYCLES=60 makes more of them (a few seconds each): a
+# worker started while create_view made the new extension's first view
+# once decoded the old extension's WAL from the slot's restart point, and
+# failed in two cycles of forty (worker_start_decoding now waits for the
+# view); a DROP committed while a batch decoded failed it likewise
+# (worker_lock_extension).
 my $log_offset = -s $node->logfile;
-for my $cycle (1 .. 5)
+for my $cycle (1 .. ($ENV{DJ_RECREATE_CYCLES} // 5))
 {
 	my $writes = DeltaJoinWorkload::pgbench_start($node, $scripts,
 		seed => 30 + $cycle, clients => 2, seconds => 2);

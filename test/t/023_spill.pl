@@ -168,6 +168,7 @@ my ($first, $last) = split /\n/, $node->safe_psql('postgres',
 	  UNION ALL
 	  (SELECT format('(%s, %s, %s)', merchant_id, item_id, order_id) FROM orders ORDER BY 1 DESC LIMIT 1)});
 my $key = '(merchant_id, item_id, order_id)';
+$log_offset = -s $node->logfile;
 $node->safe_psql(
 	'postgres', qq{
 	BEGIN;
@@ -188,11 +189,31 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM wide_retract WHERE $key = 
 	'0', 'an order deleted after it spilled is gone in retract mode');
 my ($keys1, $lookups1) = split /\|/, $node->safe_psql('postgres', $wide_counts);
 cmp_ok($keys1 - $keys0, '>', 1000, 'the transaction dirtied enough orders to spill');
+
+# A transaction whose commit the batch's snapshot missed by a hair (taken
+# before it left the proc array, the WAL position read after its commit
+# record) is carried to the next batch, which fetches every row: its rows
+# were decoded for a snapshot older than the one it is applied under.
+# Rare, and more so on a quiet machine; then the count is taken again on
+# another transaction of the same shape.
+my $attempt = 1;
+while ($attempt < 5
+	&& $node->log_contains(qr/are carried to the next batch/, $log_offset))
+{
+	diag("attempt $attempt: its keys were carried to the next batch; once more");
+	$attempt++;
+	($keys0, $lookups0) = ($keys1, $lookups1);
+	$log_offset = -s $node->logfile;
+	$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id % 4 <> 0');
+	wait_all('120s');
+	($keys1, $lookups1) = split /\|/, $node->safe_psql('postgres', $wide_counts);
+}
 cmp_ok(
 	$lookups1 - $lookups0,
 	'<',
 	1.1 * ($keys1 - $keys0),
-	'spilled orders kept their rows: no fetch beside the lookup of each one\'s item');
+	"spilled orders kept their rows: no fetch beside the lookup of each one's item ("
+	  . ($lookups1 - $lookups0) . ' lookups for ' . ($keys1 - $keys0) . ' keys)');
 
 # A spilled batch that also truncates a source: views in retract mode
 # recompute everything after the chunks, and must see what the chunks wrote.

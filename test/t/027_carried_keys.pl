@@ -121,6 +121,7 @@ $node->safe_psql(
 like(DeltaJoinTest::explain_text($node, $by_item, 'auto'),
 	qr/added to their groups' counts and sums \(additive\)/,
 	'the aggregate over the join is kept by adding');
+my $carry_start = -s $node->logfile;
 $h = start_stuck(q{BEGIN;
 	INSERT INTO orders VALUES (1, 1, 3001, 40), (2, 2, 3002, 50);
 	UPDATE orders SET amount = amount + 1 WHERE merchant_id = 3 AND order_id < 50;
@@ -136,6 +137,10 @@ $node->poll_query_until('postgres',
 	"SELECT (SELECT count(*) FROM (SELECT * FROM by_item EXCEPT ALL $by_item) a)
 	      + (SELECT count(*) FROM ($by_item EXCEPT ALL SELECT * FROM by_item) b) = 0")
   or die 'the change after T was not applied';
+# (test/t/023_spill.pl relies on this message)
+like(slurp_file($node->logfile, $carry_start),
+	qr{keys of transactions the batch's snapshot does not see, the first committed at [0-9A-F]+/[0-9A-F]+, are carried to the next batch},
+	'the worker says when it carries keys to the next batch');
 my $log_start = -s $node->logfile;
 release_stuck($h);
 is($node->safe_psql('postgres', "SELECT delta_join.wait(timeout => '30s')"),
