@@ -205,6 +205,8 @@ typedef struct Pieces
 	bool		chunked;		/* every key was handed out as chunks
 								 * (pieces_together) */
 	int			timeout_ms;		/* the view's lookup timeout, 0 for none */
+	bool		forget_rows;	/* not under the batch's snapshot: the rows
+								 * decoding kept are not used */
 } Pieces;
 
 /*
@@ -304,9 +306,13 @@ static ViewBatch *
 pieces_next_chunk(void *arg)
 {
 	Pieces	   *pc = (Pieces *) arg;
+	ViewBatch  *chunk;
 
 	pieces_rearm_timeout(pc);
-	return pieces_next(pc, PG_INT64_MAX);
+	chunk = pieces_next(pc, PG_INT64_MAX);
+	if (chunk != NULL && pc->forget_rows)
+		view_batch_forget_rows(chunk);
+	return chunk;
 }
 
 /*
@@ -525,6 +531,15 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 		!(req->batch != NULL && req->batch->whole);
 	pc.rewind = true;
 	pc.batch = req->batch;
+
+	/*
+	 * The rows decoding kept are the rows as the batch's snapshot sees
+	 * them.  Under a snapshot of its own, newer (a helper's share, a view
+	 * applied again alone, a chunk of a shared round), a kept row could be
+	 * joined with rows a later transaction wrote to the other sources -- a
+	 * row no snapshot ever saw: the appliers fetch each row instead.
+	 */
+	pc.forget_rows = (snapshot == NULL);
 	pc.chunk_cxt = AllocSetContextCreate(oldcxt, "delta_join pieces",
 										 ALLOCSET_DEFAULT_SIZES);
 
@@ -601,6 +616,8 @@ apply_view(const ApplyRequest *req, ApplyCounts *counts, ViewBatch **rest, Error
 				 * them all, gigabytes for a few thousand keys.  The rows
 				 * held back go on to the next piece.
 				 */
+				if (pc.forget_rows)
+					view_batch_forget_rows(piece);
 				MemoryContextSwitchTo(piece_cxt);
 				apply_view_batch(view, piece, counts, &held_back);
 				MemoryContextSwitchTo(oldcxt);

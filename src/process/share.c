@@ -236,8 +236,6 @@ share_settle(ShareRound *round, ViewWork *vw, ErrorData **error)
 			 catalog_view_name(vw->view));
 		memset(&vw->vp->counts, 0, sizeof(ApplyCounts));
 		req.batch = vw->work;
-		/* (this transaction's snapshot is not the batch's) */
-		view_batch_forget_rows(req.batch);
 		pgstat_report_activity(STATE_RUNNING, catalog_view_name(vw->view));
 		result = apply_view(&req, &vw->vp->counts, NULL, error);
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -304,9 +302,8 @@ share_apply_round(ViewWork *vw, ViewBatch *batch, XLogRecPtr end_lsn, MemoryCont
 
 	/*
 	 * This batch, its keys in memory, under a snapshot of its own, newer
-	 * than the batch's: the rows decoding kept are not used.
+	 * than the batch's (the rows decoding kept are not used, apply_view)
 	 */
-	view_batch_forget_rows(batch);
 	req.batch = batch;
 	req.read_spilled = NULL;
 
