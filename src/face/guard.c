@@ -608,6 +608,29 @@ refuse_concurrent_detach(AlterTableStmt *stmt, List *views)
 	}
 }
 
+/*
+ * DROP EXTENSION delta_join: its views go with it, and there is nothing to
+ * watch.  Nor is its catalog read: the lock of that read, taken before
+ * DROP EXTENSION locks the extension, made two concurrent drops deadlock
+ * (each held view_catalog, one waited for the other's to drop it, the other
+ * for the extension).
+ */
+static bool
+drops_this_extension(Node *parsetree)
+{
+	ListCell   *lc;
+
+	if (!IsA(parsetree, DropStmt) ||
+		((DropStmt *) parsetree)->removeType != OBJECT_EXTENSION)
+		return false;
+	foreach(lc, ((DropStmt *) parsetree)->objects)
+	{
+		if (strcmp(strVal(lfirst(lc)), DJ_EXTENSION_NAME) == 0)
+			return true;
+	}
+	return false;
+}
+
 Datum
 dj_on_ddl_start(PG_FUNCTION_ARGS)
 {
@@ -619,6 +642,8 @@ dj_on_ddl_start(PG_FUNCTION_ARGS)
 		elog(ERROR, "dj_on_ddl_start: not fired by an event trigger");
 	trigdata = (EventTriggerData *) fcinfo->context;
 	parsetree = trigdata->parsetree;
+	if (drops_this_extension(parsetree))
+		PG_RETURN_VOID();
 
 	/* distributed views keep their tables by name (citus/definition.c) */
 	if (IsA(parsetree, RenameStmt) || IsA(parsetree, AlterObjectSchemaStmt))

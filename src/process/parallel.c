@@ -796,6 +796,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	List	   *views;
 	static uint64 seen_generation = 0;
 	uint64		generation;
+	bool		gone;
 
 	if (seg == NULL)
 		return;					/* the leader gave up the round */
@@ -822,7 +823,13 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		plan_cache_forget_all();
 	seen_generation = generation;
 
-	views = catalog_list_views();
+	/*
+	 * The extension dropped, or a DROP EXTENSION under way: no share is
+	 * applied, and the leader, applying them alone, finds out what to do
+	 * (reading a dropped catalog would end this process with an error).
+	 */
+	gone = !catalog_lock_extension(NULL) || !OidIsValid(catalog_relid("view_catalog"));
+	views = gone ? NIL : catalog_list_views();
 	for (int v = 0; v < hdr->nviews; v++)
 	{
 		ViewBatch  *batch = share_read(&p);
@@ -830,6 +837,13 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		ErrorData  *error = NULL;
 
 		results[v].view_id = batch->view_id;
+		if (gone)
+		{
+			results[v].applied = false;
+			dj_text_copy(results[v].message, "the extension is being dropped",
+						 SHARE_MESSAGE_LEN);
+			continue;
+		}
 		if (view == NULL || view->in_error)
 		{
 			results[v].applied = true;

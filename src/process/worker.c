@@ -117,8 +117,6 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
-#include "catalog/pg_extension.h"
-#include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -244,7 +242,6 @@ static void worker_plans_current(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
 static void worker_batch(bool retry_due);
-static Oid	worker_lock_extension(void);
 static void worker_new_batch(void);
 static void worker_apply_batch(Snapshot snapshot);
 typedef struct AppliedViews AppliedViews;
@@ -633,14 +630,17 @@ worker_check_views(void)
 	Oid			catalog_oid;
 	CatalogCheck result;
 	char	   *problem;
+	bool		locked;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	(void) worker_lock_extension();
+	locked = catalog_lock_extension(NULL);
 	PushActiveSnapshot(GetTransactionSnapshot());
 
-	catalog_oid = catalog_relid("view_catalog");
-	if (!OidIsValid(catalog_oid))
+	catalog_oid = locked ? catalog_relid("view_catalog") : InvalidOid;
+	if (!locked)
+		result = CATALOG_BUSY;		/* a DROP EXTENSION holds it */
+	else if (!OidIsValid(catalog_oid))
 		result = CATALOG_NO_VIEWS;	/* the extension was dropped */
 	else if (OidIsValid(worker_catalog) && catalog_oid != worker_catalog)
 		result = CATALOG_REMADE;
@@ -815,8 +815,8 @@ worker_progress_rows(List *views)
  * failing every worker started before the view commits.  No view needs
  * any of that WAL: the new view's position is where it was made.
  *
- * The extension is locked until the start is done, so that the catalog
- * read here is not dropped under the read.
+ * The extension is locked until the start is done (catalog_lock_extension);
+ * while a DROP EXTENSION holds it, decoding does not start either.
  */
 static bool
 worker_start_decoding(bool busy)
@@ -825,7 +825,11 @@ worker_start_decoding(bool busy)
 	XLogRecPtr	skip_to;
 
 	StartTransactionCommand();
-	(void) worker_lock_extension();
+	if (!catalog_lock_extension(NULL))
+	{
+		CommitTransactionCommand();
+		return false;
+	}
 	PushActiveSnapshot(GetTransactionSnapshot());
 	skip_to = OidIsValid(catalog_relid("view_catalog")) ?
 		catalog_oldest_applied_lsn() : InvalidXLogRecPtr;
@@ -1008,31 +1012,6 @@ worker_progress(void)
 }
 
 /*
- * Keep the extension from being dropped until the caller unlocks it or its
- * transaction ends: taken before a look at the catalog, so that what it
- * found is not dropped under its next read, nor under the decoding that
- * relies on it (a batch's, the start of decoding).  Decoding replays the
- * changes of delta_join.source_catalog, a table decoding reads, and builds
- * its relcache entry under the historic snapshot from the file number the
- * present pg_class gives (RelationInitPhysicalAddr): a DROP EXTENSION that
- * committed meanwhile fails the batch in core, before any callback of ours
- * ("could not find pg_class entry").  DROP EXTENSION locks the extension
- * before any of its objects, so it waits here holding none of them, and
- * the worker, which holds no other lock of the extension's meanwhile,
- * never waits for it.  The extension's OID, or InvalidOid when it is not
- * installed.
- */
-static Oid
-worker_lock_extension(void)
-{
-	Oid			extension = get_extension_oid(DJ_EXTENSION_NAME, true);
-
-	if (OidIsValid(extension))
-		LockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
-	return extension;
-}
-
-/*
  * Make a batch and apply it, in one transaction (consistent snapshots,
  * DESIGN.md section 5): take the snapshot the batch is applied under,
  * read the WAL insert position after it -- every transaction the snapshot
@@ -1053,13 +1032,29 @@ static void
 worker_batch(bool retry_due)
 {
 	Oid			extension;
+	Oid			catalog;
 	Snapshot	snapshot;
 	XLogRecPtr	upto;
 	bool		caught_up;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	extension = worker_lock_extension();
+
+	/*
+	 * The extension stays until the batch has decoded (catalog_lock_extension),
+	 * and its catalog of views until the batch ends.  No batch while a DROP
+	 * EXTENSION holds the one, or a DDL of its update (ALTER EXTENSION ...
+	 * UPDATE, left open) the other: waiting would end in the worker's
+	 * lock_timeout, an error, and a restart, again and again.
+	 */
+	if (!catalog_lock_extension(&extension) ||
+		((catalog = catalog_relid("view_catalog")) != InvalidOid &&
+		 !ConditionalLockRelationOid(catalog, AccessShareLock)))
+	{
+		CommitTransactionCommand();
+		next_round = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), WORKER_BUSY_RETRY_MS);
+		return;
+	}
 	worker_plans_current();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
@@ -1078,8 +1073,7 @@ worker_batch(bool retry_due)
 	upto = progress_wal_position_now();
 	progress_set_reading(worker_dboid, upto);
 	caught_up = decoding_read(policy, snapshot, upto);
-	if (OidIsValid(extension))
-		UnlockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
+	catalog_unlock_extension(extension);
 	if (decoding_carrying())
 		elog(DEBUG1, "keys of transactions the batch's snapshot does not see, the first committed at %X/%X, are carried to the next batch",
 			 LSN_FORMAT_ARGS(decoding_carried_lsn()));

@@ -38,8 +38,10 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -377,6 +379,43 @@ catalog_relid(const char *relname)
 	Oid			nspid = get_namespace_oid(DJ_SCHEMA, true);
 
 	return OidIsValid(nspid) ? get_relname_relid(relname, nspid) : InvalidOid;
+}
+
+/*
+ * Keep the extension from being dropped until the transaction ends or
+ * catalog_unlock_extension: AccessShareLock on its pg_extension object,
+ * which DROP EXTENSION locks before any object of the extension's.  Taken
+ * by a background process before it reads the catalog, so that what it
+ * found stays there for its reads, and for the decoding that relies on it
+ * (decoding replays the changes of source_catalog, and builds its relcache
+ * entry under the historic snapshot from the present pg_class: once the
+ * extension is dropped, core fails there, "could not find pg_class entry").
+ *
+ * Never waited for: false when a DROP EXTENSION holds the lock or waits for
+ * it (the caller comes back later; waiting would end in its lock_timeout,
+ * an error, while a DROP sits in an open transaction).  True when locked,
+ * or when the extension is not installed (*extension then InvalidOid).
+ */
+bool
+catalog_lock_extension(Oid *extension)
+{
+	Oid			extoid = get_extension_oid(DJ_EXTENSION_NAME, true);
+	LOCKTAG		tag;
+
+	if (extension != NULL)
+		*extension = extoid;
+	if (!OidIsValid(extoid))
+		return true;
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, ExtensionRelationId, extoid, 0);
+	return LockAcquire(&tag, AccessShareLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* Let go of catalog_lock_extension's lock before the transaction ends */
+void
+catalog_unlock_extension(Oid extension)
+{
+	if (OidIsValid(extension))
+		UnlockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
 }
 
 /*

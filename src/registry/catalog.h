@@ -78,6 +78,8 @@ extern List *catalog_list_views(void);
 extern XLogRecPtr catalog_oldest_applied_lsn(void);
 extern ViewRecord *catalog_view_in(List *views, int view_id);
 extern Oid	catalog_relid(const char *relname);
+extern bool catalog_lock_extension(Oid *extension);
+extern void catalog_unlock_extension(Oid extension);
 extern void catalog_mark_views_stale(const char *reason);
 extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);

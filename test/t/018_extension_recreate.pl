@@ -9,13 +9,15 @@
 # (This once lost changes: the worker kept decoding with what it knew of
 # the dropped extension.)  The cycle is run twice, the second time while
 # writes go on, and with the old view's target taken over by the new view.
-# Five more drops, each while a batch decodes the writes before it.  Then
+# Five more drops, each while a batch decodes the writes before it.  A
+# DROP EXTENSION held open in a transaction, then two at once.  Then
 # the comparison is shown able to fail.  Last, a view made with the
 # new extension on a slot that must decode the old extension's changes.
 
 use strict;
 use warnings;
 
+use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DeltaJoinTest;
@@ -140,6 +142,61 @@ ok(!$node->log_contains(qr/could not find pg_class entry/, $log_offset),
 	'no batch failed on the catalog dropped under it');
 ok(!$node->log_contains(qr/delta_join worker.*exited with exit code 1/, $log_offset),
 	'the worker never exited on an error');
+
+# ---- a DROP EXTENSION left open, and two at once ----
+
+# The worker never waits for the extension or its catalog of views: it
+# would wait out its lock_timeout, fail and be restarted, again and again,
+# for as long as a DROP EXTENSION (or an ALTER EXTENSION ... UPDATE) sat in
+# an open transaction.  Its batches wait instead, and the views go on once
+# it is rolled back.
+$log_offset = -s $node->logfile;
+my $open = $node->background_psql('postgres');
+$open->query_safe('SET client_min_messages = warning');
+$open->query_safe('BEGIN');
+$open->query_safe('DROP EXTENSION delta_join CASCADE');
+for my $second (1 .. 3)
+{
+	$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id % 5 = 0');
+	sleep 1;
+}
+$open->query_safe('ROLLBACK');
+$open->quit;
+DeltaJoinWorkload::check_views($node, { wide => $wide, summary => $summary },
+	'after a DROP EXTENSION held open for 3 s and rolled back');
+ok(!$node->log_contains(qr/exited with exit code 1|lock timeout/, $log_offset),
+	'meanwhile no process of ours failed or waited out its lock_timeout');
+
+# Two DROP EXTENSION IF EXISTS at once: the second waits for the first,
+# then skips.  (The event trigger once read view_catalog before DROP
+# EXTENSION locked the extension: each drop held the catalog, one waited
+# for the extension, the other to drop the catalog, a deadlock.)
+my $first = $node->background_psql('postgres');
+$first->query_safe('SET client_min_messages = warning');
+$first->query_safe('BEGIN');
+$first->query_safe('DROP EXTENSION IF EXISTS delta_join CASCADE');
+my ($second_out, $second_err) = ('', '');
+my $second = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+		'DROP EXTENSION IF EXISTS delta_join CASCADE' ],
+	'>', \$second_out, '2>', \$second_err);
+ok( $node->poll_query_until(
+		'postgres', q{
+		SELECT count(*) > 0 FROM pg_locks
+		WHERE NOT granted AND locktype = 'object' AND classid = 'pg_extension'::regclass}),
+	'the second DROP EXTENSION waits for the first');
+$first->query_safe('COMMIT');
+$first->quit;
+$second->finish;
+is($second->result(0), 0, 'then it ends without an error')
+  or diag($second_err);
+like($second_err, qr/extension "delta_join" does not exist, skipping/, 'and skips the extension');
+$node->safe_psql(
+	'postgres', qq{
+	CREATE EXTENSION delta_join;
+	DROP TABLE wide, summary;
+	SELECT delta_join.create_view('wide', \$q\$ $wide \$q\$);
+	SELECT delta_join.create_view('summary', \$q\$ $summary \$q\$);});
 
 # ---- the comparison can fail ----
 
