@@ -38,6 +38,7 @@
 #include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -796,6 +797,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	List	   *views;
 	static uint64 seen_generation = 0;
 	uint64		generation;
+	Oid			catalog;
 	bool		gone;
 
 	if (seg == NULL)
@@ -824,11 +826,16 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	seen_generation = generation;
 
 	/*
-	 * The extension dropped, or a DROP EXTENSION under way: no share is
-	 * applied, and the leader, applying them alone, finds out what to do
-	 * (reading a dropped catalog would end this process with an error).
+	 * The extension dropped, or a DROP EXTENSION or a DDL of an update
+	 * holding it or its catalog: no share is applied, and the leader,
+	 * applying them alone, finds out what to do.  (Reading a dropped
+	 * catalog would end this process with an error; waiting for a locked
+	 * one, too, at its lock_timeout, while the leader waited for it.)
 	 */
-	gone = !catalog_lock_extension(NULL) || !OidIsValid(catalog_relid("view_catalog"));
+	catalog = InvalidOid;
+	gone = !catalog_lock_extension() ||
+		!OidIsValid(catalog = catalog_relid("view_catalog")) ||
+		!ConditionalLockRelationOid(catalog, AccessShareLock);
 	views = gone ? NIL : catalog_list_views();
 	for (int v = 0; v < hdr->nviews; v++)
 	{
@@ -840,7 +847,7 @@ helper_run(HelperPool *hp, dsm_handle handle)
 		if (gone)
 		{
 			results[v].applied = false;
-			dj_text_copy(results[v].message, "the extension is being dropped",
+			dj_text_copy(results[v].message, "the extension or its catalog is locked or gone",
 						 SHARE_MESSAGE_LEN);
 			continue;
 		}

@@ -242,6 +242,7 @@ static void worker_plans_current(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
 static void worker_batch(bool retry_due);
+static bool worker_lock_catalog(LOCKMODE mode);
 static void worker_new_batch(void);
 static void worker_apply_batch(Snapshot snapshot);
 typedef struct AppliedViews AppliedViews;
@@ -634,7 +635,7 @@ worker_check_views(void)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	locked = catalog_lock_extension(NULL);
+	locked = catalog_lock_extension();
 	PushActiveSnapshot(GetTransactionSnapshot());
 
 	catalog_oid = locked ? catalog_relid("view_catalog") : InvalidOid;
@@ -815,8 +816,9 @@ worker_progress_rows(List *views)
  * failing every worker started before the view commits.  No view needs
  * any of that WAL: the new view's position is where it was made.
  *
- * The extension is locked until the start is done (catalog_lock_extension);
- * while a DROP EXTENSION holds it, decoding does not start either.
+ * The extension and the catalog are locked until the start is done
+ * (worker_lock_catalog); while a DROP EXTENSION or a DDL of an update
+ * holds either, decoding does not start either.
  */
 static bool
 worker_start_decoding(bool busy)
@@ -825,7 +827,7 @@ worker_start_decoding(bool busy)
 	XLogRecPtr	skip_to;
 
 	StartTransactionCommand();
-	if (!catalog_lock_extension(NULL))
+	if (!worker_lock_catalog(AccessShareLock))
 	{
 		CommitTransactionCommand();
 		return false;
@@ -1012,6 +1014,26 @@ worker_progress(void)
 }
 
 /*
+ * In a transaction: lock the extension (catalog_lock_extension) and its
+ * catalog of views in mode, if both can be had at once.  False when a
+ * DROP EXTENSION or a DDL of an update (ALTER EXTENSION ... UPDATE, left
+ * open in a transaction) holds either: the caller comes back later.
+ * Waiting would end in the worker's lock_timeout, an error, and a
+ * restart, again and again until that transaction ends.  True, with
+ * nothing locked, when the extension is not installed.
+ */
+static bool
+worker_lock_catalog(LOCKMODE mode)
+{
+	Oid			catalog;
+
+	if (!catalog_lock_extension())
+		return false;
+	catalog = catalog_relid("view_catalog");
+	return !OidIsValid(catalog) || ConditionalLockRelationOid(catalog, mode);
+}
+
+/*
  * Make a batch and apply it, in one transaction (consistent snapshots,
  * DESIGN.md section 5): take the snapshot the batch is applied under,
  * read the WAL insert position after it -- every transaction the snapshot
@@ -1031,8 +1053,6 @@ worker_progress(void)
 static void
 worker_batch(bool retry_due)
 {
-	Oid			extension;
-	Oid			catalog;
 	Snapshot	snapshot;
 	XLogRecPtr	upto;
 	bool		caught_up;
@@ -1041,15 +1061,10 @@ worker_batch(bool retry_due)
 	StartTransactionCommand();
 
 	/*
-	 * The extension stays until the batch has decoded (catalog_lock_extension),
-	 * and its catalog of views until the batch ends.  No batch while a DROP
-	 * EXTENSION holds the one, or a DDL of its update (ALTER EXTENSION ...
-	 * UPDATE, left open) the other: waiting would end in the worker's
-	 * lock_timeout, an error, and a restart, again and again.
+	 * The extension stays until the batch has decoded, its catalog of
+	 * views until the batch ends (worker_lock_catalog).
 	 */
-	if (!catalog_lock_extension(&extension) ||
-		((catalog = catalog_relid("view_catalog")) != InvalidOid &&
-		 !ConditionalLockRelationOid(catalog, AccessShareLock)))
+	if (!worker_lock_catalog(AccessShareLock))
 	{
 		CommitTransactionCommand();
 		next_round = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), WORKER_BUSY_RETRY_MS);
@@ -1073,7 +1088,7 @@ worker_batch(bool retry_due)
 	upto = progress_wal_position_now();
 	progress_set_reading(worker_dboid, upto);
 	caught_up = decoding_read(policy, snapshot, upto);
-	catalog_unlock_extension(extension);
+	catalog_unlock_extension();
 	if (decoding_carrying())
 		elog(DEBUG1, "keys of transactions the batch's snapshot does not see, the first committed at %X/%X, are carried to the next batch",
 			 LSN_FORMAT_ARGS(decoding_carried_lsn()));
@@ -1624,8 +1639,19 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 
 	share_wait(round, todo, end_lsn);
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
+	/* (it writes the views' positions into the catalog) */
+	for (;;)
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		if (worker_lock_catalog(RowExclusiveLock))
+			break;
+		CommitTransactionCommand();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 WORKER_BUSY_RETRY_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(batch_cxt);
 	applied->n = 0;

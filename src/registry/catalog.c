@@ -394,28 +394,38 @@ catalog_relid(const char *relname)
  * Never waited for: false when a DROP EXTENSION holds the lock or waits for
  * it (the caller comes back later; waiting would end in its lock_timeout,
  * an error, while a DROP sits in an open transaction).  True when locked,
- * or when the extension is not installed (*extension then InvalidOid).
+ * or when the extension is not installed.
  */
+static Oid	locked_extension = InvalidOid;	/* what catalog_lock_extension
+											 * locked last */
+
 bool
-catalog_lock_extension(Oid *extension)
+catalog_lock_extension(void)
 {
-	Oid			extoid = get_extension_oid(DJ_EXTENSION_NAME, true);
 	LOCKTAG		tag;
 
-	if (extension != NULL)
-		*extension = extoid;
-	if (!OidIsValid(extoid))
+	locked_extension = get_extension_oid(DJ_EXTENSION_NAME, true);
+	if (!OidIsValid(locked_extension))
 		return true;
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, ExtensionRelationId, extoid, 0);
-	return LockAcquire(&tag, AccessShareLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, ExtensionRelationId, locked_extension, 0);
+	if (LockAcquire(&tag, AccessShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		locked_extension = InvalidOid;
+		return false;
+	}
+	return true;
 }
 
-/* Let go of catalog_lock_extension's lock before the transaction ends */
+/*
+ * Let go, before the transaction ends, of the lock that the transaction's
+ * last catalog_lock_extension took
+ */
 void
-catalog_unlock_extension(Oid extension)
+catalog_unlock_extension(void)
 {
-	if (OidIsValid(extension))
-		UnlockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
+	if (OidIsValid(locked_extension))
+		UnlockDatabaseObject(ExtensionRelationId, locked_extension, 0, AccessShareLock);
+	locked_extension = InvalidOid;
 }
 
 /*
