@@ -38,7 +38,6 @@
 #include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/lmgr.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -797,7 +796,6 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	List	   *views;
 	static uint64 seen_generation = 0;
 	uint64		generation;
-	Oid			catalog;
 	bool		gone;
 
 	if (seg == NULL)
@@ -832,10 +830,8 @@ helper_run(HelperPool *hp, dsm_handle handle)
 	 * catalog would end this process with an error; waiting for a locked
 	 * one, too, at its lock_timeout, while the leader waited for it.)
 	 */
-	catalog = InvalidOid;
-	gone = !catalog_lock_extension() ||
-		!OidIsValid(catalog = catalog_relid("view_catalog")) ||
-		!ConditionalLockRelationOid(catalog, AccessShareLock);
+	gone = !catalog_lock_views(AccessShareLock) ||
+		!OidIsValid(catalog_relid("view_catalog"));
 	views = gone ? NIL : catalog_list_views();
 	for (int v = 0; v < hdr->nviews; v++)
 	{

@@ -242,7 +242,6 @@ static void worker_plans_current(void);
 static XLogRecPtr worker_covered_lsn(void);
 static void worker_progress(void);
 static void worker_batch(bool retry_due);
-static bool worker_lock_catalog(LOCKMODE mode);
 static void worker_new_batch(void);
 static void worker_apply_batch(Snapshot snapshot);
 typedef struct AppliedViews AppliedViews;
@@ -817,7 +816,7 @@ worker_progress_rows(List *views)
  * any of that WAL: the new view's position is where it was made.
  *
  * The extension and the catalog are locked until the start is done
- * (worker_lock_catalog); while a DROP EXTENSION or a DDL of an update
+ * (catalog_lock_views); while a DROP EXTENSION or a DDL of an update
  * holds either, decoding does not start either.
  */
 static bool
@@ -827,7 +826,7 @@ worker_start_decoding(bool busy)
 	XLogRecPtr	skip_to;
 
 	StartTransactionCommand();
-	if (!worker_lock_catalog(AccessShareLock))
+	if (!catalog_lock_views(AccessShareLock))
 	{
 		CommitTransactionCommand();
 		return false;
@@ -1014,26 +1013,6 @@ worker_progress(void)
 }
 
 /*
- * In a transaction: lock the extension (catalog_lock_extension) and its
- * catalog of views in mode, if both can be had at once.  False when a
- * DROP EXTENSION or a DDL of an update (ALTER EXTENSION ... UPDATE, left
- * open in a transaction) holds either: the caller comes back later.
- * Waiting would end in the worker's lock_timeout, an error, and a
- * restart, again and again until that transaction ends.  True, with
- * nothing locked, when the extension is not installed.
- */
-static bool
-worker_lock_catalog(LOCKMODE mode)
-{
-	Oid			catalog;
-
-	if (!catalog_lock_extension())
-		return false;
-	catalog = catalog_relid("view_catalog");
-	return !OidIsValid(catalog) || ConditionalLockRelationOid(catalog, mode);
-}
-
-/*
  * Make a batch and apply it, in one transaction (consistent snapshots,
  * DESIGN.md section 5): take the snapshot the batch is applied under,
  * read the WAL insert position after it -- every transaction the snapshot
@@ -1062,9 +1041,9 @@ worker_batch(bool retry_due)
 
 	/*
 	 * The extension stays until the batch has decoded, its catalog of
-	 * views until the batch ends (worker_lock_catalog).
+	 * views until the batch ends (catalog_lock_views).
 	 */
-	if (!worker_lock_catalog(AccessShareLock))
+	if (!catalog_lock_views(AccessShareLock))
 	{
 		CommitTransactionCommand();
 		next_round = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), WORKER_BUSY_RETRY_MS);
@@ -1644,7 +1623,7 @@ worker_share_finish(ShareRound *round, List *todo, XLogRecPtr end_lsn, Timestamp
 	{
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
-		if (worker_lock_catalog(RowExclusiveLock))
+		if (catalog_lock_views(RowExclusiveLock))
 			break;
 		CommitTransactionCommand();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

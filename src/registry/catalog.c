@@ -429,6 +429,26 @@ catalog_unlock_extension(void)
 }
 
 /*
+ * In a transaction: lock the extension (catalog_lock_extension) and its
+ * catalog of views in mode, if both can be had at once.  False when a
+ * DROP EXTENSION or a DDL of an update (ALTER EXTENSION ... UPDATE, left
+ * open in a transaction) holds either: the caller, a background process,
+ * comes back later.  Waiting would end in its lock_timeout, an error, and
+ * a restart, again and again until that transaction ends.  True, with
+ * nothing locked, when the extension is not installed.
+ */
+bool
+catalog_lock_views(LOCKMODE mode)
+{
+	Oid			catalog;
+
+	if (!catalog_lock_extension())
+		return false;
+	catalog = catalog_relid("view_catalog");
+	return !OidIsValid(catalog) || ConditionalLockRelationOid(catalog, mode);
+}
+
+/*
  * Put every active view of this database in error: changes from its
  * applied_lsn on were not applied.  In the caller's transaction.  One
  * warning says how many (catalog_set_error puts one view in error).

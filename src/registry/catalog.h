@@ -12,6 +12,7 @@
 #include "access/xlogdefs.h"
 #include "base/delta_join.h"
 #include "nodes/pg_list.h"
+#include "storage/lockdefs.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
@@ -80,6 +81,7 @@ extern ViewRecord *catalog_view_in(List *views, int view_id);
 extern Oid	catalog_relid(const char *relname);
 extern bool catalog_lock_extension(void);
 extern void catalog_unlock_extension(void);
+extern bool catalog_lock_views(LOCKMODE mode);
 extern void catalog_mark_views_stale(const char *reason);
 extern bool catalog_view_written_after(ViewRecord *view, Snapshot snapshot);
 extern void catalog_delete_view(int view_id);
