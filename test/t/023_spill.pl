@@ -295,4 +295,25 @@ check_all('after temp_file_limit was raised');
 is($node->safe_psql('postgres', "SELECT count(*) FROM delta_join.status WHERE state <> 'active' OR reason IS NOT NULL"),
 	'0', 'and the failure is no longer shown');
 
+# A view whose own max_batch_size (20) is below the worker's (50) stops its
+# part of a batch at 20 keys, except for the keys that spilled to disk:
+# those are all applied in the batch, in pieces of the usual size.  They
+# were once applied a key a piece past the first 20, each piece paying a
+# piece's fixed cost: six times as slow on 100,000 keys.
+$node->safe_psql('postgres',
+	"SELECT delta_join.create_view('small_batches', \$q\$ $DeltaJoinTest::wide_query \$q\$, "
+	  . q{options => '{"max_batch_size": 20}')});
+is($node->safe_psql('postgres', "SELECT delta_join.wait('small_batches', '120s')"),
+	't', 'a view of max_batch_size 20 is made');
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1');
+is($node->safe_psql('postgres', "SELECT delta_join.wait('small_batches', '120s')"),
+	't', 'a spilled transaction converges on the view of max_batch_size 20');
+DeltaJoinTest::target_ok($node, 'small_batches', $DeltaJoinTest::wide_query,
+	'after a spilled transaction', mode => 'upsert');
+$log = slurp_file($node->logfile, $log_offset);
+my ($keys, $pieces) = $log =~ /delta view "(?:public\.)?small_batches": (\d+) keys applied in (\d+) pieces/;
+cmp_ok($keys // 0, '>', 1000, 'its spilled keys were applied in one batch');
+cmp_ok($pieces // 1e9, '<', ($keys // 0) / 8, 'in pieces of many keys each, not of one');
+
 done_testing();
