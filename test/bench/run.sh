@@ -517,10 +517,10 @@ cache_step() {
 # UPDATE of BULK orders with no view, then the view made and the same
 # UPDATE of the next BULK orders until the view is fresh, then the floor
 # below, the view dropped but in the last round.  Each round changes orders
-# no round changed before.  This machine's two CPUs do not run two busy
-# processes at full speed each (two CPU-bound loops take 2.2 times as long
-# as one), and one measure swings by a third from one run to the next: the
-# verdict is on the median of the rounds' ratios, each round printed.
+# no round changed before.  On this machine one measure swings by a third
+# from one round to the next (the bare statement alone took 0.94 to 1.53
+# s in one session): the verdict is on the median of the rounds' ratios,
+# each round printed.
 declare -a U_BARE U_STMT U_FRESH U_COPY
 bulk_round() {	# round (0-based)
 	local r=$1 t0 t1 t2 lo=$((2 * $1 * BULK))
