@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "replication/slot.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
@@ -68,6 +69,7 @@ PG_FUNCTION_INFO_V1(dj_progress);
  * batch would
  */
 #define WAIT_READ_MAX_BYTES		(64 * 1024 * 1024)
+#define WAIT_LOCK_POLL_MS		10	/* between two tries of the catalog's lock */
 
 /* An interval as milliseconds, at least 0, at most WAIT_FOREVER_MS */
 static int64
@@ -435,6 +437,41 @@ wait_round(List **views, XLogRecPtr target_lsn, TimestampTz deadline, bool *erro
 }
 
 /*
+ * Lock the catalog of views for wait()'s reads, before the first: held by
+ * an ALTER EXTENSION UPDATE or a LOCK TABLE, it would keep the call
+ * waiting past its timeout (3.6 to 5.5 s for a wait of 2 s), as the
+ * reads' own lock waits for as long as the holder keeps it.  Returns false
+ * when the deadline (0: none) passes first.  The lock stays until the
+ * call's transaction ends, as the reads' own would.
+ */
+static bool
+wait_lock_catalog(TimestampTz deadline)
+{
+	Oid			relid = catalog_relid("view_catalog");
+
+	if (!OidIsValid(relid))
+		return true;			/* the reads say what is wrong */
+	if (deadline == 0)
+	{
+		LockRelationOid(relid, AccessShareLock);
+		return true;
+	}
+	while (!ConditionalLockRelationOid(relid, AccessShareLock))
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (now >= deadline)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(WAIT_LOCK_POLL_MS, TimestampDifferenceMilliseconds(now, deadline) + 1),
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
  * delta_join.wait(target text, timeout interval) returns boolean
  *
  * Blocks until every change committed before the call has been applied to
@@ -473,6 +510,10 @@ dj_wait(PG_FUNCTION_ARGS)
 				 errmsg("delta_join.wait() cannot be called in a REPEATABLE READ or SERIALIZABLE transaction block"),
 				 errdetail("The transaction's snapshot was taken before the call, so the rest of the transaction would not see what was applied while it waited."),
 				 errhint("Call delta_join.wait() before BEGIN, or use READ COMMITTED.")));
+	if (timeout_ms < WAIT_FOREVER_MS)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	if (!wait_lock_catalog(deadline))
+		PG_RETURN_BOOL(false);
 	shmem_check();
 	catalog_require_version();
 	views = catalog_list_views();
@@ -529,9 +570,6 @@ dj_wait(PG_FUNCTION_ARGS)
 	if (waited == NIL)
 		PG_RETURN_BOOL(!errors &&
 					   (PG_ARGISNULL(0) ? distributed_wait(NULL, timeout_ms) != 0 : true));
-
-	if (timeout_ms < WAIT_FOREVER_MS)
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 
 	for (int round = 0; round < rounds && done; round++)
 	{

@@ -20,6 +20,7 @@ use warnings;
 use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes;
 use DeltaJoinTest;
 use DeltaJoinWorkload;
 
@@ -161,6 +162,16 @@ foreach my $hold ('DROP EXTENSION delta_join CASCADE',
 	$open->query_safe($hold);
 	$node->safe_psql('postgres', 'SELECT pg_terminate_backend(' . DeltaJoinWorkload::worker_pid($node) . ')')
 	  if $hold =~ /^LOCK/;
+
+	# wait() keeps to its timeout, whoever holds the catalog (it once
+	# waited for the holder: 3.6 to 5.5 s for a wait of 2 s)
+	# (statement_timeout: without that, the test would wait for itself)
+	my $started = Time::HiRes::time();
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', "SET statement_timeout = '10s'; SELECT delta_join.wait(NULL, '1s')",
+		stdout => \$out, stderr => \$err);
+	is($out, 'f', "wait() times out while $hold is held open") or diag($err);
+	cmp_ok(Time::HiRes::time() - $started, '<', 3, '... after its timeout, not after the holder');
 	for my $second (1 .. 4)
 	{
 		$node->safe_psql('postgres', 'UPDATE orders SET amount = amount + 1 WHERE order_id % 5 = 0');
